@@ -1,0 +1,88 @@
+# csq - SQLite tables on an NVMe computational-storage device.
+#
+#   make            build build/csq.so (the extension), build/csq (the shell)
+#   make deps       install the Debian packages csq needs (apt-get, as root)
+#   make demo       the main job: load a TPC-H-like table, query it, show bytes moved
+#   make test       every test; ends with "N passed, N failed"
+#   make sanitize   the test suite under AddressSanitizer + UBSan
+#   make bench      benchmarks (SF=0.1 by default: make bench SF=1)
+#   make format     clang-format the tree
+
+CC      ?= gcc
+PKGS    := sqlite3 liburing libnvme libxxhash
+DEBS    := build-essential pkg-config sqlite3 libsqlite3-dev liburing-dev libnvme-dev \
+           libjson-c-dev libxxhash-dev python3 gnuplot-nox clang libclang-rt-14-dev \
+           libfuzzer-14-dev qemu-system-x86 xz-utils
+BUILD   ?= build
+OPT     ?= -O2
+CFLAGS  += $(OPT) -g -std=gnu11 -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
+           $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+SF      ?= 0.1
+
+# Library sources: every .c of the layers, except programs (*_main.c).
+LIB_SRC := $(filter-out %_main.c,$(wildcard ext/*.c vtab/*.c planner/*.c device/*.c))
+LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
+HDRS    := $(wildcard */*.h csq.h)
+UNIT_SRC := $(wildcard tests/unit/test_*.c)
+UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
+BENCH_SRC := $(filter-out %_main.c,$(wildcard bench/*.c))
+BENCH_MAINS := $(wildcard bench/*_main.c)
+BENCH_BIN := $(BENCH_MAINS:bench/%_main.c=$(BUILD)/bench/%)
+
+SHELL_MAIN := $(wildcard ext/*_main.c)
+
+.PHONY: all deps demo test sanitize bench format clean fuzz
+all: $(BUILD)/csq.so $(BUILD)/libcsq.a $(if $(SHELL_MAIN),$(BUILD)/csq)
+
+$(BUILD)/obj/%.o: %.c $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libcsq.a: $(LIB_OBJ)
+	@rm -f $@; ar rcs $@ $^
+
+# -z defs: a symbol missing from the extension is a link error, not a load error
+$(BUILD)/csq.so: $(LIB_OBJ)
+	$(CC) -shared -Wl,-z,defs -o $@ $^ $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/csq: $(SHELL_MAIN) $(BUILD)/libcsq.a $(HDRS)
+	$(CC) $(CFLAGS) -o $@ $(SHELL_MAIN) $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcsq.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
+
+$(BUILD)/bench/%: bench/%_main.c $(BENCH_SRC) $(BUILD)/libcsq.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BENCH_SRC) $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
+
+deps:
+	@sh tests/deps.sh $(DEBS)
+
+demo: deps
+	@$(MAKE) --no-print-directory all bench-bin
+	@sh bench/demo.sh $(BUILD)
+
+bench-bin: $(BENCH_BIN)
+
+test: deps
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) bench-bin
+	@BUILD=$(BUILD) sh tests/run.sh
+
+sanitize: deps
+	@$(MAKE) --no-print-directory BUILD=build-san OPT="-O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined" \
+	  LDFLAGS="-fsanitize=address,undefined" all test-bins-san
+	@BUILD=build-san SANITIZE=1 sh tests/run.sh
+
+test-bins-san: $(UNIT_BIN) bench-bin
+
+bench: deps
+	@$(MAKE) --no-print-directory all bench-bin
+	@sh bench/run.sh $(BUILD) $(SF)
+
+format:
+	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c csq.h)
+
+clean:
+	rm -rf build build-san

@@ -1,0 +1,122 @@
+/*
+** device/driver.h - the host driver: open a device, queue pairs, commands.
+**
+** Everything above device/ (the store, the vtab, the planner's runtime) talks
+** to a device only through this API, and this API talks to the device only
+** in csq_sqe / csq_cqe (device/cmd.h). Backends behind it:
+**   emu   the emulated computational-storage device, in process (default);
+**         media is an image file (read with io_uring) or memory.
+**   nvme  a real NVMe namespace through io_uring passthrough (/dev/ngXnY);
+**         programs run in a host engine when the device has no compute.
+**
+** Devices are shared: opening the same path twice in one process returns the
+** same dev_device (reference counted), so several connections and tables
+** share one controller. Each user thread/connection opens its own queue pair.
+**
+** Errors: functions return 0, a negative errno, or a positive NVMe status
+** field (device/cmd.h, CSQ_SC_*). dev_errmsg() describes the last failure on
+** a queue or device in words a user can act on (the command, the LBA, the
+** status name, the path).
+**
+** Memory: libc malloc; every object is freed by its own close/unref call.
+*/
+#ifndef CSQ_DEVICE_DRIVER_H
+#define CSQ_DEVICE_DRIVER_H
+
+#include <stdint.h>
+#include <stddef.h>
+#include "cmd.h"
+
+typedef struct dev_device dev_device;
+typedef struct dev_queue dev_queue;
+
+/* Counters, kept per queue (a connection's totals) and per device. All
+** updated by the device as it processes commands of that queue, except the
+** three program counters, which executors add from a program's result. */
+typedef struct dev_stats {
+  uint64_t media_bytes_read;    /* bytes the device read from its media */
+  uint64_t media_bytes_written; /* bytes the device wrote to its media */
+  uint64_t bytes_to_host;       /* bytes moved device -> host (reads, SLM reads) */
+  uint64_t bytes_from_host;     /* bytes moved host -> device (writes, programs) */
+  uint64_t commands;            /* commands completed */
+  uint64_t admin_commands;      /* of which admin */
+  uint64_t errors;              /* completions with a non-zero status */
+  uint64_t programs_executed;
+  uint64_t row_groups_scanned;
+  uint64_t row_groups_skipped;  /* by zone maps */
+  uint64_t rows_scanned;
+  uint64_t rows_returned;
+  uint64_t engine_ns;           /* compute engine busy time */
+  uint64_t cmd_by_opcode[3][256]; /* [0] admin, [1] NVM/CP, [2] SLM */
+} dev_stats;
+
+typedef struct dev_options {
+  int nEngines;        /* compute engines; 0 = one per online core */
+  int nQueueDepth;     /* entries per queue pair; 0 = 256 (>= 64) */
+  int timeoutMs;       /* a command not completed by then fails with
+                          CSQ_SC_HOST_TIMEOUT; 0 = 30000 */
+  int bCreate;         /* create the image if it does not exist */
+  int bDirect;         /* try O_DIRECT for the media (falls back to buffered) */
+  const char *zFault;  /* fault injection, emu only; see device/fault.h; NULL = none */
+  uint64_t nSlmBytes;  /* SLM size; 0 = 256 MiB */
+} dev_options;
+
+/* Fill *p with the defaults. */
+void dev_options_default(dev_options *p);
+
+/* Open (or share) the device at zPath:
+**   ":memory:"          a new private in-memory emulated device (never shared)
+**   "nvme:/dev/ngXnY"   a real NVMe namespace (nvme backend)
+**   anything else       an image file for the emulated device.
+** A file that exists and is not empty is opened as it is (the store checks
+** its format); a missing file is created only if p->bCreate. On error returns
+** non-zero and sets *pzErr to a malloc'd message (caller frees). */
+int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char **pzErr);
+void dev_ref(dev_device *pDev);
+void dev_unref(dev_device *pDev); /* the last reference closes it */
+
+const char *dev_path(const dev_device *pDev);
+const char *dev_backend_name(const dev_device *pDev); /* "emu" or "nvme" */
+/* Identify data decoded at open: compute capabilities (magic 0 if the device
+** has no csq compute) and NVM namespace size. */
+const csq_id_vs *dev_caps(const dev_device *pDev);
+uint64_t dev_nvm_blocks(const dev_device *pDev);
+/* Device-wide counters (a snapshot). */
+void dev_device_stats(dev_device *pDev, dev_stats *pOut);
+
+/* Queue pairs. One per connection / thread; a queue is not thread safe. */
+int dev_queue_open(dev_device *pDev, dev_queue **ppQ);
+void dev_queue_close(dev_queue *pQ);
+dev_device *dev_queue_device(dev_queue *pQ);
+dev_stats *dev_queue_stats(dev_queue *pQ); /* live counters of this queue; caller may reset */
+const char *dev_errmsg(dev_queue *pQ);     /* last error on this queue, never NULL */
+
+/* Asynchronous: dev_submit assigns pSqe->cid and queues the command; returns
+** 0, or -EAGAIN when the queue is full (reap first). dev_reap waits up to
+** timeoutMs (-1 = the device timeout) for any completion of this queue;
+** returns 0 with *pCqe filled, or -ETIMEDOUT. Completions may come back in any
+** order; match them by cid. */
+int dev_submit(dev_queue *pQ, csq_sqe *pSqe);
+int dev_reap(dev_queue *pQ, csq_cqe *pCqe, int timeoutMs);
+
+/* Synchronous: submit one command and wait for its own completion. Returns 0,
+** the status field (> 0), or -errno; pCqe (may be NULL) receives the CQE. */
+int dev_exec(dev_queue *pQ, csq_sqe *pSqe, csq_cqe *pCqe);
+
+/* Convenience wrappers over dev_exec (same returns). */
+int dev_nvm_read(dev_queue *pQ, uint64_t slba, uint32_t nlb, void *pBuf);
+int dev_nvm_write(dev_queue *pQ, uint64_t slba, uint32_t nlb, const void *pBuf);
+int dev_nvm_flush(dev_queue *pQ);
+int dev_resv_acquire(dev_queue *pQ, int busyTimeoutMs); /* retries conflicts until the timeout */
+int dev_resv_release(dev_queue *pQ);
+int dev_slm_read(dev_queue *pQ, uint64_t addr, void *pBuf, uint32_t n);
+int dev_slm_write(dev_queue *pQ, uint64_t addr, const void *pBuf, uint32_t n);
+/* Memory Copy of LBA ranges into SLM at addr (back to back). */
+int dev_slm_copy(dev_queue *pQ, uint64_t addr, const csq_lba_range *aRange, int nRange);
+
+/* SLM is allocated by the host (its addresses are the host's to choose):
+** a first-fit allocator per device, 4 KiB granularity. */
+int dev_slm_alloc(dev_device *pDev, uint64_t nBytes, uint64_t *pAddr);
+void dev_slm_free(dev_device *pDev, uint64_t addr);
+
+#endif /* CSQ_DEVICE_DRIVER_H */

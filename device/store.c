@@ -1,0 +1,1210 @@
+/*
+** device/store.c - snapshots, reads and transactions over a csq device image.
+**
+** See store.h for the model. Concurrency inside the process: p->mu guards the
+** store's fields (current snapshot, free space, deferred frees, live
+** snapshots, lazy row-group caches); p->writer is held by the one open
+** transaction. Across processes a device reservation serialises writers, and
+** a reader notices another process's commit by re-reading the superblock.
+**
+** Free space and readers: an extent a commit frees is still referenced by
+** older snapshots, so it is parked (deferred) until no live snapshot of this
+** process is older than the commit that freed it.
+*/
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <xxhash.h>
+#include "store_int.h"
+
+#define IO_MAX_BLOCKS 1024 /* blocks per NVM command: 4 MiB */
+
+struct store {
+  int nRef;
+  dev_device *pDev;
+  pthread_mutex_t mu;
+  pthread_mutex_t writer;
+  store_snap *pCur;     /* newest committed snapshot known */
+  store_sb sb;          /* its superblock */
+  uint32_t nextTabId;
+  store_freemap space;
+  int bSpaceValid;      /* space describes pCur (else rebuild before writing) */
+  store_extent *aPend;  /* deferred frees, gen = generation that freed them */
+  int nPend, nPendAlloc;
+  store_snap *pLive;    /* snapshots still referenced */
+  int bShared;          /* other processes may open the image: re-read superblocks */
+  store *pNext;         /* registry */
+};
+
+struct store_txn {
+  store *p;
+  dev_queue *q;
+  store_snap *pBase;
+  int nTab;
+  store_table **apTab;  /* working copies, owned */
+  uint32_t nextTabId;
+  store_extent *aAlloc; /* allocated by this transaction */
+  int nAlloc, nAllocAlloc;
+  store_extent *aFree;  /* committed extents this transaction frees at commit */
+  int nFree, nFreeAlloc;
+  int bDirty;
+};
+
+/* The registry of open stores: one per device in the process. */
+static pthread_mutex_t g_storeMu = PTHREAD_MUTEX_INITIALIZER;
+static store *g_stores = NULL;
+
+/* ---- small helpers ---- */
+
+static int ext_push(store_extent **pa, int *pn, int *pnAlloc, uint64_t lba, uint64_t nblk,
+                    uint64_t gen) {
+  if (*pn == *pnAlloc) {
+    int nNew = *pnAlloc ? *pnAlloc * 2 : 16;
+    store_extent *a = realloc(*pa, sizeof(store_extent) * (size_t)nNew);
+    if (!a) return -ENOMEM;
+    *pa = a;
+    *pnAlloc = nNew;
+  }
+  (*pa)[*pn].lba = lba;
+  (*pa)[*pn].nblk = nblk;
+  (*pa)[*pn].gen = gen;
+  (*pn)++;
+  return 0;
+}
+
+static void *block_alloc(uint64_t nblk) {
+  void *p = NULL;
+  if (posix_memalign(&p, CSQ_LBA_SIZE, nblk ? nblk * CSQ_LBA_SIZE : CSQ_LBA_SIZE)) return NULL;
+  return p;
+}
+
+/* Read/write runs of blocks in commands of at most IO_MAX_BLOCKS. */
+static int io_read(dev_queue *q, uint64_t lba, uint64_t nblk, uint8_t *buf) {
+  while (nblk > 0) {
+    uint32_t n = nblk > IO_MAX_BLOCKS ? IO_MAX_BLOCKS : (uint32_t)nblk;
+    int rc = dev_nvm_read(q, lba, n, buf);
+    if (rc) return rc;
+    lba += n;
+    nblk -= n;
+    buf += (size_t)n * CSQ_LBA_SIZE;
+  }
+  return 0;
+}
+static int io_write(dev_queue *q, uint64_t lba, uint64_t nblk, const uint8_t *buf) {
+  while (nblk > 0) {
+    uint32_t n = nblk > IO_MAX_BLOCKS ? IO_MAX_BLOCKS : (uint32_t)nblk;
+    int rc = dev_nvm_write(q, lba, n, buf);
+    if (rc) return rc;
+    lba += n;
+    nblk -= n;
+    buf += (size_t)n * CSQ_LBA_SIZE;
+  }
+  return 0;
+}
+
+static char *io_errmsg(store *p, dev_queue *q, int rc, const char *zWhat) {
+  if (rc == -ENOMEM) return store_mprintf("out of memory");
+  return store_mprintf("device %s: %s failed: %s", dev_path(p->pDev), zWhat, dev_errmsg(q));
+}
+
+/* ---- snapshots ---- */
+
+static void snap_link(store *p, store_snap *s) {
+  s->pStore = p;
+  s->pNextLive = p->pLive;
+  p->pLive = s;
+}
+
+void store_snap_unref(store_snap *s) {
+  if (!s) return;
+  store *p = s->pStore;
+  pthread_mutex_lock(&p->mu);
+  int n = --s->nRef;
+  if (n == 0) {
+    for (store_snap **pp = &p->pLive; *pp; pp = &(*pp)->pNextLive) {
+      if (*pp == s) {
+        *pp = s->pNextLive;
+        break;
+      }
+    }
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (n == 0) {
+    store_snap_free_tables(s);
+    free(s);
+    store_unref(p);
+  }
+}
+
+store_table *store_snap_table(const store_snap *s, const char *zName) {
+  for (int i = 0; i < s->nTab; i++)
+    if (strcasecmp(s->apTab[i]->zName, zName) == 0) return s->apTab[i];
+  return NULL;
+}
+
+/* Load the delete bitmaps of a freshly decoded snapshot. */
+static int load_delmaps(store *p, dev_queue *q, store_snap *s, char **pzErr) {
+  for (int t = 0; t < s->nTab; t++) {
+    store_table *pTab = s->apTab[t];
+    for (int g = 0; g < pTab->nRg; g++) {
+      store_rg *pRg = pTab->apRg[g];
+      if (pRg->nDel == 0) continue;
+      uint64_t nblk = (pRg->delBytes + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+      uint8_t *buf = block_alloc(nblk);
+      if (!buf) return -ENOMEM;
+      int rc = io_read(q, pRg->delLba, nblk, buf);
+      if (rc) {
+        free(buf);
+        *pzErr = io_errmsg(p, q, rc, "reading a delete bitmap");
+        return rc;
+      }
+      if (XXH3_64bits(buf, pRg->delBytes) != pRg->delXxh3) {
+        free(buf);
+        *pzErr = store_mprintf("device %s: table '%s': the delete bitmap at block %llu is "
+                               "damaged (checksum mismatch)",
+                               dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->delLba);
+        return -EBADMSG;
+      }
+      pRg->aDel = buf;
+    }
+  }
+  return 0;
+}
+
+/* Read both superblocks and pick the committed one. */
+static int read_superblock(store *p, dev_queue *q, store_sb *pSb, int *pbEmpty, char **pzErr) {
+  uint8_t *buf = block_alloc(2);
+  if (!buf) return -ENOMEM;
+  int rc = io_read(q, 0, 2, buf);
+  if (rc) {
+    free(buf);
+    *pzErr = io_errmsg(p, q, rc, "reading the superblocks (blocks 0-1)");
+    return rc;
+  }
+  store_sb a[2];
+  int rcs[2];
+  int bZero = 1;
+  for (size_t i = 0; i < 2 * (size_t)CSQ_LBA_SIZE && bZero; i++) bZero = buf[i] == 0;
+  for (int i = 0; i < 2; i++) rcs[i] = store_sb_decode(buf + (size_t)i * CSQ_LBA_SIZE, &a[i]);
+  free(buf);
+  *pbEmpty = 0;
+  if (rcs[0] == 0 || rcs[1] == 0) {
+    int best = rcs[0] == 0 ? 0 : 1;
+    if (rcs[0] == 0 && rcs[1] == 0 && a[1].gen > a[0].gen) best = 1;
+    *pSb = a[best];
+    return 0;
+  }
+  if (bZero) {
+    *pbEmpty = 1;
+    return 0;
+  }
+  if (rcs[0] == -ENOENT && rcs[1] == -ENOENT) {
+    *pzErr = store_mprintf("%s is not a csq device image (no csq superblock in blocks 0-1)",
+                           dev_path(p->pDev));
+    return -EINVAL;
+  }
+  *pzErr = store_mprintf("device image %s: both superblocks (blocks 0 and 1) are damaged",
+                         dev_path(p->pDev));
+  return -EBADMSG;
+}
+
+/* Read and decode the catalog a superblock names. */
+static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap **ppSnap,
+                        uint32_t *pNextTabId, char **pzErr) {
+  uint8_t *buf = block_alloc(pSb->catBlocks);
+  if (!buf) return -ENOMEM;
+  int rc = io_read(q, pSb->catLba, pSb->catBlocks, buf);
+  if (rc) {
+    *pzErr = io_errmsg(p, q, rc, "reading the catalog");
+    free(buf);
+    return rc;
+  }
+  if (XXH3_64bits(buf, pSb->catBytes) != pSb->catXxh3) {
+    *pzErr = store_mprintf("device image %s: the catalog (blocks %llu-%llu) is damaged "
+                           "(checksum mismatch)",
+                           dev_path(p->pDev), (unsigned long long)pSb->catLba,
+                           (unsigned long long)(pSb->catLba + pSb->catBlocks - 1));
+    free(buf);
+    return -EBADMSG;
+  }
+  char *zErr = NULL;
+  rc = store_cat_decode(buf, pSb->catBytes, ppSnap, pNextTabId, &zErr);
+  free(buf);
+  if (rc) {
+    *pzErr = store_mprintf("device image %s: %s", dev_path(p->pDev), zErr ? zErr : "bad catalog");
+    free(zErr);
+    return rc;
+  }
+  if ((*ppSnap)->gen != pSb->gen) {
+    store_snap_free_tables(*ppSnap);
+    free(*ppSnap);
+    *pzErr = store_mprintf("device image %s: catalog generation does not match the superblock",
+                           dev_path(p->pDev));
+    return -EBADMSG;
+  }
+  rc = load_delmaps(p, q, *ppSnap, pzErr);
+  if (rc) {
+    store_snap_free_tables(*ppSnap);
+    free(*ppSnap);
+  }
+  return rc;
+}
+
+/* Write a snapshot's catalog to fresh space and return its superblock.
+** Called with the writer lock; allocations recorded in pTxn (may be NULL when
+** formatting). */
+static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTabId,
+                         store_sb *pSb, store_txn *pTxn, char **pzErr) {
+  uint8_t *a = NULL;
+  size_t n = 0;
+  int rc = store_cat_encode(s, nextTabId, &a, &n);
+  if (rc) return rc;
+  uint64_t nblk = (n + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+  uint8_t *buf = block_alloc(nblk);
+  if (!buf) {
+    free(a);
+    return -ENOMEM;
+  }
+  memcpy(buf, a, n);
+  memset(buf + n, 0, nblk * CSQ_LBA_SIZE - n);
+  free(a);
+  uint64_t lba;
+  pthread_mutex_lock(&p->mu);
+  rc = space_alloc(&p->space, nblk, &lba);
+  pthread_mutex_unlock(&p->mu);
+  if (rc) {
+    free(buf);
+    *pzErr = store_mprintf("device %s is full", dev_path(p->pDev));
+    return rc;
+  }
+  if (pTxn) ext_push(&pTxn->aAlloc, &pTxn->nAlloc, &pTxn->nAllocAlloc, lba, nblk, 0);
+  rc = io_write(q, lba, nblk, buf);
+  if (rc == 0) {
+    pSb->gen = s->gen;
+    pSb->catLba = lba;
+    pSb->catBlocks = (uint32_t)nblk;
+    pSb->catBytes = n;
+    pSb->catXxh3 = XXH3_64bits(buf, n);
+  } else {
+    *pzErr = io_errmsg(p, q, rc, "writing the catalog");
+  }
+  free(buf);
+  return rc;
+}
+
+/* Superblock flip: copy 0, flush, copy 1, flush. Data and catalog must
+** already be durable. */
+static int write_superblocks(store *p, dev_queue *q, const store_sb *pSb, char **pzErr) {
+  uint8_t *buf = block_alloc(1);
+  if (!buf) return -ENOMEM;
+  store_sb_encode(pSb, buf);
+  int rc = 0;
+  for (int i = 0; i < CSQ_SB_COPIES && rc == 0; i++) {
+    rc = dev_nvm_write(q, (uint64_t)i, 1, buf);
+    if (rc == 0) rc = dev_nvm_flush(q);
+    if (rc) *pzErr = io_errmsg(p, q, rc, "writing the superblock");
+  }
+  free(buf);
+  return rc;
+}
+
+/* Every extent a snapshot references (for rebuilding free space). */
+static int snap_extents(const store_snap *s, store_extent **pa, int *pn, int *pnAlloc) {
+  int rc = 0;
+  for (int t = 0; t < s->nTab && rc == 0; t++) {
+    const store_table *pTab = s->apTab[t];
+    for (int g = 0; g < pTab->nRg && rc == 0; g++) {
+      const store_rg *pRg = pTab->apRg[g];
+      rc = ext_push(pa, pn, pnAlloc, pRg->lba, pRg->nblk, 0);
+      if (rc == 0 && pRg->nDel)
+        rc = ext_push(pa, pn, pnAlloc, pRg->delLba,
+                      (pRg->delBytes + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE, 0);
+    }
+  }
+  return rc;
+}
+
+/* Rebuild free space from the current catalog and every live snapshot.
+** Called with p->mu held. */
+static int rebuild_space(store *p) {
+  store_extent *a = NULL;
+  int n = 0, nAlloc = 0, rc = 0;
+  rc = ext_push(&a, &n, &nAlloc, p->sb.catLba, p->sb.catBlocks, 0);
+  if (rc == 0) rc = snap_extents(p->pCur, &a, &n, &nAlloc);
+  for (store_snap *s = p->pLive; s && rc == 0; s = s->pNextLive)
+    if (s != p->pCur) rc = snap_extents(s, &a, &n, &nAlloc);
+  if (rc == 0) {
+    uint64_t hwm = p->sb.hwm;
+    for (int i = 0; i < n; i++)
+      if (a[i].lba + a[i].nblk > hwm) hwm = a[i].lba + a[i].nblk;
+    rc = space_rebuild(&p->space, a, n, hwm, dev_nvm_blocks(p->pDev));
+  }
+  free(a);
+  if (rc == 0) {
+    p->bSpaceValid = 1;
+    p->nPend = 0;
+  }
+  return rc;
+}
+
+/* Refresh p->pCur from the device if another process committed. With
+** p->mu held. */
+static int refresh(store *p, dev_queue *q, char **pzErr) {
+  if (!p->bShared && p->pCur) return 0;
+  store_sb sb;
+  int bEmpty = 0;
+  int rc = read_superblock(p, q, &sb, &bEmpty, pzErr);
+  if (rc) return rc;
+  if (bEmpty) {
+    *pzErr = store_mprintf("device image %s lost its superblocks", dev_path(p->pDev));
+    return -EBADMSG;
+  }
+  if (p->pCur && sb.gen == p->sb.gen && sb.catLba == p->sb.catLba) return 0;
+  store_snap *s = NULL;
+  uint32_t nextTabId = 0;
+  rc = read_catalog(p, q, &sb, &s, &nextTabId, pzErr);
+  if (rc) return rc;
+  s->nRef = 1;
+  p->nRef++;
+  snap_link(p, s);
+  store_snap *pOld = p->pCur;
+  p->pCur = s;
+  p->sb = sb;
+  p->nextTabId = nextTabId;
+  p->bSpaceValid = 0;
+  if (pOld) {
+    /* drop the store's own reference without re-taking p->mu */
+    if (--pOld->nRef == 0) {
+      for (store_snap **pp = &p->pLive; *pp; pp = &(*pp)->pNextLive)
+        if (*pp == pOld) {
+          *pp = pOld->pNextLive;
+          break;
+        }
+      store_snap_free_tables(pOld);
+      free(pOld);
+      p->nRef--;
+    }
+  }
+  return 0;
+}
+
+int store_snapshot(store *p, dev_queue *q, store_snap **ppSnap, char **pzErr) {
+  pthread_mutex_lock(&p->mu);
+  int rc = refresh(p, q, pzErr);
+  if (rc == 0) {
+    p->pCur->nRef++;
+    *ppSnap = p->pCur;
+  }
+  pthread_mutex_unlock(&p->mu);
+  return rc;
+}
+
+/* Format an empty image: generation 1, an empty catalog. */
+static int format_image(store *p, dev_queue *q, char **pzErr) {
+  store_snap *s = calloc(1, sizeof(*s));
+  if (!s) return -ENOMEM;
+  s->gen = 1;
+  s->nRef = 1;
+  store_sb sb;
+  memset(&sb, 0, sizeof(sb));
+  p->space.hwm = CSQ_FIRST_DATA_LBA;
+  p->space.nCap = dev_nvm_blocks(p->pDev);
+  sb.created = (uint64_t)time(NULL);
+  for (int i = 0; i < 16; i++) sb.uuid[i] = (uint8_t)(XXH3_64bits(&sb, sizeof(sb)) >> (i * 3));
+  int rc = write_catalog(p, q, s, 1, &sb, NULL, pzErr);
+  if (rc == 0) rc = dev_nvm_flush(q);
+  sb.hwm = p->space.hwm;
+  if (rc == 0) rc = write_superblocks(p, q, &sb, pzErr);
+  if (rc) {
+    if (!*pzErr) *pzErr = io_errmsg(p, q, rc, "formatting the image");
+    free(s);
+    return rc;
+  }
+  p->nRef++;
+  snap_link(p, s);
+  p->pCur = s;
+  p->sb = sb;
+  p->nextTabId = 1;
+  p->bSpaceValid = 1;
+  return 0;
+}
+
+int store_open(dev_device *pDev, dev_queue *q, int bCreate, store **ppStore, char **pzErr) {
+  *ppStore = NULL;
+  pthread_mutex_lock(&g_storeMu);
+  for (store *s = g_stores; s; s = s->pNext) {
+    if (s->pDev == pDev) {
+      s->nRef++;
+      pthread_mutex_unlock(&g_storeMu);
+      *ppStore = s;
+      return 0;
+    }
+  }
+  store *p = calloc(1, sizeof(*p));
+  if (!p) {
+    pthread_mutex_unlock(&g_storeMu);
+    return -ENOMEM;
+  }
+  p->nRef = 1;
+  p->pDev = pDev;
+  dev_ref(pDev);
+  p->bShared = strcmp(dev_path(pDev), ":memory:") != 0;
+  pthread_mutex_init(&p->mu, NULL);
+  pthread_mutex_init(&p->writer, NULL);
+  store_sb sb;
+  int bEmpty = 0;
+  int rc = read_superblock(p, q, &sb, &bEmpty, pzErr);
+  if (rc == 0 && bEmpty) {
+    if (bCreate) {
+      rc = format_image(p, q, pzErr);
+    } else {
+      *pzErr = store_mprintf("%s holds no csq tables (an empty image)", dev_path(pDev));
+      rc = -ENOENT;
+    }
+  } else if (rc == 0) {
+    p->bShared = 1; /* force the first read */
+    rc = refresh(p, q, pzErr);
+    p->bShared = strcmp(dev_path(pDev), ":memory:") != 0;
+  }
+  if (rc) {
+    pthread_mutex_unlock(&g_storeMu);
+    if (p->pCur) store_snap_unref(p->pCur);
+    dev_unref(pDev);
+    space_clear(&p->space);
+    free(p);
+    return rc;
+  }
+  p->pNext = g_stores;
+  g_stores = p;
+  pthread_mutex_unlock(&g_storeMu);
+  *ppStore = p;
+  return 0;
+}
+
+/* The store's own reference on pCur counts in nRef, so the last user's
+** unref sees nRef == 1 (that self reference) and tears down. */
+void store_unref(store *p) {
+  if (!p) return;
+  pthread_mutex_lock(&g_storeMu);
+  pthread_mutex_lock(&p->mu);
+  int n = --p->nRef;
+  int bLast = n == 1 && p->pCur && p->pCur->nRef == 1 && p->pLive == p->pCur &&
+              p->pCur->pNextLive == NULL;
+  if (n == 0 || bLast) {
+    for (store **pp = &g_stores; *pp; pp = &(*pp)->pNext)
+      if (*pp == p) {
+        *pp = p->pNext;
+        break;
+      }
+  }
+  pthread_mutex_unlock(&p->mu);
+  pthread_mutex_unlock(&g_storeMu);
+  if (bLast) {
+    store_snap *s = p->pCur;
+    store_snap_free_tables(s);
+    free(s);
+    n = 0;
+  }
+  if (n == 0) {
+    dev_unref(p->pDev);
+    space_clear(&p->space);
+    free(p->aPend);
+    pthread_mutex_destroy(&p->mu);
+    pthread_mutex_destroy(&p->writer);
+    free(p);
+  }
+}
+
+dev_device *store_device(store *p) { return p->pDev; }
+
+void store_space(store *p, uint64_t *pnUsed, uint64_t *pnHigh) {
+  pthread_mutex_lock(&p->mu);
+  *pnHigh = p->space.hwm;
+  *pnUsed = p->space.hwm - space_free_blocks(&p->space);
+  pthread_mutex_unlock(&p->mu);
+}
+
+/* ---- reads ---- */
+
+static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, const store_rg *pRg,
+                            int iChunk, uint8_t **ppBuf, const uint8_t **ppChunk, char **pzErr) {
+  const store_chunk *pC = &pRg->aChunk[iChunk];
+  uint64_t first = pC->off / CSQ_LBA_SIZE;
+  uint64_t last = ((uint64_t)pC->off + pC->len + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+  if (last <= first) last = first + 1;
+  uint8_t *buf = block_alloc(last - first);
+  if (!buf) return -ENOMEM;
+  int rc = io_read(q, pRg->lba + first, last - first, buf);
+  const char *zCol = iChunk == 0 ? "rowid" : pTab->aCol[iChunk - 1].zName;
+  if (rc) {
+    char *z = io_errmsg(p, q, rc, "reading");
+    *pzErr = store_mprintf("table '%s', column '%s': %s", pTab->zName, zCol, z ? z : "");
+    free(z);
+    free(buf);
+    return rc;
+  }
+  const uint8_t *pChunk = buf + (pC->off - first * CSQ_LBA_SIZE);
+  if (XXH3_64bits(pChunk, pC->len) != pC->xxh3) {
+    *pzErr = store_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
+                           "%llu-%llu is damaged (checksum mismatch)",
+                           dev_path(p->pDev), pTab->zName, zCol,
+                           (unsigned long long)(pRg->lba + first),
+                           (unsigned long long)(pRg->lba + last - 1));
+    free(buf);
+    return -EBADMSG;
+  }
+  *ppBuf = buf;
+  *ppChunk = pChunk;
+  return 0;
+}
+
+int store_read_chunks(store *p, dev_queue *q, const store_table *pTab, const store_rg *pRg,
+                      const int *aiCol, int nCol, csq_vec *aOut, char **pzErr) {
+  for (int i = 0; i < nCol; i++) {
+    int iChunk = aiCol[i] + 1;
+    if (iChunk < 0 || iChunk >= pRg->nChunk) return -EINVAL;
+    uint8_t *buf = NULL;
+    const uint8_t *pChunk = NULL;
+    int rc = read_chunk_bytes(p, q, pTab, pRg, iChunk, &buf, &pChunk, pzErr);
+    if (rc) return rc;
+    rc = csq_chunk_decode(pChunk, pRg->aChunk[iChunk].len, &aOut[i]);
+    free(buf);
+    if (rc) {
+      if (rc != -ENOMEM)
+        *pzErr = store_mprintf("device image %s: table '%s': the chunk of column %d at block %llu "
+                               "does not decode",
+                               dev_path(p->pDev), pTab->zName, aiCol[i],
+                               (unsigned long long)pRg->lba);
+      return rc;
+    }
+    if (aOut[i].n < pRg->nRow) {
+      *pzErr = store_mprintf("device image %s: table '%s': row group at block %llu is short",
+                             dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->lba);
+      return -EBADMSG;
+    }
+  }
+  return 0;
+}
+
+int store_rg_rowids(store *p, dev_queue *q, const store_table *pTab, store_rg *pRg,
+                    const int64_t **paRowid, char **pzErr) {
+  pthread_mutex_lock(&p->mu);
+  int64_t *a = pRg->aRowid;
+  pthread_mutex_unlock(&p->mu);
+  if (!a) {
+    csq_vec v;
+    csq_vec_init(&v);
+    int iCol = -1;
+    int rc = store_read_chunks(p, q, pTab, pRg, &iCol, 1, &v, pzErr);
+    if (rc) {
+      csq_vec_free(&v);
+      return rc;
+    }
+    a = malloc(sizeof(int64_t) * (pRg->nRow ? pRg->nRow : 1));
+    if (!a) {
+      csq_vec_free(&v);
+      return -ENOMEM;
+    }
+    int bSorted = 1;
+    for (uint32_t i = 0; i < pRg->nRow; i++) {
+      a[i] = v.aVal[i].i;
+      if (i && a[i] <= a[i - 1]) bSorted = 0;
+    }
+    csq_vec_free(&v);
+    pthread_mutex_lock(&p->mu);
+    if (pRg->aRowid) {
+      free(a);
+    } else {
+      pRg->aRowid = a;
+      pRg->bSorted = bSorted;
+    }
+    a = pRg->aRowid;
+    pthread_mutex_unlock(&p->mu);
+  }
+  *paRowid = a;
+  return 0;
+}
+
+/* ---- transactions ---- */
+
+static void ms_sleep(int ms) {
+  struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
+  nanosleep(&ts, NULL);
+}
+
+int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn, char **pzErr) {
+  int waited = 0;
+  while (pthread_mutex_trylock(&p->writer) != 0) {
+    if (waited >= busyTimeoutMs) {
+      *pzErr = store_mprintf("device %s is locked by another writer", dev_path(p->pDev));
+      return -EBUSY;
+    }
+    ms_sleep(2);
+    waited += 2;
+  }
+  int rc = 0;
+  if (p->bShared) {
+    rc = dev_resv_acquire(q, busyTimeoutMs - waited > 0 ? busyTimeoutMs - waited : 0);
+    if (rc) {
+      pthread_mutex_unlock(&p->writer);
+      if (rc == CSQ_SC_RESV_CONFLICT || rc == -EBUSY) {
+        *pzErr = store_mprintf("device %s is locked by another process", dev_path(p->pDev));
+        return -EBUSY;
+      }
+      *pzErr = io_errmsg(p, q, rc, "reservation acquire");
+      return rc;
+    }
+  }
+  store_txn *t = calloc(1, sizeof(*t));
+  if (!t) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  t->p = p;
+  t->q = q;
+  pthread_mutex_lock(&p->mu);
+  rc = refresh(p, q, pzErr);
+  if (rc == 0 && !p->bSpaceValid) rc = rebuild_space(p);
+  if (rc == 0) {
+    /* deferred frees no live snapshot can still read become free */
+    uint64_t minGen = UINT64_MAX;
+    for (store_snap *s = p->pLive; s; s = s->pNextLive)
+      if (s->gen < minGen) minGen = s->gen;
+    int j = 0;
+    for (int i = 0; i < p->nPend; i++) {
+      if (p->aPend[i].gen <= minGen) {
+        if (rc == 0) rc = space_free(&p->space, p->aPend[i].lba, p->aPend[i].nblk);
+      } else {
+        p->aPend[j++] = p->aPend[i];
+      }
+    }
+    p->nPend = j;
+    t->pBase = p->pCur;
+    p->pCur->nRef++;
+    t->nextTabId = p->nextTabId;
+  }
+  pthread_mutex_unlock(&p->mu);
+  if (rc) goto fail;
+  t->apTab = calloc((size_t)t->pBase->nTab + 1, sizeof(store_table *));
+  if (!t->apTab) {
+    rc = -ENOMEM;
+    goto fail;
+  }
+  for (int i = 0; i < t->pBase->nTab; i++) {
+    t->apTab[i] = store_table_clone(t->pBase->apTab[i]);
+    if (!t->apTab[i]) {
+      rc = -ENOMEM;
+      goto fail;
+    }
+    t->nTab++;
+  }
+  *ppTxn = t;
+  return 0;
+fail:
+  if (t) {
+    for (int i = 0; i < t->nTab; i++) store_table_free(t->apTab[i]);
+    free(t->apTab);
+    if (t->pBase) store_snap_unref(t->pBase);
+    free(t);
+  }
+  if (p->bShared) dev_resv_release(q);
+  pthread_mutex_unlock(&p->writer);
+  if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+  return rc;
+}
+
+store_table *store_txn_table(store_txn *t, const char *zName) {
+  for (int i = 0; i < t->nTab; i++)
+    if (strcasecmp(t->apTab[i]->zName, zName) == 0) return t->apTab[i];
+  return NULL;
+}
+
+int store_txn_dirty(const store_txn *t) { return t->bDirty; }
+
+int store_txn_create_table(store_txn *t, const char *zName, int nCol, const store_col *aCol,
+                           char **pzErr) {
+  if (store_txn_table(t, zName)) {
+    *pzErr = store_mprintf("table %s already exists on device %s", zName, dev_path(t->p->pDev));
+    return -EEXIST;
+  }
+  store_table *pTab = calloc(1, sizeof(*pTab));
+  store_table **ap = realloc(t->apTab, sizeof(store_table *) * ((size_t)t->nTab + 2));
+  if (!pTab || !ap) {
+    free(pTab);
+    if (ap) t->apTab = ap;
+    return -ENOMEM;
+  }
+  t->apTab = ap;
+  pTab->id = t->nextTabId++;
+  pTab->zName = strdup(zName);
+  pTab->aCol = calloc((size_t)nCol, sizeof(store_col));
+  pTab->nextRowid = 1;
+  if (!pTab->zName || !pTab->aCol) {
+    store_table_free(pTab);
+    return -ENOMEM;
+  }
+  for (int i = 0; i < nCol; i++) {
+    pTab->aCol[i].zName = strdup(aCol[i].zName);
+    pTab->aCol[i].zType = strdup(aCol[i].zType ? aCol[i].zType : "");
+    pTab->aCol[i].bNotNull = aCol[i].bNotNull;
+    pTab->nCol = i + 1;
+    if (!pTab->aCol[i].zName || !pTab->aCol[i].zType) {
+      store_table_free(pTab);
+      return -ENOMEM;
+    }
+  }
+  t->apTab[t->nTab++] = pTab;
+  t->bDirty = 1;
+  return 0;
+}
+
+/* Give back a row group's space: at once if this transaction wrote it,
+** at commit if it is committed. */
+static int release_rg(store_txn *t, store_rg *pRg) {
+  int rc = 0;
+  if (pRg->txnState == 2) {
+    pthread_mutex_lock(&t->p->mu);
+    rc = space_free(&t->p->space, pRg->lba, pRg->nblk);
+    pthread_mutex_unlock(&t->p->mu);
+    for (int i = 0; i < t->nAlloc; i++)
+      if (t->aAlloc[i].lba == pRg->lba) t->aAlloc[i].nblk = 0;
+  } else {
+    rc = ext_push(&t->aFree, &t->nFree, &t->nFreeAlloc, pRg->lba, pRg->nblk, 0);
+  }
+  if (rc == 0 && pRg->delLba && pRg->txnState != 2) {
+    uint64_t n = (pRg->delBytes + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+    rc = ext_push(&t->aFree, &t->nFree, &t->nFreeAlloc, pRg->delLba, n, 0);
+  }
+  return rc;
+}
+
+int store_txn_drop_table(store_txn *t, const char *zName, char **pzErr) {
+  for (int i = 0; i < t->nTab; i++) {
+    store_table *pTab = t->apTab[i];
+    if (strcasecmp(pTab->zName, zName) != 0) continue;
+    for (int g = 0; g < pTab->nRg; g++) {
+      int rc = release_rg(t, pTab->apRg[g]);
+      if (rc) return rc;
+    }
+    store_table_free(pTab);
+    memmove(&t->apTab[i], &t->apTab[i + 1], sizeof(store_table *) * (size_t)(t->nTab - i - 1));
+    t->nTab--;
+    t->bDirty = 1;
+    return 0;
+  }
+  *pzErr = store_mprintf("no table %s on device %s", zName, dev_path(t->p->pDev));
+  return -ENOENT;
+}
+
+int store_txn_rename_table(store_txn *t, const char *zOld, const char *zNew, char **pzErr) {
+  store_table *pTab = store_txn_table(t, zOld);
+  if (!pTab) {
+    *pzErr = store_mprintf("no table %s on device %s", zOld, dev_path(t->p->pDev));
+    return -ENOENT;
+  }
+  store_table *pOther = store_txn_table(t, zNew);
+  if (pOther && pOther != pTab) {
+    *pzErr = store_mprintf("table %s already exists on device %s", zNew, dev_path(t->p->pDev));
+    return -EEXIST;
+  }
+  char *z = strdup(zNew);
+  if (!z) return -ENOMEM;
+  free(pTab->zName);
+  pTab->zName = z;
+  t->bDirty = 1;
+  return 0;
+}
+
+int64_t store_txn_new_rowids(store_txn *t, store_table *pTab, int64_t n) {
+  int64_t first = pTab->nextRowid;
+  pTab->nextRowid += n;
+  t->bDirty = 1;
+  return first;
+}
+
+void store_txn_saw_rowid(store_txn *t, store_table *pTab, int64_t iRowid) {
+  if (iRowid >= pTab->nextRowid) {
+    pTab->nextRowid = iRowid == INT64_MAX ? INT64_MAX : iRowid + 1;
+    t->bDirty = 1;
+  }
+}
+
+static int table_push_rg(store_table *pTab, store_rg *pRg) {
+  if (pTab->nRg == pTab->nRgAlloc) {
+    int nNew = pTab->nRgAlloc ? pTab->nRgAlloc * 2 : 8;
+    store_rg **ap = realloc(pTab->apRg, sizeof(store_rg *) * (size_t)nNew);
+    if (!ap) return -ENOMEM;
+    pTab->apRg = ap;
+    pTab->nRgAlloc = nNew;
+  }
+  pTab->apRg[pTab->nRg++] = pRg;
+  return 0;
+}
+
+/* Encode the chunks of rows [i0, i0+n) and write them as one extent. */
+static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32_t i0, uint32_t n,
+                    store_rg **ppRg, char **pzErr) {
+  int nChunk = pTab->nCol + 1;
+  uint8_t **apEnc = calloc((size_t)nChunk, sizeof(uint8_t *));
+  size_t *anEnc = calloc((size_t)nChunk, sizeof(size_t));
+  store_rg *pRg = calloc(1, sizeof(*pRg));
+  uint8_t *buf = NULL;
+  int rc = 0;
+  if (!apEnc || !anEnc || !pRg) {
+    rc = -ENOMEM;
+    goto done;
+  }
+  pRg->nRef = 1;
+  pRg->txnState = 2;
+  pRg->nRow = n;
+  pRg->nChunk = nChunk;
+  pRg->aChunk = calloc((size_t)nChunk, sizeof(store_chunk));
+  if (!pRg->aChunk) {
+    rc = -ENOMEM;
+    goto done;
+  }
+  uint64_t off = 0;
+  for (int c = 0; c < nChunk; c++) {
+    csq_chunk_info info;
+    rc = csq_chunk_encode(&aCol[c], i0, n, &apEnc[c], &anEnc[c], &info);
+    if (rc) goto done;
+    store_chunk *pC = &pRg->aChunk[c];
+    pC->off = (uint32_t)off;
+    pC->len = (uint32_t)anEnc[c];
+    pC->xxh3 = info.xxh3;
+    pC->enc = info.enc;
+    pC->zone = info.zone;
+    off = (off + anEnc[c] + 7) & ~(uint64_t)7;
+    if (off > UINT32_MAX - CSQ_LBA_SIZE) {
+      *pzErr = store_mprintf("table %s: a row group would exceed 4 GiB; insert fewer rows per "
+                             "transaction or use a smaller rowgroup= option",
+                             pTab->zName);
+      rc = -EFBIG;
+      goto done;
+    }
+  }
+  uint64_t nblk = (off + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+  if (nblk == 0) nblk = 1;
+  buf = block_alloc(nblk);
+  if (!buf) {
+    rc = -ENOMEM;
+    goto done;
+  }
+  memset(buf, 0, nblk * CSQ_LBA_SIZE);
+  for (int c = 0; c < nChunk; c++) memcpy(buf + pRg->aChunk[c].off, apEnc[c], anEnc[c]);
+  pthread_mutex_lock(&t->p->mu);
+  rc = space_alloc(&t->p->space, nblk, &pRg->lba);
+  pthread_mutex_unlock(&t->p->mu);
+  if (rc) {
+    *pzErr = store_mprintf("device %s is full", dev_path(t->p->pDev));
+    goto done;
+  }
+  pRg->nblk = (uint32_t)nblk;
+  rc = ext_push(&t->aAlloc, &t->nAlloc, &t->nAllocAlloc, pRg->lba, nblk, 0);
+  if (rc == 0) {
+    rc = io_write(t->q, pRg->lba, nblk, buf);
+    if (rc) *pzErr = io_errmsg(t->p, t->q, rc, "writing a row group");
+  }
+done:
+  if (apEnc)
+    for (int c = 0; c < nChunk; c++) free(apEnc[c]);
+  free(apEnc);
+  free(anEnc);
+  free(buf);
+  if (rc) {
+    if (pRg && pRg->nblk) {
+      /* stays recorded in aAlloc: rollback returns it */
+    }
+    store_rg_unref(pRg);
+    if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+    return rc;
+  }
+  *ppRg = pRg;
+  return 0;
+}
+
+int store_txn_append(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32_t i0, uint32_t n,
+                     char **pzErr) {
+  if (n == 0) return 0;
+  store_rg *pRg = NULL;
+  int rc = write_rg(t, pTab, aCol, i0, n, &pRg, pzErr);
+  if (rc) return rc;
+  rc = table_push_rg(pTab, pRg);
+  if (rc) {
+    store_rg_unref(pRg);
+    return rc;
+  }
+  t->bDirty = 1;
+  return 0;
+}
+
+int store_txn_append_merge(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32_t i0,
+                           uint32_t n, uint32_t nSmall, char **pzErr) {
+  store_rg *pLast = pTab->nRg ? pTab->apRg[pTab->nRg - 1] : NULL;
+  if (!pLast || pLast->nRow - pLast->nDel >= nSmall || n >= nSmall)
+    return store_txn_append(t, pTab, aCol, i0, n, pzErr);
+  int nChunk = pTab->nCol + 1;
+  csq_vec *aOld = calloc((size_t)nChunk * 2, sizeof(csq_vec));
+  int *aiCol = calloc((size_t)nChunk, sizeof(int));
+  uint32_t *aSel = malloc(sizeof(uint32_t) * (pLast->nRow + 1));
+  int rc = 0;
+  if (!aOld || !aiCol || !aSel) {
+    rc = -ENOMEM;
+    goto done;
+  }
+  for (int c = 0; c < nChunk; c++) {
+    csq_vec_init(&aOld[c]);
+    aiCol[c] = c - 1;
+  }
+  rc = store_read_chunks(t->p, t->q, pTab, pLast, aiCol, nChunk, aOld, pzErr);
+  if (rc) goto done;
+  uint32_t nSel = 0;
+  for (uint32_t i = 0; i < pLast->nRow; i++)
+    if (!store_rg_deleted(pLast, i)) aSel[nSel++] = i;
+  for (int c = 0; c < nChunk && rc == 0; c++) {
+    csq_vec_truncate(&aOld[c], pLast->nRow);
+    if (nSel < pLast->nRow) csq_vec_select(&aOld[c], aSel, nSel);
+    rc = csq_vec_append(&aOld[c], &aCol[c], i0, n);
+  }
+  if (rc) goto done;
+  store_rg *pNew = NULL;
+  rc = write_rg(t, pTab, aOld, 0, nSel + n, &pNew, pzErr);
+  if (rc) goto done;
+  rc = release_rg(t, pLast);
+  if (rc) {
+    store_rg_unref(pNew);
+    goto done;
+  }
+  store_rg_unref(pLast);
+  pTab->apRg[pTab->nRg - 1] = pNew;
+  t->bDirty = 1;
+done:
+  if (aOld)
+    for (int c = 0; c < nChunk; c++) csq_vec_free(&aOld[c]);
+  free(aOld);
+  free(aiCol);
+  free(aSel);
+  if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+  return rc;
+}
+
+int store_txn_find(store_txn *t, store_table *pTab, int64_t iRowid, int bDeleted, int *piRg,
+                   uint32_t *piRow, char **pzErr) {
+  *piRg = -1;
+  *piRow = 0;
+  for (int g = pTab->nRg - 1; g >= 0; g--) {
+    store_rg *pRg = pTab->apRg[g];
+    const csq_zone *z = &pRg->aChunk[0].zone;
+    if (iRowid < z->iMin || iRowid > z->iMax) continue;
+    const int64_t *a = NULL;
+    int rc = store_rg_rowids(t->p, t->q, pTab, pRg, &a, pzErr);
+    if (rc) return rc;
+    if (pRg->bSorted) {
+      uint32_t lo = 0, hi = pRg->nRow;
+      while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (a[mid] < iRowid) lo = mid + 1;
+        else hi = mid;
+      }
+      if (lo < pRg->nRow && a[lo] == iRowid && (bDeleted || !store_rg_deleted(pRg, lo))) {
+        *piRg = g;
+        *piRow = lo;
+        return 0;
+      }
+    } else {
+      for (uint32_t i = 0; i < pRg->nRow; i++) {
+        if (a[i] == iRowid && (bDeleted || !store_rg_deleted(pRg, i))) {
+          *piRg = g;
+          *piRow = i;
+          return 0;
+        }
+      }
+    }
+  }
+  return 0;
+}
+
+int store_txn_delete(store_txn *t, store_table *pTab, int iRg, uint32_t iRow, int bDelete,
+                     char **pzErr) {
+  (void)pzErr;
+  if (iRg < 0 || iRg >= pTab->nRg) return -EINVAL;
+  store_rg *pRg = pTab->apRg[iRg];
+  if (iRow >= pRg->nRow) return -EINVAL;
+  if (store_rg_deleted(pRg, iRow) == !!bDelete) return 0;
+  if (pRg->txnState == 0) {
+    store_rg *pNew = store_rg_clone(pRg);
+    if (!pNew) return -ENOMEM;
+    pNew->txnState = 1;
+    /* the rowid cache stays valid: share a copy */
+    if (pRg->aRowid) {
+      pNew->aRowid = malloc(sizeof(int64_t) * pRg->nRow);
+      if (pNew->aRowid) {
+        memcpy(pNew->aRowid, pRg->aRowid, sizeof(int64_t) * pRg->nRow);
+        pNew->bSorted = pRg->bSorted;
+      }
+    }
+    store_rg_unref(pRg);
+    pTab->apRg[iRg] = pRg = pNew;
+  }
+  if (!pRg->aDel) {
+    pRg->aDel = calloc((pRg->nRow + 7) / 8, 1);
+    if (!pRg->aDel) return -ENOMEM;
+  }
+  if (bDelete) {
+    pRg->aDel[iRow >> 3] |= (uint8_t)(1u << (iRow & 7));
+    pRg->nDel++;
+  } else {
+    pRg->aDel[iRow >> 3] &= (uint8_t)~(1u << (iRow & 7));
+    pRg->nDel--;
+  }
+  if (pRg->txnState == 0) pRg->txnState = 1;
+  t->bDirty = 1;
+  return 0;
+}
+
+static void txn_free(store_txn *t, int bCommitted) {
+  store *p = t->p;
+  for (int i = 0; i < t->nTab; i++) store_table_free(t->apTab[i]);
+  free(t->apTab);
+  if (!bCommitted) {
+    pthread_mutex_lock(&p->mu);
+    for (int i = 0; i < t->nAlloc; i++)
+      if (t->aAlloc[i].nblk) space_free(&p->space, t->aAlloc[i].lba, t->aAlloc[i].nblk);
+    pthread_mutex_unlock(&p->mu);
+  }
+  free(t->aAlloc);
+  free(t->aFree);
+  store_snap_unref(t->pBase);
+  if (p->bShared) dev_resv_release(t->q);
+  pthread_mutex_unlock(&p->writer);
+  free(t);
+}
+
+void store_txn_rollback(store_txn *t) { txn_free(t, 0); }
+
+/* Write the delete bitmaps that changed; drop row groups whose rows are all
+** deleted. */
+static int write_delmaps(store_txn *t, store_table *pTab, char **pzErr) {
+  for (int g = 0; g < pTab->nRg; g++) {
+    store_rg *pRg = pTab->apRg[g];
+    if (pRg->txnState == 0) continue;
+    if (pRg->nDel == pRg->nRow) {
+      int rc = release_rg(t, pRg);
+      if (rc) return rc;
+      store_rg_unref(pRg);
+      memmove(&pTab->apRg[g], &pTab->apRg[g + 1], sizeof(store_rg *) * (size_t)(pTab->nRg - g - 1));
+      pTab->nRg--;
+      g--;
+      continue;
+    }
+    if (pRg->txnState == 1 && pRg->delLba) {
+      uint64_t n = (pRg->delBytes + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+      int rc = ext_push(&t->aFree, &t->nFree, &t->nFreeAlloc, pRg->delLba, n, 0);
+      if (rc) return rc;
+    }
+    pRg->delLba = 0;
+    pRg->delBytes = 0;
+    pRg->delXxh3 = 0;
+    if (pRg->nDel == 0) {
+      free(pRg->aDel);
+      pRg->aDel = NULL;
+      continue;
+    }
+    uint32_t nBytes = (pRg->nRow + 7) / 8;
+    uint64_t nblk = (nBytes + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+    uint8_t *buf = block_alloc(nblk);
+    if (!buf) return -ENOMEM;
+    memset(buf, 0, nblk * CSQ_LBA_SIZE);
+    memcpy(buf, pRg->aDel, nBytes);
+    uint64_t lba;
+    pthread_mutex_lock(&t->p->mu);
+    int rc = space_alloc(&t->p->space, nblk, &lba);
+    pthread_mutex_unlock(&t->p->mu);
+    if (rc == 0) rc = ext_push(&t->aAlloc, &t->nAlloc, &t->nAllocAlloc, lba, nblk, 0);
+    if (rc == 0) {
+      rc = io_write(t->q, lba, nblk, buf);
+      if (rc) *pzErr = io_errmsg(t->p, t->q, rc, "writing a delete bitmap");
+    }
+    if (rc == 0) {
+      pRg->delLba = lba;
+      pRg->delBytes = nBytes;
+      pRg->delXxh3 = XXH3_64bits(buf, nBytes);
+    }
+    free(buf);
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+int store_txn_commit(store_txn *t, char **pzErr) {
+  store *p = t->p;
+  int rc = 0;
+  if (!t->bDirty) {
+    txn_free(t, 0);
+    return 0;
+  }
+  for (int i = 0; i < t->nTab && rc == 0; i++) rc = write_delmaps(t, t->apTab[i], pzErr);
+  store_snap *s = NULL;
+  store_sb sb = p->sb;
+  if (rc == 0) {
+    s = calloc(1, sizeof(*s));
+    if (!s) rc = -ENOMEM;
+  }
+  if (rc == 0) {
+    s->nRef = 1;
+    s->gen = t->pBase->gen + 1;
+    s->nTab = t->nTab;
+    s->apTab = t->apTab;
+    rc = write_catalog(p, t->q, s, t->nextTabId, &sb, t, pzErr);
+  }
+  if (rc == 0) {
+    rc = dev_nvm_flush(t->q);
+    if (rc) *pzErr = io_errmsg(p, t->q, rc, "flushing data before commit");
+  }
+  if (rc == 0) {
+    pthread_mutex_lock(&p->mu);
+    sb.hwm = p->space.hwm;
+    pthread_mutex_unlock(&p->mu);
+    rc = write_superblocks(p, t->q, &sb, pzErr);
+    if (rc) {
+      /* the first copy may or may not be durable: re-read before trusting
+      ** anything we hold */
+      pthread_mutex_lock(&p->mu);
+      p->bSpaceValid = 0;
+      p->bShared = 1;
+      pthread_mutex_unlock(&p->mu);
+    }
+  }
+  if (rc) {
+    if (s) {
+      s->apTab = NULL;
+      s->nTab = 0;
+      free(s);
+    }
+    if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+    txn_free(t, 0);
+    return rc;
+  }
+  /* committed: the working tables become the new snapshot */
+  for (int i = 0; i < s->nTab; i++)
+    for (int g = 0; g < s->apTab[i]->nRg; g++) s->apTab[i]->apRg[g]->txnState = 0;
+  t->apTab = NULL;
+  t->nTab = 0;
+  pthread_mutex_lock(&p->mu);
+  ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, p->sb.catLba, p->sb.catBlocks, s->gen);
+  for (int i = 0; i < t->nFree; i++)
+    ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->aFree[i].lba, t->aFree[i].nblk, s->gen);
+  p->nRef++;
+  snap_link(p, s);
+  store_snap *pOld = p->pCur;
+  p->pCur = s;
+  p->sb = sb;
+  p->nextTabId = t->nextTabId;
+  p->bSpaceValid = 1;
+  pthread_mutex_unlock(&p->mu);
+  store_snap_unref(pOld);
+  txn_free(t, 1);
+  return 0;
+}

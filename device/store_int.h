@@ -1,0 +1,90 @@
+/*
+** device/store_int.h - internals shared by the store's files (not an API).
+**   device/superblock.c  superblock encode/decode/choose
+**   device/catalog.c     catalog serialisation
+**   device/space.c       free-space allocator
+**   device/store.c       snapshots, reads, transactions, commit
+*/
+#ifndef CSQ_DEVICE_STORE_INT_H
+#define CSQ_DEVICE_STORE_INT_H
+
+#include "store.h"
+
+#define CSQ_SB_MAGIC    "CSQIMG\0\1"
+#define CSQ_CAT_MAGIC   "CSQCAT01"
+#define CSQ_FORMAT_VERSION 1u
+#define CSQ_SB_COPIES   2        /* blocks 0 and 1 */
+#define CSQ_FIRST_DATA_LBA 2
+
+typedef struct store_sb {
+  uint64_t gen;
+  uint64_t catLba;
+  uint32_t catBlocks;
+  uint64_t catBytes;
+  uint64_t catXxh3;
+  uint64_t hwm;          /* first block never allocated */
+  uint8_t uuid[16];
+  uint64_t created;
+} store_sb;
+
+/* superblock.c */
+void store_sb_encode(const store_sb *pSb, uint8_t *aBlock);
+/* 0 ok, -EBADMSG checksum/field error, -ENOENT no csq magic at all. */
+int store_sb_decode(const uint8_t *aBlock, store_sb *pSb);
+
+/* catalog.c: the catalog is every table with its row groups. */
+int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOut, size_t *pnOut);
+int store_cat_decode(const uint8_t *p, size_t n, store_snap **ppSnap, uint32_t *pNextTabId,
+                     char **pzErr);
+void store_snap_free_tables(store_snap *pSnap);
+store_table *store_table_clone(const store_table *pTab); /* shares row groups */
+store_rg *store_rg_clone(const store_rg *pRg);           /* private copy, nRef = 1 */
+
+/* space.c: extents of free blocks. */
+typedef struct store_extent {
+  uint64_t lba;
+  uint64_t nblk;
+  uint64_t gen;          /* for deferred frees: generation that freed it */
+} store_extent;
+typedef struct store_freemap {
+  store_extent *a;       /* free extents, sorted by lba, coalesced */
+  int n, nAlloc;
+  uint64_t hwm;          /* first block never allocated */
+  uint64_t nCap;         /* namespace capacity in blocks */
+} store_freemap;
+int space_alloc(store_freemap *s, uint64_t nblk, uint64_t *pLba);
+int space_free(store_freemap *s, uint64_t lba, uint64_t nblk);
+void space_clear(store_freemap *s);
+/* Rebuild from the set of used extents (unsorted). */
+int space_rebuild(store_freemap *s, store_extent *aUsed, int nUsed, uint64_t hwm, uint64_t nCap);
+uint64_t space_free_blocks(const store_freemap *s);
+
+/* Growable byte buffer for encoders. */
+typedef struct store_buf {
+  uint8_t *a;
+  size_t n, nAlloc;
+  int oom;
+} store_buf;
+void sbuf_put(store_buf *b, const void *p, size_t n);
+void sbuf_u8(store_buf *b, uint8_t v);
+void sbuf_u16(store_buf *b, uint16_t v);
+void sbuf_u32(store_buf *b, uint32_t v);
+void sbuf_u64(store_buf *b, uint64_t v);
+void sbuf_str(store_buf *b, const char *z); /* u16 length + bytes */
+
+/* Bounds-checked reader for decoders: every get fails once past the end. */
+typedef struct store_rd {
+  const uint8_t *p;
+  size_t n, i;
+  int bad;
+} store_rd;
+uint8_t srd_u8(store_rd *r);
+uint16_t srd_u16(store_rd *r);
+uint32_t srd_u32(store_rd *r);
+uint64_t srd_u64(store_rd *r);
+int srd_bytes(store_rd *r, void *p, size_t n);
+char *srd_str(store_rd *r); /* malloc'd, NUL-terminated; NULL when bad */
+
+char *store_mprintf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
+
+#endif /* CSQ_DEVICE_STORE_INT_H */

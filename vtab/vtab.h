@@ -1,0 +1,175 @@
+/*
+** vtab/vtab.h - internals of the csq virtual-table module (not a public API).
+**
+**   vtab/conn.c      per-connection state: the devices a connection has open
+**   vtab/schema.c    module arguments: column definitions and options
+**   vtab/affinity.c  SQLite's type affinity applied to inserted values
+**   vtab/table.c     xCreate/xConnect/xDisconnect/xDestroy/xRename
+**   vtab/cursor.c    xBestIndex and the scan cursor
+**   vtab/write.c     xUpdate, transactions and savepoints
+**   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
+*/
+#ifndef CSQ_VTAB_H
+#define CSQ_VTAB_H
+
+#include <sqlite3ext.h>
+#include "device/driver.h"
+#include "device/store.h"
+#include "device/vec.h"
+
+#ifndef SQLITE_CORE
+extern const sqlite3_api_routines *sqlite3_api;
+#endif
+
+#define VT_ROWGROUP_ROWS 65536  /* rows per row group (default) */
+#define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
+#define VT_BUSY_MS 5000         /* wait for another writer this long */
+
+typedef struct vt_conn vt_conn;
+typedef struct vt_dev vt_dev;
+typedef struct vt_tab vt_tab;
+
+/* A device as one connection uses it: its own queue pair, the shared store,
+** and the connection's open write transaction on it, if any. */
+struct vt_dev {
+  char *zKey;          /* path as given, or ":memory:" */
+  dev_device *pDev;
+  dev_queue *pQ;
+  store *pStore;
+  store_txn *pTxn;     /* open write transaction, or NULL */
+  int nRef;            /* tables of this connection using it */
+  vt_dev *pNext;
+};
+
+/* Per connection: the module's client data. */
+struct vt_conn {
+  sqlite3 *db;
+  vt_dev *pDevs;
+  vt_dev *pMem;        /* the connection's in-memory device (":memory:" dbs) */
+  dev_stats closed;    /* counters of queues already closed */
+  vt_tab *pTabs;       /* every open csq table of this connection */
+};
+
+/* Column affinity, SQLite's letters. */
+#define VT_AFF_BLOB    'A'
+#define VT_AFF_TEXT    'B'
+#define VT_AFF_NUMERIC 'C'
+#define VT_AFF_INTEGER 'D'
+#define VT_AFF_REAL    'E'
+
+typedef struct vt_col {
+  char *zName;
+  char *zType;         /* declared type ("" if none) */
+  char aff;            /* VT_AFF_* */
+  int bNotNull;
+  int bIpk;            /* INTEGER PRIMARY KEY: an alias of the rowid */
+} vt_col;
+
+/* Parsed module arguments. */
+typedef struct vt_schema {
+  int nCol;
+  vt_col *aCol;
+  char *zDeclare;      /* CREATE TABLE x(...) for sqlite3_declare_vtab */
+  char *zDevice;       /* device= (NULL: the default device) */
+  int nRowGroup;       /* rowgroup= */
+  int iIpk;            /* column that aliases the rowid, or -1 */
+} vt_schema;
+
+/* A row inserted by an open transaction is named by its insert sequence
+** number; spans map sequence numbers to the row groups they were written to. */
+typedef struct vt_span {
+  store_rg *pRg;       /* a row group this transaction wrote (txnState 2) */
+  int64_t seq0;        /* sequence number of its row 0 */
+  uint32_t n;
+} vt_span;
+
+/* One delete done by the open transaction, for ROLLBACK TO. */
+typedef struct vt_undo {
+  store_rg *pRg;       /* committed row group (its private clone), or NULL */
+  uint32_t iRow;       /* row in pRg */
+  int64_t seq;         /* when pRg == NULL: the inserted row's sequence number */
+} vt_undo;
+
+typedef struct vt_mark {
+  int iSavepoint;
+  int64_t seq;         /* inserts before this mark survive */
+  int nUndo;
+} vt_mark;
+
+struct vt_tab {
+  sqlite3_vtab base;   /* must be first */
+  vt_conn *pConn;
+  vt_dev *pDev;
+  char *zName;
+  char *zDb;
+  vt_schema s;
+  int64_t nRowEst;     /* rows at the last look, for xBestIndex */
+  /* write state of the open transaction */
+  csq_vec *aBuf;       /* nCol + 1 vectors, [0] = rowids: rows not yet written */
+  uint8_t *aBufDel;    /* deleted flags of buffered rows */
+  uint32_t nBufDelAlloc;
+  int64_t bufSeq0;     /* sequence number of aBuf row 0 */
+  int64_t nSeq;        /* inserts so far in this transaction */
+  vt_span *aSpan;
+  int nSpan, nSpanAlloc;
+  vt_undo *aUndo;
+  int nUndo, nUndoAlloc;
+  vt_mark *aSave;
+  int nSave, nSaveAlloc;
+  int bInTxn;
+  vt_tab *pNextTab;
+};
+
+/* conn.c */
+vt_conn *vt_conn_new(sqlite3 *db);
+void vt_conn_free(void *p);
+int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, vt_dev **ppDev, char **pzErr);
+void vt_dev_release(vt_conn *pConn, vt_dev *pDev);
+void vt_conn_stats(vt_conn *pConn, dev_stats *pOut);
+void vt_conn_stats_reset(vt_conn *pConn);
+char *vt_default_device(sqlite3 *db, const char *zDb); /* sqlite3_malloc'd, or NULL = memory */
+int vt_rc_from(int rc); /* device/store return -> SQLite code */
+
+/* schema.c */
+int vt_schema_parse(int argc, const char *const *argv, vt_schema *pS, char **pzErr);
+void vt_schema_clear(vt_schema *pS);
+char vt_affinity(const char *zType);
+
+/* affinity.c: convert argv value to the column's affinity and push it. */
+int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
+
+/* table.c */
+extern sqlite3_module vt_module;
+void vt_set_error(sqlite3_vtab *pVtab, const char *zFmt, ...);
+int vt_err(sqlite3_vtab *pVtab, int rc, char *zMsg); /* takes a malloc'd device message */
+
+/* write.c */
+int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);
+int vt_begin(sqlite3_vtab *pVtab);
+int vt_sync(sqlite3_vtab *pVtab);
+int vt_commit(sqlite3_vtab *pVtab);
+int vt_rollback(sqlite3_vtab *pVtab);
+int vt_savepoint(sqlite3_vtab *pVtab, int iSavepoint);
+int vt_release(sqlite3_vtab *pVtab, int iSavepoint);
+int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint);
+void vt_tab_txn_reset(vt_tab *p);
+/* The table as this connection sees it now (its transaction included). The
+** returned table is valid until the next write; *ppSnap (may be NULL) holds
+** the reference that keeps a committed table alive. */
+int vt_visible_table(vt_tab *p, store_table **ppTab, store_snap **ppSnap, char **pzErr);
+
+/* cursor.c */
+int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
+int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur);
+int vt_close(sqlite3_vtab_cursor *pCur);
+int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
+              sqlite3_value **argv);
+int vt_next(sqlite3_vtab_cursor *pCur);
+int vt_eof(sqlite3_vtab_cursor *pCur);
+int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i);
+int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid);
+
+/* stats.c */
+int vt_stats_register(sqlite3 *db, vt_conn *pConn);
+
+#endif /* CSQ_VTAB_H */

@@ -1,0 +1,448 @@
+/*
+** vtab/write.c - INSERT, UPDATE, DELETE and transactions of csq tables.
+**
+** Inserted rows collect in the table's buffer (one csq_vec per column, rowids
+** first) and go to the device as a whole row group when the buffer reaches
+** the row-group size, so a transaction of any size streams through a bounded
+** buffer. Deletes mark rows in their row group's delete bitmap (a private
+** copy inside the transaction). UPDATE is a delete plus an insert that keeps
+** the rowid.
+**
+** The device transaction (store_txn) is per connection and device; it begins
+** at the first write. Commit happens in xSync, once every csq table of the
+** connection written in this transaction on that device has flushed its
+** buffer, because a failure in xSync still aborts SQLite's commit while one
+** in xCommit would be ignored. ROLLBACK TO undoes deletes from an undo log
+** and removes the rows inserted after the savepoint (rows already written to
+** a row group are marked deleted; the space returns at commit).
+*/
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include "vtab/vtab.h"
+
+void vt_tab_txn_reset(vt_tab *p) {
+  if (p->aBuf) {
+    for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&p->aBuf[i]);
+    sqlite3_free(p->aBuf);
+    p->aBuf = NULL;
+  }
+  sqlite3_free(p->aBufDel);
+  p->aBufDel = NULL;
+  p->nBufDelAlloc = 0;
+  sqlite3_free(p->aSpan);
+  p->aSpan = NULL;
+  p->nSpan = p->nSpanAlloc = 0;
+  sqlite3_free(p->aUndo);
+  p->aUndo = NULL;
+  p->nUndo = p->nUndoAlloc = 0;
+  sqlite3_free(p->aSave);
+  p->aSave = NULL;
+  p->nSave = p->nSaveAlloc = 0;
+  p->bufSeq0 = p->nSeq = 0;
+  p->bInTxn = 0;
+}
+
+int vt_visible_table(vt_tab *p, store_table **ppTab, store_snap **ppSnap, char **pzErr) {
+  vt_dev *d = p->pDev;
+  *ppSnap = NULL;
+  if (d->pTxn) {
+    *ppTab = store_txn_table(d->pTxn, p->zName);
+  } else {
+    int rc = store_snapshot(d->pStore, d->pQ, ppSnap, pzErr);
+    if (rc) return rc;
+    *ppTab = store_snap_table(*ppSnap, p->zName);
+  }
+  if (!*ppTab) {
+    if (*ppSnap) store_snap_unref(*ppSnap);
+    *ppSnap = NULL;
+    *pzErr = strdup("the table is no longer on its device (dropped by another connection?)");
+    return -ENOENT;
+  }
+  return 0;
+}
+
+/* Start (or join) the device transaction and set up the write buffer. */
+static int ensure_txn(vt_tab *p, store_table **ppTab) {
+  vt_dev *d = p->pDev;
+  char *zErr = NULL;
+  if (!d->pTxn) {
+    int rc = store_txn_begin(d->pStore, d->pQ, VT_BUSY_MS, &d->pTxn, &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+  }
+  if (!p->aBuf) {
+    p->aBuf = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
+    if (!p->aBuf) return SQLITE_NOMEM;
+    for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&p->aBuf[i]);
+  }
+  p->bInTxn = 1;
+  *ppTab = store_txn_table(d->pTxn, p->zName);
+  if (!*ppTab) {
+    vt_set_error(&p->base, "csq: table %s is no longer on its device", p->zName);
+    return SQLITE_ERROR;
+  }
+  return SQLITE_OK;
+}
+
+static uint32_t buf_rows(const vt_tab *p) { return p->aBuf ? p->aBuf[0].n : 0; }
+
+static int grow(void **pa, int *pnAlloc, int n, size_t sz) {
+  if (n < *pnAlloc) return SQLITE_OK;
+  int nNew = *pnAlloc ? *pnAlloc * 2 : 16;
+  void *a = sqlite3_realloc64(*pa, (sqlite3_uint64)nNew * sz);
+  if (!a) return SQLITE_NOMEM;
+  *pa = a;
+  *pnAlloc = nNew;
+  return SQLITE_OK;
+}
+
+static int rg_index(const store_table *pTab, const store_rg *pRg) {
+  for (int g = pTab->nRg - 1; g >= 0; g--)
+    if (pTab->apRg[g] == pRg) return g;
+  return -1;
+}
+
+/* Write the buffered rows as a row group. bMerge: rewrite a small last row
+** group together with them (used at commit, when no savepoint can refer to
+** the rows any more). */
+static int flush_buffer(vt_tab *p, store_table *pTab, int bMerge) {
+  uint32_t n = buf_rows(p);
+  if (n == 0) return SQLITE_OK;
+  store_txn *t = p->pDev->pTxn;
+  char *zErr = NULL;
+  int nDel = 0;
+  for (uint32_t i = 0; i < n; i++) nDel += p->aBufDel[i];
+  if (nDel == (int)n) goto done;
+  int rc;
+  if (bMerge && nDel == 0) {
+    rc = store_txn_append_merge(t, pTab, p->aBuf, 0, n, VT_SMALL_ROWGROUP, &zErr);
+  } else {
+    rc = store_txn_append(t, pTab, p->aBuf, 0, n, &zErr);
+  }
+  if (rc) return vt_err(&p->base, rc, zErr);
+  store_rg *pRg = pTab->apRg[pTab->nRg - 1];
+  if (!bMerge) {
+    rc = grow((void **)&p->aSpan, &p->nSpanAlloc, p->nSpan, sizeof(vt_span));
+    if (rc) return rc;
+    p->aSpan[p->nSpan].pRg = pRg;
+    p->aSpan[p->nSpan].seq0 = p->bufSeq0;
+    p->aSpan[p->nSpan].n = n;
+    p->nSpan++;
+  }
+  for (uint32_t i = 0; i < n && nDel; i++) {
+    if (!p->aBufDel[i]) continue;
+    rc = store_txn_delete(t, pTab, pTab->nRg - 1, i, 1, &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+  }
+done:
+  for (int i = 0; i <= p->s.nCol; i++) csq_vec_reset(&p->aBuf[i]);
+  p->bufSeq0 = p->nSeq;
+  return SQLITE_OK;
+}
+
+static int undo_push(vt_tab *p, store_rg *pRg, uint32_t iRow, int64_t seq) {
+  int rc = grow((void **)&p->aUndo, &p->nUndoAlloc, p->nUndo, sizeof(vt_undo));
+  if (rc) return rc;
+  p->aUndo[p->nUndo].pRg = pRg;
+  p->aUndo[p->nUndo].iRow = iRow;
+  p->aUndo[p->nUndo].seq = seq;
+  p->nUndo++;
+  return SQLITE_OK;
+}
+
+/* Find a live row by rowid: in the buffer (*piBuf >= 0) or on the device
+** (*piRg >= 0). */
+static int locate(vt_tab *p, store_table *pTab, int64_t iRowid, int64_t *piBuf, int *piRg,
+                  uint32_t *piRow) {
+  *piBuf = -1;
+  *piRg = -1;
+  uint32_t n = buf_rows(p);
+  for (uint32_t i = n; i-- > 0;) {
+    if (p->aBuf[0].aVal[i].i == iRowid && !p->aBufDel[i]) {
+      *piBuf = i;
+      return SQLITE_OK;
+    }
+  }
+  char *zErr = NULL;
+  int rc = store_txn_find(p->pDev->pTxn, pTab, iRowid, 0, piRg, piRow, &zErr);
+  if (rc) return vt_err(&p->base, rc, zErr);
+  return SQLITE_OK;
+}
+
+static int delete_row(vt_tab *p, store_table *pTab, int64_t iRowid) {
+  int64_t iBuf;
+  int iRg;
+  uint32_t iRow;
+  int rc = locate(p, pTab, iRowid, &iBuf, &iRg, &iRow);
+  if (rc) return rc;
+  if (iBuf >= 0) {
+    p->aBufDel[iBuf] = 1;
+    return undo_push(p, NULL, 0, p->bufSeq0 + iBuf);
+  }
+  if (iRg < 0) return SQLITE_OK; /* already gone */
+  char *zErr = NULL;
+  store_rg *pRg = pTab->apRg[iRg];
+  int64_t seq = -1;
+  if (pRg->txnState == 2) {
+    for (int i = 0; i < p->nSpan; i++)
+      if (p->aSpan[i].pRg == pRg) seq = p->aSpan[i].seq0 + iRow;
+  }
+  rc = store_txn_delete(p->pDev->pTxn, pTab, iRg, iRow, 1, &zErr);
+  if (rc) return vt_err(&p->base, rc, zErr);
+  if (seq >= 0) return undo_push(p, NULL, 0, seq);
+  return undo_push(p, pTab->apRg[iRg], iRow, -1);
+}
+
+static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv,
+                      sqlite3_int64 *pRowid) {
+  vt_schema *s = &p->s;
+  int64_t iRowid = 0;
+  int bExplicit = 0;
+  sqlite3_value *pIpk = s->iIpk >= 0 ? argv[2 + s->iIpk] : NULL;
+  if (pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL) {
+    csq_vec tmp;
+    csq_vec_init(&tmp);
+    int e = vt_push_value(&tmp, pIpk, VT_AFF_INTEGER);
+    int cls = e == 0 ? tmp.aCls[0] : 0;
+    iRowid = cls == CSQ_INT ? tmp.aVal[0].i : 0;
+    csq_vec_free(&tmp);
+    if (e) return SQLITE_NOMEM;
+    if (cls != CSQ_INT) {
+      vt_set_error(&p->base, "datatype mismatch");
+      return SQLITE_MISMATCH;
+    }
+    bExplicit = 1;
+  } else if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
+    if (sqlite3_value_numeric_type(argv[1]) != SQLITE_INTEGER) {
+      vt_set_error(&p->base, "datatype mismatch");
+      return SQLITE_MISMATCH;
+    }
+    iRowid = sqlite3_value_int64(argv[1]);
+    bExplicit = 1;
+  }
+  for (int i = 0; i < s->nCol; i++) {
+    if (s->aCol[i].bNotNull && i != s->iIpk && sqlite3_value_type(argv[2 + i]) == SQLITE_NULL) {
+      vt_set_error(&p->base, "NOT NULL constraint failed: %s.%s", p->zName, s->aCol[i].zName);
+      return SQLITE_CONSTRAINT;
+    }
+  }
+  if (bExplicit) {
+    if (iRowid < pTab->nextRowid) {
+      int64_t iBuf;
+      int iRg;
+      uint32_t iRow;
+      int rc = locate(p, pTab, iRowid, &iBuf, &iRg, &iRow);
+      if (rc) return rc;
+      if (iBuf >= 0 || iRg >= 0) {
+        int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
+        if (eConflict == SQLITE_REPLACE) {
+          rc = delete_row(p, pTab, iRowid);
+          if (rc) return rc;
+        } else if (eConflict == SQLITE_IGNORE) {
+          *pRowid = iRowid;
+          return SQLITE_OK;
+        } else {
+          vt_set_error(&p->base, "UNIQUE constraint failed: %s.%s", p->zName,
+                       s->iIpk >= 0 ? s->aCol[s->iIpk].zName : "rowid");
+          return SQLITE_CONSTRAINT;
+        }
+      }
+    }
+    store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
+  } else {
+    if (pTab->nextRowid == INT64_MAX) {
+      vt_set_error(&p->base, "csq: table %s has used every rowid", p->zName);
+      return SQLITE_FULL;
+    }
+    iRowid = store_txn_new_rowids(p->pDev->pTxn, pTab, 1);
+  }
+  uint32_t n = buf_rows(p);
+  if (n + 1 > p->nBufDelAlloc) {
+    uint32_t nNew = p->nBufDelAlloc ? p->nBufDelAlloc * 2 : 1024;
+    uint8_t *a = sqlite3_realloc64(p->aBufDel, nNew);
+    if (!a) return SQLITE_NOMEM;
+    p->aBufDel = a;
+    p->nBufDelAlloc = nNew;
+  }
+  int e = csq_vec_push_int(&p->aBuf[0], iRowid);
+  for (int i = 0; i < s->nCol && e == 0; i++) {
+    if (i == s->iIpk) e = csq_vec_push_null(&p->aBuf[i + 1]);
+    else e = vt_push_value(&p->aBuf[i + 1], argv[2 + i], s->aCol[i].aff);
+  }
+  if (e) {
+    /* keep the columns aligned: drop the partial row */
+    for (int i = 0; i <= s->nCol; i++) csq_vec_truncate(&p->aBuf[i], n);
+    return SQLITE_NOMEM;
+  }
+  p->aBufDel[n] = 0;
+  p->nSeq++;
+  *pRowid = iRowid;
+  if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, pTab, 0);
+  return SQLITE_OK;
+}
+
+int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {
+  vt_tab *p = (vt_tab *)pVtab;
+  store_table *pTab = NULL;
+  int rc = ensure_txn(p, &pTab);
+  if (rc) return rc;
+  if (argc == 1) return delete_row(p, pTab, sqlite3_value_int64(argv[0]));
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return insert_row(p, pTab, argv, pRowid);
+  /* UPDATE: the new row keeps the rowid unless the rowid (or its alias)
+  ** changed */
+  int64_t iOld = sqlite3_value_int64(argv[0]);
+  int64_t iNew = iOld;
+  sqlite3_value *pIpk = p->s.iIpk >= 0 ? argv[2 + p->s.iIpk] : NULL;
+  if (pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL) {
+    if (sqlite3_value_numeric_type(pIpk) == SQLITE_INTEGER) iNew = sqlite3_value_int64(pIpk);
+    else iNew = iOld + 1; /* not an integer: insert_row reports the mismatch */
+  } else if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
+    iNew = sqlite3_value_int64(argv[1]);
+  }
+  rc = delete_row(p, pTab, iOld);
+  if (rc) return rc;
+  if (iNew == iOld && !(pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL)) {
+    /* same rowid, given explicitly so that it is kept */
+    sqlite3_value **a = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)argc);
+    if (!a) return SQLITE_NOMEM;
+    memcpy(a, argv, sizeof(sqlite3_value *) * (size_t)argc);
+    a[1] = argv[0];
+    rc = insert_row(p, pTab, a, pRowid);
+    sqlite3_free(a);
+    return rc;
+  }
+  return insert_row(p, pTab, argv, pRowid);
+}
+
+int vt_begin(sqlite3_vtab *pVtab) {
+  (void)pVtab;
+  return SQLITE_OK;
+}
+
+/* Tables of this connection with unsynced writes on device d. */
+static int pending_tables(vt_conn *pConn, vt_dev *d, vt_tab *pExcept) {
+  int n = 0;
+  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab)
+    if (t != pExcept && t->pDev == d && t->bInTxn == 1) n++;
+  return n;
+}
+
+int vt_sync(sqlite3_vtab *pVtab) {
+  vt_tab *p = (vt_tab *)pVtab;
+  vt_dev *d = p->pDev;
+  if (!p->bInTxn || !d->pTxn) return SQLITE_OK;
+  store_table *pTab = store_txn_table(d->pTxn, p->zName);
+  if (pTab) {
+    int rc = flush_buffer(p, pTab, 1);
+    if (rc) return rc;
+  }
+  p->bInTxn = 2; /* synced */
+  if (pending_tables(p->pConn, d, p) > 0) return SQLITE_OK;
+  char *zErr = NULL;
+  store_txn *t = d->pTxn;
+  d->pTxn = NULL;
+  int rc = store_txn_commit(t, &zErr);
+  if (rc) return vt_err(pVtab, rc, zErr);
+  return SQLITE_OK;
+}
+
+int vt_commit(sqlite3_vtab *pVtab) {
+  vt_tab *p = (vt_tab *)pVtab;
+  /* normally committed in xSync; a transaction still open here had no
+  ** xSync (SQLite skips it for some statement shapes): commit now */
+  if (p->bInTxn && p->pDev->pTxn && pending_tables(p->pConn, p->pDev, p) == 0) {
+    int rc = vt_sync(pVtab);
+    if (rc) return rc;
+  }
+  vt_tab_txn_reset(p);
+  return SQLITE_OK;
+}
+
+int vt_rollback(sqlite3_vtab *pVtab) {
+  vt_tab *p = (vt_tab *)pVtab;
+  if (p->pDev->pTxn) {
+    store_txn_rollback(p->pDev->pTxn);
+    p->pDev->pTxn = NULL;
+  }
+  vt_tab_txn_reset(p);
+  return SQLITE_OK;
+}
+
+int vt_savepoint(sqlite3_vtab *pVtab, int iSavepoint) {
+  vt_tab *p = (vt_tab *)pVtab;
+  int rc = grow((void **)&p->aSave, &p->nSaveAlloc, p->nSave, sizeof(vt_mark));
+  if (rc) return rc;
+  p->aSave[p->nSave].iSavepoint = iSavepoint;
+  p->aSave[p->nSave].seq = p->nSeq;
+  p->aSave[p->nSave].nUndo = p->nUndo;
+  p->nSave++;
+  return SQLITE_OK;
+}
+
+int vt_release(sqlite3_vtab *pVtab, int iSavepoint) {
+  vt_tab *p = (vt_tab *)pVtab;
+  while (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint >= iSavepoint) p->nSave--;
+  return SQLITE_OK;
+}
+
+int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
+  vt_tab *p = (vt_tab *)pVtab;
+  while (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint > iSavepoint) p->nSave--;
+  if (p->nSave == 0 || p->aSave[p->nSave - 1].iSavepoint != iSavepoint) return SQLITE_OK;
+  vt_mark *m = &p->aSave[p->nSave - 1];
+  store_txn *t = p->pDev->pTxn;
+  if (!t || !p->aBuf) {
+    p->nSeq = m->seq;
+    p->nUndo = m->nUndo;
+    return SQLITE_OK;
+  }
+  store_table *pTab = store_txn_table(t, p->zName);
+  if (!pTab) return SQLITE_OK;
+  char *zErr = NULL;
+  int rc = 0;
+  /* 1. undo deletes made after the mark */
+  for (int i = p->nUndo - 1; i >= m->nUndo && rc == 0; i--) {
+    vt_undo *u = &p->aUndo[i];
+    if (u->pRg) {
+      int g = rg_index(pTab, u->pRg);
+      if (g >= 0) rc = store_txn_delete(t, pTab, g, u->iRow, 0, &zErr);
+    } else if (u->seq >= p->bufSeq0) {
+      if (u->seq - p->bufSeq0 < (int64_t)buf_rows(p)) p->aBufDel[u->seq - p->bufSeq0] = 0;
+    } else {
+      for (int k = 0; k < p->nSpan; k++) {
+        vt_span *sp = &p->aSpan[k];
+        if (u->seq >= sp->seq0 && u->seq < sp->seq0 + sp->n) {
+          int g = rg_index(pTab, sp->pRg);
+          if (g >= 0) rc = store_txn_delete(t, pTab, g, (uint32_t)(u->seq - sp->seq0), 0, &zErr);
+        }
+      }
+    }
+  }
+  p->nUndo = m->nUndo;
+  /* 2. remove rows inserted after the mark */
+  int64_t S = m->seq;
+  if (S >= p->bufSeq0) {
+    uint32_t keep = (uint32_t)(S - p->bufSeq0);
+    if (keep < buf_rows(p))
+      for (int i = 0; i <= p->s.nCol; i++) csq_vec_truncate(&p->aBuf[i], keep);
+  } else {
+    for (int i = 0; i <= p->s.nCol; i++) csq_vec_reset(&p->aBuf[i]);
+    p->bufSeq0 = S;
+  }
+  for (int k = 0; k < p->nSpan && rc == 0; k++) {
+    vt_span *sp = &p->aSpan[k];
+    if (sp->seq0 + sp->n <= S) continue;
+    uint32_t from = S > sp->seq0 ? (uint32_t)(S - sp->seq0) : 0;
+    int g = rg_index(pTab, sp->pRg);
+    for (uint32_t r = from; g >= 0 && r < sp->n && rc == 0; r++)
+      rc = store_txn_delete(t, pTab, g, r, 1, &zErr);
+    sp->n = from;
+  }
+  int j = 0;
+  for (int k = 0; k < p->nSpan; k++)
+    if (p->aSpan[k].n > 0) p->aSpan[j++] = p->aSpan[k];
+  p->nSpan = j;
+  p->nSeq = S;
+  if (rc) return vt_err(pVtab, rc, zErr);
+  return SQLITE_OK;
+}
