@@ -86,3 +86,14 @@ format:
 
 clean:
 	rm -rf build build-san
+
+# test_gen compiles the generator sources in directly
+$(BUILD)/tests/test_gen: $(BENCH_SRC) $(wildcard bench/*.h)
+
+# The nvme backend's VM test runs a static guest program inside QEMU
+$(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c $(BUILD)/libcsq.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnvme) \
+	  -static -o $@ $< $(BUILD)/libcsq.a $(shell pkg-config --static --libs libnvme liburing libxxhash) -lpthread -lm 2>&1 \
+	  | grep -v 'statically linked applications requires at runtime' | grep -v 'in statically linked' ; test -x $@
+$(BUILD)/tests/test_nvme_vm: $(BUILD)/tests/nvme_vm_guest

@@ -84,6 +84,9 @@ _Static_assert(sizeof(csq_cqe) == 16, "a CQE is 16 bytes");
 ** CSQ_ADM_MRS_MGMT (89h): CDW10[3:0] select (0 create, 1 delete), CDW10[31:16]
 **   MRS id (delete), CDW11 number of ranges (create); DPTR -> csq_mrange[n].
 **   Create returns the new MRS id in DW0.
+**   (emu: MRS ids are 1..max_mrs, never 0 or 0xFFFF; Load Program chunks
+**   must arrive in order, offset 0 first - a chunk at offset 0 restarts the
+**   load; an unregistered program type fails with CSQ_SC_INVALID_PROGRAM.)
 */
 #define CSQ_ADM_IDENTIFY            0x06
 #define CSQ_ADM_LOAD_PROGRAM        0x85

@@ -1,0 +1,163 @@
+/*
+** bench/devlat_main.c - device micro-benchmark (build/bench/devlat).
+**
+** Reports, in one run on one image file:
+**   1. synchronous command round trip: NVM Read of 1 block from a warm page
+**      cache through dev_exec, against a plain pread of the same block;
+**   2. media read throughput through the device at queue depth 1, 8 and 32
+**      (async dev_submit/dev_reap of 128 KiB reads), against a plain pread
+**      loop over the same file, with ratios.
+**
+** usage: devlat [IMAGE] [MiB]   (default: a temporary file of 256 MiB)
+** Numbers are for comparison within a run; the machine is shared and noisy.
+*/
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "device/driver.h"
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static int cmp_double(const void *a, const void *b) {
+  double x = *(const double *)a, y = *(const double *)b;
+  return x < y ? -1 : x > y;
+}
+
+#define IO_BYTES (128u * 1024)
+#define IO_BLOCKS (IO_BYTES / CSQ_LBA_SIZE)
+
+/* Read nTotal bytes of the image through the device with depth commands in
+** flight; returns seconds. */
+static double read_through_device(dev_queue *q, uint64_t nBlocks, int depth, uint8_t *pBuf) {
+  uint64_t next = 0, done = 0, nIo = nBlocks / IO_BLOCKS;
+  int inflight = 0;
+  double t0 = now_s();
+  while (done < nIo) {
+    while (inflight < depth && next < nIo) {
+      csq_sqe s;
+      memset(&s, 0, sizeof(s));
+      s.opcode = CSQ_NVM_READ;
+      s.nsid = CSQ_NSID_NVM;
+      s.prp1 = (uintptr_t)(pBuf + (size_t)(next % 32) * IO_BYTES);
+      s.cdw10 = (uint32_t)(next * IO_BLOCKS);
+      s.cdw11 = (uint32_t)((next * IO_BLOCKS) >> 32);
+      s.cdw12 = IO_BLOCKS - 1;
+      if (dev_submit(q, &s) != 0) break;
+      next++;
+      inflight++;
+    }
+    csq_cqe c;
+    if (dev_reap(q, &c, -1) != 0 || !csq_cqe_ok(&c)) {
+      fprintf(stderr, "devlat: read failed: %s\n", dev_errmsg(q));
+      exit(1);
+    }
+    inflight--;
+    done++;
+  }
+  return now_s() - t0;
+}
+
+int main(int argc, char **argv) {
+  char zTmp[] = "/tmp/devlat-XXXXXX";
+  const char *zPath = argc > 1 && argv[1][0] ? argv[1] : NULL;
+  uint64_t nMiB = argc > 2 ? strtoull(argv[2], NULL, 10) : 256;
+  uint64_t nBlocks = nMiB * 256, i;
+  dev_options o;
+  dev_device *d = NULL;
+  dev_queue *q = NULL;
+  char *zErr = NULL;
+  uint8_t *pBuf = NULL;
+  int fd, rc, k;
+  enum { N_LAT = 20000 };
+  static double aLat[N_LAT];
+
+  if (!zPath) {
+    int tfd = mkstemp(zTmp);
+    if (tfd < 0) {
+      perror("mkstemp");
+      return 1;
+    }
+    close(tfd);
+    zPath = zTmp;
+  }
+  dev_options_default(&o);
+  o.bCreate = 1;
+  rc = dev_open(zPath, &o, &d, &zErr);
+  if (rc) {
+    fprintf(stderr, "devlat: %s\n", zErr);
+    return 1;
+  }
+  if (dev_queue_open(d, &q)) return 1;
+  if (posix_memalign((void **)&pBuf, 4096, 32 * IO_BYTES)) return 1;
+
+  /* Fill the image (through the device) so it is in the page cache. */
+  for (i = 0; i < nBlocks; i += IO_BLOCKS) {
+    memset(pBuf, (int)(i & 0xFF), IO_BYTES);
+    if (dev_nvm_write(q, i, IO_BLOCKS, pBuf)) {
+      fprintf(stderr, "devlat: %s\n", dev_errmsg(q));
+      return 1;
+    }
+  }
+  dev_nvm_flush(q);
+  fd = open(zPath, O_RDONLY);
+  if (fd < 0) {
+    perror(zPath);
+    return 1;
+  }
+
+  printf("devlat: image %s, %llu MiB, backend %s, %u engines\n", zPath,
+         (unsigned long long)nMiB, dev_backend_name(d), dev_caps(d)->n_engines);
+
+  /* 1. Round trip of a 1-block read (warm). */
+  for (k = 0; k < 2000; k++) dev_nvm_read(q, (uint64_t)k % 64, 1, pBuf);
+  for (k = 0; k < N_LAT; k++) {
+    double t0 = now_s();
+    dev_nvm_read(q, (uint64_t)k % 64, 1, pBuf);
+    aLat[k] = now_s() - t0;
+  }
+  qsort(aLat, N_LAT, sizeof(double), cmp_double);
+  double devP50 = aLat[N_LAT / 2], devP99 = aLat[N_LAT * 99 / 100];
+  for (k = 0; k < N_LAT; k++) {
+    double t0 = now_s();
+    if (pread(fd, pBuf, 4096, (off_t)(k % 64) * 4096) != 4096) return 1;
+    aLat[k] = now_s() - t0;
+  }
+  qsort(aLat, N_LAT, sizeof(double), cmp_double);
+  double prP50 = aLat[N_LAT / 2], prP99 = aLat[N_LAT * 99 / 100];
+  printf("sync 1-block read:  device p50 %.2f us p99 %.2f us | pread p50 %.2f us p99 %.2f us | "
+         "ratio p50 %.1fx\n",
+         devP50 * 1e6, devP99 * 1e6, prP50 * 1e6, prP99 * 1e6, devP50 / prP50);
+
+  /* 2. Throughput: plain pread loop of 128 KiB over the whole file. */
+  double t0 = now_s();
+  for (i = 0; i < nBlocks; i += IO_BLOCKS)
+    if (pread(fd, pBuf, IO_BYTES, (off_t)(i * CSQ_LBA_SIZE)) != (ssize_t)IO_BYTES) return 1;
+  double tPread = now_s() - t0;
+  double mbPread = nMiB / tPread;
+  printf("read throughput, 128 KiB requests:  pread loop %.0f MiB/s\n", mbPread);
+  int aDepth[3] = {1, 8, 32};
+  for (k = 0; k < 3; k++) {
+    double t = read_through_device(q, nBlocks, aDepth[k], pBuf);
+    printf("  device QD %-2d %7.0f MiB/s  (%.2fx pread)\n", aDepth[k], nMiB / t,
+           (nMiB / t) / mbPread);
+  }
+  dev_stats *st = dev_queue_stats(q);
+  printf("queue counters: commands %llu, media_bytes_read %llu, bytes_to_host %llu\n",
+         (unsigned long long)st->commands, (unsigned long long)st->media_bytes_read,
+         (unsigned long long)st->bytes_to_host);
+  close(fd);
+  free(pBuf);
+  dev_queue_close(q);
+  dev_unref(d);
+  if (zPath == zTmp) unlink(zTmp);
+  return 0;
+}

@@ -1,0 +1,357 @@
+/*
+** device/emu_io.c - I/O commands of the emulated device: NVM Read, Write,
+** Flush, Reservation Acquire/Release; SLM Memory Copy, Read, Write, Fill;
+** CP Execute Program. Each runs on the controller (small ones) or on a
+** compute engine, checks every field against the device's bounds, moves
+** the data, and completes through emu_complete(). Layouts: device/cmd.h.
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include "emu.h"
+
+#define ULL(x) ((unsigned long long)(x))
+
+int emu_io_is_quick(const csq_sqe *p) {
+  if (p->nsid == CSQ_NSID_NVM) {
+    if (p->opcode == CSQ_NVM_READ || p->opcode == CSQ_NVM_WRITE)
+      return ((p->cdw12 & 0xFFFF) + 1u) * CSQ_LBA_SIZE <= EMU_INLINE_BYTES;
+    return p->opcode != CSQ_NVM_FLUSH; /* fdatasync may take milliseconds */
+  }
+  if (p->nsid == CSQ_NSID_SLM) {
+    if (p->opcode == CSQ_SLM_READ || p->opcode == CSQ_SLM_WRITE || p->opcode == CSQ_SLM_FILL)
+      return p->cdw12 <= 4 * EMU_INLINE_BYTES;
+    return p->opcode != CSQ_SLM_COPY;
+  }
+  if (p->nsid == CSQ_NSID_CP) return p->opcode != CSQ_CP_EXECUTE;
+  return 1; /* invalid namespace: answered at once */
+}
+
+static int lba_ok(const dev_backend *d, uint64_t slba, uint64_t nlb) {
+  return nlb > 0 && slba < d->nBlocks && nlb <= d->nBlocks - slba;
+}
+
+/* ---- NVM namespace ------------------------------------------------------ */
+
+static uint16_t io_nvm(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit *pHit,
+                       dev_io_acct *pAcct, char *zDetail, size_t nDetail) {
+  dev_backend *d = q->pDev;
+  uint64_t slba = (uint64_t)p->cdw10 | ((uint64_t)p->cdw11 << 32);
+  uint32_t nlb = (p->cdw12 & 0xFFFF) + 1;
+  uint64_t nByte = (uint64_t)nlb * CSQ_LBA_SIZE;
+  int bCorrupt = pHit && pHit->action == DEV_FAULT_CORRUPT;
+  int rc;
+  switch (p->opcode) {
+  case CSQ_NVM_READ:
+  case CSQ_NVM_WRITE:
+    if (!lba_ok(d, slba, nlb)) {
+      snprintf(zDetail, nDetail, "LBAs %llu..%llu, namespace has %llu blocks", ULL(slba),
+               ULL(slba + nlb - 1), ULL(d->nBlocks));
+      return CSQ_SC_LBA_RANGE;
+    }
+    if (!p->prp1) return CSQ_SC_INVALID_FIELD;
+    if (p->opcode == CSQ_NVM_READ) {
+      csq_lba_range r = {CSQ_NSID_NVM, nlb, slba};
+      void *pBuf = (void *)(uintptr_t)p->prp1;
+      rc = dev_mio_read(pMio, &r, 1, pBuf);
+      if (rc) {
+        snprintf(zDetail, nDetail, "media read failed: %s", strerror(-rc));
+        return CSQ_SC_READ_ERROR;
+      }
+      if (bCorrupt) dev_fault_corrupt(pHit, pBuf, nByte);
+      pAcct->mediaRead += nByte;
+      pAcct->toHost += nByte;
+    } else {
+      const void *pSrc = (const void *)(uintptr_t)p->prp1;
+      void *pTmp = NULL;
+      if (bCorrupt) { /* store a damaged copy, as a failing device would */
+        pTmp = malloc(nByte);
+        if (!pTmp) return CSQ_SC_INTERNAL;
+        memcpy(pTmp, pSrc, nByte);
+        dev_fault_corrupt(pHit, pTmp, nByte);
+        pSrc = pTmp;
+      }
+      rc = dev_mio_write(pMio, slba, nlb, pSrc);
+      free(pTmp);
+      if (rc) {
+        snprintf(zDetail, nDetail, "media write failed: %s", strerror(-rc));
+        return rc == -ENOSPC ? CSQ_SC_CAPACITY : CSQ_SC_WRITE_FAULT;
+      }
+      pAcct->mediaWritten += nByte;
+      pAcct->fromHost += nByte;
+    }
+    return CSQ_SC_SUCCESS;
+  case CSQ_NVM_FLUSH:
+    rc = dev_media_flush(d->pMedia);
+    if (rc) {
+      snprintf(zDetail, nDetail, "fdatasync failed: %s", strerror(-rc));
+      return CSQ_SC_WRITE_FAULT;
+    }
+    return CSQ_SC_SUCCESS;
+  case CSQ_NVM_RESV_ACQUIRE: {
+    uint16_t sf = CSQ_SC_SUCCESS;
+    int fd = dev_media_fd(d->pMedia);
+    if ((p->cdw10 & 7) != 0) return CSQ_SC_INVALID_FIELD;
+    pthread_mutex_lock(&d->resvMutex);
+    if (d->pResvHolder == q) {
+      /* already ours */
+    } else if (d->pResvHolder) {
+      snprintf(zDetail, nDetail, "held by another queue (connection) of this process");
+      sf = CSQ_SC_RESV_CONFLICT;
+    } else if (fd >= 0 && flock(fd, LOCK_EX | LOCK_NB) != 0) {
+      if (errno == EWOULDBLOCK) {
+        snprintf(zDetail, nDetail, "held by another process");
+        sf = CSQ_SC_RESV_CONFLICT;
+      } else {
+        snprintf(zDetail, nDetail, "flock failed: %s", strerror(errno));
+        sf = CSQ_SC_INTERNAL;
+      }
+    } else {
+      d->pResvHolder = q;
+    }
+    pthread_mutex_unlock(&d->resvMutex);
+    return sf;
+  }
+  case CSQ_NVM_RESV_RELEASE:
+    emu_resv_drop(q); /* releasing a reservation one does not hold is a no-op */
+    return CSQ_SC_SUCCESS;
+  }
+  return CSQ_SC_INVALID_OPCODE;
+}
+
+void emu_resv_drop(dev_bqueue *q) {
+  dev_backend *d = q->pDev;
+  pthread_mutex_lock(&d->resvMutex);
+  if (d->pResvHolder == q) {
+    int fd = dev_media_fd(d->pMedia);
+    if (fd >= 0) flock(fd, LOCK_UN);
+    d->pResvHolder = NULL;
+  }
+  pthread_mutex_unlock(&d->resvMutex);
+}
+
+/* ---- SLM namespace ------------------------------------------------------ */
+
+/* Check LBA descriptors of a Memory Copy; *pnByte = their total size. */
+static uint16_t check_lba_ranges(dev_backend *d, const csq_lba_range *a, int n, uint64_t *pnByte,
+                                 char *zDetail, size_t nDetail) {
+  int i;
+  *pnByte = 0;
+  for (i = 0; i < n; i++) {
+    if (a[i].nsid != CSQ_NSID_NVM) return CSQ_SC_INVALID_NS;
+    if (!lba_ok(d, a[i].slba, a[i].nlb)) {
+      snprintf(zDetail, nDetail, "range %d: %u blocks at LBA %llu, namespace has %llu blocks", i,
+               a[i].nlb, ULL(a[i].slba), ULL(d->nBlocks));
+      return a[i].nlb == 0 ? CSQ_SC_INVALID_FIELD : CSQ_SC_LBA_RANGE;
+    }
+    *pnByte += (uint64_t)a[i].nlb * CSQ_LBA_SIZE;
+  }
+  return CSQ_SC_SUCCESS;
+}
+
+static uint16_t slm_range_err(dev_backend *d, uint64_t addr, uint64_t n, char *zDetail,
+                              size_t nDetail) {
+  snprintf(zDetail, nDetail, "%llu bytes at SLM 0x%llx (SLM is %llu bytes, 4-byte aligned)",
+           ULL(n), ULL(addr), ULL(d->nSlm));
+  return CSQ_SC_SLM_RANGE;
+}
+
+static uint16_t io_slm(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit *pHit,
+                       dev_io_acct *pAcct, char *zDetail, size_t nDetail) {
+  dev_backend *d = q->pDev;
+  uint64_t addr = (uint64_t)p->cdw10 | ((uint64_t)p->cdw11 << 32);
+  uint64_t n = p->cdw12;
+  int bCorrupt = pHit && pHit->action == DEV_FAULT_CORRUPT;
+  switch (p->opcode) {
+  case CSQ_SLM_READ:
+  case CSQ_SLM_WRITE:
+  case CSQ_SLM_FILL:
+    if (!emu_slm_ok(d, addr, n)) return slm_range_err(d, addr, n, zDetail, nDetail);
+    if (n == 0) return CSQ_SC_SUCCESS;
+    if (p->opcode == CSQ_SLM_FILL) {
+      memset(d->pSlm + addr, (int)(p->cdw13 & 0xFF), n);
+      return CSQ_SC_SUCCESS;
+    }
+    if (!p->prp1) return CSQ_SC_INVALID_FIELD;
+    if (p->opcode == CSQ_SLM_READ) {
+      memcpy((void *)(uintptr_t)p->prp1, d->pSlm + addr, n);
+      if (bCorrupt) dev_fault_corrupt(pHit, (void *)(uintptr_t)p->prp1, n);
+      pAcct->toHost += n;
+    } else {
+      memcpy(d->pSlm + addr, (const void *)(uintptr_t)p->prp1, n);
+      if (bCorrupt) dev_fault_corrupt(pHit, d->pSlm + addr, n);
+      pAcct->fromHost += n;
+    }
+    return CSQ_SC_SUCCESS;
+  case CSQ_SLM_COPY: {
+    int nRange = (int)(p->cdw12 & 0xFF) + 1;
+    int fmt = (p->cdw12 >> 8) & 0xF;
+    uint64_t nByte = 0;
+    uint16_t sf;
+    int i, rc;
+    if (!p->prp1) return CSQ_SC_INVALID_FIELD;
+    if (fmt == 0) {
+      const csq_lba_range *a = (const csq_lba_range *)(uintptr_t)p->prp1;
+      sf = check_lba_ranges(d, a, nRange, &nByte, zDetail, nDetail);
+      if (sf) return sf;
+      if (!emu_slm_ok(d, addr, nByte)) return slm_range_err(d, addr, nByte, zDetail, nDetail);
+      rc = dev_mio_read(pMio, a, nRange, d->pSlm + addr);
+      if (rc) {
+        snprintf(zDetail, nDetail, "media read failed: %s", strerror(-rc));
+        return CSQ_SC_READ_ERROR;
+      }
+      if (bCorrupt) dev_fault_corrupt(pHit, d->pSlm + addr, nByte);
+      pAcct->mediaRead += nByte;
+      return CSQ_SC_SUCCESS;
+    }
+    if (fmt == 1) {
+      const csq_mrange *a = (const csq_mrange *)(uintptr_t)p->prp1;
+      for (i = 0; i < nRange; i++) {
+        if (a[i].nsid != CSQ_NSID_SLM) return CSQ_SC_INVALID_NS;
+        if (!emu_slm_ok(d, a[i].addr, a[i].len))
+          return slm_range_err(d, a[i].addr, a[i].len, zDetail, nDetail);
+        nByte += a[i].len;
+      }
+      if (!emu_slm_ok(d, addr, nByte)) return slm_range_err(d, addr, nByte, zDetail, nDetail);
+      for (i = 0; i < nRange; i++) {
+        memmove(d->pSlm + addr, d->pSlm + a[i].addr, a[i].len);
+        addr += a[i].len;
+      }
+      return CSQ_SC_SUCCESS;
+    }
+    return CSQ_SC_INVALID_FIELD;
+  }
+  }
+  return CSQ_SC_INVALID_OPCODE;
+}
+
+/* ---- Computational Programs namespace ---------------------------------- */
+
+typedef struct exec_priv {
+  dev_backend *d;
+  dev_mio *pMio;
+} exec_priv;
+
+/* dev_exec_ctx.xReadLba: bounded media reads for a running program. */
+static int exec_read_lba(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void *pDst) {
+  exec_priv *pp = ctx->pDevPriv;
+  uint64_t nByte;
+  uint8_t *pD = pDst;
+  char zIgnore[8];
+  uint16_t sf = check_lba_ranges(pp->d, a, n, &nByte, zIgnore, sizeof(zIgnore));
+  if (sf) return sf;
+  if (pD < ctx->pSlm || pD > ctx->pSlm + ctx->nSlm || nByte > (uint64_t)(ctx->pSlm + ctx->nSlm - pD))
+    return CSQ_SC_SLM_RANGE;
+  if (dev_mio_read(pp->pMio, a, n, pDst)) return CSQ_SC_READ_ERROR;
+  ctx->pStats->media_bytes_read += nByte;
+  return 0;
+}
+
+static uint16_t io_execute(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, int iEngine,
+                           uint64_t *pResult, dev_io_acct *pAcct, char *zDetail, size_t nDetail) {
+  dev_backend *d = q->pDev;
+  uint32_t pind = p->cdw10 & 0xFFFF, mrsId = p->cdw10 >> 16, nInline = p->cdw11;
+  csq_mrange *aRange = NULL;
+  int nRange = 0, i;
+  const dev_ptype *pt;
+  void *pCompiled;
+  emu_slot *s;
+  uint16_t sf = CSQ_SC_SUCCESS;
+  if (p->opcode != CSQ_CP_EXECUTE) return CSQ_SC_INVALID_OPCODE;
+  if (pind >= EMU_MAX_PROGRAMS) return CSQ_SC_INVALID_PIND;
+  pthread_mutex_lock(&d->progMutex);
+  s = &d->aSlot[pind];
+  if (!s->pType) sf = CSQ_SC_NO_PROGRAM;
+  else if (!s->bActive) sf = CSQ_SC_NOT_ACTIVATED;
+  else if (mrsId == 0xFFFF) {
+    if (nInline > EMU_MAX_RANGES) sf = CSQ_SC_MAX_RANGES;
+    else if (nInline > 0 && !p->prp1) sf = CSQ_SC_INVALID_FIELD;
+    else nRange = (int)nInline;
+  } else if (mrsId == 0 || mrsId > EMU_MAX_MRS || !d->aMrs[mrsId - 1].bUsed) {
+    sf = CSQ_SC_INVALID_MRS;
+  } else {
+    nRange = d->aMrs[mrsId - 1].nRange;
+  }
+  if (sf == 0 && nRange > 0) {
+    /* A private copy: the MRS may be deleted while the program runs. */
+    aRange = malloc(nRange * sizeof(csq_mrange));
+    if (!aRange) sf = CSQ_SC_INTERNAL;
+    else
+      memcpy(aRange, mrsId == 0xFFFF ? (const void *)(uintptr_t)p->prp1 : d->aMrs[mrsId - 1].aRange,
+             nRange * sizeof(csq_mrange));
+  }
+  if (sf == 0) {
+    s->nRunning++;
+    pt = s->pType;
+    pCompiled = s->pCompiled;
+  }
+  pthread_mutex_unlock(&d->progMutex);
+  if (sf) return sf;
+  if (mrsId == 0xFFFF) {
+    pAcct->fromHost += (uint64_t)nRange * sizeof(csq_mrange);
+    for (i = 0; i < nRange && sf == 0; i++) {
+      if (aRange[i].nsid != CSQ_NSID_SLM) sf = CSQ_SC_INVALID_NS;
+      else if (!emu_slm_ok(d, aRange[i].addr, aRange[i].len))
+        sf = slm_range_err(d, aRange[i].addr, aRange[i].len, zDetail, nDetail);
+    }
+  }
+  if (sf == 0) {
+    dev_stats local;
+    exec_priv priv = {d, pMio};
+    dev_exec_ctx ctx;
+    uint64_t ret = 0;
+    int64_t t0;
+    int rc;
+    memset(&local, 0, sizeof(local));
+    memset(&ctx, 0, sizeof(ctx));
+    ctx.pSlm = d->pSlm;
+    ctx.nSlm = d->nSlm;
+    ctx.aRange = aRange;
+    ctx.nRange = nRange;
+    ctx.aParam[0] = (uint64_t)p->cdw12 | ((uint64_t)p->cdw13 << 32);
+    ctx.aParam[1] = (uint64_t)p->cdw14 | ((uint64_t)p->cdw15 << 32);
+    ctx.pind = (uint16_t)pind;
+    ctx.iEngine = iEngine;
+    ctx.pStats = &local;
+    ctx.xReadLba = exec_read_lba;
+    ctx.pDevPriv = &priv;
+    t0 = dev_now_ns();
+    rc = pt->xRun(pCompiled, &ctx, &ret);
+    local.engine_ns += (uint64_t)(dev_now_ns() - t0);
+    local.programs_executed++;
+    dev_stats_add(q->pStats, &local);
+    dev_stats_add(&d->stats, &local);
+    *pResult = ret;
+    if (rc != 0) {
+      sf = (rc < 0 || rc > 0x7FFF) ? CSQ_SC_PROGRAM_FAULT : (uint16_t)rc;
+      snprintf(zDetail, nDetail, "program in slot %u failed (reason %llu)", pind, ULL(ret));
+    }
+  }
+  pthread_mutex_lock(&d->progMutex);
+  s->nRunning--;
+  pthread_mutex_unlock(&d->progMutex);
+  free(aRange);
+  return sf;
+}
+
+void emu_io(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit *pHit,
+            int iEngine) {
+  dev_io_acct acct = {0};
+  uint64_t result = 0;
+  char zDetail[256] = "";
+  uint16_t sf;
+  switch (p->nsid) {
+  case CSQ_NSID_NVM: sf = io_nvm(q, p, pMio, pHit, &acct, zDetail, sizeof(zDetail)); break;
+  case CSQ_NSID_SLM: sf = io_slm(q, p, pMio, pHit, &acct, zDetail, sizeof(zDetail)); break;
+  case CSQ_NSID_CP:
+    sf = io_execute(q, p, pMio, iEngine, &result, &acct, zDetail, sizeof(zDetail));
+    break;
+  default: sf = CSQ_SC_INVALID_NS; break;
+  }
+  if (pHit && pHit->action == DEV_FAULT_DELAY) usleep(pHit->delayMs * 1000u);
+  emu_complete(q, p, sf, result, &acct, zDetail);
+}

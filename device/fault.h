@@ -1,0 +1,65 @@
+/*
+** device/fault.h - fault injection for the emulated device (dev_options.zFault).
+**
+** A spec is one or more rules separated by ';'; a rule is comma-separated
+** key=value items:
+**
+**   op=NAME      which commands the rule watches (default any): any, identify,
+**                load, activate, mrs, nvm_read, nvm_write, nvm_flush,
+**                resv_acquire, resv_release, execute, slm_copy, slm_read,
+**                slm_write, slm_fill
+**   lba=N        only NVM commands whose LBA range covers block N (nvm_read,
+**                nvm_write, slm_copy with LBA descriptors)
+**   nth=N        fire on the N-th watched command only (1-based)
+**   prob=P       fire on each watched command with probability P (0..1)
+**   seed=S       seed of the rule's random numbers (default 1): runs repeat
+**   count=K      fire at most K times (default: once with nth, else no limit)
+**   action=A     what happens (required):
+**                  status:SF  complete with status field SF (hex 0x.. or
+**                             decimal, e.g. 0x281 = media read error) and
+**                             do nothing else
+**                  timeout    the device never completes the command
+**                  corrupt    the command succeeds but one byte of the data
+**                             it moves is flipped (reads: the data returned;
+**                             writes: the data stored)
+**                  delay:MS   the command runs, its completion is posted MS
+**                             milliseconds later
+**
+** Examples:  "op=nvm_read,nth=3,action=status:0x281"
+**            "op=execute,action=timeout"
+**            "op=nvm_read,lba=7,action=corrupt"
+**            "prob=0.01,seed=7,action=status:0x6;op=nvm_flush,nth=1,action=delay:200"
+** The first rule that fires wins. Without nth and prob a rule fires on every
+** watched command.
+*/
+#ifndef CSQ_DEVICE_FAULT_H
+#define CSQ_DEVICE_FAULT_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "cmd.h"
+
+typedef struct dev_fault dev_fault;
+
+enum { DEV_FAULT_NONE = 0, DEV_FAULT_STATUS, DEV_FAULT_TIMEOUT, DEV_FAULT_CORRUPT, DEV_FAULT_DELAY };
+
+typedef struct dev_fault_hit {
+  int action;       /* DEV_FAULT_* */
+  uint16_t status;  /* DEV_FAULT_STATUS */
+  uint32_t delayMs; /* DEV_FAULT_DELAY */
+  uint64_t rnd;     /* DEV_FAULT_CORRUPT: picks the byte */
+} dev_fault_hit;
+
+/* Parse zSpec (NULL or "" gives *pp = NULL, no faults). 0, or -EINVAL with
+** *pzErr = malloc'd message naming the rule and the bad item. */
+int dev_fault_parse(const char *zSpec, dev_fault **pp, char **pzErr);
+void dev_fault_free(dev_fault *f);
+/* Decide for one command (thread safe). Returns 1 and fills *pHit if a rule
+** fires, else 0. f may be NULL. */
+int dev_fault_check(dev_fault *f, const csq_sqe *pSqe, dev_fault_hit *pHit);
+/* Flip one byte of p[0..n) as chosen by pHit->rnd. */
+void dev_fault_corrupt(const dev_fault_hit *pHit, void *p, size_t n);
+/* Name of the fault-spec op a command belongs to ("nvm_read", ...). */
+const char *dev_fault_op_name(const csq_sqe *pSqe);
+
+#endif /* CSQ_DEVICE_FAULT_H */
