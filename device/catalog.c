@@ -116,6 +116,7 @@ void store_rg_unref(store_rg *pRg) {
   free(pRg->aDel);
   free(pRg->aChunk);
   free(pRg->aRowid);
+  free(pRg->aRaw);
   free(pRg);
 }
 
@@ -126,6 +127,7 @@ store_rg *store_rg_clone(const store_rg *pRg) {
   p->nRef = 1;
   p->aDel = NULL;
   p->aRowid = NULL;
+  p->aRaw = NULL;
   p->bSorted = 0;
   p->aChunk = malloc(sizeof(store_chunk) * (size_t)pRg->nChunk);
   size_t nDelBytes = (pRg->nRow + 7) / 8;

@@ -20,6 +20,11 @@
 #include "store_int.h"
 
 #define IO_MAX_BLOCKS 1024 /* blocks per NVM command: 4 MiB */
+/* A row group this small is read from the device once, as a whole, and its
+** bytes kept with the (immutable) row group: joins probe small tables
+** thousands of times, and a device round trip per probe would dominate.
+** Large row groups are always read from the device, chunk by chunk. */
+#define STORE_RAW_CACHE_BLOCKS 64
 
 struct store {
   int nRef;
@@ -528,9 +533,37 @@ void store_space(store *p, uint64_t *pnUsed, uint64_t *pnHigh) {
 
 /* ---- reads ---- */
 
+/* The cached extent of a small row group (NULL if not small or on error). */
+static const uint8_t *rg_raw(store *p, dev_queue *q, const store_rg *pRgConst) {
+  store_rg *pRg = (store_rg *)pRgConst; /* aRaw is a cache, filled once */
+  if (pRg->nblk > STORE_RAW_CACHE_BLOCKS) return NULL;
+  pthread_mutex_lock(&p->mu);
+  uint8_t *a = pRg->aRaw;
+  pthread_mutex_unlock(&p->mu);
+  if (a) return a;
+  a = block_alloc(pRg->nblk);
+  if (!a) return NULL;
+  if (io_read(q, pRg->lba, pRg->nblk, a)) {
+    free(a);
+    return NULL; /* the chunk-by-chunk path reports the error */
+  }
+  pthread_mutex_lock(&p->mu);
+  if (pRg->aRaw) free(a);
+  else pRg->aRaw = a;
+  a = pRg->aRaw;
+  pthread_mutex_unlock(&p->mu);
+  return a;
+}
+
 static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, const store_rg *pRg,
                             int iChunk, uint8_t **ppBuf, const uint8_t **ppChunk, char **pzErr) {
   const store_chunk *pC = &pRg->aChunk[iChunk];
+  const uint8_t *aRaw = rg_raw(p, q, pRg);
+  if (aRaw && XXH3_64bits(aRaw + pC->off, pC->len) == pC->xxh3) {
+    *ppBuf = NULL;
+    *ppChunk = aRaw + pC->off;
+    return 0;
+  }
   uint64_t first = pC->off / CSQ_LBA_SIZE;
   uint64_t last = ((uint64_t)pC->off + pC->len + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
   if (last <= first) last = first + 1;

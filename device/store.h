@@ -60,6 +60,8 @@ struct store_rg {
   store_chunk *aChunk;
   int64_t *aRowid;   /* lazy: decoded rowids (see store_rg_rowids) */
   int bSorted;       /* lazy: aRowid ascending */
+  uint8_t *aRaw;     /* lazy: the whole extent of a small row group, read once
+                        (see STORE_RAW_CACHE_BLOCKS in store.c) */
   int txnState;      /* 0 committed (shared, immutable), 1 committed but its delete
                         bitmap changed in the open transaction, 2 written by it */
 };
