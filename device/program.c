@@ -1,0 +1,639 @@
+/*
+** device/program.c - csq device programs, the parts both sides share: the
+** parser/verifier (the device runs it on Load Program, the host on the zone
+** map check), the encoder the planner uses to build programs, and the zone
+** map test that lets the host skip row groups. The byte format is documented
+** in device/program.h; the executor is device/exec.c.
+*/
+#include <errno.h>
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "chunk.h"
+#include "program.h"
+#include "store.h"
+
+static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
+static uint32_t rd32(const uint8_t *p) { return csq_le32(p); }
+static uint64_t rd64(const uint8_t *p) { return csq_le64(p); }
+
+static void wr16(uint8_t *p, uint16_t v) {
+  p[0] = (uint8_t)v;
+  p[1] = (uint8_t)(v >> 8);
+}
+static void wr32(uint8_t *p, uint32_t v) {
+  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+static void wr64(uint8_t *p, uint64_t v) {
+  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
+}
+
+const char *csq_fault_name(uint64_t r) {
+  switch (r) {
+  case CSQ_FAULT_BAD_RANGES: return "the command's memory ranges are missing or too small";
+  case CSQ_FAULT_BAD_JOB: return "the job descriptor is malformed";
+  case CSQ_FAULT_CHUNK_RANGE: return "a chunk lies outside the input area";
+  case CSQ_FAULT_CHECKSUM: return "a column chunk is damaged (checksum mismatch)";
+  case CSQ_FAULT_CORRUPT_CHUNK: return "a column chunk does not decode";
+  case CSQ_FAULT_SHORT_CHUNK: return "a column chunk holds fewer values than the row group";
+  case CSQ_FAULT_OUTPUT_FULL: return "the output area cannot hold one row";
+  case CSQ_FAULT_NOMEM: return "the compute engine ran out of memory";
+  case CSQ_FAULT_STALE_PROGRAM: return "the program slot holds another program";
+  default: return "unknown fault";
+  }
+}
+
+uint64_t csq_prog_id(const uint8_t *p, size_t n) { return XXH3_64bits(p, n); }
+
+int csq_cmp_int_real(int64_t i, double r) {
+  /* 2^63 is exact as a double; every double in [-2^63, 2^63) truncates to an
+  ** int64 without overflow, and (double)i is then compared only when the
+  ** integer parts agree, where a fractional part decides. */
+  if (r < -9223372036854775808.0) return 1;
+  if (r >= 9223372036854775808.0) return -1;
+  int64_t y = (int64_t)r;
+  if (i < y) return -1;
+  if (i > y) return 1;
+  double f = r - (double)y; /* exact: y and r share the integer part */
+  return f > 0 ? -1 : f < 0 ? 1 : 0;
+}
+
+static int verr(char *zErr, size_t nErr, const char *zFmt, ...)
+    __attribute__((format(printf, 3, 4)));
+static int verr(char *zErr, size_t nErr, const char *zFmt, ...) {
+  if (zErr && nErr) {
+    va_list ap;
+    va_start(ap, zFmt);
+    vsnprintf(zErr, nErr, zFmt, ap);
+    va_end(ap);
+  }
+  return -EINVAL;
+}
+
+void csq_prog_clear(csq_prog *p) {
+  free(p->aClause);
+  free(p->aTerm);
+  free(p->aConst);
+  p->aClause = NULL;
+  p->aTerm = NULL;
+  p->aConst = NULL;
+  p->nClause = p->nTerm = p->nConst = 0;
+}
+
+static const char *op_name(int op) {
+  static const char *az[] = {"?",  "EQ",      "NE",    "LT", "LE",   "GT",     "GE",     "IS",
+                             "ISNOT", "ISNULL", "NOTNULL", "BETWEEN", "IN", "LIKE", "GLOB"};
+  return op >= 0 && op <= CSQ_OP_MAX ? az[op] : "?";
+}
+
+/* The verifier. Every count is bounded before it is multiplied, every offset
+** checked against n before it is read, so no input can make it read outside
+** p[0..n) or allocate more than the limits allow. */
+int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_t nErr) {
+  memset(pOut, 0, sizeof(*pOut));
+  if (!p || n < CSQ_PROG_HDR) return verr(zErr, nErr, "program of %zu bytes is shorter than its header", n);
+  if (n > CSQ_PROG_MAX_BYTES)
+    return verr(zErr, nErr, "program of %zu bytes exceeds the limit of %u", n, CSQ_PROG_MAX_BYTES);
+  if (rd32(p) != CSQ_PROG_MAGIC) return verr(zErr, nErr, "bad magic (not a csq program)");
+  if (rd16(p + 4) != CSQ_PROG_VERSION)
+    return verr(zErr, nErr, "unsupported program version %u", rd16(p + 4));
+  if (rd16(p + 6) != 0 || rd16(p + 22) != 0 || rd32(p + 28) != 0)
+    return verr(zErr, nErr, "reserved header fields are not zero");
+  uint32_t nTotal = rd32(p + 8);
+  uint32_t nIn = rd16(p + 12), nOut = rd16(p + 14), nClause = rd16(p + 16);
+  uint32_t nTerm = rd16(p + 18), nConst = rd16(p + 20), nHeap = rd32(p + 24);
+  if (nTotal != n) return verr(zErr, nErr, "header says %u bytes, program has %zu", nTotal, n);
+  if (nIn > CSQ_PROG_MAX_IN) return verr(zErr, nErr, "%u inputs (limit %d)", nIn, CSQ_PROG_MAX_IN);
+  if (nOut > CSQ_PROG_MAX_OUT)
+    return verr(zErr, nErr, "%u outputs (limit %d)", nOut, CSQ_PROG_MAX_OUT);
+  if (nTerm > CSQ_PROG_MAX_TERMS)
+    return verr(zErr, nErr, "%u terms (limit %d)", nTerm, CSQ_PROG_MAX_TERMS);
+  if (nClause > nTerm) return verr(zErr, nErr, "%u clauses for %u terms", nClause, nTerm);
+  if (nConst > CSQ_PROG_MAX_CONSTS)
+    return verr(zErr, nErr, "%u constants (limit %d)", nConst, CSQ_PROG_MAX_CONSTS);
+  if (nHeap > CSQ_PROG_MAX_HEAP)
+    return verr(zErr, nErr, "constant heap of %u bytes (limit %u)", nHeap, CSQ_PROG_MAX_HEAP);
+  uint64_t want = CSQ_PROG_HDR + 4ull * (nIn + nOut + nClause) +
+                  (uint64_t)CSQ_PROG_TERM_SZ * nTerm + (uint64_t)CSQ_PROG_CONST_SZ * nConst +
+                  ((nHeap + 7ull) & ~7ull);
+  if (want != n)
+    return verr(zErr, nErr, "sections add up to %llu bytes, program has %zu",
+                (unsigned long long)want, n);
+  const uint8_t *q = p + CSQ_PROG_HDR;
+  pOut->nTotal = nTotal;
+  pOut->nIn = (int)nIn;
+  pOut->nOut = (int)nOut;
+  for (uint32_t i = 0; i < nIn; i++, q += 4) {
+    uint32_t c = rd32(q);
+    if (c > 0xFFFF) return verr(zErr, nErr, "input %u: chunk index %u out of range", i, c);
+    for (uint32_t j = 0; j < i; j++)
+      if (pOut->aIn[j] == c) return verr(zErr, nErr, "input %u: chunk %u listed twice", i, c);
+    pOut->aIn[i] = (uint16_t)c;
+  }
+  for (uint32_t i = 0; i < nOut; i++, q += 4) {
+    uint32_t s = rd32(q);
+    if (s >= nIn) return verr(zErr, nErr, "output %u: input slot %u out of range (%u inputs)", i, s, nIn);
+    pOut->aOut[i] = (uint16_t)s;
+  }
+  int rc = -ENOMEM;
+  pOut->aClause = malloc(sizeof(uint16_t) * (nClause ? nClause : 1));
+  pOut->aTerm = malloc(sizeof(csq_pterm) * (nTerm ? nTerm : 1));
+  pOut->aConst = malloc(sizeof(csq_pconst) * (nConst ? nConst : 1));
+  if (!pOut->aClause || !pOut->aTerm || !pOut->aConst) goto fail;
+  pOut->nClause = (int)nClause;
+  pOut->nTerm = (int)nTerm;
+  pOut->nConst = (int)nConst;
+  uint32_t sum = 0;
+  for (uint32_t i = 0; i < nClause; i++, q += 4) {
+    uint32_t c = rd32(q);
+    if (c == 0 || c > nTerm) {
+      rc = verr(zErr, nErr, "clause %u has %u terms", i, c);
+      goto fail;
+    }
+    sum += c;
+    pOut->aClause[i] = (uint16_t)c;
+  }
+  if (sum != nTerm) {
+    rc = verr(zErr, nErr, "clauses hold %u terms, header says %u", sum, nTerm);
+    goto fail;
+  }
+  const uint8_t *pTerms = q;
+  q += (size_t)CSQ_PROG_TERM_SZ * nTerm;
+  const uint8_t *pHeap = q + (size_t)CSQ_PROG_CONST_SZ * nConst;
+  for (uint32_t i = 0; i < nConst; i++, q += CSQ_PROG_CONST_SZ) {
+    csq_pconst *k = &pOut->aConst[i];
+    memset(k, 0, sizeof(*k));
+    k->cls = q[0];
+    k->len = rd32(q + 4);
+    uint64_t v = rd64(q + 8);
+    if (q[1] || q[2] || q[3]) {
+      rc = verr(zErr, nErr, "constant %u: reserved bytes not zero", i);
+      goto fail;
+    }
+    switch (k->cls) {
+    case CSQ_INT: k->i = (int64_t)v; break;
+    case CSQ_REAL:
+      memcpy(&k->r, &v, 8);
+      if (isnan(k->r)) {
+        rc = verr(zErr, nErr, "constant %u: REAL is NaN", i);
+        goto fail;
+      }
+      break;
+    case CSQ_TEXT:
+    case CSQ_BLOB:
+      if (v > nHeap || k->len > nHeap - v) {
+        rc = verr(zErr, nErr, "constant %u: bytes [%llu, +%u) outside the heap of %u", i,
+                  (unsigned long long)v, k->len, nHeap);
+        goto fail;
+      }
+      k->z = pHeap + v;
+      break;
+    case CSQ_NULL:
+      if (v) {
+        rc = verr(zErr, nErr, "constant %u: NULL with a value", i);
+        goto fail;
+      }
+      break;
+    default: rc = verr(zErr, nErr, "constant %u: unknown class %u", i, k->cls); goto fail;
+    }
+    if (k->cls != CSQ_TEXT && k->cls != CSQ_BLOB && k->len) {
+      rc = verr(zErr, nErr, "constant %u: length on a non TEXT/BLOB value", i);
+      goto fail;
+    }
+  }
+  for (uint32_t j = nHeap; j < ((nHeap + 7u) & ~7u); j++)
+    if (pHeap[j]) {
+      rc = verr(zErr, nErr, "heap padding byte %u not zero", j);
+      goto fail;
+    }
+  q = pTerms;
+  for (uint32_t i = 0; i < nTerm; i++, q += CSQ_PROG_TERM_SZ) {
+    csq_pterm *t = &pOut->aTerm[i];
+    t->op = q[0];
+    t->flags = q[1];
+    t->slot = rd16(q + 2);
+    t->k0 = rd16(q + 4);
+    t->k1 = rd16(q + 6);
+    t->esc = rd32(q + 8);
+    const char *zOp = op_name(t->op);
+    if (t->op == 0 || t->op > CSQ_OP_MAX) {
+      rc = verr(zErr, nErr, "term %u: unknown opcode %u", i, t->op);
+      goto fail;
+    }
+    if (rd32(q + 12)) {
+      rc = verr(zErr, nErr, "term %u: reserved field not zero", i);
+      goto fail;
+    }
+    if (t->flags & ~CSQ_TF_ALL) {
+      rc = verr(zErr, nErr, "term %u (%s): unknown flags 0x%02x", i, zOp, t->flags);
+      goto fail;
+    }
+    if ((t->flags & CSQ_TF_COLL_MASK) == CSQ_TF_COLL_MASK ||
+        (t->flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK) {
+      rc = verr(zErr, nErr, "term %u (%s): bad collation or affinity in flags 0x%02x", i, zOp,
+                t->flags);
+      goto fail;
+    }
+    if (t->slot >= nIn) {
+      rc = verr(zErr, nErr, "term %u (%s): input slot %u out of range (%u inputs)", i, zOp,
+                t->slot, nIn);
+      goto fail;
+    }
+    int bNot = t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE ||
+               t->op == CSQ_OP_GLOB;
+    if ((t->flags & CSQ_TF_NOT) && !bNot) {
+      rc = verr(zErr, nErr, "term %u (%s): NOT flag not allowed", i, zOp);
+      goto fail;
+    }
+    if ((t->flags & CSQ_TF_BLOB_TEXT) && t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB) {
+      rc = verr(zErr, nErr, "term %u (%s): blob-as-text flag only applies to LIKE/GLOB", i, zOp);
+      goto fail;
+    }
+    if ((t->flags & CSQ_TF_LIKE_CASE) && t->op != CSQ_OP_LIKE) {
+      rc = verr(zErr, nErr, "term %u (%s): case flag only applies to LIKE", i, zOp);
+      goto fail;
+    }
+    if (t->esc && t->op != CSQ_OP_LIKE) {
+      rc = verr(zErr, nErr, "term %u (%s): ESCAPE only applies to LIKE", i, zOp);
+      goto fail;
+    }
+    if (t->esc > 0x10FFFF) {
+      rc = verr(zErr, nErr, "term %u (%s): ESCAPE code point %u invalid", i, zOp, t->esc);
+      goto fail;
+    }
+    uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
+    switch (t->op) {
+    case CSQ_OP_ISNULL:
+    case CSQ_OP_NOTNULL: need0 = 0; break;
+    case CSQ_OP_BETWEEN: need1 = 1; break;
+    case CSQ_OP_IN:
+      if (t->k1 == 0 || (uint32_t)t->k0 + t->k1 > nConst) {
+        rc = verr(zErr, nErr, "term %u (IN): constants [%u, +%u) out of range (%u constants)", i,
+                  t->k0, t->k1, nConst);
+        goto fail;
+      }
+      break;
+    default: break;
+    }
+    if (!need0 && t->k0) {
+      rc = verr(zErr, nErr, "term %u (%s): constant index must be 0", i, zOp);
+      goto fail;
+    }
+    if (need0 && t->k0 >= nConst) {
+      rc = verr(zErr, nErr, "term %u (%s): constant %u out of range (%u constants)", i, zOp, t->k0,
+                nConst);
+      goto fail;
+    }
+    if (need1 && t->k1 >= nConst) {
+      rc = verr(zErr, nErr, "term %u (%s): constant %u out of range (%u constants)", i, zOp, t->k1,
+                nConst);
+      goto fail;
+    }
+    if (!need1 && t->op != CSQ_OP_IN && t->k1) {
+      rc = verr(zErr, nErr, "term %u (%s): second constant must be 0", i, zOp);
+      goto fail;
+    }
+    if ((t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) && pOut->aConst[t->k0].cls != CSQ_TEXT &&
+        pOut->aConst[t->k0].cls != CSQ_NULL) {
+      rc = verr(zErr, nErr, "term %u (%s): pattern must be TEXT or NULL", i, zOp);
+      goto fail;
+    }
+  }
+  return 0;
+fail:
+  csq_prog_clear(pOut);
+  return rc;
+}
+
+/* ---- encoder ---- */
+
+struct csq_pb {
+  int rc;
+  uint32_t aIn[CSQ_PROG_MAX_IN];
+  uint32_t aOut[CSQ_PROG_MAX_OUT];
+  int nIn, nOut;
+  uint32_t aClause[CSQ_PROG_MAX_TERMS];
+  int nClause;
+  uint8_t aTerm[CSQ_PROG_MAX_TERMS][CSQ_PROG_TERM_SZ];
+  int nTerm;
+  uint8_t *aConst; /* nConst x 16 */
+  int nConst, nConstAlloc;
+  uint8_t *aHeap;
+  uint32_t nHeap, nHeapAlloc;
+};
+
+csq_pb *csq_pb_new(void) { return calloc(1, sizeof(csq_pb)); }
+
+void csq_pb_free(csq_pb *b) {
+  if (!b) return;
+  free(b->aConst);
+  free(b->aHeap);
+  free(b);
+}
+
+static int pb_fail(csq_pb *b, int rc) {
+  if (!b->rc) b->rc = rc;
+  return rc;
+}
+
+int csq_pb_input(csq_pb *b, uint32_t iChunk) {
+  if (b->rc) return b->rc;
+  if (iChunk > 0xFFFF) return pb_fail(b, -EINVAL);
+  for (int i = 0; i < b->nIn; i++)
+    if (b->aIn[i] == iChunk) return i;
+  if (b->nIn >= CSQ_PROG_MAX_IN) return pb_fail(b, -EINVAL);
+  b->aIn[b->nIn] = iChunk;
+  return b->nIn++;
+}
+
+int csq_pb_output(csq_pb *b, int slot) {
+  if (b->rc) return b->rc;
+  if (slot < 0 || slot >= b->nIn || b->nOut >= CSQ_PROG_MAX_OUT) return pb_fail(b, -EINVAL);
+  b->aOut[b->nOut++] = (uint32_t)slot;
+  return 0;
+}
+
+static int pb_const(csq_pb *b, int cls, uint64_t v, const void *p, uint32_t n) {
+  if (b->rc) return b->rc;
+  if (b->nConst >= CSQ_PROG_MAX_CONSTS) return pb_fail(b, -EINVAL);
+  if (b->nConst == b->nConstAlloc) {
+    int nNew = b->nConstAlloc ? b->nConstAlloc * 2 : 16;
+    uint8_t *a = realloc(b->aConst, (size_t)nNew * CSQ_PROG_CONST_SZ);
+    if (!a) return pb_fail(b, -ENOMEM);
+    b->aConst = a;
+    b->nConstAlloc = nNew;
+  }
+  if (cls == CSQ_TEXT || cls == CSQ_BLOB) {
+    if (n > CSQ_PROG_MAX_HEAP - b->nHeap) return pb_fail(b, -EINVAL);
+    if (b->nHeap + n > b->nHeapAlloc) {
+      uint32_t nNew = (b->nHeap + n) * 2 + 64;
+      uint8_t *a = realloc(b->aHeap, nNew);
+      if (!a) return pb_fail(b, -ENOMEM);
+      b->aHeap = a;
+      b->nHeapAlloc = nNew;
+    }
+    if (n) memcpy(b->aHeap + b->nHeap, p, n);
+    v = b->nHeap;
+    b->nHeap += n;
+  } else {
+    n = 0;
+  }
+  uint8_t *e = b->aConst + (size_t)b->nConst * CSQ_PROG_CONST_SZ;
+  memset(e, 0, CSQ_PROG_CONST_SZ);
+  e[0] = (uint8_t)cls;
+  wr32(e + 4, n);
+  wr64(e + 8, v);
+  return b->nConst++;
+}
+
+int csq_pb_const_null(csq_pb *b) { return pb_const(b, CSQ_NULL, 0, NULL, 0); }
+int csq_pb_const_int(csq_pb *b, int64_t v) { return pb_const(b, CSQ_INT, (uint64_t)v, NULL, 0); }
+int csq_pb_const_real(csq_pb *b, double v) {
+  uint64_t u;
+  if (isnan(v)) return csq_pb_const_null(b); /* SQLite stores NaN as NULL */
+  memcpy(&u, &v, 8);
+  return pb_const(b, CSQ_REAL, u, NULL, 0);
+}
+int csq_pb_const_bytes(csq_pb *b, int cls, const void *p, uint32_t n) {
+  if (cls != CSQ_TEXT && cls != CSQ_BLOB) return pb_fail(b, -EINVAL);
+  return pb_const(b, cls, 0, p, n);
+}
+
+int csq_pb_clause(csq_pb *b) {
+  if (b->rc) return b->rc;
+  if (b->nClause >= CSQ_PROG_MAX_TERMS) return pb_fail(b, -EINVAL);
+  b->aClause[b->nClause++] = 0;
+  return 0;
+}
+
+int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc) {
+  if (b->rc) return b->rc;
+  if (b->nTerm >= CSQ_PROG_MAX_TERMS || op < 1 || op > CSQ_OP_MAX || slot < 0 || slot > 0xFFFF ||
+      k0 < 0 || k0 > 0xFFFF || k1 < 0 || k1 > 0xFFFF || flags < 0 || flags > 0xFF)
+    return pb_fail(b, -EINVAL);
+  if (b->nClause == 0 && csq_pb_clause(b)) return b->rc;
+  uint8_t *e = b->aTerm[b->nTerm++];
+  memset(e, 0, CSQ_PROG_TERM_SZ);
+  e[0] = (uint8_t)op;
+  e[1] = (uint8_t)flags;
+  wr16(e + 2, (uint16_t)slot);
+  wr16(e + 4, (uint16_t)k0);
+  wr16(e + 6, (uint16_t)k1);
+  wr32(e + 8, esc);
+  b->aClause[b->nClause - 1]++;
+  return 0;
+}
+
+int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
+  *pp = NULL;
+  *pn = 0;
+  if (b->rc) return b->rc;
+  /* An empty clause (csq_pb_clause with no term after it) is dropped. */
+  int nClause = 0;
+  for (int i = 0; i < b->nClause; i++)
+    if (b->aClause[i]) b->aClause[nClause++] = b->aClause[i];
+  b->nClause = nClause;
+  size_t nHeapPad = (b->nHeap + 7u) & ~7u;
+  size_t n = CSQ_PROG_HDR + 4u * (size_t)(b->nIn + b->nOut + nClause) +
+             (size_t)CSQ_PROG_TERM_SZ * b->nTerm + (size_t)CSQ_PROG_CONST_SZ * b->nConst + nHeapPad;
+  if (n > CSQ_PROG_MAX_BYTES) return pb_fail(b, -EINVAL);
+  uint8_t *p = calloc(1, n), *q = p;
+  if (!p) return pb_fail(b, -ENOMEM);
+  wr32(q, CSQ_PROG_MAGIC);
+  wr16(q + 4, CSQ_PROG_VERSION);
+  wr32(q + 8, (uint32_t)n);
+  wr16(q + 12, (uint16_t)b->nIn);
+  wr16(q + 14, (uint16_t)b->nOut);
+  wr16(q + 16, (uint16_t)nClause);
+  wr16(q + 18, (uint16_t)b->nTerm);
+  wr16(q + 20, (uint16_t)b->nConst);
+  wr32(q + 24, b->nHeap);
+  q += CSQ_PROG_HDR;
+  for (int i = 0; i < b->nIn; i++, q += 4) wr32(q, b->aIn[i]);
+  for (int i = 0; i < b->nOut; i++, q += 4) wr32(q, b->aOut[i]);
+  for (int i = 0; i < nClause; i++, q += 4) wr32(q, b->aClause[i]);
+  for (int i = 0; i < b->nTerm; i++, q += CSQ_PROG_TERM_SZ) memcpy(q, b->aTerm[i], CSQ_PROG_TERM_SZ);
+  if (b->nConst) memcpy(q, b->aConst, (size_t)b->nConst * CSQ_PROG_CONST_SZ);
+  q += (size_t)b->nConst * CSQ_PROG_CONST_SZ;
+  if (b->nHeap) memcpy(q, b->aHeap, b->nHeap);
+  *pp = p;
+  *pn = n;
+  return 0;
+}
+
+/* ---- zone maps ----
+** For one term and one chunk's zone: may some row satisfy the term? The
+** non-NULL values of the chunk are split by class group: integers lie in
+** [iMin, iMax]; reals in [rMin, rMax] (rMin/rMax cover integers too, as
+** doubles, so they bound the reals exactly); text (when no blob is present)
+** between the min prefix and the max prefix (extended when truncated); blobs
+** alike when no text is present. Whatever the zone cannot bound answers
+** "maybe". */
+
+enum { G_INT, G_REAL, G_TXT, G_BLOB }; /* value groups */
+
+/* Class rank in SQLite's order: numbers 1, text 2, blob 3 (NULL 0). */
+static int cls_rank(int cls) {
+  return cls == CSQ_INT || cls == CSQ_REAL ? 1 : cls == CSQ_TEXT ? 2 : cls == CSQ_BLOB ? 3 : 0;
+}
+
+/* c compared with a group's lower and upper bound: *pLo = sign(lower - c)
+** and *pHi = sign(upper - c) where "upper" is a least upper bound as far as
+** the comparison can tell (a truncated max counts as +infinity after its
+** prefix). Returns 0 when the group cannot be bounded. */
+static int zone_bounds(const csq_zone *z, int g, const csq_pconst *c, int *pLo, int *pHi) {
+  int rg = g == G_INT || g == G_REAL ? 1 : g == G_TXT ? 2 : 3;
+  int rc = cls_rank(c->cls);
+  if (rc != rg) {
+    *pLo = *pHi = rg < rc ? -1 : 1;
+    return 1;
+  }
+  if (g == G_INT) {
+    if (c->cls == CSQ_INT) {
+      *pLo = z->iMin < c->i ? -1 : z->iMin > c->i;
+      *pHi = z->iMax < c->i ? -1 : z->iMax > c->i;
+    } else {
+      *pLo = csq_cmp_int_real(z->iMin, c->r);
+      *pHi = csq_cmp_int_real(z->iMax, c->r);
+    }
+    *pLo = *pLo < 0 ? -1 : *pLo > 0;
+    *pHi = *pHi < 0 ? -1 : *pHi > 0;
+    return 1;
+  }
+  if (g == G_REAL) {
+    if (c->cls == CSQ_REAL) {
+      *pLo = z->rMin < c->r ? -1 : z->rMin > c->r;
+      *pHi = z->rMax < c->r ? -1 : z->rMax > c->r;
+    } else {
+      *pLo = -csq_cmp_int_real(c->i, z->rMin);
+      *pHi = -csq_cmp_int_real(c->i, z->rMax);
+      *pLo = *pLo < 0 ? -1 : *pLo > 0;
+      *pHi = *pHi < 0 ? -1 : *pHi > 0;
+    }
+    return 1;
+  }
+  /* TEXT or BLOB, memcmp order (BINARY). */
+  size_t nMin = z->nMinTxt, nMax = z->nMaxTxt;
+  if (nMin > CSQ_ZONE_PREFIX || nMax > CSQ_ZONE_PREFIX) return 0;
+  size_t m = nMin < c->len ? nMin : c->len;
+  int x = m ? memcmp(z->zMinTxt, c->z, m) : 0;
+  if (x == 0) x = nMin < c->len ? -1 : nMin > c->len;
+  /* A truncated min prefix is below the true min: a sound lower bound,
+  ** except that "prefix == c" then means min > c. */
+  if (x == 0 && z->bMinTrunc) x = 1;
+  *pLo = x < 0 ? -1 : x > 0;
+  m = nMax < c->len ? nMax : c->len;
+  x = m ? memcmp(z->zMaxTxt, c->z, m) : 0;
+  if (x == 0) {
+    if (z->bMaxTrunc) x = 1; /* the true max extends the prefix: >= any c sharing it */
+    else x = nMax < c->len ? -1 : nMax > c->len;
+  }
+  *pHi = x < 0 ? -1 : x > 0;
+  return 1;
+}
+
+/* May some value of group g satisfy "v op c"? (op a plain comparison) */
+static int zone_may(const csq_zone *z, int g, int op, const csq_pconst *c) {
+  int lo, hi;
+  if (c->cls == CSQ_NULL) return 0;
+  if (!zone_bounds(z, g, c, &lo, &hi)) return 1;
+  switch (op) {
+  case CSQ_OP_EQ: return lo <= 0 && hi >= 0;
+  case CSQ_OP_NE: return !(lo == 0 && hi == 0 && g == G_INT);
+  case CSQ_OP_LT: return lo < 0;
+  case CSQ_OP_LE: return lo <= 0;
+  case CSQ_OP_GT: return hi > 0;
+  case CSQ_OP_GE: return hi >= 0;
+  default: return 1;
+  }
+}
+
+static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
+  int bNull = z->nNull > 0, bVal = z->nNull < z->nVal;
+  if (z->nVal == 0) return 0;
+  const csq_pconst *a = &pp->aConst[t->k0];
+  switch (t->op) {
+  case CSQ_OP_ISNULL: return bNull;
+  case CSQ_OP_NOTNULL: return bVal;
+  case CSQ_OP_IS:
+    if (a->cls == CSQ_NULL) return bNull;
+    break;
+  case CSQ_OP_ISNOT:
+    if (a->cls == CSQ_NULL) return bVal;
+    if (bNull) return 1;
+    break;
+  default: break;
+  }
+  if (!bVal) return 0;
+  int aG[4], nG = 0;
+  uint8_t m = z->clsMask;
+  if (m & (1u << CSQ_INT)) aG[nG++] = G_INT;
+  if (m & (1u << CSQ_REAL)) aG[nG++] = G_REAL;
+  if ((m & (1u << CSQ_TEXT)) && (m & (1u << CSQ_BLOB))) return 1; /* min/max mix both */
+  int bText = (m & (1u << CSQ_TEXT)) != 0;
+  if (bText) aG[nG++] = G_TXT;
+  if (m & (1u << CSQ_BLOB)) aG[nG++] = G_BLOB;
+  if (bText && (t->flags & CSQ_TF_COLL_MASK) != CSQ_TF_BINARY) return 1;
+  int bNot = (t->flags & CSQ_TF_NOT) != 0;
+  for (int i = 0; i < nG; i++) {
+    int g = aG[i];
+    switch (t->op) {
+    case CSQ_OP_EQ:
+    case CSQ_OP_IS:
+      if (zone_may(z, g, CSQ_OP_EQ, a)) return 1;
+      break;
+    case CSQ_OP_NE:
+    case CSQ_OP_ISNOT:
+      if (zone_may(z, g, CSQ_OP_NE, a)) return 1;
+      break;
+    case CSQ_OP_LT:
+    case CSQ_OP_LE:
+    case CSQ_OP_GT:
+    case CSQ_OP_GE:
+      if (zone_may(z, g, t->op, a)) return 1;
+      break;
+    case CSQ_OP_BETWEEN: {
+      const csq_pconst *b = &pp->aConst[t->k1];
+      if (bNot) {
+        if (zone_may(z, g, CSQ_OP_LT, a) || zone_may(z, g, CSQ_OP_GT, b)) return 1;
+      } else if (zone_may(z, g, CSQ_OP_GE, a) && zone_may(z, g, CSQ_OP_LE, b)) {
+        return 1;
+      }
+      break;
+    }
+    case CSQ_OP_IN:
+      if (bNot) return 1;
+      for (int k = 0; k < t->k1; k++)
+        if (zone_may(z, g, CSQ_OP_EQ, &pp->aConst[t->k0 + k])) return 1;
+      break;
+    default: return 1; /* LIKE, GLOB (NOT LIKE of a BLOB is true even for a NULL pattern) */
+    }
+  }
+  return 0;
+}
+
+int csq_prog_zone_skip(const csq_prog *pProg, const store_rg *pRg) {
+  if (pRg->nRow == 0) return 1;
+  if (pRg->nDel >= pRg->nRow) return 1;
+  int iTerm = 0;
+  for (int c = 0; c < pProg->nClause; c++) {
+    int bMay = 0;
+    for (int k = 0; k < pProg->aClause[c]; k++) {
+      const csq_pterm *t = &pProg->aTerm[iTerm + k];
+      int iChunk = pProg->aIn[t->slot];
+      if (iChunk >= pRg->nChunk) return 0;
+      const csq_zone *z = &pRg->aChunk[iChunk].zone;
+      if (z->nVal != pRg->nRow || term_may(pProg, t, z)) {
+        bMay = 1;
+        break;
+      }
+    }
+    if (!bMay) return 1;
+    iTerm += pProg->aClause[c];
+  }
+  return 0;
+}

@@ -1,0 +1,295 @@
+/*
+** device/program.h - csq device programs (program type CSQ_PTYPE_CSQ): the one
+** contract between planner/ (which emits the bytes) and device/ (which
+** verifies and runs them). This header documents the byte format completely;
+** device/program.c holds the parser/verifier shared by both sides and the
+** encoder the host uses; device/exec.c is the device's executor;
+** device/scan.c the host call that runs a program over a table.
+**
+** WHAT A PROGRAM DOES
+**   For one row group at a time: read some column chunks (the inputs), keep
+**   the rows that are not deleted and satisfy a predicate, and return some of
+**   the inputs (the outputs) of those rows, in row order. The predicate is a
+**   conjunction (AND) of clauses; a clause is a disjunction (OR) of one or
+**   more terms; a term compares one input column with constants.
+**
+** TERMINATION
+**   A program has no jumps and no loops: the executor runs every clause once
+**   per batch of up to CSQ_PROG_BATCH rows, and a row group has at most
+**   CSQ_CHUNK_MAX_VALS rows, so a program always terminates, and its work is
+**   bounded by (rows x terms x longest constant) - the verifier bounds terms,
+**   constants and size. LIKE/GLOB matching is bounded by pattern x value
+**   length per value (no exponential backtracking: see exec.c).
+**
+** BYTE FORMAT (every multi-byte number little-endian; no padding except
+** where stated; the whole program is exactly `nTotal` bytes)
+**
+**   Header, 32 bytes
+**     0  u32 magic      CSQ_PROG_MAGIC ("CSQP")
+**     4  u16 version    CSQ_PROG_VERSION (1)
+**     6  u16 flags      0 (reserved)
+**     8  u32 nTotal     size of the whole program in bytes
+**    12  u16 nIn        input columns (0..CSQ_PROG_MAX_IN)
+**    14  u16 nOut       output columns (0..CSQ_PROG_MAX_OUT)
+**    16  u16 nClause    clauses (0 = every live row qualifies)
+**    18  u16 nTerm      terms over all clauses (0..CSQ_PROG_MAX_TERMS)
+**    20  u16 nConst     constants (0..CSQ_PROG_MAX_CONSTS)
+**    22  u16 rsvd       0
+**    24  u32 nHeap      bytes of the constant heap (0..CSQ_PROG_MAX_HEAP)
+**    28  u32 rsvd2      0
+**   Inputs, nIn x u32: the chunk index inside the row group of input slot i
+**     (0 = the rowid chunk, 1 + c = column c). Distinct, < 65536.
+**   Outputs, nOut x u32: the input slot whose values output column j carries.
+**     To return rowids, make chunk 0 an input and output it (first, by
+**     convention of dev_scan).
+**   Clauses, nClause x u32: how many consecutive terms clause k has (>= 1);
+**     they sum to nTerm. Clause 0 owns terms [0, n0), clause 1 the next n1...
+**   Terms, nTerm x 16 bytes
+**     0  u8  op        CSQ_OP_*
+**     1  u8  flags     CSQ_TF_* (bits not defined must be 0)
+**     2  u16 slot      input slot compared (< nIn)
+**     4  u16 k0        first constant (see op)
+**     6  u16 k1        second constant or a count (see op)
+**     8  u32 esc       LIKE ESCAPE character as a Unicode code point, 0 = none
+**    12  u32 rsvd      0
+**   Constants, nConst x 16 bytes
+**     0  u8  cls       CSQ_INT, CSQ_REAL, CSQ_TEXT, CSQ_BLOB or CSQ_NULL (vec.h)
+**     1  u8  rsvd[3]   0
+**     4  u32 len       TEXT/BLOB: bytes; else 0
+**     8  u64 v         INT: the value; REAL: IEEE-754 bits (NaN refused);
+**                      TEXT/BLOB: offset of the bytes in the heap; NULL: 0
+**   Heap: nHeap bytes (TEXT without terminator), then zero bytes up to a
+**     multiple of 8.
+**   So nTotal = 32 + 4*(nIn + nOut + nClause) + 16*(nTerm + nConst)
+**             + ((nHeap + 7) & ~7), and the verifier insists on it.
+**
+** OPERATORS (x = the input value of the row, a = constant k0, b = constant k1)
+**   EQ NE LT LE GT GE  x op a                  k1 = 0
+**   IS, ISNOT          x IS a / x IS NOT a     (NULL-aware: NULL IS NULL is true)
+**   ISNULL, NOTNULL    x IS NULL / NOT NULL    k0 = k1 = 0
+**   BETWEEN            a <= x AND x <= b
+**   IN                 x IN (consts k0 .. k0+k1-1), k1 >= 1
+**   LIKE               x LIKE a [ESCAPE esc]   a TEXT or NULL, k1 = 0
+**   GLOB               x GLOB a                a TEXT or NULL, esc = 0, k1 = 0
+**   Flag CSQ_TF_NOT negates BETWEEN, IN, LIKE and GLOB (only those) with
+**   SQL's three-valued logic: the row qualifies only where the un-negated
+**   term is FALSE (not NULL). So NOT IN with a NULL in the list, or NOT LIKE a
+**   NULL pattern, never qualifies.
+**
+** COMPARISON SEMANTICS (SQLite's, exactly)
+**   A term is true only when its SQL value is TRUE; any comparison involving
+**   a NULL (value or constant) is NULL, i.e. not true (IS/ISNOT/ISNULL/
+**   NOTNULL excepted). Values order as SQLite orders storage classes:
+**   NULL < INTEGER = REAL (compared numerically, integer against real exactly,
+**   with no rounding) < TEXT (by the term's collation) < BLOB (memcmp, then
+**   length). Collations: BINARY (memcmp, then length), NOCASE (ASCII letters
+**   folded), RTRIM (trailing spaces ignored).
+**   Affinity: the planner decides it and converts the constants accordingly
+**   before encoding them (e.g. '5' -> 5 against a NUMERIC column, 5 -> '5'
+**   against a TEXT column), as SQLite does; the executor never converts
+**   column values, because SQLite does not either (stored values already
+**   carry the column's affinity). The term's affinity field (CSQ_TF_AFF_*)
+**   records the decision for explain output and is otherwise not used.
+**   LIKE and GLOB work on the text of the value, as SQLite's functions do:
+**   numbers are rendered as SQLite renders them (integers in decimal, reals
+**   as "%!.15g"), and matching stops at a NUL.
+**   LIKE folds ASCII case unless CSQ_TF_LIKE_CASE; '_' and '?' match one
+**   UTF-8 character. A BLOB value never matches (LIKE is false, NOT LIKE
+**   true), as in SQLite built with SQLITE_LIKE_DOESNT_MATCH_BLOBS (Debian's
+**   and most distributions' builds); with CSQ_TF_BLOB_TEXT its bytes are
+**   matched as text instead, as in a build without that option (the planner
+**   can tell which by evaluating x'61' LIKE 'a' once).
+**
+** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below.
+**
+** RUNNING A PROGRAM: EXECUTE (CSQ_CP_EXECUTE) on one row group
+**   Ranges (inline or an MRS), all in SLM:
+**     range 0  the job descriptor (below)
+**     range 1  the input area: the row group's needed chunks, as read from
+**              the media (normally by Memory Copy of their blocks)
+**     range 2  the output area, where the result is written
+**   Parameters: aParam[0] = the program's identifier (XXH3-64 of its bytes;
+**     a mismatch with the program in the slot faults with
+**     CSQ_FAULT_STALE_PROGRAM, so a slot reloaded by someone else is never
+**     run by mistake); aParam[1] = first row to process (0, or the nextRow
+**     of a result that did not fit).
+**   Job descriptor, 24 + 24*nIn bytes + delete bitmap
+**     0  u32 magic      CSQ_JOB_MAGIC ("CSQJ")
+**     4  u32 nRow       rows of the row group (<= CSQ_CHUNK_MAX_VALS)
+**     8  u32 nIn        must equal the program's nIn
+**    12  u32 delBytes   bytes of the delete bitmap that follows the chunk
+**                       table (0 = no row deleted; else >= (nRow+7)/8)
+**    16  u64 rsvd       0
+**    24  nIn x { u64 off (in the input area), u64 len, u64 xxh3 }: input
+**                       slot i's chunk; xxh3 is XXH3-64 of its len bytes
+**                       (the catalog's checksum) and is checked
+**    ..  delete bitmap  bit r (byte r/8, bit r%8) set = row r is deleted
+**   Result in the output area (every section offset a multiple of 8)
+**     0  u32 magic      CSQ_RES_MAGIC ("CSQR")
+**     4  u32 nRows      rows in this result
+**     8  u32 nextRow    first row not yet processed (nRow when complete; less
+**                       when the output area was full: Execute again from it)
+**    12  u32 nCol       output columns (the program's nOut)
+**    16  u64 nBytes     bytes of the result, header included (multiple of 8)
+**    24  nCol x 16-byte column descriptors:
+**          u8 clsMask (OR of 1 << class), u8 bCls (class array present),
+**          u8 bLen (length array present), u8 rsvd, u32 rsvd, u64 nHeap
+**    then each column in turn:
+**          if bCls: nRows u8 classes (else every value has the one class of
+**                   clsMask, or NULL when nRows is 0), padded to 8
+**          nRows x u64 values (INT value, REAL bits, TEXT/BLOB heap offset,
+**                   NULL 0)
+**          if bLen: nRows x u32 byte lengths (0 for non TEXT/BLOB), padded
+**                   to 8
+**          nHeap bytes of TEXT/BLOB, padded to 8
+**   Completion: DW0 = nRows, DW1 = nBytes (the host reads only that much).
+**   Faults: status CSQ_SC_PROGRAM_FAULT with DW0-DW1 = a CSQ_FAULT_* reason.
+*/
+#ifndef CSQ_DEVICE_PROGRAM_H
+#define CSQ_DEVICE_PROGRAM_H
+
+#include <stddef.h>
+#include <stdint.h>
+#include "vec.h"
+
+#define CSQ_PROG_MAGIC   0x50515343u /* "CSQP" */
+#define CSQ_PROG_VERSION 1u
+#define CSQ_JOB_MAGIC    0x4A515343u /* "CSQJ" */
+#define CSQ_RES_MAGIC    0x52515343u /* "CSQR" */
+
+#define CSQ_PROG_HDR        32
+#define CSQ_PROG_TERM_SZ    16
+#define CSQ_PROG_CONST_SZ   16
+#define CSQ_JOB_HDR         24
+#define CSQ_JOB_CHUNK_SZ    24
+#define CSQ_RES_HDR         24
+#define CSQ_RES_COL_SZ      16
+
+#define CSQ_PROG_MAX_BYTES  (256u * 1024)
+#define CSQ_PROG_MAX_IN     1024
+#define CSQ_PROG_MAX_OUT    1024
+#define CSQ_PROG_MAX_TERMS  512
+#define CSQ_PROG_MAX_CONSTS 8192
+#define CSQ_PROG_MAX_HEAP   (128u * 1024)
+#define CSQ_PROG_BATCH      1024 /* rows per batch of the executor */
+
+/* Term operators. */
+#define CSQ_OP_EQ      1
+#define CSQ_OP_NE      2
+#define CSQ_OP_LT      3
+#define CSQ_OP_LE      4
+#define CSQ_OP_GT      5
+#define CSQ_OP_GE      6
+#define CSQ_OP_IS      7
+#define CSQ_OP_ISNOT   8
+#define CSQ_OP_ISNULL  9
+#define CSQ_OP_NOTNULL 10
+#define CSQ_OP_BETWEEN 11
+#define CSQ_OP_IN      12
+#define CSQ_OP_LIKE    13
+#define CSQ_OP_GLOB    14
+#define CSQ_OP_MAX     14
+
+/* Term flags. */
+#define CSQ_TF_NOT        0x01 /* negate BETWEEN / IN / LIKE / GLOB */
+#define CSQ_TF_COLL_MASK  0x06 /* collation for TEXT comparisons: */
+#define CSQ_TF_BINARY     0x00
+#define CSQ_TF_NOCASE     0x02
+#define CSQ_TF_RTRIM      0x04
+#define CSQ_TF_LIKE_CASE  0x08 /* LIKE is case sensitive (PRAGMA case_sensitive_like) */
+#define CSQ_TF_AFF_MASK   0x30 /* affinity the planner applied (informative): */
+#define CSQ_TF_AFF_NONE   0x00
+#define CSQ_TF_AFF_NUMERIC 0x10
+#define CSQ_TF_AFF_TEXT   0x20
+#define CSQ_TF_BLOB_TEXT  0x40 /* LIKE/GLOB see a BLOB's bytes as text (see below) */
+#define CSQ_TF_ALL        0x7F
+
+/* Fault reasons (DW0-DW1 of a CSQ_SC_PROGRAM_FAULT completion). */
+#define CSQ_FAULT_BAD_RANGES    1 /* fewer than 3 ranges, or one too small */
+#define CSQ_FAULT_BAD_JOB       2 /* job descriptor malformed */
+#define CSQ_FAULT_CHUNK_RANGE   3 /* a chunk lies outside the input area */
+#define CSQ_FAULT_CHECKSUM      4 /* a chunk's XXH3 differs from the job's */
+#define CSQ_FAULT_CORRUPT_CHUNK 5 /* a chunk does not decode */
+#define CSQ_FAULT_SHORT_CHUNK   6 /* a chunk has fewer values than the row group */
+#define CSQ_FAULT_OUTPUT_FULL   7 /* not even one row fits in the output area */
+#define CSQ_FAULT_NOMEM         8 /* the engine ran out of memory */
+#define CSQ_FAULT_STALE_PROGRAM 9 /* aParam[0] is not this program's identifier */
+const char *csq_fault_name(uint64_t reason);
+
+/* A parsed, verified program: a read-only view into the bytes (the bytes must
+** outlive it), used by the device executor and by host-side helpers. */
+typedef struct csq_pconst {
+  uint8_t cls;
+  uint32_t len;      /* TEXT/BLOB bytes */
+  int64_t i;         /* INT */
+  double r;          /* REAL */
+  const uint8_t *z;  /* TEXT/BLOB bytes (inside the program) */
+} csq_pconst;
+
+typedef struct csq_pterm {
+  uint8_t op, flags;
+  uint16_t slot, k0, k1;
+  uint32_t esc;
+} csq_pterm;
+
+typedef struct csq_prog {
+  uint32_t nTotal;
+  int nIn, nOut, nClause, nTerm, nConst;
+  uint16_t aIn[CSQ_PROG_MAX_IN];    /* chunk index per input slot */
+  uint16_t aOut[CSQ_PROG_MAX_OUT];  /* input slot per output column */
+  uint16_t *aClause;                /* nClause term counts (malloc'd) */
+  csq_pterm *aTerm;                 /* nTerm (malloc'd) */
+  csq_pconst *aConst;               /* nConst (malloc'd) */
+} csq_prog;
+
+/* Verify program p[0..n) and parse it into *pOut (free with
+** csq_prog_clear). Returns 0, or -EINVAL with a message naming the fault in
+** zErr (never reads outside p[0..n), whatever the bytes), or -ENOMEM. */
+int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_t nErr);
+void csq_prog_clear(csq_prog *p);
+
+/* XXH3-64 of the program bytes: its identifier for Load Program / Execute. */
+uint64_t csq_prog_id(const uint8_t *p, size_t n);
+
+/* ---- Encoder (host side) -------------------------------------------------
+** Build a program step by step; every call returns a non-negative index or 0
+** on success, or a negative errno (-EINVAL for an argument out of range or a
+** limit reached, -ENOMEM); after an error csq_pb_finish fails too. */
+typedef struct csq_pb csq_pb;
+csq_pb *csq_pb_new(void);         /* NULL on OOM */
+void csq_pb_free(csq_pb *b);
+/* The input slot of chunk iChunk (0 rowid, 1+c column c), added if new. */
+int csq_pb_input(csq_pb *b, uint32_t iChunk);
+/* Add an output column carrying input slot `slot`. */
+int csq_pb_output(csq_pb *b, int slot);
+/* Constants; return the constant index. */
+int csq_pb_const_null(csq_pb *b);
+int csq_pb_const_int(csq_pb *b, int64_t v);
+int csq_pb_const_real(csq_pb *b, double v);
+int csq_pb_const_bytes(csq_pb *b, int cls, const void *p, uint32_t n); /* TEXT or BLOB */
+/* Start a new clause (AND with the previous ones); terms added after it are
+** ORed together inside it. A term added before any clause starts one. */
+int csq_pb_clause(csq_pb *b);
+/* Add a term to the current clause (fields as in the format above). */
+int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc);
+/* Emit the program: *pp is malloc'd (caller frees), *pn its size. */
+int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn);
+
+/* ---- Zone maps (host side) -----------------------------------------------
+** 1 if no row of row group pRg can satisfy the program's predicate, judging
+** from the zone maps of its chunks in the catalog (pRg->aChunk[aIn[i]].zone);
+** 0 if some row might (or a chunk index is out of range). Exact: it answers 1
+** only when certain, so skipping such a row group never changes a result. */
+struct store_rg;
+int csq_prog_zone_skip(const csq_prog *pProg, const struct store_rg *pRg);
+
+/* Register the device executor (device/exec.c) as CSQ_PTYPE_CSQ with the
+** emulated device; idempotent. Static links must call it (or reference
+** dev_ptype_csq) for exec.c to be linked in; dev_scan_open does. */
+int csq_exec_register(void);
+
+/* SQLite's exact ordering of an INTEGER against a REAL (no rounding):
+** negative, 0 or positive as i <, =, > r. r is never NaN here. */
+int csq_cmp_int_real(int64_t i, double r);
+
+#endif /* CSQ_DEVICE_PROGRAM_H */

@@ -1,0 +1,782 @@
+/*
+** device/scan.c - the host call that runs a csq program over a table's row
+** groups on the device (see device/scan.h), and program loading.
+**
+** Each in-flight row group owns a "slot": one SLM allocation laid out as
+** [job descriptor | input area | output area] (program.h gives the formats),
+** host buffers for the job, the LBA ranges, the memory ranges and the
+** result, and a small state machine:
+**   COPY   Memory Copy(s) of the chunk blocks + SLM Write of the job pending
+**   EXEC   Execute Program pending
+**   READ   SLM Read of the result pending
+**   READY  result in the host buffer, waiting to be handed out
+** dev_scan_next advances every slot as completions arrive and returns the
+** oldest row group's result. Commands are asynchronous (dev_submit /
+** dev_reap); completions of other scans on the same queue are routed to
+** them through a small per-process registry.
+*/
+#include <errno.h>
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "scan.h"
+
+#define SCAN_SLOTS 2
+#define SCAN_RETRY 3  /* re-executions after a stale/unloaded program */
+#define MAX_COPY_RANGES 256
+
+enum { S_FREE, S_COPY, S_EXEC, S_READ, S_READY };
+
+typedef struct scan_slot {
+  int state;
+  int iRg;            /* index in apRg */
+  int nPend;          /* commands in flight */
+  uint16_t aCid[8];
+  int nCid;
+  uint64_t slm;       /* SLM base of this slot */
+  uint64_t offIn, offOut, nOutCap;
+  uint8_t *aJob;      /* job descriptor (host copy) */
+  uint32_t nJob;
+  csq_lba_range *aLba;
+  int nLba;
+  csq_mrange aMr[3];
+  uint8_t *aRes;      /* result read back */
+  uint64_t nRes, nResAlloc;
+  uint32_t nRow;      /* rows of the row group */
+  uint32_t startRow;  /* aParam[1] of the Execute in flight */
+  int nRetry;
+} scan_slot;
+
+struct dev_scan {
+  dev_queue *q;
+  dev_device *pDev;
+  store *st;
+  const store_table *pTab;
+  store_rg **apRg;
+  int nRg;
+  int iNext;          /* next row group to consider */
+  uint8_t *aProg;
+  size_t nProg;
+  uint64_t id;
+  uint16_t pind;
+  csq_prog prog;
+  int nSlot;
+  scan_slot aSlot[SCAN_SLOTS];
+  int iHead;          /* slot to deliver next (slots are used round robin) */
+  int iTail;          /* slot to fill next */
+  int nBusy;
+  int iLastRg;
+  int rcErr;
+  char *zErr;
+  csq_cqe *aMail;     /* completions reaped by another scan of this queue */
+  int nMail, nMailAlloc;
+  dev_scan *pNextOpen;
+};
+
+/* ---- registry of open scans (completion routing) ---- */
+
+static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
+static dev_scan *g_pOpen;
+
+static char *scan_mprintf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
+static char *scan_mprintf(const char *zFmt, ...) {
+  va_list ap;
+  char *z = NULL;
+  va_start(ap, zFmt);
+  if (vasprintf(&z, zFmt, ap) < 0) z = NULL;
+  va_end(ap);
+  return z;
+}
+
+static scan_slot *slot_of_cid(dev_scan *s, uint16_t cid) {
+  for (int i = 0; i < s->nSlot; i++) {
+    scan_slot *t = &s->aSlot[i];
+    if (t->state == S_FREE || t->state == S_READY) continue;
+    for (int k = 0; k < t->nCid; k++)
+      if (t->aCid[k] == cid) return t;
+  }
+  return NULL;
+}
+
+/* Give a completion that is not ours to the open scan on this queue that
+** waits for it. 1 if someone took it. */
+static int route_foreign(dev_scan *s, const csq_cqe *c) {
+  int bTaken = 0;
+  pthread_mutex_lock(&g_mu);
+  for (dev_scan *o = g_pOpen; o && !bTaken; o = o->pNextOpen) {
+    if (o == s || o->q != s->q || !slot_of_cid(o, c->cid)) continue;
+    if (o->nMail == o->nMailAlloc) {
+      int n = o->nMailAlloc ? o->nMailAlloc * 2 : 8;
+      csq_cqe *a = realloc(o->aMail, sizeof(csq_cqe) * n);
+      if (!a) break;
+      o->aMail = a;
+      o->nMailAlloc = n;
+    }
+    o->aMail[o->nMail++] = *c;
+    bTaken = 1;
+  }
+  pthread_mutex_unlock(&g_mu);
+  return bTaken;
+}
+
+/* ---- program loading ---- */
+
+static void sqe_init(csq_sqe *p, uint8_t opcode, uint32_t nsid) {
+  memset(p, 0, sizeof(*p));
+  p->opcode = opcode;
+  p->nsid = nsid;
+}
+
+static int load_one(dev_queue *q, uint16_t pind, const uint8_t *p, size_t n, uint64_t id,
+                    uint32_t nChunkMax) {
+  size_t off = 0;
+  while (off < n) {
+    csq_sqe e;
+    csq_cqe c;
+    size_t m = n - off < nChunkMax ? n - off : nChunkMax;
+    sqe_init(&e, CSQ_ADM_LOAD_PROGRAM, 0);
+    e.cdw10 = pind | ((uint32_t)CSQ_PTYPE_CSQ << 24);
+    e.cdw11 = (uint32_t)n;
+    e.cdw12 = (uint32_t)m;
+    e.cdw13 = (uint32_t)off;
+    e.cdw14 = (uint32_t)id;
+    e.cdw15 = (uint32_t)(id >> 32);
+    e.prp1 = (uint64_t)(uintptr_t)(p + off);
+    int rc = dev_exec(q, &e, &c);
+    if (rc) return rc;
+    if (c.dw0 & 1) return 0; /* already loaded */
+    off += m;
+  }
+  return 0;
+}
+
+static int activate(dev_queue *q, uint16_t pind, int bOn) {
+  csq_sqe e;
+  sqe_init(&e, CSQ_ADM_PROGRAM_ACTIVATION, 0);
+  e.cdw10 = pind | ((uint32_t)(bOn ? 1 : 0) << 16);
+  return dev_exec(q, &e, NULL);
+}
+
+/* Slots are shared by every user of the device, so a program goes to the
+** slot its id hashes to, or the next one that is free or holds it; a slot
+** holding another active program answers PROGRAM_IN_USE and is passed over.
+** Execute re-checks the id (aParam[0]), so losing a race here is caught. */
+int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, char **pzErr) {
+  const csq_id_vs *caps = dev_caps(dev_queue_device(q));
+  uint32_t nSlots = caps && caps->magic == CSQ_ID_MAGIC ? caps->max_programs : 0;
+  uint32_t gran = caps && caps->load_gran ? caps->load_gran : 4;
+  uint32_t nChunk = (1u << 20) / gran * gran;
+  uint64_t id = csq_prog_id(p, n);
+  int rc = 0;
+  *pzErr = NULL;
+  if (nSlots == 0) {
+    *pzErr = scan_mprintf("device %s has no csq compute (no program slots)",
+                          dev_path(dev_queue_device(q)));
+    return -ENOTSUP;
+  }
+  if (caps->max_prog_bytes && n > caps->max_prog_bytes) {
+    *pzErr = scan_mprintf("program of %zu bytes exceeds the device limit of %u", n,
+                          caps->max_prog_bytes);
+    return -E2BIG;
+  }
+  for (uint32_t i = 0; i < nSlots; i++) {
+    uint16_t pind = (uint16_t)((id + i) % nSlots);
+    rc = load_one(q, pind, p, n, id, nChunk);
+    if (rc == CSQ_SC_PROGRAM_IN_USE) continue;
+    if (rc) break;
+    rc = activate(q, pind, 1);
+    if (rc == CSQ_SC_MAX_ACTIVE) {
+      /* Too many active programs: deactivate others (idle ones give way;
+      ** their owners reload on their next Execute) until ours fits. */
+      for (uint32_t j = 1; j < nSlots && rc == CSQ_SC_MAX_ACTIVE; j++) {
+        activate(q, (uint16_t)((pind + j) % nSlots), 0);
+        rc = activate(q, pind, 1);
+      }
+    }
+    if (rc) break;
+    *pPind = pind;
+    return 0;
+  }
+  *pzErr = scan_mprintf("loading a program on %s: %s", dev_path(dev_queue_device(q)),
+                        rc ? dev_errmsg(q) : "no free program slot");
+  return rc ? rc : -ENOSPC;
+}
+
+/* ---- sizing ---- */
+
+static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+static uint64_t pad4k(uint64_t n) { return (n + 4095) & ~(uint64_t)4095; }
+
+static uint64_t job_bytes(const dev_scan *s, const store_rg *pRg) {
+  uint64_t n = CSQ_JOB_HDR + (uint64_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn;
+  if (pRg->nDel && pRg->aDel) n += (pRg->nRow + 7) / 8;
+  return pad8(n);
+}
+
+/* Block ranges covering the program's chunks, merged, in ascending order;
+** aOff[i] receives input slot i's byte offset in the input area. Returns the
+** number of ranges (aLba may be NULL to count), or -1 if a chunk is missing. */
+static int chunk_ranges(const dev_scan *s, const store_rg *pRg, csq_lba_range *aLba,
+                        uint64_t *aOff, uint64_t *pnBytes) {
+  int nIn = s->prog.nIn, n = 0;
+  uint64_t aB0[CSQ_PROG_MAX_IN], aB1[CSQ_PROG_MAX_IN];
+  int aOrd[CSQ_PROG_MAX_IN];
+  for (int i = 0; i < nIn; i++) {
+    int c = s->prog.aIn[i];
+    if (c >= pRg->nChunk) return -1;
+    const store_chunk *pC = &pRg->aChunk[c];
+    aB0[i] = pC->off / CSQ_LBA_SIZE;
+    aB1[i] = ((uint64_t)pC->off + pC->len + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
+    if (aB1[i] <= aB0[i]) aB1[i] = aB0[i] + 1;
+    aOrd[i] = i;
+  }
+  /* insertion sort by first block: nIn is small */
+  for (int i = 1; i < nIn; i++) {
+    int x = aOrd[i], j = i;
+    while (j > 0 && aB0[aOrd[j - 1]] > aB0[x]) {
+      aOrd[j] = aOrd[j - 1];
+      j--;
+    }
+    aOrd[j] = x;
+  }
+  uint64_t pos = 0, r0 = 0, r1 = 0; /* current merged range [r0, r1) at pos */
+  for (int k = 0; k < nIn; k++) {
+    int i = aOrd[k];
+    if (n == 0 || aB0[i] > r1) {
+      if (n > 0) {
+        if (aLba) {
+          aLba[n - 1].nsid = CSQ_NSID_NVM;
+          aLba[n - 1].slba = pRg->lba + r0;
+          aLba[n - 1].nlb = (uint32_t)(r1 - r0);
+        }
+        pos += (r1 - r0) * CSQ_LBA_SIZE;
+      }
+      r0 = aB0[i];
+      r1 = aB1[i];
+      n++;
+    } else if (aB1[i] > r1) {
+      r1 = aB1[i];
+    }
+    if (aOff) aOff[i] = pos + (uint64_t)pRg->aChunk[s->prog.aIn[i]].off - r0 * CSQ_LBA_SIZE;
+  }
+  if (n > 0) {
+    if (aLba) {
+      aLba[n - 1].nsid = CSQ_NSID_NVM;
+      aLba[n - 1].slba = pRg->lba + r0;
+      aLba[n - 1].nlb = (uint32_t)(r1 - r0);
+    }
+    pos += (r1 - r0) * CSQ_LBA_SIZE;
+  }
+  if (pnBytes) *pnBytes = pos;
+  return n;
+}
+
+/* Output area for a row group: every column's arrays for all its rows, and
+** a heap of at least the chunk's own size (so one row always fits; a result
+** that does not fit comes back in parts). */
+static uint64_t out_bytes(const dev_scan *s, const store_rg *pRg) {
+  uint64_t n = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * s->prog.nOut, r = pRg->nRow;
+  for (int j = 0; j < s->prog.nOut; j++) {
+    const store_chunk *pC = &pRg->aChunk[s->prog.aIn[s->prog.aOut[j]]];
+    n += pad8(r) + 8 * r + pad8(4 * r) + 8;
+    if (pC->zone.clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) n += pad8(2ull * pC->len) + 4096;
+  }
+  return pad8(n);
+}
+
+/* ---- errors ---- */
+
+static int scan_fail(dev_scan *s, int rc, const store_rg *pRg, int iRg, const char *zWhat,
+                     const char *zWhy) {
+  if (s->rcErr) return s->rcErr;
+  s->rcErr = rc ? rc : -EIO;
+  s->zErr = scan_mprintf("table '%s', row group %d (block %llu) on %s: %s: %s", s->pTab->zName,
+                         iRg, pRg ? (unsigned long long)pRg->lba : 0ull, dev_path(s->pDev), zWhat,
+                         zWhy);
+  return s->rcErr;
+}
+
+/* ---- per-slot commands ---- */
+
+static int submit(dev_scan *s, scan_slot *t, csq_sqe *e) {
+  int rc = dev_submit(s->q, e);
+  while (rc == -EAGAIN) {
+    /* queue full: wait for anything, park it in our own mailbox */
+    csq_cqe c;
+    rc = dev_reap(s->q, &c, -1);
+    if (rc) break;
+    if (!route_foreign(s, &c)) {
+      pthread_mutex_lock(&g_mu);
+      if (s->nMail == s->nMailAlloc) {
+        int n = s->nMailAlloc ? s->nMailAlloc * 2 : 8;
+        csq_cqe *a = realloc(s->aMail, sizeof(csq_cqe) * n);
+        if (a) {
+          s->aMail = a;
+          s->nMailAlloc = n;
+        }
+      }
+      if (s->nMail < s->nMailAlloc) s->aMail[s->nMail++] = c;
+      pthread_mutex_unlock(&g_mu);
+    }
+    rc = dev_submit(s->q, e);
+  }
+  if (rc) return rc;
+  if (t->nCid < 8) t->aCid[t->nCid++] = e->cid;
+  t->nPend++;
+  return 0;
+}
+
+static int submit_exec(dev_scan *s, scan_slot *t) {
+  csq_sqe e;
+  sqe_init(&e, CSQ_CP_EXECUTE, CSQ_NSID_CP);
+  e.cdw10 = s->pind | (0xFFFFu << 16);
+  e.cdw11 = 3;
+  e.cdw12 = (uint32_t)s->id;
+  e.cdw13 = (uint32_t)(s->id >> 32);
+  e.cdw14 = t->startRow;
+  e.cdw15 = 0;
+  e.prp1 = (uint64_t)(uintptr_t)t->aMr;
+  t->nCid = 0;
+  t->state = S_EXEC;
+  return submit(s, t, &e);
+}
+
+/* Start row group iRg in slot t: copy, job write. */
+static int slot_start(dev_scan *s, scan_slot *t, int iRg) {
+  const store_rg *pRg = s->apRg[iRg];
+  uint64_t aOff[CSQ_PROG_MAX_IN], nIn = 0;
+  int n = chunk_ranges(s, pRg, t->aLba, aOff, &nIn);
+  t->iRg = iRg;
+  t->nRow = pRg->nRow;
+  t->startRow = 0;
+  t->nRetry = 0;
+  t->nCid = 0;
+  t->nPend = 0;
+  t->nLba = n;
+  /* job descriptor */
+  uint32_t nJob = (uint32_t)job_bytes(s, pRg);
+  uint8_t *j = t->aJob;
+  memset(j, 0, nJob);
+  uint32_t delBytes = pRg->nDel && pRg->aDel ? (pRg->nRow + 7) / 8 : 0;
+  uint32_t v32[4] = {CSQ_JOB_MAGIC, pRg->nRow, (uint32_t)s->prog.nIn, delBytes};
+  memcpy(j, v32, 16);
+  for (int i = 0; i < s->prog.nIn; i++) {
+    const store_chunk *pC = &pRg->aChunk[s->prog.aIn[i]];
+    uint64_t v64[3] = {aOff[i], pC->len, pC->xxh3};
+    memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
+  }
+  if (delBytes) memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn, pRg->aDel, delBytes);
+  t->nJob = nJob;
+  uint64_t offJob = 0;
+  t->aMr[0] = (csq_mrange){CSQ_NSID_SLM, 0, nJob, t->slm + offJob, 0};
+  t->aMr[1] = (csq_mrange){CSQ_NSID_SLM, 0, pad8(nIn ? nIn : 8), t->slm + t->offIn, 0};
+  t->aMr[2] = (csq_mrange){CSQ_NSID_SLM, 0, t->nOutCap, t->slm + t->offOut, 0};
+  t->state = S_COPY;
+  int rc = 0;
+  for (int r = 0; r < n && rc == 0; r += MAX_COPY_RANGES) {
+    int m = n - r < MAX_COPY_RANGES ? n - r : MAX_COPY_RANGES;
+    uint64_t dst = t->slm + t->offIn;
+    for (int k = 0; k < r; k++) dst += (uint64_t)t->aLba[k].nlb * CSQ_LBA_SIZE;
+    csq_sqe e;
+    sqe_init(&e, CSQ_SLM_COPY, CSQ_NSID_SLM);
+    e.cdw10 = (uint32_t)dst;
+    e.cdw11 = (uint32_t)(dst >> 32);
+    e.cdw12 = (uint32_t)(m - 1);
+    e.prp1 = (uint64_t)(uintptr_t)(t->aLba + r);
+    rc = submit(s, t, &e);
+  }
+  if (rc == 0) {
+    csq_sqe e;
+    sqe_init(&e, CSQ_SLM_WRITE, CSQ_NSID_SLM);
+    e.cdw10 = (uint32_t)(t->slm + offJob);
+    e.cdw11 = (uint32_t)((t->slm + offJob) >> 32);
+    e.cdw12 = nJob;
+    e.prp1 = (uint64_t)(uintptr_t)t->aJob;
+    rc = submit(s, t, &e);
+  }
+  if (rc == 0 && t->nPend == 0) rc = submit_exec(s, t); /* nothing to copy or write */
+  if (rc) return scan_fail(s, rc, pRg, iRg, "submitting commands", dev_errmsg(s->q));
+  return 0;
+}
+
+static const char *op_of(int state) {
+  return state == S_COPY ? "Memory Copy / SLM Write" : state == S_EXEC ? "Execute Program" : "SLM Read";
+}
+
+/* A completion for slot t. */
+static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
+  const store_rg *pRg = s->apRg[t->iRg];
+  uint16_t sf = (uint16_t)(csq_cqe_sf(c) & 0x7FF);
+  t->nPend--;
+  for (int k = 0; k < t->nCid; k++) /* the driver may reuse a cid once completed */
+    if (t->aCid[k] == c->cid) {
+      t->aCid[k] = t->aCid[--t->nCid];
+      break;
+    }
+  if (t->state == S_EXEC && sf) {
+    uint64_t ret = (uint64_t)c->dw0 | ((uint64_t)c->dw1 << 32);
+    int bStale = sf == CSQ_SC_NOT_ACTIVATED || sf == CSQ_SC_NO_PROGRAM ||
+                 (sf == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_STALE_PROGRAM);
+    if (bStale && t->nRetry < SCAN_RETRY) {
+      /* someone replaced or deactivated our program: load it again */
+      char *zErr = NULL;
+      t->nRetry++;
+      int rc = dev_prog_load(s->q, s->aProg, s->nProg, &s->pind, &zErr);
+      if (rc) {
+        rc = scan_fail(s, rc, pRg, t->iRg, "reloading the program", zErr ? zErr : "");
+        free(zErr);
+        return rc;
+      }
+      int rc2 = submit_exec(s, t);
+      if (rc2) return scan_fail(s, rc2, pRg, t->iRg, "Execute Program", dev_errmsg(s->q));
+      return 0;
+    }
+    char zWhy[512];
+    if (sf == CSQ_SC_PROGRAM_FAULT)
+      snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
+    else snprintf(zWhy, sizeof(zWhy), "%s", dev_errmsg(s->q));
+    return scan_fail(s, (int)sf, pRg, t->iRg, "Execute Program", zWhy);
+  }
+  if (sf) return scan_fail(s, (int)sf, pRg, t->iRg, op_of(t->state), dev_errmsg(s->q));
+  if (t->state == S_EXEC) {
+    uint64_t nBytes = c->dw1;
+    if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (nBytes & 3))
+      return scan_fail(s, -EBADMSG, pRg, t->iRg, "Execute Program", "result size out of range");
+    if (nBytes > t->nResAlloc) {
+      uint8_t *a = realloc(t->aRes, nBytes);
+      if (!a) return scan_fail(s, -ENOMEM, pRg, t->iRg, "reading the result", "out of memory");
+      t->aRes = a;
+      t->nResAlloc = nBytes;
+    }
+    t->nRes = nBytes;
+    csq_sqe e;
+    sqe_init(&e, CSQ_SLM_READ, CSQ_NSID_SLM);
+    e.cdw10 = (uint32_t)(t->slm + t->offOut);
+    e.cdw11 = (uint32_t)((t->slm + t->offOut) >> 32);
+    e.cdw12 = (uint32_t)nBytes;
+    e.prp1 = (uint64_t)(uintptr_t)t->aRes;
+    t->nCid = 0;
+    t->state = S_READ;
+    int rc = submit(s, t, &e);
+    if (rc) return scan_fail(s, rc, pRg, t->iRg, "SLM Read", dev_errmsg(s->q));
+    return 0;
+  }
+  if (t->nPend > 0) return 0;
+  if (t->state == S_COPY) {
+    int rc = submit_exec(s, t);
+    if (rc) return scan_fail(s, rc, pRg, t->iRg, "Execute Program", dev_errmsg(s->q));
+    return 0;
+  }
+  if (t->state == S_READ) t->state = S_READY;
+  return 0;
+}
+
+/* Wait for one completion of ours (mailbox first) and process it. */
+static int pump_one(dev_scan *s) {
+  csq_cqe c;
+  int bHave = 0;
+  pthread_mutex_lock(&g_mu);
+  if (s->nMail) {
+    c = s->aMail[0];
+    memmove(s->aMail, s->aMail + 1, sizeof(csq_cqe) * (s->nMail - 1));
+    s->nMail--;
+    bHave = 1;
+  }
+  pthread_mutex_unlock(&g_mu);
+  while (!bHave) {
+    int rc = dev_reap(s->q, &c, -1);
+    if (rc) return scan_fail(s, rc, NULL, -1, "waiting for the device", dev_errmsg(s->q));
+    if (slot_of_cid(s, c.cid)) bHave = 1;
+    else route_foreign(s, &c); /* another scan's, or nobody's: dropped */
+  }
+  scan_slot *t = slot_of_cid(s, c.cid);
+  if (!t) return 0;
+  return slot_complete(s, t, &c);
+}
+
+/* Start row groups while slots are free. */
+static int fill(dev_scan *s) {
+  while (!s->rcErr && s->nBusy < s->nSlot && s->iNext < s->nRg) {
+    int iRg = s->iNext++;
+    const store_rg *pRg = s->apRg[iRg];
+    if (csq_prog_zone_skip(&s->prog, pRg)) {
+      dev_queue_stats(s->q)->row_groups_skipped++;
+      continue;
+    }
+    scan_slot *t = &s->aSlot[s->iTail];
+    s->iTail = (s->iTail + 1) % s->nSlot;
+    s->nBusy++;
+    int rc = slot_start(s, t, iRg);
+    if (rc) return rc;
+  }
+  return s->rcErr;
+}
+
+/* Copy a result into the caller's vectors, checking every offset. */
+static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnRows,
+                         uint32_t *pNext) {
+  const uint8_t *p = t->aRes;
+  uint64_t n = t->nRes;
+  uint32_t h[4];
+  uint64_t nBytes;
+  memcpy(h, p, 16);
+  memcpy(&nBytes, p + 16, 8);
+  uint32_t nRows = h[1], nCol = h[3];
+  if (h[0] != CSQ_RES_MAGIC || nCol != (uint32_t)s->prog.nOut || nBytes != n ||
+      h[2] < t->startRow || h[2] > t->nRow || nRows > t->nRow ||
+      (h[2] < t->nRow && h[2] <= t->startRow))
+    return -EBADMSG;
+  uint64_t q = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol;
+  if (q > n) return -EBADMSG;
+  for (uint32_t j = 0; j < nCol; j++) {
+    const uint8_t *d = p + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
+    uint8_t clsMask = d[0], bCls = d[1], bLen = d[2];
+    uint64_t nHeap;
+    memcpy(&nHeap, d + 8, 8);
+    csq_vec *v = &aOut[j];
+    csq_vec_reset(v);
+    if (csq_vec_reserve(v, nRows ? nRows : 1, nHeap ? nHeap : 1)) return -ENOMEM;
+    uint64_t need = (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(nHeap);
+    if (need > n - q || clsMask & 0xC1) return -EBADMSG;
+    const uint8_t *aCls = bCls ? p + q : NULL;
+    const uint8_t *aVal = p + q + (bCls ? pad8(nRows) : 0);
+    const uint8_t *aLen = bLen ? aVal + 8ull * nRows : NULL;
+    const uint8_t *aHeap = aVal + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0);
+    if (aCls) {
+      uint8_t m = 0;
+      for (uint32_t i = 0; i < nRows; i++) {
+        if (aCls[i] < CSQ_INT || aCls[i] > CSQ_NULL) return -EBADMSG;
+        m |= (uint8_t)(1u << aCls[i]);
+      }
+      if (m != clsMask) return -EBADMSG;
+      memcpy(v->aCls, aCls, nRows);
+    } else {
+      int c = 0;
+      for (int k = CSQ_INT; k <= CSQ_NULL; k++)
+        if (clsMask == (1u << k)) c = k;
+      if (nRows && !c) return -EBADMSG;
+      memset(v->aCls, c, nRows);
+    }
+    memcpy(v->aVal, aVal, 8ull * nRows);
+    if (aLen) {
+      memcpy(v->aLen, aLen, 4ull * nRows);
+      for (uint32_t i = 0; i < nRows; i++) {
+        uint8_t c = v->aCls[i];
+        if (c == CSQ_TEXT || c == CSQ_BLOB) {
+          if (v->aVal[i].off > nHeap || v->aLen[i] > nHeap - v->aVal[i].off) return -EBADMSG;
+        } else {
+          v->aLen[i] = 0;
+        }
+      }
+    } else {
+      if (clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) return -EBADMSG;
+      memset(v->aLen, 0, 4ull * nRows);
+    }
+    if (nHeap) memcpy(v->aHeap, aHeap, nHeap);
+    v->nHeap = nHeap;
+    v->n = nRows;
+    v->clsMask = clsMask;
+    q += need;
+  }
+  *pnRows = nRows;
+  *pNext = h[2];
+  return 0;
+}
+
+int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
+  *pnRows = 0;
+  if (pzErr) *pzErr = NULL;
+  for (;;) {
+    int rc = s->rcErr ? s->rcErr : fill(s);
+    if (rc) goto fail;
+    if (s->nBusy == 0) return 0; /* the end */
+    scan_slot *t = &s->aSlot[s->iHead];
+    if (t->state != S_READY) {
+      rc = pump_one(s);
+      if (rc) goto fail;
+      continue;
+    }
+    uint32_t nRows = 0, next = 0;
+    rc = decode_result(s, t, aOut, &nRows, &next);
+    if (rc) {
+      rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "decoding the result",
+                     rc == -ENOMEM ? "out of memory" : "the device returned a malformed result");
+      goto fail;
+    }
+    s->iLastRg = t->iRg;
+    if (next < t->nRow) {
+      /* partial: the output area was full; continue this row group */
+      t->startRow = next;
+      t->nRetry = 0;
+      rc = submit_exec(s, t);
+      if (rc) {
+        rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "Execute Program", dev_errmsg(s->q));
+        goto fail;
+      }
+    } else {
+      t->state = S_FREE;
+      s->iHead = (s->iHead + 1) % s->nSlot;
+      s->nBusy--;
+      rc = fill(s); /* keep the device busy while the caller works */
+      if (rc) goto fail;
+    }
+    if (nRows) {
+      *pnRows = nRows;
+      return 0;
+    }
+  }
+fail:
+  if (pzErr) *pzErr = scan_mprintf("%s", s->zErr ? s->zErr : "scan failed");
+  return s->rcErr ? s->rcErr : -EIO;
+}
+
+int dev_scan_ncol(const dev_scan *s) { return s->prog.nOut; }
+int dev_scan_rg(const dev_scan *s) { return s->iLastRg; }
+
+void dev_scan_close(dev_scan *s) {
+  if (!s) return;
+  /* drain: the device may still write into our SLM and host buffers */
+  for (int i = 0; i < s->nSlot; i++) {
+    scan_slot *t = &s->aSlot[i];
+    while (t->state != S_FREE && t->state != S_READY && t->nPend > 0) {
+      csq_cqe c;
+      int bHave = 0;
+      pthread_mutex_lock(&g_mu);
+      if (s->nMail) {
+        c = s->aMail[--s->nMail];
+        bHave = 1;
+      }
+      pthread_mutex_unlock(&g_mu);
+      if (!bHave && dev_reap(s->q, &c, -1)) break; /* timed out: the driver expired them */
+      scan_slot *u = slot_of_cid(s, c.cid);
+      if (u) {
+        for (int k = 0; k < u->nCid; k++)
+          if (u->aCid[k] == c.cid) {
+            u->aCid[k] = u->aCid[--u->nCid];
+            break;
+          }
+        u->nPend--;
+        if (u->nPend == 0) u->state = S_FREE;
+      } else {
+        route_foreign(s, &c);
+      }
+    }
+  }
+  pthread_mutex_lock(&g_mu);
+  for (dev_scan **pp = &g_pOpen; *pp; pp = &(*pp)->pNextOpen)
+    if (*pp == s) {
+      *pp = s->pNextOpen;
+      break;
+    }
+  pthread_mutex_unlock(&g_mu);
+  for (int i = 0; i < s->nSlot; i++) {
+    scan_slot *t = &s->aSlot[i];
+    if (t->slm != UINT64_MAX) dev_slm_free(s->pDev, t->slm);
+    free(t->aJob);
+    free(t->aLba);
+    free(t->aRes);
+  }
+  csq_prog_clear(&s->prog);
+  free(s->aProg);
+  free(s->aMail);
+  free(s->zErr);
+  free(s);
+}
+
+int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **apRg, int nRg,
+                  const uint8_t *prog, size_t nProg, dev_scan **pp, char **pzErr) {
+  char zErr[256];
+  int rc;
+  *pp = NULL;
+  *pzErr = NULL;
+  csq_exec_register();
+  dev_scan *s = calloc(1, sizeof(*s));
+  if (!s) return -ENOMEM;
+  s->q = q;
+  s->pDev = dev_queue_device(q);
+  s->st = st;
+  s->pTab = pTab;
+  s->apRg = apRg;
+  s->nRg = nRg;
+  s->iLastRg = -1;
+  for (int i = 0; i < SCAN_SLOTS; i++) s->aSlot[i].slm = UINT64_MAX;
+  s->aProg = malloc(nProg ? nProg : 1);
+  if (!s->aProg) {
+    free(s);
+    return -ENOMEM;
+  }
+  memcpy(s->aProg, prog, nProg);
+  s->nProg = nProg;
+  s->id = csq_prog_id(prog, nProg);
+  rc = csq_prog_parse(s->aProg, nProg, &s->prog, zErr, sizeof(zErr));
+  if (rc) {
+    *pzErr = scan_mprintf("table '%s': invalid program: %s", pTab->zName, zErr);
+    goto fail;
+  }
+  /* Size the slots for the largest row group that will be sent. */
+  uint64_t nJobMax = 8, nInMax = 8, nOutMax = 8;
+  int nRanges = 1;
+  for (int i = 0; i < nRg; i++) {
+    const store_rg *pRg = apRg[i];
+    uint64_t nIn = 0;
+    int n = chunk_ranges(s, pRg, NULL, NULL, &nIn);
+    if (n < 0) {
+      *pzErr = scan_mprintf("table '%s', row group %d: the program reads a column the table "
+                            "does not have",
+                            pTab->zName, i);
+      rc = -EINVAL;
+      goto fail;
+    }
+    if (csq_prog_zone_skip(&s->prog, pRg)) continue;
+    if (n > nRanges) nRanges = n;
+    uint64_t a = job_bytes(s, pRg), b = out_bytes(s, pRg);
+    if (a > nJobMax) nJobMax = a;
+    if (nIn > nInMax) nInMax = nIn;
+    if (b > nOutMax) nOutMax = b;
+  }
+  uint64_t nSlm = pad4k(nJobMax) + pad4k(nInMax) + pad4k(nOutMax);
+  for (int i = 0; i < SCAN_SLOTS; i++) {
+    scan_slot *t = &s->aSlot[i];
+    if (dev_slm_alloc(s->pDev, nSlm, &t->slm)) {
+      t->slm = UINT64_MAX;
+      break;
+    }
+    t->offIn = pad4k(nJobMax);
+    t->offOut = t->offIn + pad4k(nInMax);
+    t->nOutCap = pad4k(nOutMax);
+    t->aJob = malloc(nJobMax);
+    t->aLba = malloc(sizeof(csq_lba_range) * nRanges);
+    if (!t->aJob || !t->aLba) {
+      rc = -ENOMEM;
+      goto fail;
+    }
+    s->nSlot++;
+  }
+  if (s->nSlot == 0) {
+    *pzErr = scan_mprintf("table '%s': no room in the device's local memory for a scan "
+                          "(%llu bytes needed)",
+                          pTab->zName, (unsigned long long)nSlm);
+    rc = -ENOSPC;
+    goto fail;
+  }
+  char *zLoad = NULL;
+  rc = dev_prog_load(q, s->aProg, nProg, &s->pind, &zLoad);
+  if (rc) {
+    *pzErr = scan_mprintf("table '%s': %s", pTab->zName, zLoad ? zLoad : "loading the program");
+    free(zLoad);
+    goto fail;
+  }
+  pthread_mutex_lock(&g_mu);
+  s->pNextOpen = g_pOpen;
+  g_pOpen = s;
+  pthread_mutex_unlock(&g_mu);
+  *pp = s;
+  return 0;
+fail:
+  dev_scan_close(s);
+  return rc ? rc : -ENOMEM;
+}
