@@ -14,21 +14,22 @@ ls -l "$DB-csd" | awk '{print "   device image: " $5 " bytes"}'
 q() {
   echo
   echo "-- $1"
-  sqlite3 -header -column "$DB" ".load $BUILD/csq" "SELECT csq_stats_reset();" >/dev/null
+  # a new connection per query: csq_stats counts this query alone
   sqlite3 -header -column "$DB" <<SQL
 .load $BUILD/csq
-SELECT csq_stats_reset() AS '' WHERE 0;
 $1;
+.headers off
+.mode list
 SELECT printf('   [device -> host: %,d bytes; media read: %,d bytes; commands: %d; rows scanned: %,d]',
   (SELECT value FROM csq_stats WHERE name='bytes_to_host'),
   (SELECT value FROM csq_stats WHERE name='media_bytes_read'),
   (SELECT value FROM csq_stats WHERE name='commands'),
-  (SELECT value FROM csq_stats WHERE name='rows_scanned')) AS '';
+  (SELECT value FROM csq_stats WHERE name='rows_scanned'));
 SQL
 }
 q "SELECT count(*) AS lineitems, sum(l_quantity) AS qty FROM lineitem"
 q "SELECT sum(l_extendedprice * l_discount) AS revenue FROM lineitem WHERE l_shipdate >= '1994-01-01' AND l_shipdate < '1995-01-01' AND l_discount BETWEEN 0.05 AND 0.07 AND l_quantity < 24"
 q "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, round(avg(l_extendedprice),2) AS avg_price, count(*) AS count_order FROM lineitem WHERE l_shipdate <= date('1998-12-01', '-90 days') GROUP BY 1, 2 ORDER BY 1, 2"
 q "SELECT o_orderpriority, count(*) AS n FROM orders WHERE o_orderdate >= '1993-07-01' AND o_orderdate < '1993-10-01' GROUP BY 1 ORDER BY 1"
-q "SELECT * FROM csq_devices"
+q "SELECT count(*) AS nations FROM nation; SELECT path, backend, engines, blocks_used, compute FROM csq_devices"
 rm -rf "$DIR"

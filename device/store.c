@@ -526,6 +526,7 @@ dev_device *store_device(store *p) { return p->pDev; }
 
 void store_space(store *p, uint64_t *pnUsed, uint64_t *pnHigh) {
   pthread_mutex_lock(&p->mu);
+  if (!p->bSpaceValid) rebuild_space(p); /* a reader's view: derive it from the catalog */
   *pnHigh = p->space.hwm;
   *pnUsed = p->space.hwm - space_free_blocks(&p->space);
   pthread_mutex_unlock(&p->mu);
