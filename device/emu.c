@@ -189,7 +189,7 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   pthread_mutex_init(&d->qMutex, NULL);
   pthread_mutex_init(&d->jobMutex, NULL);
   pthread_cond_init(&d->jobCond, NULL);
-  pthread_mutex_init(&d->progMutex, NULL);
+  dev_cp_init(&d->cp, 0, "this device");
   pthread_mutex_init(&d->resvMutex, NULL);
   d->zPath = strdup(zPath);
   if (!d->zPath) {
@@ -203,6 +203,7 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   if (rc) goto fail;
   d->nBlocks = dev_media_blocks(d->pMedia);
   d->nSlm = pOpt->nSlmBytes ? (pOpt->nSlmBytes + 4095) & ~(uint64_t)4095 : 256ull << 20;
+  d->cp.nSlm = d->nSlm;
   /* SLM: reserved, not committed; pages cost memory once touched. */
   d->pSlm = mmap(NULL, d->nSlm, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
@@ -271,14 +272,13 @@ static void emu_close(dev_backend *d) {
   }
   free(d->aEngine);
   dev_mio_close(d->pCtrlMio);
-  emu_programs_free(d);
+  dev_cp_free(&d->cp);
   if (d->pSlm) munmap(d->pSlm, d->nSlm);
   dev_media_close(d->pMedia);
   dev_fault_free(d->pFault);
   pthread_mutex_destroy(&d->qMutex);
   pthread_mutex_destroy(&d->jobMutex);
   pthread_cond_destroy(&d->jobCond);
-  pthread_mutex_destroy(&d->progMutex);
   pthread_mutex_destroy(&d->resvMutex);
   free(d->zPath);
   free(d);

@@ -23,35 +23,17 @@
 #include "media.h"
 #include "ptype.h"
 #include "queue.h"
+#include "cp_slots.h"
 
-#define EMU_MAX_PROGRAMS   64
-#define EMU_MAX_ACTIVE     32
-#define EMU_MAX_PROG_BYTES (1u << 20)
-#define EMU_LOAD_GRAN      4
-#define EMU_MAX_MRS        64
-#define EMU_MAX_RANGES     256
+/* Compute limits reported by Identify: the shared program-slot module's. */
+#define EMU_MAX_PROGRAMS   DEV_CP_MAX_PROGRAMS
+#define EMU_MAX_ACTIVE     DEV_CP_MAX_ACTIVE
+#define EMU_MAX_PROG_BYTES DEV_CP_MAX_PROG_BYTES
+#define EMU_LOAD_GRAN      DEV_CP_LOAD_GRAN
+#define EMU_MAX_MRS        DEV_CP_MAX_MRS
+#define EMU_MAX_RANGES     DEV_CP_MAX_RANGES
 #define EMU_MAX_QUEUES     1024
 #define EMU_INLINE_BYTES   (128u * 1024) /* larger transfers go to an engine */
-
-typedef struct emu_slot {
-  const dev_ptype *pType; /* NULL: empty */
-  void *pCompiled;
-  uint64_t id;            /* 64-bit program identifier */
-  uint32_t nByte;
-  int bActive;
-  int nRunning;           /* Executes in progress */
-  /* a load in progress (chunks arrive in order) */
-  uint8_t *aLoad;
-  uint32_t nLoadTotal, nLoadHave;
-  uint64_t loadId;
-  uint8_t loadType;
-} emu_slot;
-
-typedef struct emu_mrs {
-  int bUsed;
-  int nRange;
-  csq_mrange *aRange;
-} emu_mrs;
 
 typedef struct emu_job emu_job;
 struct emu_job {
@@ -99,10 +81,7 @@ struct dev_backend {
   int bJobStop;
 
   /* programs and memory range sets */
-  pthread_mutex_t progMutex;
-  emu_slot aSlot[EMU_MAX_PROGRAMS];
-  int nActive;
-  emu_mrs aMrs[EMU_MAX_MRS];
+  dev_cp cp;
 
   /* reservations: one holder queue per device, plus flock() across processes */
   pthread_mutex_t resvMutex;
@@ -120,7 +99,7 @@ struct dev_bqueue {
 
 /* 1 if [addr, addr+len) is inside SLM and both are 4-byte aligned. */
 static inline int emu_slm_ok(const dev_backend *d, uint64_t addr, uint64_t len) {
-  return (addr & 3) == 0 && (len & 3) == 0 && addr <= d->nSlm && len <= d->nSlm - addr;
+  return dev_cp_slm_ok(d->nSlm, addr, len);
 }
 
 /* Complete a command: count it (queue and device), post the CQE, set the
@@ -128,11 +107,10 @@ static inline int emu_slm_ok(const dev_backend *d, uint64_t addr, uint64_t len) 
 void emu_complete(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t result,
                   const dev_io_acct *pAcct, const char *zDetail);
 
-/* emu_admin.c: run one admin command (thread safe: takes progMutex); returns the status, *pResult = DW0-1. */
+/* emu_admin.c: run one admin command (thread safe); returns the status, *pResult = DW0-1. */
 uint16_t emu_admin(dev_bqueue *q, const csq_sqe *pSqe, uint64_t *pResult, dev_io_acct *pAcct,
                    char *zDetail, size_t nDetail);
 int emu_identify(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf);
-void emu_programs_free(dev_backend *d);
 
 /* emu_io.c: run one I/O command (any device thread) and complete it.
 ** pMio is the calling thread's media context; iEngine -1 on the controller. */

@@ -254,87 +254,16 @@ static int exec_read_lba(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void 
 static uint16_t io_execute(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, int iEngine,
                            uint64_t *pResult, dev_io_acct *pAcct, char *zDetail, size_t nDetail) {
   dev_backend *d = q->pDev;
-  uint32_t pind = p->cdw10 & 0xFFFF, mrsId = p->cdw10 >> 16, nInline = p->cdw11;
-  csq_mrange *aRange = NULL;
-  int nRange = 0, i;
-  const dev_ptype *pt;
-  void *pCompiled;
-  emu_slot *s;
-  uint16_t sf = CSQ_SC_SUCCESS;
-  if (p->opcode != CSQ_CP_EXECUTE) return CSQ_SC_INVALID_OPCODE;
-  if (pind >= EMU_MAX_PROGRAMS) return CSQ_SC_INVALID_PIND;
-  pthread_mutex_lock(&d->progMutex);
-  s = &d->aSlot[pind];
-  if (!s->pType) sf = CSQ_SC_NO_PROGRAM;
-  else if (!s->bActive) sf = CSQ_SC_NOT_ACTIVATED;
-  else if (mrsId == 0xFFFF) {
-    if (nInline > EMU_MAX_RANGES) sf = CSQ_SC_MAX_RANGES;
-    else if (nInline > 0 && !p->prp1) sf = CSQ_SC_INVALID_FIELD;
-    else nRange = (int)nInline;
-  } else if (mrsId == 0 || mrsId > EMU_MAX_MRS || !d->aMrs[mrsId - 1].bUsed) {
-    sf = CSQ_SC_INVALID_MRS;
-  } else {
-    nRange = d->aMrs[mrsId - 1].nRange;
-  }
-  if (sf == 0 && nRange > 0) {
-    /* A private copy: the MRS may be deleted while the program runs. */
-    aRange = malloc(nRange * sizeof(csq_mrange));
-    if (!aRange) sf = CSQ_SC_INTERNAL;
-    else
-      memcpy(aRange, mrsId == 0xFFFF ? (const void *)(uintptr_t)p->prp1 : d->aMrs[mrsId - 1].aRange,
-             nRange * sizeof(csq_mrange));
-  }
-  if (sf == 0) {
-    s->nRunning++;
-    pt = s->pType;
-    pCompiled = s->pCompiled;
-  }
-  pthread_mutex_unlock(&d->progMutex);
+  dev_cp_run run;
+  uint16_t sf = dev_cp_exec_begin(&d->cp, p, &run, pAcct, zDetail, nDetail);
   if (sf) return sf;
-  if (mrsId == 0xFFFF) {
-    pAcct->fromHost += (uint64_t)nRange * sizeof(csq_mrange);
-    for (i = 0; i < nRange && sf == 0; i++) {
-      if (aRange[i].nsid != CSQ_NSID_SLM) sf = CSQ_SC_INVALID_NS;
-      else if (!emu_slm_ok(d, aRange[i].addr, aRange[i].len))
-        sf = slm_range_err(d, aRange[i].addr, aRange[i].len, zDetail, nDetail);
-    }
-  }
-  if (sf == 0) {
-    dev_stats local;
-    exec_priv priv = {d, pMio};
-    dev_exec_ctx ctx;
-    uint64_t ret = 0;
-    int64_t t0;
-    int rc;
-    memset(&local, 0, sizeof(local));
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.pSlm = d->pSlm;
-    ctx.nSlm = d->nSlm;
-    ctx.aRange = aRange;
-    ctx.nRange = nRange;
-    ctx.aParam[0] = (uint64_t)p->cdw12 | ((uint64_t)p->cdw13 << 32);
-    ctx.aParam[1] = (uint64_t)p->cdw14 | ((uint64_t)p->cdw15 << 32);
-    ctx.pind = (uint16_t)pind;
-    ctx.iEngine = iEngine;
-    ctx.pStats = &local;
-    ctx.xReadLba = exec_read_lba;
-    ctx.pDevPriv = &priv;
-    t0 = dev_now_ns();
-    rc = pt->xRun(pCompiled, &ctx, &ret);
-    local.engine_ns += (uint64_t)(dev_now_ns() - t0);
-    local.programs_executed++;
-    dev_stats_add(q->pStats, &local);
-    dev_stats_add(&d->stats, &local);
-    *pResult = ret;
-    if (rc != 0) {
-      sf = (rc < 0 || rc > 0x7FFF) ? CSQ_SC_PROGRAM_FAULT : (uint16_t)rc;
-      snprintf(zDetail, nDetail, "program in slot %u failed (reason %llu)", pind, ULL(ret));
-    }
-  }
-  pthread_mutex_lock(&d->progMutex);
-  s->nRunning--;
-  pthread_mutex_unlock(&d->progMutex);
-  free(aRange);
+  dev_stats local;
+  exec_priv priv = {d, pMio};
+  sf = dev_cp_run_program(&run, p, d->pSlm, d->nSlm, iEngine, exec_read_lba, &priv, &local,
+                          pResult, zDetail, nDetail);
+  dev_stats_add(q->pStats, &local);
+  dev_stats_add(&d->stats, &local);
+  dev_cp_exec_end(&d->cp, &run);
   return sf;
 }
 

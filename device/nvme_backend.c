@@ -60,44 +60,20 @@
 #include "nvme_passthru.h"
 #include "ptype.h"
 #include "queue.h"
+#include "cp_slots.h"
 
 #define ULL(x) ((unsigned long long)(x))
 
-#define NVB_MAX_PROGRAMS   64
-#define NVB_MAX_ACTIVE     32
-#define NVB_MAX_PROG_BYTES (1u << 20)
-#define NVB_MAX_MRS        64
-#define NVB_MAX_RANGES     256
 #define NVB_RING_ENTRIES   256
 #define NVB_ENGINE_RING    64
 #define NVB_EVENT_TAG      UINT64_MAX
-
-typedef struct nvb_slot {
-  const dev_ptype *pType; /* NULL: empty */
-  void *pCompiled;
-  uint64_t id;
-  int bActive;
-  int nRunning;
-  uint8_t *aLoad; /* load in progress */
-  uint32_t nLoadTotal, nLoadHave;
-  uint64_t loadId;
-  uint8_t loadType;
-} nvb_slot;
-
-typedef struct nvb_mrs {
-  int bUsed, nRange;
-  csq_mrange *aRange;
-} nvb_mrs;
 
 typedef struct nvb_job nvb_job;
 struct nvb_job {
   nvb_job *pNext;
   dev_bqueue *q;
   csq_sqe sqe;
-  const dev_ptype *pType;
-  void *pCompiled;
-  csq_mrange *aRange;
-  int nRange;
+  dev_cp_run run; /* the program taken by host_execute */
 };
 
 typedef struct nvb_engine {
@@ -118,10 +94,7 @@ struct dev_backend {
   uint8_t *pSlm; /* host engine SLM */
   uint64_t nSlm;
 
-  pthread_mutex_t progMutex;
-  nvb_slot aSlot[NVB_MAX_PROGRAMS];
-  int nActive;
-  nvb_mrs aMrs[NVB_MAX_MRS];
+  dev_cp cp; /* program slots and memory range sets */
 
   pthread_mutex_t resvMutex;
   dev_bqueue *pResvHolder;
@@ -181,7 +154,7 @@ static int lba_ok(const dev_backend *d, uint64_t slba, uint64_t nlb) {
 }
 
 static int slm_ok(const dev_backend *d, uint64_t addr, uint64_t len) {
-  return (addr & 3) == 0 && (len & 3) == 0 && addr <= d->nSlm && len <= d->nSlm - addr;
+  return dev_cp_slm_ok(d->nSlm, addr, len);
 }
 
 /* Post a completion for csq command pSqe: counters, detail text, CQE. Safe
@@ -262,154 +235,6 @@ static int nvb_identify(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf) 
 
 /* ---- host engine: programs and memory range sets ------------------------- */
 
-static void slot_clear(nvb_slot *s) {
-  if (s->pType && s->pType->xFree) s->pType->xFree(s->pCompiled);
-  s->pType = NULL;
-  s->pCompiled = NULL;
-  s->id = 0;
-}
-
-static void slot_load_abort(nvb_slot *s) {
-  free(s->aLoad);
-  s->aLoad = NULL;
-  s->nLoadTotal = s->nLoadHave = 0;
-}
-
-/* Load Program (progMutex held); same semantics as the emulated device. */
-static uint16_t host_load(dev_backend *d, const csq_sqe *p, uint64_t *pResult, dev_io_acct *pAcct,
-                          char *zDetail, size_t nDetail) {
-  uint32_t pind = p->cdw10 & 0xFFFF, nTotal = p->cdw11, nChunk = p->cdw12, off = p->cdw13;
-  int bUnload = (p->cdw10 >> 16) & 1;
-  uint8_t type = (uint8_t)(p->cdw10 >> 24);
-  uint64_t id = (uint64_t)p->cdw14 | ((uint64_t)p->cdw15 << 32);
-  const dev_ptype *pt;
-  nvb_slot *s;
-  if (pind >= NVB_MAX_PROGRAMS) return CSQ_SC_INVALID_PIND;
-  s = &d->aSlot[pind];
-  if (bUnload) {
-    if (!s->pType && !s->aLoad) return CSQ_SC_NO_PROGRAM;
-    if (s->bActive) return CSQ_SC_PROGRAM_IN_USE;
-    slot_clear(s);
-    slot_load_abort(s);
-    return 0;
-  }
-  if (s->pType && s->id == id && s->pType->type == type) {
-    *pResult = 1; /* already loaded */
-    return 0;
-  }
-  if (s->bActive) {
-    snprintf(zDetail, nDetail, "slot %u holds an active program; deactivate it first", pind);
-    return CSQ_SC_PROGRAM_IN_USE;
-  }
-  if (nTotal == 0) return CSQ_SC_INVALID_FIELD;
-  if (nTotal > NVB_MAX_PROG_BYTES) {
-    snprintf(zDetail, nDetail, "program of %u bytes, the host engine takes at most %u", nTotal,
-             NVB_MAX_PROG_BYTES);
-    return CSQ_SC_PROGRAM_TOO_BIG;
-  }
-  pt = dev_ptype_find(type);
-  if (!pt) {
-    snprintf(zDetail, nDetail, "program type 0x%02x is not registered in this process", type);
-    return CSQ_SC_INVALID_PROGRAM;
-  }
-  if (off == 0) {
-    slot_load_abort(s);
-    s->aLoad = malloc(nTotal);
-    if (!s->aLoad) return CSQ_SC_INTERNAL;
-    s->nLoadTotal = nTotal;
-    s->loadId = id;
-    s->loadType = type;
-  } else if (!s->aLoad || s->loadId != id || s->loadType != type || off != s->nLoadHave ||
-             nTotal != s->nLoadTotal) {
-    snprintf(zDetail, nDetail, "program chunk at offset %u out of order", off);
-    return CSQ_SC_INVALID_FIELD;
-  }
-  if (nChunk == 0 || nChunk > nTotal - off || !p->prp1) {
-    slot_load_abort(s);
-    return CSQ_SC_INVALID_FIELD;
-  }
-  memcpy(s->aLoad + off, (const void *)(uintptr_t)p->prp1, nChunk);
-  s->nLoadHave += nChunk;
-  pAcct->fromHost += nChunk;
-  if (s->nLoadHave == s->nLoadTotal) {
-    void *pCompiled = NULL;
-    char zErr[200] = "";
-    slot_clear(s);
-    if (pt->xVerify(s->aLoad, s->nLoadTotal, &pCompiled, zErr, sizeof(zErr))) {
-      snprintf(zDetail, nDetail, "program rejected by the verifier: %s", zErr[0] ? zErr : "invalid");
-      slot_load_abort(s);
-      return CSQ_SC_INVALID_PROGRAM;
-    }
-    s->pType = pt;
-    s->pCompiled = pCompiled;
-    s->id = id;
-    slot_load_abort(s);
-  }
-  return 0;
-}
-
-static uint16_t host_activate(dev_backend *d, const csq_sqe *p, char *zDetail, size_t nDetail) {
-  uint32_t pind = p->cdw10 & 0xFFFF;
-  nvb_slot *s;
-  if (pind >= NVB_MAX_PROGRAMS) return CSQ_SC_INVALID_PIND;
-  s = &d->aSlot[pind];
-  if ((p->cdw10 >> 16) & 1) {
-    if (!s->pType) return CSQ_SC_NO_PROGRAM;
-    if (s->bActive) return 0;
-    if (d->nActive >= NVB_MAX_ACTIVE) return CSQ_SC_MAX_ACTIVE;
-    s->bActive = 1;
-    d->nActive++;
-    return 0;
-  }
-  if (!s->bActive) return 0;
-  if (s->nRunning > 0) {
-    snprintf(zDetail, nDetail, "%d executions of slot %u still running", s->nRunning, pind);
-    return CSQ_SC_PROGRAM_IN_USE;
-  }
-  s->bActive = 0;
-  d->nActive--;
-  return 0;
-}
-
-static uint16_t host_mrs(dev_backend *d, const csq_sqe *p, uint64_t *pResult, dev_io_acct *pAcct,
-                         char *zDetail, size_t nDetail) {
-  uint32_t sel = p->cdw10 & 0xF, i;
-  if (sel == 0) {
-    uint32_t n = p->cdw11;
-    const csq_mrange *a = (const csq_mrange *)(uintptr_t)p->prp1;
-    int id;
-    if (n == 0 || !a) return CSQ_SC_INVALID_FIELD;
-    if (n > NVB_MAX_RANGES) return CSQ_SC_MAX_RANGES;
-    for (i = 0; i < n; i++) {
-      if (a[i].nsid != CSQ_NSID_SLM) return CSQ_SC_INVALID_NS;
-      if (!slm_ok(d, a[i].addr, a[i].len)) {
-        snprintf(zDetail, nDetail, "range %u: %llu bytes at SLM 0x%llx (SLM is %llu bytes)", i,
-                 ULL(a[i].len), ULL(a[i].addr), ULL(d->nSlm));
-        return CSQ_SC_SLM_RANGE;
-      }
-    }
-    for (id = 0; id < NVB_MAX_MRS && d->aMrs[id].bUsed; id++) {
-    }
-    if (id == NVB_MAX_MRS) return CSQ_SC_INVALID_MRS;
-    d->aMrs[id].aRange = malloc(n * sizeof(csq_mrange));
-    if (!d->aMrs[id].aRange) return CSQ_SC_INTERNAL;
-    memcpy(d->aMrs[id].aRange, a, n * sizeof(csq_mrange));
-    d->aMrs[id].nRange = (int)n;
-    d->aMrs[id].bUsed = 1;
-    pAcct->fromHost += n * sizeof(csq_mrange);
-    *pResult = (uint64_t)id + 1;
-    return 0;
-  }
-  if (sel == 1) {
-    uint32_t id = p->cdw10 >> 16;
-    if (id == 0 || id > NVB_MAX_MRS || !d->aMrs[id - 1].bUsed) return CSQ_SC_INVALID_MRS;
-    free(d->aMrs[id - 1].aRange);
-    memset(&d->aMrs[id - 1], 0, sizeof(nvb_mrs));
-    return 0;
-  }
-  return CSQ_SC_INVALID_FIELD;
-}
-
 /* ---- host engine: Execute ------------------------------------------------ */
 
 typedef struct nvb_exec_priv {
@@ -479,33 +304,13 @@ static int exec_read_lba(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void 
 static void job_run(nvb_engine *e, dev_nvme_ring *ring, nvb_job *j) {
   dev_backend *d = e->d;
   const csq_sqe *p = &j->sqe;
-  uint32_t pind = p->cdw10 & 0xFFFF;
   dev_stats local;
   nvb_exec_priv priv = {d, ring};
-  dev_exec_ctx ctx;
   dev_io_acct acct = {0};
   uint64_t ret = 0;
-  uint16_t sf = 0;
   char zDetail[200] = "";
-  int64_t t0;
-  int rc;
-  memset(&local, 0, sizeof(local));
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.pSlm = d->pSlm;
-  ctx.nSlm = d->nSlm;
-  ctx.aRange = j->aRange;
-  ctx.nRange = j->nRange;
-  ctx.aParam[0] = (uint64_t)p->cdw12 | ((uint64_t)p->cdw13 << 32);
-  ctx.aParam[1] = (uint64_t)p->cdw14 | ((uint64_t)p->cdw15 << 32);
-  ctx.pind = (uint16_t)pind;
-  ctx.iEngine = e->iEngine;
-  ctx.pStats = &local;
-  ctx.xReadLba = exec_read_lba;
-  ctx.pDevPriv = &priv;
-  t0 = dev_now_ns();
-  rc = j->pType->xRun(j->pCompiled, &ctx, &ret);
-  local.engine_ns += (uint64_t)(dev_now_ns() - t0);
-  local.programs_executed++;
+  uint16_t sf = dev_cp_run_program(&j->run, p, d->pSlm, d->nSlm, e->iEngine, exec_read_lba, &priv,
+                                   &local, &ret, zDetail, sizeof(zDetail));
   /* Link traffic of xReadLba goes through the acct (with the command). */
   acct.toHost = local.bytes_to_host;
   acct.mediaRead = local.media_bytes_read;
@@ -513,14 +318,7 @@ static void job_run(nvb_engine *e, dev_nvme_ring *ring, nvb_job *j) {
   local.media_bytes_read = 0;
   dev_stats_add(j->q->pStats, &local);
   dev_stats_add(&d->stats, &local);
-  if (rc != 0) {
-    sf = (rc < 0 || rc > 0x7FFF) ? CSQ_SC_PROGRAM_FAULT : (uint16_t)rc;
-    snprintf(zDetail, sizeof(zDetail), "program in slot %u failed on the host engine (reason %llu)",
-             pind, ULL(ret));
-  }
-  pthread_mutex_lock(&d->progMutex);
-  d->aSlot[pind].nRunning--;
-  pthread_mutex_unlock(&d->progMutex);
+  dev_cp_exec_end(&d->cp, &j->run);
   post_cqe(j->q, p, sf, ret, &acct, zDetail);
   {
     uint64_t one = 1;
@@ -551,7 +349,6 @@ static void *engine_main(void *pArg) {
     if (!d->pJobHead) d->pJobTail = NULL;
     pthread_mutex_unlock(&d->jobMutex);
     job_run(e, ring, j);
-    free(j->aRange);
     free(j);
   }
   dev_nvme_ring_close(ring);
@@ -563,61 +360,15 @@ static void *engine_main(void *pArg) {
 static uint16_t host_execute(dev_bqueue *q, const csq_sqe *p, dev_io_acct *pAcct, char *zDetail,
                              size_t nDetail) {
   dev_backend *d = q->d;
-  uint32_t pind = p->cdw10 & 0xFFFF, mrsId = p->cdw10 >> 16, nInline = p->cdw11;
-  nvb_job *j;
-  nvb_slot *s;
-  uint16_t sf = 0;
-  int i;
-  if (p->opcode != CSQ_CP_EXECUTE) return CSQ_SC_INVALID_OPCODE;
-  if (pind >= NVB_MAX_PROGRAMS) return CSQ_SC_INVALID_PIND;
-  j = calloc(1, sizeof(*j));
+  nvb_job *j = calloc(1, sizeof(*j));
   if (!j) return CSQ_SC_INTERNAL;
   j->q = q;
   j->sqe = *p;
-  pthread_mutex_lock(&d->progMutex);
-  s = &d->aSlot[pind];
-  if (!s->pType) sf = CSQ_SC_NO_PROGRAM;
-  else if (!s->bActive) sf = CSQ_SC_NOT_ACTIVATED;
-  else if (mrsId == 0xFFFF) {
-    if (nInline > NVB_MAX_RANGES) sf = CSQ_SC_MAX_RANGES;
-    else if (nInline > 0 && !p->prp1) sf = CSQ_SC_INVALID_FIELD;
-    else j->nRange = (int)nInline;
-  } else if (mrsId == 0 || mrsId > NVB_MAX_MRS || !d->aMrs[mrsId - 1].bUsed) {
-    sf = CSQ_SC_INVALID_MRS;
-  } else {
-    j->nRange = d->aMrs[mrsId - 1].nRange;
-  }
-  if (sf == 0 && j->nRange > 0) {
-    j->aRange = malloc(j->nRange * sizeof(csq_mrange));
-    if (!j->aRange) sf = CSQ_SC_INTERNAL;
-    else
-      memcpy(j->aRange,
-             mrsId == 0xFFFF ? (const void *)(uintptr_t)p->prp1 : d->aMrs[mrsId - 1].aRange,
-             j->nRange * sizeof(csq_mrange));
-  }
-  if (sf == 0 && mrsId == 0xFFFF) {
-    for (i = 0; i < j->nRange && sf == 0; i++) {
-      if (j->aRange[i].nsid != CSQ_NSID_SLM) sf = CSQ_SC_INVALID_NS;
-      else if (!slm_ok(d, j->aRange[i].addr, j->aRange[i].len)) {
-        snprintf(zDetail, nDetail, "range %d: %llu bytes at SLM 0x%llx (SLM is %llu bytes)", i,
-                 ULL(j->aRange[i].len), ULL(j->aRange[i].addr), ULL(d->nSlm));
-        sf = CSQ_SC_SLM_RANGE;
-      }
-    }
-  }
-  if (sf == 0) {
-    s->nRunning++;
-    j->pType = s->pType;
-    j->pCompiled = s->pCompiled;
-  }
-  pthread_mutex_unlock(&d->progMutex);
+  uint16_t sf = dev_cp_exec_begin(&d->cp, p, &j->run, pAcct, zDetail, nDetail);
   if (sf) {
-    free(j->aRange);
     free(j);
     return sf;
   }
-  /* Inline ranges are the command's data: they crossed the link. */
-  if (mrsId == 0xFFFF) pAcct->fromHost += (uint64_t)j->nRange * sizeof(csq_mrange);
   __atomic_fetch_add(&q->nJobs, 1, __ATOMIC_ACQUIRE);
   pthread_mutex_lock(&d->jobMutex);
   if (d->pJobTail) d->pJobTail->pNext = j;
@@ -778,13 +529,7 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
     case CSQ_ADM_LOAD_PROGRAM:
     case CSQ_ADM_PROGRAM_ACTIVATION:
     case CSQ_ADM_MRS_MGMT:
-      pthread_mutex_lock(&d->progMutex);
-      if (p->opcode == CSQ_ADM_LOAD_PROGRAM)
-        sf = host_load(d, p, &result, &acct, zDetail, sizeof(zDetail));
-      else if (p->opcode == CSQ_ADM_PROGRAM_ACTIVATION)
-        sf = host_activate(d, p, zDetail, sizeof(zDetail));
-      else sf = host_mrs(d, p, &result, &acct, zDetail, sizeof(zDetail));
-      pthread_mutex_unlock(&d->progMutex);
+      sf = dev_cp_admin(&d->cp, p, &result, &acct, zDetail, sizeof(zDetail));
       break;
     }
   } else if (p->nsid == CSQ_NSID_NVM) {
@@ -1112,7 +857,7 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   *ppB = NULL;
   if (!d) return -ENOMEM;
   d->fd = d->ctrlFd = -1;
-  pthread_mutex_init(&d->progMutex, NULL);
+  dev_cp_init(&d->cp, 0, "the host engine");
   pthread_mutex_init(&d->resvMutex, NULL);
   pthread_mutex_init(&d->jobMutex, NULL);
   pthread_cond_init(&d->jobCond, NULL);
@@ -1198,6 +943,7 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   dev_nvme_ring_close(probe);
 
   d->nSlm = pOpt->nSlmBytes ? (pOpt->nSlmBytes + 4095) & ~(uint64_t)4095 : 256ull << 20;
+  d->cp.nSlm = d->nSlm;
   d->pSlm = mmap(NULL, d->nSlm, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
                  -1, 0);
   if (d->pSlm == MAP_FAILED) {
@@ -1240,15 +986,10 @@ static void nvb_close(dev_backend *d) {
   for (i = 0; d->aEngine && i < d->nEngine; i++)
     if (d->aEngine[i].bStarted) pthread_join(d->aEngine[i].thread, NULL);
   free(d->aEngine);
-  for (i = 0; i < NVB_MAX_PROGRAMS; i++) {
-    slot_clear(&d->aSlot[i]);
-    slot_load_abort(&d->aSlot[i]);
-  }
-  for (i = 0; i < NVB_MAX_MRS; i++) free(d->aMrs[i].aRange);
+  dev_cp_free(&d->cp);
   if (d->pSlm) munmap(d->pSlm, d->nSlm);
   if (d->ctrlFd >= 0) close(d->ctrlFd);
   if (d->fd >= 0) close(d->fd);
-  pthread_mutex_destroy(&d->progMutex);
   pthread_mutex_destroy(&d->resvMutex);
   pthread_mutex_destroy(&d->jobMutex);
   pthread_cond_destroy(&d->jobCond);
