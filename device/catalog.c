@@ -12,15 +12,6 @@
 #include <string.h>
 #include "store_int.h"
 
-char *store_mprintf(const char *zFmt, ...) {
-  va_list ap;
-  char *z = NULL;
-  va_start(ap, zFmt);
-  if (vasprintf(&z, zFmt, ap) < 0) z = NULL;
-  va_end(ap);
-  return z;
-}
-
 /* ---- byte buffer ---- */
 void sbuf_put(store_buf *b, const void *p, size_t n) {
   if (b->oom) return;
@@ -347,7 +338,7 @@ int store_cat_decode(const uint8_t *p, size_t n, store_snap **ppSnap, uint32_t *
   *ppSnap = pSnap;
   return 0;
 bad:
-  if (pzErr) *pzErr = store_mprintf("catalog is malformed (at byte %zu of %zu)", r.i, n);
+  if (pzErr) *pzErr = dev_mprintf("catalog is malformed (at byte %zu of %zu)", r.i, n);
   store_snap_free_tables(pSnap);
   free(pSnap);
   return -EBADMSG;

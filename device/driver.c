@@ -100,16 +100,6 @@ void dev_options_default(dev_options *p) {
   p->nSlmBytes = 256ull << 20;
 }
 
-static char *msg_printf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
-static char *msg_printf(const char *zFmt, ...) {
-  va_list ap;
-  char *z = NULL;
-  va_start(ap, zFmt);
-  if (vasprintf(&z, zFmt, ap) < 0) z = NULL;
-  va_end(ap);
-  return z;
-}
-
 /* Canonical path of an image file, creating it if allowed. Returns a malloc'd
 ** path or NULL with *prc and *pzErr set. */
 static char *canonical_path(const char *zPath, int bCreate, int *prc, char **pzErr) {
@@ -125,9 +115,9 @@ static char *canonical_path(const char *zPath, int bCreate, int *prc, char **pzE
   }
   *prc = -errno;
   if (errno == ENOENT && !bCreate)
-    *pzErr = msg_printf("device image %s does not exist (open it with bCreate to create it)", zPath);
+    *pzErr = dev_mprintf("device image %s does not exist (open it with bCreate to create it)", zPath);
   else
-    *pzErr = msg_printf("cannot open device image %s: %s", zPath, strerror(errno));
+    *pzErr = dev_mprintf("cannot open device image %s: %s", zPath, strerror(errno));
   return NULL;
 }
 
@@ -174,7 +164,7 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
   if (opt.nQueueDepth < 64) opt.nQueueDepth = 64;
   if (opt.nQueueDepth > (int)DEV_MAX_QDEPTH) opt.nQueueDepth = (int)DEV_MAX_QDEPTH;
   if (!zPath || !zPath[0]) {
-    zErr = msg_printf("no device path given");
+    zErr = dev_mprintf("no device path given");
     rc = -EINVAL;
     goto done;
   }
@@ -185,7 +175,7 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
     zBackendPath = zPath;
   } else if (strncmp(zPath, "nvme:", 5) == 0) {
     if (&dev_nvme_backend == NULL) {
-      zErr = msg_printf("cannot open %s: this build has no nvme backend", zPath);
+      zErr = dev_mprintf("cannot open %s: this build has no nvme backend", zPath);
       rc = -ENOTSUP;
       goto done;
     }
@@ -231,7 +221,7 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
   rc = pOps->xOpen(zBackendPath, &opt, &d->pB, &zErr);
   if (rc) {
     d->pB = NULL;
-    if (!zErr) zErr = msg_printf("cannot open device %s: %s", zPath, rc < 0 ? strerror(-rc) : "error");
+    if (!zErr) zErr = dev_mprintf("cannot open device %s: %s", zPath, rc < 0 ? strerror(-rc) : "error");
     goto unlock;
   }
   rc = pOps->xIdentify(d->pB, 1, 0, pId);
@@ -242,7 +232,7 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
     rc = pOps->xIdentify(d->pB, 0, CSQ_NSID_NVM, pId);
   }
   if (rc) {
-    zErr = msg_printf("cannot identify device %s: %s", zPath,
+    zErr = dev_mprintf("cannot identify device %s: %s", zPath,
                       rc < 0 ? strerror(-rc) : csq_status_name((uint16_t)rc));
     goto unlock;
   }
@@ -261,7 +251,7 @@ done:
   free(zKey);
   if (rc) {
     if (d) device_free(d);
-    if (pzErr) *pzErr = zErr ? zErr : msg_printf("cannot open device %s", zPath ? zPath : "");
+    if (pzErr) *pzErr = zErr ? zErr : dev_mprintf("cannot open device %s", zPath ? zPath : "");
     else free(zErr);
     return rc;
   }

@@ -119,4 +119,10 @@ int dev_slm_copy(dev_queue *pQ, uint64_t addr, const csq_lba_range *aRange, int 
 int dev_slm_alloc(dev_device *pDev, uint64_t nBytes, uint64_t *pAddr);
 void dev_slm_free(dev_device *pDev, uint64_t addr);
 
+/* Messages of the device layer: a malloc'd, printf-formatted string (NULL
+** when out of memory); the caller frees it. Every device/ file uses these. */
+#include <stdarg.h>
+char *dev_mprintf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
+char *dev_vmprintf(const char *zFmt, va_list ap);
+
 #endif /* CSQ_DEVICE_DRIVER_H */

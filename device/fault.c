@@ -75,7 +75,7 @@ static int fault_err(char **pzErr, const char *zFmt, ...) __attribute__((format(
 static int fault_err(char **pzErr, const char *zFmt, ...) {
   va_list ap;
   va_start(ap, zFmt);
-  if (pzErr && vasprintf(pzErr, zFmt, ap) < 0) *pzErr = NULL;
+  if (pzErr) *pzErr = dev_vmprintf(zFmt, ap);
   va_end(ap);
   return -EINVAL;
 }

@@ -830,7 +830,7 @@ static int fail_msg(char **pzErr, int rc, const char *zFmt, ...) {
   va_list ap;
   if (pzErr && !*pzErr) {
     va_start(ap, zFmt);
-    if (vasprintf(pzErr, zFmt, ap) < 0) *pzErr = NULL;
+    *pzErr = dev_vmprintf(zFmt, ap);
     va_end(ap);
   }
   return rc;

@@ -82,16 +82,6 @@ struct dev_scan {
 static pthread_mutex_t g_mu = PTHREAD_MUTEX_INITIALIZER;
 static dev_scan *g_pOpen;
 
-static char *scan_mprintf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
-static char *scan_mprintf(const char *zFmt, ...) {
-  va_list ap;
-  char *z = NULL;
-  va_start(ap, zFmt);
-  if (vasprintf(&z, zFmt, ap) < 0) z = NULL;
-  va_end(ap);
-  return z;
-}
-
 static scan_slot *slot_of_cid(dev_scan *s, uint16_t cid) {
   for (int i = 0; i < s->nSlot; i++) {
     scan_slot *t = &s->aSlot[i];
@@ -174,12 +164,12 @@ int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, cha
   int rc = 0;
   *pzErr = NULL;
   if (nSlots == 0) {
-    *pzErr = scan_mprintf("device %s has no csq compute (no program slots)",
+    *pzErr = dev_mprintf("device %s has no csq compute (no program slots)",
                           dev_path(dev_queue_device(q)));
     return -ENOTSUP;
   }
   if (caps->max_prog_bytes && n > caps->max_prog_bytes) {
-    *pzErr = scan_mprintf("program of %zu bytes exceeds the device limit of %u", n,
+    *pzErr = dev_mprintf("program of %zu bytes exceeds the device limit of %u", n,
                           caps->max_prog_bytes);
     return -E2BIG;
   }
@@ -201,7 +191,7 @@ int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, cha
     *pPind = pind;
     return 0;
   }
-  *pzErr = scan_mprintf("loading a program on %s: %s", dev_path(dev_queue_device(q)),
+  *pzErr = dev_mprintf("loading a program on %s: %s", dev_path(dev_queue_device(q)),
                         rc ? dev_errmsg(q) : "no free program slot");
   return rc ? rc : -ENOSPC;
 }
@@ -294,7 +284,7 @@ static int scan_fail(dev_scan *s, int rc, const store_rg *pRg, int iRg, const ch
                      const char *zWhy) {
   if (s->rcErr) return s->rcErr;
   s->rcErr = rc ? rc : -EIO;
-  s->zErr = scan_mprintf("table '%s', row group %d (block %llu) on %s: %s: %s", s->pTab->zName,
+  s->zErr = dev_mprintf("table '%s', row group %d (block %llu) on %s: %s: %s", s->pTab->zName,
                          iRg, pRg ? (unsigned long long)pRg->lba : 0ull, dev_path(s->pDev), zWhat,
                          zWhy);
   return s->rcErr;
@@ -630,7 +620,7 @@ int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
     }
   }
 fail:
-  if (pzErr) *pzErr = scan_mprintf("%s", s->zErr ? s->zErr : "scan failed");
+  if (pzErr) *pzErr = dev_mprintf("%s", s->zErr ? s->zErr : "scan failed");
   return s->rcErr ? s->rcErr : -EIO;
 }
 
@@ -714,7 +704,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   s->id = csq_prog_id(prog, nProg);
   rc = csq_prog_parse(s->aProg, nProg, &s->prog, zErr, sizeof(zErr));
   if (rc) {
-    *pzErr = scan_mprintf("table '%s': invalid program: %s", pTab->zName, zErr);
+    *pzErr = dev_mprintf("table '%s': invalid program: %s", pTab->zName, zErr);
     goto fail;
   }
   /* Size the slots for the largest row group that will be sent. */
@@ -725,7 +715,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     uint64_t nIn = 0;
     int n = chunk_ranges(s, pRg, NULL, NULL, &nIn);
     if (n < 0) {
-      *pzErr = scan_mprintf("table '%s', row group %d: the program reads a column the table "
+      *pzErr = dev_mprintf("table '%s', row group %d: the program reads a column the table "
                             "does not have",
                             pTab->zName, i);
       rc = -EINVAL;
@@ -757,7 +747,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     s->nSlot++;
   }
   if (s->nSlot == 0) {
-    *pzErr = scan_mprintf("table '%s': no room in the device's local memory for a scan "
+    *pzErr = dev_mprintf("table '%s': no room in the device's local memory for a scan "
                           "(%llu bytes needed)",
                           pTab->zName, (unsigned long long)nSlm);
     rc = -ENOSPC;
@@ -766,7 +756,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   char *zLoad = NULL;
   rc = dev_prog_load(q, s->aProg, nProg, &s->pind, &zLoad);
   if (rc) {
-    *pzErr = scan_mprintf("table '%s': %s", pTab->zName, zLoad ? zLoad : "loading the program");
+    *pzErr = dev_mprintf("table '%s': %s", pTab->zName, zLoad ? zLoad : "loading the program");
     free(zLoad);
     goto fail;
   }

@@ -110,8 +110,8 @@ static int io_write(dev_queue *q, uint64_t lba, uint64_t nblk, const uint8_t *bu
 }
 
 static char *io_errmsg(store *p, dev_queue *q, int rc, const char *zWhat) {
-  if (rc == -ENOMEM) return store_mprintf("out of memory");
-  return store_mprintf("device %s: %s failed: %s", dev_path(p->pDev), zWhat, dev_errmsg(q));
+  if (rc == -ENOMEM) return dev_mprintf("out of memory");
+  return dev_mprintf("device %s: %s failed: %s", dev_path(p->pDev), zWhat, dev_errmsg(q));
 }
 
 /* ---- snapshots ---- */
@@ -167,7 +167,7 @@ static int load_delmaps(store *p, dev_queue *q, store_snap *s, char **pzErr) {
       }
       if (XXH3_64bits(buf, pRg->delBytes) != pRg->delXxh3) {
         free(buf);
-        *pzErr = store_mprintf("device %s: table '%s': the delete bitmap at block %llu is "
+        *pzErr = dev_mprintf("device %s: table '%s': the delete bitmap at block %llu is "
                                "damaged (checksum mismatch)",
                                dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->delLba);
         return -EBADMSG;
@@ -206,11 +206,11 @@ static int read_superblock(store *p, dev_queue *q, store_sb *pSb, int *pbEmpty, 
     return 0;
   }
   if (rcs[0] == -ENOENT && rcs[1] == -ENOENT) {
-    *pzErr = store_mprintf("%s is not a csq device image (no csq superblock in blocks 0-1)",
+    *pzErr = dev_mprintf("%s is not a csq device image (no csq superblock in blocks 0-1)",
                            dev_path(p->pDev));
     return -EINVAL;
   }
-  *pzErr = store_mprintf("device image %s: both superblocks (blocks 0 and 1) are damaged",
+  *pzErr = dev_mprintf("device image %s: both superblocks (blocks 0 and 1) are damaged",
                          dev_path(p->pDev));
   return -EBADMSG;
 }
@@ -227,7 +227,7 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
     return rc;
   }
   if (XXH3_64bits(buf, pSb->catBytes) != pSb->catXxh3) {
-    *pzErr = store_mprintf("device image %s: the catalog (blocks %llu-%llu) is damaged "
+    *pzErr = dev_mprintf("device image %s: the catalog (blocks %llu-%llu) is damaged "
                            "(checksum mismatch)",
                            dev_path(p->pDev), (unsigned long long)pSb->catLba,
                            (unsigned long long)(pSb->catLba + pSb->catBlocks - 1));
@@ -238,14 +238,14 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
   rc = store_cat_decode(buf, pSb->catBytes, ppSnap, pNextTabId, &zErr);
   free(buf);
   if (rc) {
-    *pzErr = store_mprintf("device image %s: %s", dev_path(p->pDev), zErr ? zErr : "bad catalog");
+    *pzErr = dev_mprintf("device image %s: %s", dev_path(p->pDev), zErr ? zErr : "bad catalog");
     free(zErr);
     return rc;
   }
   if ((*ppSnap)->gen != pSb->gen) {
     store_snap_free_tables(*ppSnap);
     free(*ppSnap);
-    *pzErr = store_mprintf("device image %s: catalog generation does not match the superblock",
+    *pzErr = dev_mprintf("device image %s: catalog generation does not match the superblock",
                            dev_path(p->pDev));
     return -EBADMSG;
   }
@@ -281,7 +281,7 @@ static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTab
   pthread_mutex_unlock(&p->mu);
   if (rc) {
     free(buf);
-    *pzErr = store_mprintf("device %s is full", dev_path(p->pDev));
+    *pzErr = dev_mprintf("device %s is full", dev_path(p->pDev));
     return rc;
   }
   if (pTxn) ext_push(&pTxn->aAlloc, &pTxn->nAlloc, &pTxn->nAllocAlloc, lba, nblk, 0);
@@ -363,7 +363,7 @@ static int refresh(store *p, dev_queue *q, char **pzErr) {
   int rc = read_superblock(p, q, &sb, &bEmpty, pzErr);
   if (rc) return rc;
   if (bEmpty) {
-    *pzErr = store_mprintf("device image %s lost its superblocks", dev_path(p->pDev));
+    *pzErr = dev_mprintf("device image %s lost its superblocks", dev_path(p->pDev));
     return -EBADMSG;
   }
   if (p->pCur && sb.gen == p->sb.gen && sb.catLba == p->sb.catLba) return 0;
@@ -465,7 +465,7 @@ int store_open(dev_device *pDev, dev_queue *q, int bCreate, store **ppStore, cha
     if (bCreate) {
       rc = format_image(p, q, pzErr);
     } else {
-      *pzErr = store_mprintf("%s holds no csq tables (an empty image)", dev_path(pDev));
+      *pzErr = dev_mprintf("%s holds no csq tables (an empty image)", dev_path(pDev));
       rc = -ENOENT;
     }
   } else if (rc == 0) {
@@ -574,14 +574,14 @@ static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, con
   const char *zCol = iChunk == 0 ? "rowid" : pTab->aCol[iChunk - 1].zName;
   if (rc) {
     char *z = io_errmsg(p, q, rc, "reading");
-    *pzErr = store_mprintf("table '%s', column '%s': %s", pTab->zName, zCol, z ? z : "");
+    *pzErr = dev_mprintf("table '%s', column '%s': %s", pTab->zName, zCol, z ? z : "");
     free(z);
     free(buf);
     return rc;
   }
   const uint8_t *pChunk = buf + (pC->off - first * CSQ_LBA_SIZE);
   if (XXH3_64bits(pChunk, pC->len) != pC->xxh3) {
-    *pzErr = store_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
+    *pzErr = dev_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
                            "%llu-%llu is damaged (checksum mismatch)",
                            dev_path(p->pDev), pTab->zName, zCol,
                            (unsigned long long)(pRg->lba + first),
@@ -607,14 +607,14 @@ int store_read_chunks(store *p, dev_queue *q, const store_table *pTab, const sto
     free(buf);
     if (rc) {
       if (rc != -ENOMEM)
-        *pzErr = store_mprintf("device image %s: table '%s': the chunk of column %d at block %llu "
+        *pzErr = dev_mprintf("device image %s: table '%s': the chunk of column %d at block %llu "
                                "does not decode",
                                dev_path(p->pDev), pTab->zName, aiCol[i],
                                (unsigned long long)pRg->lba);
       return rc;
     }
     if (aOut[i].n < pRg->nRow) {
-      *pzErr = store_mprintf("device image %s: table '%s': row group at block %llu is short",
+      *pzErr = dev_mprintf("device image %s: table '%s': row group at block %llu is short",
                              dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->lba);
       return -EBADMSG;
     }
@@ -672,7 +672,7 @@ int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn
   int waited = 0;
   while (pthread_mutex_trylock(&p->writer) != 0) {
     if (waited >= busyTimeoutMs) {
-      *pzErr = store_mprintf("device %s is locked by another writer", dev_path(p->pDev));
+      *pzErr = dev_mprintf("device %s is locked by another writer", dev_path(p->pDev));
       return -EBUSY;
     }
     ms_sleep(2);
@@ -684,7 +684,7 @@ int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn
     if (rc) {
       pthread_mutex_unlock(&p->writer);
       if (rc == CSQ_SC_RESV_CONFLICT || rc == -EBUSY) {
-        *pzErr = store_mprintf("device %s is locked by another process", dev_path(p->pDev));
+        *pzErr = dev_mprintf("device %s is locked by another process", dev_path(p->pDev));
         return -EBUSY;
       }
       *pzErr = io_errmsg(p, q, rc, "reservation acquire");
@@ -745,7 +745,7 @@ fail:
   }
   if (p->bShared) dev_resv_release(q);
   pthread_mutex_unlock(&p->writer);
-  if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+  if (rc == -ENOMEM && !*pzErr) *pzErr = dev_mprintf("out of memory");
   return rc;
 }
 
@@ -760,7 +760,7 @@ int store_txn_dirty(const store_txn *t) { return t->bDirty; }
 int store_txn_create_table(store_txn *t, const char *zName, int nCol, const store_col *aCol,
                            char **pzErr) {
   if (store_txn_table(t, zName)) {
-    *pzErr = store_mprintf("table %s already exists on device %s", zName, dev_path(t->p->pDev));
+    *pzErr = dev_mprintf("table %s already exists on device %s", zName, dev_path(t->p->pDev));
     return -EEXIST;
   }
   store_table *pTab = calloc(1, sizeof(*pTab));
@@ -828,19 +828,19 @@ int store_txn_drop_table(store_txn *t, const char *zName, char **pzErr) {
     t->bDirty = 1;
     return 0;
   }
-  *pzErr = store_mprintf("no table %s on device %s", zName, dev_path(t->p->pDev));
+  *pzErr = dev_mprintf("no table %s on device %s", zName, dev_path(t->p->pDev));
   return -ENOENT;
 }
 
 int store_txn_rename_table(store_txn *t, const char *zOld, const char *zNew, char **pzErr) {
   store_table *pTab = store_txn_table(t, zOld);
   if (!pTab) {
-    *pzErr = store_mprintf("no table %s on device %s", zOld, dev_path(t->p->pDev));
+    *pzErr = dev_mprintf("no table %s on device %s", zOld, dev_path(t->p->pDev));
     return -ENOENT;
   }
   store_table *pOther = store_txn_table(t, zNew);
   if (pOther && pOther != pTab) {
-    *pzErr = store_mprintf("table %s already exists on device %s", zNew, dev_path(t->p->pDev));
+    *pzErr = dev_mprintf("table %s already exists on device %s", zNew, dev_path(t->p->pDev));
     return -EEXIST;
   }
   char *z = strdup(zNew);
@@ -912,7 +912,7 @@ static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32
     pC->zone = info.zone;
     off = (off + anEnc[c] + 7) & ~(uint64_t)7;
     if (off > UINT32_MAX - CSQ_LBA_SIZE) {
-      *pzErr = store_mprintf("table %s: a row group would exceed 4 GiB; insert fewer rows per "
+      *pzErr = dev_mprintf("table %s: a row group would exceed 4 GiB; insert fewer rows per "
                              "transaction or use a smaller rowgroup= option",
                              pTab->zName);
       rc = -EFBIG;
@@ -932,7 +932,7 @@ static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32
   rc = space_alloc(&t->p->space, nblk, &pRg->lba);
   pthread_mutex_unlock(&t->p->mu);
   if (rc) {
-    *pzErr = store_mprintf("device %s is full", dev_path(t->p->pDev));
+    *pzErr = dev_mprintf("device %s is full", dev_path(t->p->pDev));
     goto done;
   }
   pRg->nblk = (uint32_t)nblk;
@@ -952,7 +952,7 @@ done:
       /* stays recorded in aAlloc: rollback returns it */
     }
     store_rg_unref(pRg);
-    if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+    if (rc == -ENOMEM && !*pzErr) *pzErr = dev_mprintf("out of memory");
     return rc;
   }
   *ppRg = pRg;
@@ -1020,7 +1020,7 @@ done:
   free(aOld);
   free(aiCol);
   free(aSel);
-  if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+  if (rc == -ENOMEM && !*pzErr) *pzErr = dev_mprintf("out of memory");
   return rc;
 }
 
@@ -1217,7 +1217,7 @@ int store_txn_commit(store_txn *t, char **pzErr) {
       s->nTab = 0;
       free(s);
     }
-    if (rc == -ENOMEM && !*pzErr) *pzErr = store_mprintf("out of memory");
+    if (rc == -ENOMEM && !*pzErr) *pzErr = dev_mprintf("out of memory");
     txn_free(t, 0);
     return rc;
   }

@@ -85,6 +85,5 @@ uint64_t srd_u64(store_rd *r);
 int srd_bytes(store_rd *r, void *p, size_t n);
 char *srd_str(store_rd *r); /* malloc'd, NUL-terminated; NULL when bad */
 
-char *store_mprintf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
 
 #endif /* CSQ_DEVICE_STORE_INT_H */
