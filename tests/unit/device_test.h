@@ -13,18 +13,7 @@
 #include <unistd.h>
 
 #include "device/driver.h"
-
-static int nFail = 0;
-static int nCheck = 0;
-
-#define CHECK(cond)                                                                  \
-  do {                                                                               \
-    nCheck++;                                                                        \
-    if (!(cond)) {                                                                   \
-      nFail++;                                                                       \
-      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #cond);                         \
-    }                                                                                \
-  } while (0)
+#include "check.h"
 
 #define CHECK_RC(expr, want)                                                         \
   do {                                                                               \

@@ -31,15 +31,8 @@
 #include "device/nvme_discover.h"
 #include "device/nvme_passthru.h"
 #include "device/ptype.h"
+#include "check.h"
 
-static int nFail = 0;
-#define CHECK(x)                                                           \
-  do {                                                                     \
-    if (!(x)) {                                                            \
-      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #x);                  \
-      nFail++;                                                             \
-    }                                                                      \
-  } while (0)
 #define CHECK_RC(rc, q)                                                    \
   do {                                                                     \
     int rc_ = (rc);                                                        \

@@ -16,36 +16,11 @@
 #include <xxhash.h>
 
 #include "device/chunk.h"
+#include "check.h"
 
-static int nFail = 0;
-#define CHECK(c)                                                     \
-  do {                                                               \
-    if (!(c)) {                                                      \
-      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);            \
-      nFail++;                                                       \
-    }                                                                \
-  } while (0)
-#define CHECKM(c, ...)                                                \
-  do {                                                                \
-    if (!(c)) {                                                       \
-      printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);             \
-      printf(__VA_ARGS__);                                            \
-      printf("\n");                                                   \
-      nFail++;                                                        \
-    }                                                                 \
-  } while (0)
 
 #define M(c) (uint8_t)(1u << (c))
 
-/* xorshift64*: reproducible data. */
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-  rng ^= rng >> 12;
-  rng ^= rng << 25;
-  rng ^= rng >> 27;
-  return rng * 0x2545F4914F6CDD1Dull;
-}
-static uint64_t rndn(uint64_t n) { return n ? rnd() % n : 0; }
 
 static double now(void) {
   struct timespec ts;
@@ -236,35 +211,35 @@ static size_t round_trip(const char *zName, const csq_vec *v, uint32_t i0, uint3
   size_t nP = 0;
   csq_chunk_info info;
   int rc = csq_chunk_encode(v, i0, n, &p, &nP, &info);
-  CHECKM(rc == 0, "%s: encode rc=%d", zName, rc);
+  CHECK(rc == 0, "%s: encode rc=%d", zName, rc);
   if (rc) return 0;
-  CHECKM(info.nBytes == nP && info.xxh3 == XXH3_64bits(p, nP), "%s: info size/hash", zName);
-  CHECKM(expectEnc == 0 || info.enc == expectEnc, "%s: enc %s, expected %s", zName, enc_name(info.enc),
+  CHECK(info.nBytes == nP && info.xxh3 == XXH3_64bits(p, nP), "%s: info size/hash", zName);
+  CHECK(expectEnc == 0 || info.enc == expectEnc, "%s: enc %s, expected %s", zName, enc_name(info.enc),
          enc_name(expectEnc));
   csq_zone z;
   brute_zone(v, i0, n, &z);
-  CHECKM(same_zone(&info.zone, &z, zName), "%s: zone", zName);
-  CHECKM(csq_chunk_verify(p, nP) == 0, "%s: verify", zName);
+  CHECK(same_zone(&info.zone, &z, zName), "%s: zone", zName);
+  CHECK(csq_chunk_verify(p, nP) == 0, "%s: verify", zName);
 
   csq_vec d;
   csq_vec_init(&d);
   csq_vec_push_bytes(&d, CSQ_BLOB, "pre", 3);
   rc = csq_chunk_decode(p, nP, &d);
-  CHECKM(rc == 0, "%s: decode rc=%d", zName, rc);
+  CHECK(rc == 0, "%s: decode rc=%d", zName, rc);
   if (rc == 0) {
-    CHECKM(d.n == n + 1, "%s: decoded %u values, expected %u", zName, d.n - 1, n);
-    CHECKM(d.n == n + 1 && same_values(v, i0, &d, 1, n), "%s: values differ", zName);
+    CHECK(d.n == n + 1, "%s: decoded %u values, expected %u", zName, d.n - 1, n);
+    CHECK(d.n == n + 1 && same_values(v, i0, &d, 1, n), "%s: values differ", zName);
     uint8_t mask = M(CSQ_BLOB);
     for (uint32_t k = 0; k < d.n; k++) mask |= M(d.aCls[k]);
-    CHECKM(d.clsMask == mask, "%s: decoded clsMask %x, expected %x", zName, d.clsMask, mask);
-    CHECKM(view_agrees(p, nP, &d, 1), "%s: view disagrees with decode", zName);
+    CHECK(d.clsMask == mask, "%s: decoded clsMask %x, expected %x", zName, d.clsMask, mask);
+    CHECK(view_agrees(p, nP, &d, 1), "%s: view disagrees with decode", zName);
   }
   /* A larger buffer (block-rounded read) decodes the same. */
   uint8_t *q = malloc(nP + 4096);
   memcpy(q, p, nP);
   memset(q + nP, 0xA5, 4096);
   csq_vec_reset(&d);
-  CHECKM(csq_chunk_decode(q, nP + 4096, &d) == 0 && d.n == n && same_values(v, i0, &d, 0, n),
+  CHECK(csq_chunk_decode(q, nP + 4096, &d) == 0 && d.n == n && same_values(v, i0, &d, 0, n),
          "%s: decode from a longer buffer", zName);
   free(q);
   csq_vec_free(&d);
@@ -628,8 +603,8 @@ static void corrupt_one(const char *zName, const csq_vec *v, uint32_t i0, uint32
       if (rc != 0 && rc != -EBADMSG) nBadFlip++;
     }
   }
-  CHECKM(nBadFlip == 0, "%s: %d flips not reported as -EBADMSG", zName, nBadFlip);
-  CHECKM(nBadTrunc == 0, "%s: %d truncations not reported as -EBADMSG", zName, nBadTrunc);
+  CHECK(nBadFlip == 0, "%s: %d flips not reported as -EBADMSG", zName, nBadFlip);
+  CHECK(nBadTrunc == 0, "%s: %d truncations not reported as -EBADMSG", zName, nBadTrunc);
   (void)nAccepted;
   free(q);
   free(p);

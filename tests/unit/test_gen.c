@@ -17,18 +17,9 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "check.h"
 
-static int nFail;
 
-#define CHECK(cond, ...)                                                                           \
-  do {                                                                                             \
-    if (!(cond)) {                                                                                 \
-      nFail++;                                                                                     \
-      printf("FAIL %s:%d: ", __FILE__, __LINE__);                                                  \
-      printf(__VA_ARGS__);                                                                         \
-      printf("\n");                                                                                \
-    }                                                                                              \
-  } while (0)
 
 /* Appends the text form of one row (as the CSV writer would) to an XXH3 state. */
 static void hash_row(XXH3_state_t *h, const gen_col *aCol, int nCol, const char *pRow) {

@@ -16,15 +16,8 @@
 #include "device/backend.h"
 #include "device/driver.h"
 #include "device/nvme_passthru.h"
+#include "check.h"
 
-static int nFail = 0;
-#define CHECK(x)                                                        \
-  do {                                                                  \
-    if (!(x)) {                                                         \
-      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #x);               \
-      nFail++;                                                          \
-    }                                                                   \
-  } while (0)
 
 static csq_sqe nvm_sqe(uint8_t op, uint64_t slba, uint32_t nlb, uint64_t addr) {
   csq_sqe s;

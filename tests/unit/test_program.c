@@ -21,29 +21,9 @@
 #include "device/program.h"
 #include "device/ptype.h"
 #include "device/store.h"
+#include "check.h"
 
-static int nFail = 0, nCheck = 0;
-#define CHECK(c, ...)                                           \
-  do {                                                          \
-    nCheck++;                                                   \
-    if (!(c)) {                                                 \
-      if (nFail < 50) {                                         \
-        printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #c);     \
-        printf(__VA_ARGS__);                                    \
-        printf("\n");                                           \
-      }                                                         \
-      nFail++;                                                  \
-    }                                                           \
-  } while (0)
 
-static uint64_t rng = 0x243F6A8885A308D3ull;
-static uint64_t rnd(void) {
-  rng ^= rng >> 12;
-  rng ^= rng << 25;
-  rng ^= rng >> 27;
-  return rng * 0x2545F4914F6CDD1Dull;
-}
-static uint64_t rndn(uint64_t n) { return n ? rnd() % n : 0; }
 
 /* ---- verifier corpus ---- */
 
@@ -802,6 +782,7 @@ static void test_faults(void) {
 }
 
 int main(void) {
+  rng = 0x243F6A8885A308D3ull; /* the data this test was written with */
   csq_exec_register();
   test_verifier();
   test_executor();

@@ -19,27 +19,9 @@
 #include "device/program.h"
 #include "device/scan.h"
 #include "device/store.h"
+#include "check.h"
 
-static int nFail = 0;
-#define CHECK(c, ...)                                       \
-  do {                                                      \
-    if (!(c)) {                                             \
-      if (nFail < 40) {                                     \
-        printf("FAIL %s:%d: %s: ", __FILE__, __LINE__, #c); \
-        printf(__VA_ARGS__);                                \
-        printf("\n");                                       \
-      }                                                     \
-      nFail++;                                              \
-    }                                                       \
-  } while (0)
 
-static uint64_t rng = 0x9E3779B97F4A7C15ull;
-static uint64_t rnd(void) {
-  rng ^= rng >> 12;
-  rng ^= rng << 25;
-  rng ^= rng >> 27;
-  return rng * 0x2545F4914F6CDD1Dull;
-}
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);

@@ -9,15 +9,8 @@
 #include <string.h>
 
 #include "device/vec.h"
+#include "check.h"
 
-static int nFail = 0;
-#define CHECK(c)                                                     \
-  do {                                                               \
-    if (!(c)) {                                                      \
-      printf("FAIL %s:%d: %s\n", __FILE__, __LINE__, #c);            \
-      nFail++;                                                       \
-    }                                                                \
-  } while (0)
 
 #define M(c) (uint8_t)(1u << (c))
 
