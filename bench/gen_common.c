@@ -315,3 +315,9 @@ int64_t gen_scaled(int64_t base, double sf) {
   int64_t n = (int64_t)((double)base * sf + 1e-6);
   return n < 1 ? 1 : n;
 }
+
+void gen_key_name(char *z, const char *zPrefix, int64_t key) {
+  int n = gen_copy(z, zPrefix);
+  gen_fmt_padded(z + n, (uint64_t)key, 9);
+  z[n + 9] = 0;
+}

@@ -69,6 +69,15 @@ typedef struct gen_col {
   uint8_t nDec; /* GEN_REAL: decimals the value is exact to (for text output) */
 } gen_col;
 
+/* One table of a benchmark: its name, columns and row struct size. */
+typedef struct gen_table {
+  const char *zName;
+  const gen_col *aCol;
+  int nCol;
+  size_t szRow;
+} gen_table;
+#define GEN_TABLE(name, cols, S) {name, cols, (int)(sizeof(cols) / sizeof(cols[0])), sizeof(S)}
+
 /* ---- calendar ---------------------------------------------------------- */
 
 /* Day numbers count from 1992-01-01 (day 0). The calendar covers
@@ -140,6 +149,8 @@ int gen_fmt_i64(char *z, int64_t v);
 
 /* v as exactly nWidth digits, zero padded (v < 10^nWidth); no terminator. */
 void gen_fmt_padded(char *z, uint64_t v, int nWidth);
+/* "Prefix#000000042" into z: the prefix then a 9-digit zero-padded key. */
+void gen_key_name(char *z, const char *zPrefix, int64_t key);
 
 /* A value with nDec decimals from its scaled integer (e.g. cents and 2 ->
 ** "-12.05"); no terminator; returns the length. */

@@ -76,14 +76,8 @@ static const gen_col aLineorderCol[] = {
     COL_I(ssb_lineorder, lo_tax),           COL_I(ssb_lineorder, lo_commitdate),
     COL_T(ssb_lineorder, lo_shipmode)};
 
-static const struct {
-  const char *zName;
-  const gen_col *aCol;
-  int nCol;
-  size_t szRow;
-} aSsbTable[SSB_NTABLE] = {
-#define T(name, cols, S)                                                                           \
-  { name, cols, (int)(sizeof(cols) / sizeof(cols[0])), sizeof(S) }
+static const gen_table aSsbTable[SSB_NTABLE] = {
+#define T GEN_TABLE
     T("dwdate", aDateCol, ssb_dwdate),
     T("supplier", aSsbSupplierCol, ssb_supplier),
     T("customer", aSsbCustomerCol, ssb_customer),
@@ -229,12 +223,6 @@ void ssb_gen_close(ssb_gen *g) {
   free(g);
 }
 
-static void ssb_key_name(char *z, const char *zPrefix, int64_t key) {
-  int n = gen_copy(z, zPrefix);
-  gen_fmt_padded(z + n, (uint64_t)key, 9);
-  z[n + 9] = 0;
-}
-
 /* SSB city: the nation name cut or space-padded to 9 characters, then a digit. */
 static void ssb_city(char *z, int nation, int digit) {
   const char *zNation = gen_aNation[nation];
@@ -287,7 +275,7 @@ static void ssb_make_supplier(ssb_gen *g, int64_t i, ssb_supplier *p) {
   gen_rng r;
   gen_rng_seed(&r, g->seed, ST_SSB_SUPPLIER, (uint64_t)i);
   p->s_suppkey = i + 1;
-  ssb_key_name(p->s_name, "Supplier#", i + 1);
+  gen_key_name(p->s_name, "Supplier#", i + 1);
   gen_vstring(&r, p->s_address, 10, 25);
   int nation = (int)gen_rand(&r, 0, 24);
   ssb_city(p->s_city, nation, (int)gen_rand(&r, 0, 9));
@@ -300,7 +288,7 @@ static void ssb_make_customer(ssb_gen *g, int64_t i, ssb_customer *p) {
   gen_rng r;
   gen_rng_seed(&r, g->seed, ST_SSB_CUSTOMER, (uint64_t)i);
   p->c_custkey = i + 1;
-  ssb_key_name(p->c_name, "Customer#", i + 1);
+  gen_key_name(p->c_name, "Customer#", i + 1);
   gen_vstring(&r, p->c_address, 10, 25);
   int nation = (int)gen_rand(&r, 0, 24);
   ssb_city(p->c_city, nation, (int)gen_rand(&r, 0, 9));

@@ -81,14 +81,8 @@ static const gen_col aLineitemCol[] = {
     COL_T(tpch_lineitem, l_receiptdate), COL_T(tpch_lineitem, l_shipinstruct),
     COL_T(tpch_lineitem, l_shipmode),    COL_T(tpch_lineitem, l_comment)};
 
-static const struct {
-  const char *zName;
-  const gen_col *aCol;
-  int nCol;
-  size_t szRow;
-} aTable[TPCH_NTABLE] = {
-#define T(name, cols, S)                                                                           \
-  { name, cols, (int)(sizeof(cols) / sizeof(cols[0])), sizeof(S) }
+static const gen_table aTable[TPCH_NTABLE] = {
+#define T GEN_TABLE
     T("region", aRegionCol, tpch_region),
     T("nation", aNationCol, tpch_nation),
     T("supplier", aSupplierCol, tpch_supplier),
@@ -256,13 +250,6 @@ void tpch_gen_close(tpch_gen *g) {
   free(g);
 }
 
-/* "Prefix#000000042" into z: the prefix then a 9-digit zero-padded key. */
-static void key_name(char *z, const char *zPrefix, int64_t key) {
-  int n = gen_copy(z, zPrefix);
-  gen_fmt_padded(z + n, (uint64_t)key, 9);
-  z[n + 9] = 0;
-}
-
 static void make_region(tpch_gen *g, int64_t i, tpch_region *p) {
   gen_rng r;
   gen_rng_seed(&r, g->seed, ST_REGION, (uint64_t)i);
@@ -286,7 +273,7 @@ static void make_supplier(tpch_gen *g, int64_t i, tpch_supplier *p) {
   gen_rng r;
   gen_rng_seed(&r, g->seed, ST_SUPPLIER, (uint64_t)i);
   p->s_suppkey = i + 1;
-  key_name(p->s_name, "Supplier#", i + 1);
+  gen_key_name(p->s_name, "Supplier#", i + 1);
   gen_vstring(&r, p->s_address, 10, 40);
   p->s_nationkey = gen_rand(&r, 0, 24);
   gen_phone(&r, p->s_phone, (int)p->s_nationkey);
@@ -305,7 +292,7 @@ static void make_customer(tpch_gen *g, int64_t i, tpch_customer *p) {
   gen_rng r;
   gen_rng_seed(&r, g->seed, ST_CUSTOMER, (uint64_t)i);
   p->c_custkey = i + 1;
-  key_name(p->c_name, "Customer#", i + 1);
+  gen_key_name(p->c_name, "Customer#", i + 1);
   gen_vstring(&r, p->c_address, 10, 40);
   p->c_nationkey = gen_rand(&r, 0, 24);
   gen_phone(&r, p->c_phone, (int)p->c_nationkey);
@@ -379,7 +366,7 @@ static void make_orders(tpch_gen *g, int64_t i, tpch_orders *p) {
   p->o_totalprice = (double)total / 100.0;
   memcpy(p->o_orderdate, gen_aDay[od->orderDay].zIso, 11);
   gen_copy(p->o_orderpriority, gen_aPriority[od->prio]);
-  key_name(p->o_clerk, "Clerk#", od->clerk);
+  gen_key_name(p->o_clerk, "Clerk#", od->clerk);
   p->o_shippriority = 0;
   gen_text_copy(p->o_comment, od->offComment, od->nComment);
 }
