@@ -23,7 +23,9 @@ SF      ?= 0.1
 # Library sources: every .c of the layers, except programs (*_main.c).
 LIB_SRC := $(filter-out %_main.c,$(wildcard ext/*.c vtab/*.c planner/*.c device/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
-HDRS    := $(wildcard */*.h csq.h)
+# headers the library is built from; bench/ and tests/ headers only rebuild their own programs
+HDRS    := $(wildcard ext/*.h vtab/*.h planner/*.h device/*.h csq.h)
+TEST_HDRS := $(wildcard tests/unit/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
 BENCH_SRC := $(filter-out %_main.c,$(wildcard bench/*.c))
@@ -49,11 +51,11 @@ $(BUILD)/csq.so: $(LIB_OBJ)
 $(BUILD)/csq: $(SHELL_MAIN) $(BUILD)/libcsq.a $(HDRS)
 	$(CC) $(CFLAGS) -o $@ $(SHELL_MAIN) $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcsq.a $(HDRS)
+$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcsq.a $(HDRS) $(TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/bench/%: bench/%_main.c $(BENCH_SRC) $(BUILD)/libcsq.a $(HDRS)
+$(BUILD)/bench/%: bench/%_main.c $(BENCH_SRC) $(wildcard bench/*.h) $(BUILD)/libcsq.a $(HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -o $@ $< $(BENCH_SRC) $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
 
@@ -91,7 +93,7 @@ clean:
 $(BUILD)/tests/test_gen: $(BENCH_SRC) $(wildcard bench/*.h)
 
 # The nvme backend's VM test runs a static guest program inside QEMU
-$(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c $(BUILD)/libcsq.a $(HDRS)
+$(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c $(BUILD)/libcsq.a $(HDRS) $(TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnvme) \
 	  -static -o $@ $< $(BUILD)/libcsq.a $(shell pkg-config --static --libs libnvme liburing libxxhash) -lpthread -lm 2>&1 \
