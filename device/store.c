@@ -139,7 +139,6 @@ void store_snap_unref(store_snap *s) {
   if (n == 0) {
     store_snap_free_tables(s);
     free(s);
-    store_unref(p);
   }
 }
 
@@ -372,7 +371,6 @@ static int refresh(store *p, dev_queue *q, char **pzErr) {
   rc = read_catalog(p, q, &sb, &s, &nextTabId, pzErr);
   if (rc) return rc;
   s->nRef = 1;
-  p->nRef++;
   snap_link(p, s);
   store_snap *pOld = p->pCur;
   p->pCur = s;
@@ -389,7 +387,6 @@ static int refresh(store *p, dev_queue *q, char **pzErr) {
         }
       store_snap_free_tables(pOld);
       free(pOld);
-      p->nRef--;
     }
   }
   return 0;
@@ -427,7 +424,6 @@ static int format_image(store *p, dev_queue *q, char **pzErr) {
     free(s);
     return rc;
   }
-  p->nRef++;
   snap_link(p, s);
   p->pCur = s;
   p->sb = sb;
@@ -488,38 +484,30 @@ int store_open(dev_device *pDev, dev_queue *q, int bCreate, store **ppStore, cha
   return 0;
 }
 
-/* The store's own reference on pCur counts in nRef, so the last user's
-** unref sees nRef == 1 (that self reference) and tears down. */
+/* Snapshots do not hold the store: whoever holds a snapshot (a cursor, a
+** transaction) also holds the store, through its table or connection, and
+** releases the snapshot first. So the last reference here frees the store
+** together with its own reference on the current snapshot. */
 void store_unref(store *p) {
   if (!p) return;
   pthread_mutex_lock(&g_storeMu);
-  pthread_mutex_lock(&p->mu);
   int n = --p->nRef;
-  int bLast = n == 1 && p->pCur && p->pCur->nRef == 1 && p->pLive == p->pCur &&
-              p->pCur->pNextLive == NULL;
-  if (n == 0 || bLast) {
+  if (n == 0) {
     for (store **pp = &g_stores; *pp; pp = &(*pp)->pNext)
       if (*pp == p) {
         *pp = p->pNext;
         break;
       }
   }
-  pthread_mutex_unlock(&p->mu);
   pthread_mutex_unlock(&g_storeMu);
-  if (bLast) {
-    store_snap *s = p->pCur;
-    store_snap_free_tables(s);
-    free(s);
-    n = 0;
-  }
-  if (n == 0) {
-    dev_unref(p->pDev);
-    space_clear(&p->space);
-    free(p->aPend);
-    pthread_mutex_destroy(&p->mu);
-    pthread_mutex_destroy(&p->writer);
-    free(p);
-  }
+  if (n > 0) return;
+  store_snap_unref(p->pCur);
+  dev_unref(p->pDev);
+  space_clear(&p->space);
+  free(p->aPend);
+  pthread_mutex_destroy(&p->mu);
+  pthread_mutex_destroy(&p->writer);
+  free(p);
 }
 
 dev_device *store_device(store *p) { return p->pDev; }
@@ -1230,7 +1218,6 @@ int store_txn_commit(store_txn *t, char **pzErr) {
   ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, p->sb.catLba, p->sb.catBlocks, s->gen);
   for (int i = 0; i < t->nFree; i++)
     ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->aFree[i].lba, t->aFree[i].nblk, s->gen);
-  p->nRef++;
   snap_link(p, s);
   store_snap *pOld = p->pCur;
   p->pCur = s;

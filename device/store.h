@@ -88,7 +88,7 @@ struct store_snap {
   uint64_t gen;       /* generation */
   int nTab;
   store_table **apTab;
-  store *pStore;      /* owner (holds a reference) */
+  store *pStore;      /* owner; a snapshot must be released before the store */
   store_snap *pNextLive; /* the store's list of snapshots still referenced */
 };
 
@@ -148,6 +148,7 @@ int store_txn_dirty(const store_txn *pTxn);
 /* Row groups and tables are reference counted / owned as described above. */
 void store_rg_unref(store_rg *pRg);
 void store_table_free(store_table *pTab);
+store_table *store_table_clone(const store_table *pTab); /* shares (references) row groups */
 
 /* Space accounting for csq_devices: blocks in use / high-water mark. */
 void store_space(store *p, uint64_t *pnUsed, uint64_t *pnHigh);

@@ -37,7 +37,6 @@ int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOu
 int store_cat_decode(const uint8_t *p, size_t n, store_snap **ppSnap, uint32_t *pNextTabId,
                      char **pzErr);
 void store_snap_free_tables(store_snap *pSnap);
-store_table *store_table_clone(const store_table *pTab); /* shares row groups */
 store_rg *store_rg_clone(const store_rg *pRg);           /* private copy, nRef = 1 */
 
 /* space.c: extents of free blocks. */
