@@ -87,9 +87,5 @@ typedef struct dev_io_acct {
 ** be NULL). Atomic adds, so device threads may account concurrently while the
 ** host reads. Implemented in driver.c; usable by every backend. */
 void dev_stats_account(dev_stats *p, const csq_sqe *pSqe, uint16_t sf, const dev_io_acct *pAcct);
-/* Atomically add every counter of pSrc into pDst (program counters etc.). */
-void dev_stats_add(dev_stats *pDst, const dev_stats *pSrc);
-/* Atomic snapshot-copy of pSrc (a live counter block) into pDst. */
-void dev_stats_snapshot(dev_stats *pDst, const dev_stats *pSrc);
 
 #endif /* CSQ_DEVICE_BACKEND_H */

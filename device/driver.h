@@ -83,6 +83,10 @@ const csq_id_vs *dev_caps(const dev_device *pDev);
 uint64_t dev_nvm_blocks(const dev_device *pDev);
 /* Device-wide counters (a snapshot). */
 void dev_device_stats(dev_device *pDev, dev_stats *pOut);
+/* Atomically add every counter of pSrc into pDst. */
+void dev_stats_add(dev_stats *pDst, const dev_stats *pSrc);
+/* Atomic snapshot-copy of pSrc (a live counter block) into pDst. */
+void dev_stats_snapshot(dev_stats *pDst, const dev_stats *pSrc);
 
 /* Queue pairs. One per connection / thread; a queue is not thread safe. */
 int dev_queue_open(dev_device *pDev, dev_queue **ppQ);

@@ -20,16 +20,10 @@ vt_conn *vt_conn_new(sqlite3 *db) {
   return p;
 }
 
-static void stats_add(dev_stats *pTo, const dev_stats *pFrom) {
-  const uint64_t *a = (const uint64_t *)pFrom;
-  uint64_t *b = (uint64_t *)pTo;
-  for (size_t i = 0; i < sizeof(dev_stats) / sizeof(uint64_t); i++) b[i] += a[i];
-}
-
 static void dev_close(vt_conn *pConn, vt_dev *d) {
   if (d->pTxn) store_txn_rollback(d->pTxn);
   if (d->pQ) {
-    stats_add(&pConn->closed, dev_queue_stats(d->pQ));
+    dev_stats_add(&pConn->closed, dev_queue_stats(d->pQ));
   }
   if (d->pStore) store_unref(d->pStore);
   if (d->pQ) dev_queue_close(d->pQ);
@@ -142,7 +136,7 @@ void vt_dev_release(vt_conn *pConn, vt_dev *d) {
 
 void vt_conn_stats(vt_conn *pConn, dev_stats *pOut) {
   *pOut = pConn->closed;
-  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) stats_add(pOut, dev_queue_stats(d->pQ));
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) dev_stats_add(pOut, dev_queue_stats(d->pQ));
 }
 
 void vt_conn_stats_reset(vt_conn *pConn) {

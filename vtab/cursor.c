@@ -106,11 +106,8 @@ static void cursor_reset(vt_cursor *c, int nCol) {
   if (c->pSnap) store_snap_unref(c->pSnap);
   c->pSnap = NULL;
   c->pTab = NULL;
-  if (c->pTabCopy) {
-    c->pTabCopy->nRg = 0; /* row groups are referenced by apRg */
-    store_table_free(c->pTabCopy);
-    c->pTabCopy = NULL;
-  }
+  store_table_free(c->pTabCopy);
+  c->pTabCopy = NULL;
   c->bEof = 1;
 }
 
@@ -251,19 +248,9 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
   if (c->pSnap) {
     c->pTab = pTab;
   } else {
-    /* a transaction's working table changes as it writes: keep what the
-    ** decoders need (columns) in a private copy */
-    c->pTabCopy = calloc(1, sizeof(store_table));
+    /* a transaction's working table changes as it writes: read a copy */
+    c->pTabCopy = store_table_clone(pTab);
     if (!c->pTabCopy) return SQLITE_NOMEM;
-    c->pTabCopy->zName = strdup(pTab->zName);
-    c->pTabCopy->nCol = pTab->nCol;
-    c->pTabCopy->aCol = calloc((size_t)pTab->nCol, sizeof(store_col));
-    if (!c->pTabCopy->zName || !c->pTabCopy->aCol) return SQLITE_NOMEM;
-    for (int i = 0; i < pTab->nCol; i++) {
-      c->pTabCopy->aCol[i].zName = strdup(pTab->aCol[i].zName);
-      c->pTabCopy->aCol[i].zType = strdup(pTab->aCol[i].zType);
-      if (!c->pTabCopy->aCol[i].zName || !c->pTabCopy->aCol[i].zType) return SQLITE_NOMEM;
-    }
     c->pTab = c->pTabCopy;
     /* rows still in the write buffer */
     uint32_t nBuf = p->aBuf ? p->aBuf[0].n : 0;
