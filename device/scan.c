@@ -207,6 +207,18 @@ static uint64_t job_bytes(const dev_scan *s, const store_rg *pRg) {
   return pad8(n);
 }
 
+/* Record merged range number n ([r0, r1) of the row group at lba) in aLba
+** (may be NULL) and return the input-area position after it. */
+static uint64_t close_range(csq_lba_range *aLba, int n, uint64_t lba, uint64_t r0, uint64_t r1,
+                            uint64_t pos) {
+  if (aLba) {
+    aLba[n - 1].nsid = CSQ_NSID_NVM;
+    aLba[n - 1].slba = lba + r0;
+    aLba[n - 1].nlb = (uint32_t)(r1 - r0);
+  }
+  return pos + (r1 - r0) * CSQ_LBA_SIZE;
+}
+
 /* Block ranges covering the program's chunks, merged, in ascending order;
 ** aOff[i] receives input slot i's byte offset in the input area. Returns the
 ** number of ranges (aLba may be NULL to count), or -1 if a chunk is missing. */
@@ -237,14 +249,7 @@ static int chunk_ranges(const dev_scan *s, const store_rg *pRg, csq_lba_range *a
   for (int k = 0; k < nIn; k++) {
     int i = aOrd[k];
     if (n == 0 || aB0[i] > r1) {
-      if (n > 0) {
-        if (aLba) {
-          aLba[n - 1].nsid = CSQ_NSID_NVM;
-          aLba[n - 1].slba = pRg->lba + r0;
-          aLba[n - 1].nlb = (uint32_t)(r1 - r0);
-        }
-        pos += (r1 - r0) * CSQ_LBA_SIZE;
-      }
+      if (n > 0) pos = close_range(aLba, n, pRg->lba, r0, r1, pos);
       r0 = aB0[i];
       r1 = aB1[i];
       n++;
@@ -253,14 +258,7 @@ static int chunk_ranges(const dev_scan *s, const store_rg *pRg, csq_lba_range *a
     }
     if (aOff) aOff[i] = pos + (uint64_t)pRg->aChunk[s->prog.aIn[i]].off - r0 * CSQ_LBA_SIZE;
   }
-  if (n > 0) {
-    if (aLba) {
-      aLba[n - 1].nsid = CSQ_NSID_NVM;
-      aLba[n - 1].slba = pRg->lba + r0;
-      aLba[n - 1].nlb = (uint32_t)(r1 - r0);
-    }
-    pos += (r1 - r0) * CSQ_LBA_SIZE;
-  }
+  if (n > 0) pos = close_range(aLba, n, pRg->lba, r0, r1, pos);
   if (pnBytes) *pnBytes = pos;
   return n;
 }
