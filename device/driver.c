@@ -121,13 +121,17 @@ static char *canonical_path(const char *zPath, int bCreate, int *prc, char **pzE
   return NULL;
 }
 
-static void slm_init(dev_device *d) {
+/* The allocator covers the SLM the device reports; a device without csq
+** compute (no capabilities in Identify) is served by the backend's host
+** engine, whose SLM is nHostSlm bytes (dev_options.nSlmBytes). */
+static void slm_init(dev_device *d, uint64_t nHostSlm) {
   pthread_mutex_init(&d->slmMutex, NULL);
-  if (d->caps.magic == CSQ_ID_MAGIC && d->caps.slm_bytes >= 4096) {
+  uint64_t n = d->caps.magic == CSQ_ID_MAGIC ? d->caps.slm_bytes : nHostSlm;
+  if (n >= 4096) {
     d->aFree = malloc(sizeof(slm_ext));
     if (d->aFree) {
       d->aFree[0].addr = 0;
-      d->aFree[0].len = d->caps.slm_bytes & ~(uint64_t)4095;
+      d->aFree[0].len = n & ~(uint64_t)4095;
       d->nFree = d->nFreeAlloc = 1;
     }
   }
@@ -238,7 +242,7 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
   }
   memcpy(&d->nBlocks, pId, sizeof(uint64_t)); /* nvme_id_ns.nsze, little endian */
   if (d->caps.max_qdepth && d->nDepth > d->caps.max_qdepth) d->nDepth = d->caps.max_qdepth;
-  slm_init(d);
+  slm_init(d, opt.nSlmBytes);
   if (bShare) {
     d->bRegistered = 1;
     d->pNext = pRegistry;

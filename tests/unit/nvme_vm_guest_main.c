@@ -385,6 +385,16 @@ int main(int argc, char **argv) {
   }
   CHECK(strcmp(dev_backend_name(d), "nvme") == 0);
   CHECK(dev_caps(d)->magic == 0); /* a plain device: no csq compute */
+  {
+    /* the host engine's SLM is allocatable like a device's */
+    uint64_t a1 = 1, a2 = 1, aBig = 0;
+    CHECK(dev_slm_alloc(d, 1u << 20, &a1) == 0 && a1 == 0, "first SLM allocation at %llu",
+          (unsigned long long)a1);
+    CHECK(dev_slm_alloc(d, 4096, &a2) == 0 && a2 == (1u << 20));
+    CHECK(dev_slm_alloc(d, 64u << 20, &aBig) != 0, "more SLM than the engine has");
+    dev_slm_free(d, a1);
+    dev_slm_free(d, a2);
+  }
   nBlocks = dev_nvm_blocks(d);
   printf("opened %s: %llu blocks of 4 KiB\n", zPath, (unsigned long long)nBlocks);
   CHECK(nBlocks >= 4096);
