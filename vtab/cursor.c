@@ -12,9 +12,13 @@
 ** handed to SQLite straight from the decoded vectors.
 */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "vtab/vtab.h"
+#include "device/program.h"
+#include "device/scan.h"
+#include "planner/filter.h"
 
 typedef struct vt_cursor {
   sqlite3_vtab_cursor base; /* must be first */
@@ -32,24 +36,142 @@ typedef struct vt_cursor {
   csq_vec *aBuf;            /* copy of the transaction's buffered rows */
   uint8_t *aBufDel;
   uint32_t nBuf;
+  dev_scan *pScan;          /* idxNum 2: the device program's scan */
+  csq_vec *aOut;            /* its output columns: rowids, then the used columns */
+  int nOut;
+  int *aOutOf;              /* nCol + 1: output index of aVec's slot, -1 if not fetched */
   int64_t iLookup;          /* idxNum 1: the rowid sought */
   int bLookup;
   int bEof;
   uint64_t colUsed;
 } vt_cursor;
 
+/* ---- xBestIndex ----------------------------------------------------------
+**
+** Plans (idxNum), and idxStr, which EXPLAIN QUERY PLAN shows as
+** "VIRTUAL TABLE INDEX idxNum:idxStr":
+**   0 "scan;cols=HEX"        every live row; SQLite checks the constraints
+**   1 "rowid-eq;cols=HEX"    argv[0] is the rowid (or its INTEGER PRIMARY KEY
+**                            alias); row groups pruned by their rowid range
+**   2 "device;cols=HEX;T;T..." the terms T run on the device as a program
+**                            (planner/filter.c); argv[i] is term i's value
+** cols is colUsed: the columns the statement reads (bit 63: all from 63 on).
+** A term is "c<chunk>:<op>:<flags>:<aff>": chunk 0 the rowid, 1+c column c;
+** op a CSQ_OP_* name; flags the CSQ_TF_* bits in hex; aff the affinity
+** applied to its values (A none, B text, C numeric).
+**
+** Which constraints go to the device, and which are exact (omit: SQLite
+** does not check them again):
+**   comparisons (= < <= > >= != IS IS NOT) on a column of INTEGER, REAL or
+**     NUMERIC affinity, or the rowid: exact, the value converted by numeric
+**     affinity as SQLite's comparison rules do whatever the right side is;
+**   the same on a TEXT/BLOB column only when the right side is a constant
+**     (sqlite3_vtab_rhs_value): then no affinity of the right side can
+**     convert the column's values; exact;
+**   IS NULL, IS NOT NULL: exact;
+**   IN on a numeric column, with every value in one xFilter
+**     (sqlite3_vtab_in): exact;
+**   LIKE, GLOB: pushed, not exact (LIKE runs case-insensitively, a superset
+**     when PRAGMA case_sensitive_like is on), so SQLite checks again;
+**   only with BINARY, NOCASE or RTRIM collation; anything else stays with
+**     SQLite. LIMIT/OFFSET are not pushed.
+** pushdown=auto pushes only for tables of VT_PUSH_MIN_ROWS rows or more
+** (small tables are cheaper to filter on the host from cached blocks);
+** pushdown=always and never force the choice. xBestIndex has no side
+** effects: it only reads the row count of the last look at the table.
+*/
+
+static const char *const azOp[] = {"",    "eq",    "ne",     "lt",      "le", "gt",   "ge",  "is",
+                                   "isnot", "isnull", "notnull", "between", "in", "like", "glob"};
+
+static int map_op(unsigned char op) {
+  switch (op) {
+  case SQLITE_INDEX_CONSTRAINT_EQ: return CSQ_OP_EQ;
+  case SQLITE_INDEX_CONSTRAINT_NE: return CSQ_OP_NE;
+  case SQLITE_INDEX_CONSTRAINT_LT: return CSQ_OP_LT;
+  case SQLITE_INDEX_CONSTRAINT_LE: return CSQ_OP_LE;
+  case SQLITE_INDEX_CONSTRAINT_GT: return CSQ_OP_GT;
+  case SQLITE_INDEX_CONSTRAINT_GE: return CSQ_OP_GE;
+  case SQLITE_INDEX_CONSTRAINT_IS: return CSQ_OP_IS;
+  case SQLITE_INDEX_CONSTRAINT_ISNOT: return CSQ_OP_ISNOT;
+  case SQLITE_INDEX_CONSTRAINT_ISNULL: return CSQ_OP_ISNULL;
+  case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return CSQ_OP_NOTNULL;
+  case SQLITE_INDEX_CONSTRAINT_LIKE: return CSQ_OP_LIKE;
+  case SQLITE_INDEX_CONSTRAINT_GLOB: return CSQ_OP_GLOB;
+  default: return 0;
+  }
+}
+
+/* Decide one constraint: returns 1 and fills the term text if it is pushed. */
+static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *pTerms,
+                     int *pbOmit, double *pSel) {
+  const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+  int op = map_op(c->op);
+  if (!op) return 0;
+  int bRowid = c->iColumn < 0 || c->iColumn == p->s.iIpk;
+  int iChunk = bRowid ? 0 : c->iColumn + 1;
+  char aff = bRowid ? VT_AFF_INTEGER : p->s.aCol[c->iColumn].aff;
+  int bNumeric = aff >= VT_AFF_NUMERIC;
+  int flags = 0;
+  const char *zColl = sqlite3_vtab_collation(pInfo, i);
+  if (zColl && sqlite3_stricmp(zColl, "NOCASE") == 0) flags = CSQ_TF_NOCASE;
+  else if (zColl && sqlite3_stricmp(zColl, "RTRIM") == 0) flags = CSQ_TF_RTRIM;
+  else if (zColl && sqlite3_stricmp(zColl, "BINARY") != 0) return 0;
+  char cAff = PL_AFF_NONE;
+  int bOmit = 1;
+  double sel = 0.3;
+  sqlite3_value *pRhs = NULL;
+  int bConst = sqlite3_vtab_rhs_value(pInfo, i, &pRhs) == SQLITE_OK;
+  switch (op) {
+  case CSQ_OP_ISNULL:
+    sel = 0.1;
+    break;
+  case CSQ_OP_NOTNULL:
+    sel = 0.9;
+    break;
+  case CSQ_OP_LIKE:
+  case CSQ_OP_GLOB:
+    if (flags) return 0;
+    if (p->pConn->bLikeBlob) flags |= CSQ_TF_BLOB_TEXT;
+    cAff = PL_AFF_TEXT;
+    bOmit = 0;
+    sel = 0.25;
+    break;
+  default:
+    if (bNumeric) cAff = PL_AFF_NUMERIC;
+    else if (bConst) cAff = aff == VT_AFF_TEXT ? PL_AFF_TEXT : PL_AFF_NONE;
+    else return 0;
+    if (op == CSQ_OP_EQ && bNumeric && sqlite3_vtab_in(pInfo, i, -1)) {
+      sqlite3_vtab_in(pInfo, i, 1); /* every IN value in one xFilter */
+      op = CSQ_OP_IN;
+      sel = 0.2;
+    } else if (op == CSQ_OP_EQ || op == CSQ_OP_IS) {
+      sel = bRowid ? 0.0001 : 0.05;
+    } else if (op == CSQ_OP_NE || op == CSQ_OP_ISNOT) {
+      sel = 0.9;
+    }
+  }
+  sqlite3_str_appendf(pTerms, ";c%d:%s:%x:%c", iChunk, azOp[op], flags, cAff);
+  *pbOmit = bOmit;
+  *pSel = sel;
+  return 1;
+}
+
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   vt_tab *p = (vt_tab *)pVtab;
+  double nRow = p->nRowEst > 0 ? (double)p->nRowEst : 1.0;
+  unsigned long long colUsed = (unsigned long long)pInfo->colUsed;
+  int bPush = p->s.ePush == VT_PUSH_ALWAYS ||
+              (p->s.ePush == VT_PUSH_AUTO && p->nRowEst >= VT_PUSH_MIN_ROWS);
   int iEq = -1;
-  for (int i = 0; i < pInfo->nConstraint; i++) {
+  for (int i = 0; i < pInfo->nConstraint && !bPush; i++) {
     const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
-    if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ) continue;
-    if (c->iColumn == -1 || (p->s.iIpk >= 0 && c->iColumn == p->s.iIpk)) {
+    if (c->usable && c->op == SQLITE_INDEX_CONSTRAINT_EQ &&
+        (c->iColumn == -1 || (p->s.iIpk >= 0 && c->iColumn == p->s.iIpk))) {
       iEq = i;
       break;
     }
   }
-  double nRow = p->nRowEst > 0 ? (double)p->nRowEst : 1.0;
   if (iEq >= 0) {
     pInfo->idxNum = 1;
     pInfo->aConstraintUsage[iEq].argvIndex = 1;
@@ -57,15 +179,35 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     pInfo->estimatedCost = 10.0;
     pInfo->estimatedRows = 1;
     pInfo->idxFlags = SQLITE_INDEX_SCAN_UNIQUE;
+    pInfo->idxStr = sqlite3_mprintf("rowid-eq;cols=%llx", colUsed);
   } else {
-    pInfo->idxNum = 0;
-    pInfo->estimatedCost = 100.0 + nRow;
-    pInfo->estimatedRows = (sqlite3_int64)nRow;
+    sqlite3_str *pTerms = sqlite3_str_new(NULL);
+    int nArg = 0;
+    double sel = 1.0;
+    for (int i = 0; i < pInfo->nConstraint && bPush; i++) {
+      int bOmit = 0;
+      double s1 = 1.0;
+      if (!pInfo->aConstraint[i].usable || !plan_term(p, pInfo, i, pTerms, &bOmit, &s1)) continue;
+      pInfo->aConstraintUsage[i].argvIndex = ++nArg;
+      pInfo->aConstraintUsage[i].omit = (unsigned char)bOmit;
+      sel *= s1;
+    }
+    char *zTerms = sqlite3_str_finish(pTerms);
+    if (!zTerms && nArg) return SQLITE_NOMEM;
+    if (nArg > 0) {
+      double nOut = nRow * sel < 1 ? 1 : nRow * sel;
+      pInfo->idxNum = 2;
+      pInfo->estimatedCost = 50.0 + nRow * 0.02 + nOut;
+      pInfo->estimatedRows = (sqlite3_int64)nOut;
+      pInfo->idxStr = sqlite3_mprintf("device;cols=%llx%s", colUsed, zTerms);
+    } else {
+      pInfo->idxNum = 0;
+      pInfo->estimatedCost = 100.0 + nRow;
+      pInfo->estimatedRows = (sqlite3_int64)nRow;
+      pInfo->idxStr = sqlite3_mprintf("scan;cols=%llx", colUsed);
+    }
+    sqlite3_free(zTerms);
   }
-  /* idxStr carries the columns the statement reads, so xFilter fetches
-  ** only those chunks: "<plan>;cols=<hex colUsed>" */
-  pInfo->idxStr = sqlite3_mprintf("%s;cols=%llx", iEq >= 0 ? "rowid-eq" : "scan",
-                                  (unsigned long long)pInfo->colUsed);
   pInfo->needToFreeIdxStr = 1;
   return pInfo->idxStr ? SQLITE_OK : SQLITE_NOMEM;
 }
@@ -77,9 +219,11 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   memset(c, 0, sizeof(*c));
   c->aVec = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
   c->aLoaded = sqlite3_malloc64((size_t)p->s.nCol + 1);
-  if (!c->aVec || !c->aLoaded) {
+  c->aOutOf = sqlite3_malloc64(sizeof(int) * (size_t)(p->s.nCol + 1));
+  if (!c->aVec || !c->aLoaded || !c->aOutOf) {
     sqlite3_free(c->aVec);
     sqlite3_free(c->aLoaded);
+    sqlite3_free(c->aOutOf);
     sqlite3_free(c);
     return SQLITE_NOMEM;
   }
@@ -91,6 +235,12 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
 }
 
 static void cursor_reset(vt_cursor *c, int nCol) {
+  dev_scan_close(c->pScan);
+  c->pScan = NULL;
+  for (int i = 0; i < c->nOut; i++) csq_vec_free(&c->aOut[i]);
+  sqlite3_free(c->aOut);
+  c->aOut = NULL;
+  c->nOut = 0;
   for (int i = 0; i < c->nRg; i++) store_rg_unref(c->apRg[i]);
   sqlite3_free(c->apRg);
   c->apRg = NULL;
@@ -118,6 +268,7 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&c->aVec[i]);
   sqlite3_free(c->aVec);
   sqlite3_free(c->aLoaded);
+  sqlite3_free(c->aOutOf);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -176,8 +327,26 @@ static int row_ok(const vt_cursor *c) {
   return 1;
 }
 
+/* Device mode: the rows of every batch qualify; fetch batches as needed. */
+static int settle_scan(vt_cursor *c, vt_tab *p) {
+  while (c->iRow >= c->nRow) {
+    uint32_t n = 0;
+    char *zErr = NULL;
+    int rc = dev_scan_next(c->pScan, c->aOut, &n, &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+    if (n == 0) {
+      c->bEof = 1;
+      return SQLITE_OK;
+    }
+    c->iRow = 0;
+    c->nRow = n;
+  }
+  return SQLITE_OK; /* the device counted rows_returned */
+}
+
 /* Advance to the next visible row at or after (iRg, iRow). */
 static int settle(vt_cursor *c, vt_tab *p) {
+  if (c->pScan) return settle_scan(c, p);
   for (;;) {
     while (c->iRow < c->nRow) {
       if (row_ok(c)) {
@@ -200,6 +369,151 @@ static int settle(vt_cursor *c, vt_tab *p) {
   }
 }
 
+/* Parse the terms of a "device" idxStr into a[] (values from argv; IN
+** lists read with sqlite3_vtab_in_first/next and copied). Returns the number
+** of terms, or -1 on a malformed idxStr. */
+static int parse_terms(const char *idxStr, int argc, sqlite3_value **argv, pl_cons *a, int nMax) {
+  int n = 0;
+  for (const char *z = strchr(idxStr, ';'); z && (z = strchr(z + 1, ';')) != NULL;) {
+    int iChunk = 0, flags = 0;
+    char zOp[16], cAff = 0;
+    if (n >= nMax || n >= argc ||
+        sscanf(z + 1, "c%d:%15[a-z]:%x:%c", &iChunk, zOp, &flags, &cAff) != 4)
+      return -1;
+    int op = 0;
+    for (int k = 1; k < (int)(sizeof(azOp) / sizeof(azOp[0])); k++)
+      if (strcmp(azOp[k], zOp) == 0) op = k;
+    if (!op) return -1;
+    pl_cons *t = &a[n];
+    memset(t, 0, sizeof(*t));
+    t->iChunk = iChunk;
+    t->op = op;
+    t->flags = flags;
+    t->aff = cAff;
+    if (op == CSQ_OP_IN) {
+      sqlite3_value *v = NULL;
+      for (int rc = sqlite3_vtab_in_first(argv[n], &v); rc == SQLITE_OK && v;
+           rc = sqlite3_vtab_in_next(argv[n], &v)) {
+        sqlite3_value **ap = sqlite3_realloc64(t->apVal, sizeof(*ap) * (size_t)(t->nVal + 1));
+        if (!ap) return -1;
+        t->apVal = ap;
+        if (!(ap[t->nVal] = sqlite3_value_dup(v))) return -1;
+        t->nVal++;
+      }
+    } else if (op != CSQ_OP_ISNULL && op != CSQ_OP_NOTNULL) {
+      t->apVal = sqlite3_malloc64(sizeof(sqlite3_value *));
+      if (!t->apVal || !(t->apVal[0] = sqlite3_value_dup(argv[n]))) return -1;
+      t->nVal = 1;
+    }
+    n++;
+  }
+  return n;
+}
+
+static void free_terms(pl_cons *a, int n) {
+  for (int i = 0; i < n; i++) {
+    for (int k = 0; k < a[i].nVal; k++) sqlite3_value_free(a[i].apVal[k]);
+    sqlite3_free(a[i].apVal);
+  }
+}
+
+/* LIKE/GLOB with a pattern that is not text, or a value SQLite would not
+** compare as the device does, is left out of the program: such terms are
+** never exact (omit = 0), so SQLite still applies them. */
+static int keep_term(const pl_cons *t) {
+  if (t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB) return 1;
+  int ty = sqlite3_value_type(t->apVal[0]);
+  return ty == SQLITE_TEXT || ty == SQLITE_NULL;
+}
+
+/* idxNum 2: run the pushed terms as a device program over the visible row
+** groups (the transaction's buffered rows are written out first, so the
+** device sees them). */
+static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
+                         sqlite3_value **argv) {
+  int nCol = p->s.nCol, rc, nTerm;
+  pl_cons *aTerm = sqlite3_malloc64(sizeof(pl_cons) * (size_t)(argc + 1));
+  int *aChunk = sqlite3_malloc64(sizeof(int) * (size_t)(nCol + 1));
+  uint8_t *pProg = NULL;
+  size_t nProg = 0;
+  int bEmpty = 0;
+  char *zErr = NULL;
+  if (!aTerm || !aChunk) {
+    rc = SQLITE_NOMEM;
+    nTerm = 0;
+    goto done;
+  }
+  memset(aTerm, 0, sizeof(pl_cons) * (size_t)(argc + 1));
+  nTerm = parse_terms(idxStr, argc, argv, aTerm, argc);
+  if (nTerm < 0) {
+    vt_set_error(&p->base, "csq: malformed plan '%s'", idxStr);
+    rc = SQLITE_ERROR;
+    nTerm = argc; /* free whatever was parsed */
+    goto done;
+  }
+  int nKeep = 0;
+  for (int i = 0; i < nTerm; i++)
+    if (keep_term(&aTerm[i])) aTerm[nKeep++] = aTerm[i];
+    else free_terms(&aTerm[i], 1);
+  nTerm = nKeep;
+  /* outputs: rowids, then every column the statement reads */
+  int nOut = 0;
+  for (int i = 0; i <= nCol; i++) c->aOutOf[i] = -1;
+  aChunk[nOut] = 0;
+  c->aOutOf[0] = nOut++;
+  for (int i = 0; i < nCol; i++) {
+    if (!col_used(c, i) || i == p->s.iIpk) continue;
+    aChunk[nOut] = i + 1;
+    c->aOutOf[i + 1] = nOut++;
+  }
+  rc = pl_filter_program(aTerm, nTerm, aChunk, nOut, &pProg, &nProg, &bEmpty, &zErr);
+  if (rc) {
+    vt_set_error(&p->base, "%s", zErr ? zErr : "csq: cannot build the device program");
+    sqlite3_free(zErr);
+    goto done;
+  }
+  if (bEmpty) goto done; /* a comparison with NULL: no row */
+  rc = vt_flush(p);
+  if (rc) goto done;
+  store_table *pTab = NULL;
+  rc = vt_visible_table(p, &pTab, &c->pSnap, &zErr);
+  if (rc) {
+    rc = vt_err(&p->base, rc, zErr);
+    goto done;
+  }
+  c->pTabCopy = c->pSnap ? NULL : store_table_clone(pTab);
+  if (!c->pSnap && !c->pTabCopy) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  c->pTab = c->pSnap ? pTab : c->pTabCopy;
+  c->aOut = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nOut);
+  if (!c->aOut) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  for (int i = 0; i < nOut; i++) csq_vec_init(&c->aOut[i]);
+  c->nOut = nOut;
+  int64_t nLive = 0;
+  for (int g = 0; g < c->pTab->nRg; g++) nLive += c->pTab->apRg[g]->nRow - c->pTab->apRg[g]->nDel;
+  p->nRowEst = nLive;
+  rc = dev_scan_open(p->pDev->pQ, p->pDev->pStore, c->pTab, c->pTab->apRg, c->pTab->nRg, pProg,
+                     nProg, &c->pScan, &zErr);
+  if (rc) {
+    rc = vt_err(&p->base, rc, zErr);
+    goto done;
+  }
+  c->bEof = 0;
+  c->iRow = c->nRow = 0;
+  rc = settle_scan(c, p);
+done:
+  free_terms(aTerm, nTerm);
+  sqlite3_free(aTerm);
+  sqlite3_free(aChunk);
+  sqlite3_free(pProg);
+  return rc;
+}
+
 int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
               sqlite3_value **argv) {
   vt_cursor *c = (vt_cursor *)pCur;
@@ -209,12 +523,15 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
   const char *zCols = idxStr ? strstr(idxStr, ";cols=") : NULL;
   if (zCols) c->colUsed = strtoull(zCols + 6, NULL, 16);
   c->bLookup = 0;
+  if (idxNum == 2) return device_filter(c, p, idxStr, argc, argv);
   if (idxNum == 1 && argc >= 1) {
     sqlite3_value *v = argv[0];
     int t = sqlite3_value_numeric_type(v);
     if (t == SQLITE_FLOAT) {
       double r = sqlite3_value_double(v);
-      if (r != (double)(int64_t)r) return SQLITE_OK; /* no integer rowid equals it: empty */
+      /* no integer rowid equals a fraction or a value out of range: empty */
+      if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return SQLITE_OK;
+      if (r != (double)(int64_t)r) return SQLITE_OK;
       c->iLookup = (int64_t)r;
     } else if (t == SQLITE_INTEGER) {
       c->iLookup = sqlite3_value_int64(v);
@@ -290,11 +607,20 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   vt_tab *p = (vt_tab *)pCur->pVtab;
   if (i < 0 || i >= p->s.nCol) return SQLITE_OK;
   int iVec = i == p->s.iIpk ? 0 : i + 1;
-  if (!c->aLoaded[iVec]) {
-    int rc = load_column(c, p, iVec);
-    if (rc) return rc;
+  const csq_vec *v;
+  if (c->pScan) {
+    if (c->aOutOf[iVec] < 0) {
+      vt_set_error(&p->base, "csq: column %s was not fetched (colUsed)", p->s.aCol[i].zName);
+      return SQLITE_ERROR;
+    }
+    v = &c->aOut[c->aOutOf[iVec]];
+  } else {
+    if (!c->aLoaded[iVec]) {
+      int rc = load_column(c, p, iVec);
+      if (rc) return rc;
+    }
+    v = &c->aVec[iVec];
   }
-  const csq_vec *v = &c->aVec[iVec];
   uint32_t r = c->iRow;
   switch (v->aCls[r]) {
   case CSQ_INT: sqlite3_result_int64(ctx, v->aVal[r].i); break;
@@ -311,6 +637,10 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
 int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
+  if (c->pScan) {
+    *pRowid = c->aOut[0].aVal[c->iRow].i;
+    return SQLITE_OK;
+  }
   if (!c->aLoaded[0]) {
     int rc = load_column(c, p, 0);
     if (rc) return rc;

@@ -1,7 +1,8 @@
 /*
 ** vtab/schema.c - the arguments of CREATE VIRTUAL TABLE t USING csq(...).
 **
-** Each argument is either an option, key='value' (device=, rowgroup=), or a
+** Each argument is either an option, key='value' (device=, rowgroup=,
+** pushdown=auto|always|never), or a
 ** column definition exactly as in CREATE TABLE: a name, an optional declared
 ** type, and constraints. Table constraints (PRIMARY KEY(...), UNIQUE(...),
 ** CHECK(...), FOREIGN KEY, CONSTRAINT name ...) are accepted and passed on
@@ -195,8 +196,17 @@ static int parse_option(const char *zArg, int nKey, vt_schema *pS, char **pzErr)
     } else {
       pS->nRowGroup = (int)n;
     }
+  } else if (kn == 8 && sqlite3_strnicmp(zKey, "pushdown", 8) == 0) {
+    if (sqlite3_stricmp(zVal, "auto") == 0) pS->ePush = VT_PUSH_AUTO;
+    else if (sqlite3_stricmp(zVal, "always") == 0) pS->ePush = VT_PUSH_ALWAYS;
+    else if (sqlite3_stricmp(zVal, "never") == 0) pS->ePush = VT_PUSH_NEVER;
+    else {
+      *pzErr = sqlite3_mprintf("csq: pushdown='%s' must be auto, always or never", zVal);
+      rc = SQLITE_ERROR;
+    }
   } else {
-    *pzErr = sqlite3_mprintf("csq: unknown option '%.*s' (options: device, rowgroup)", kn, zKey);
+    *pzErr = sqlite3_mprintf("csq: unknown option '%.*s' (options: device, rowgroup, pushdown)",
+                             kn, zKey);
     rc = SQLITE_ERROR;
   }
   sqlite3_free(zVal);

@@ -24,6 +24,11 @@ extern const sqlite3_api_routines *sqlite3_api;
 #define VT_ROWGROUP_ROWS 65536  /* rows per row group (default) */
 #define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
 #define VT_BUSY_MS 5000         /* wait for another writer this long */
+#define VT_PUSH_MIN_ROWS 8192   /* pushdown=auto: smaller tables filter on the host */
+
+#define VT_PUSH_AUTO   0
+#define VT_PUSH_ALWAYS 1
+#define VT_PUSH_NEVER  2
 
 typedef struct vt_conn vt_conn;
 typedef struct vt_dev vt_dev;
@@ -48,6 +53,7 @@ struct vt_conn {
   vt_dev *pMem;        /* the connection's in-memory device (":memory:" dbs) */
   dev_stats closed;    /* counters of queues already closed */
   vt_tab *pTabs;       /* every open csq table of this connection */
+  int bLikeBlob;       /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -72,6 +78,7 @@ typedef struct vt_schema {
   char *zDeclare;      /* CREATE TABLE x(...) for sqlite3_declare_vtab */
   char *zDevice;       /* device= (NULL: the default device) */
   int nRowGroup;       /* rowgroup= */
+  int ePush;           /* pushdown=: VT_PUSH_AUTO, VT_PUSH_ALWAYS, VT_PUSH_NEVER */
   int iIpk;            /* column that aliases the rowid, or -1 */
 } vt_schema;
 
@@ -144,6 +151,7 @@ void vt_set_error(sqlite3_vtab *pVtab, const char *zFmt, ...);
 int vt_err(sqlite3_vtab *pVtab, int rc, char *zMsg); /* takes a malloc'd device message */
 
 /* write.c */
+int vt_flush(vt_tab *p); /* write the transaction's buffered rows as a row group */
 int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);
 int vt_begin(sqlite3_vtab *pVtab);
 int vt_sync(sqlite3_vtab *pVtab);

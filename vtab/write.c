@@ -189,6 +189,7 @@ static int delete_row(vt_tab *p, store_table *pTab, int64_t iRowid) {
   }
   rc = store_txn_delete(p->pDev->pTxn, pTab, iRg, iRow, 1, &zErr);
   if (rc) return vt_err(&p->base, rc, zErr);
+  if (p->nRowEst > 0) p->nRowEst--;
   if (seq >= 0) return undo_push(p, NULL, 0, seq);
   return undo_push(p, pTab->apRg[iRg], iRow, -1);
 }
@@ -276,9 +277,16 @@ static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   }
   p->aBufDel[n] = 0;
   p->nSeq++;
+  p->nRowEst++; /* keeps xBestIndex's estimate current without reading the catalog */
   *pRowid = iRowid;
   if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, pTab, 0);
   return SQLITE_OK;
+}
+
+int vt_flush(vt_tab *p) {
+  if (!p->bInTxn || !p->pDev->pTxn || buf_rows(p) == 0) return SQLITE_OK;
+  store_table *pTab = store_txn_table(p->pDev->pTxn, p->zName);
+  return pTab ? flush_buffer(p, pTab, 0) : SQLITE_OK;
 }
 
 int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {

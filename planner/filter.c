@@ -1,0 +1,125 @@
+/*
+** planner/filter.c - constraints to device programs; see filter.h.
+**
+** Comparison affinity is applied here, on the host, to the constraint
+** values only: SQLite never converts the stored column values for a
+** comparison against a value without affinity, so the device compares the
+** stored values with the converted constants (program.h, "Affinity").
+*/
+#include <stdlib.h>
+#include <string.h>
+#include "planner/filter.h"
+#include "device/program.h"
+#include "device/vec.h"
+
+#ifndef SQLITE_CORE
+extern const sqlite3_api_routines *sqlite3_api;
+#endif
+
+/* Add value v, converted by affinity aff, as a constant; *pbNull = 1 if it
+** is NULL. Returns the constant index or a negative errno. */
+static int add_const(csq_pb *b, sqlite3_value *v, char aff, int *pbNull) {
+  *pbNull = 0;
+  int t = sqlite3_value_type(v);
+  if (t == SQLITE_NULL) {
+    *pbNull = 1;
+    return csq_pb_const_null(b);
+  }
+  if (aff == PL_AFF_NUMERIC && t == SQLITE_TEXT) {
+    /* convert a copy: the argument is SQLite's */
+    sqlite3_value *c = sqlite3_value_dup(v);
+    if (!c) return -12;
+    int k;
+    switch (sqlite3_value_numeric_type(c)) {
+    case SQLITE_INTEGER: k = csq_pb_const_int(b, sqlite3_value_int64(c)); break;
+    case SQLITE_FLOAT: k = csq_pb_const_real(b, sqlite3_value_double(c)); break;
+    default:
+      k = csq_pb_const_bytes(b, CSQ_TEXT, sqlite3_value_text(c), (uint32_t)sqlite3_value_bytes(c));
+    }
+    sqlite3_value_free(c);
+    return k;
+  }
+  if (aff == PL_AFF_TEXT && (t == SQLITE_INTEGER || t == SQLITE_FLOAT)) {
+    sqlite3_value *c = sqlite3_value_dup(v);
+    if (!c) return -12;
+    const unsigned char *z = sqlite3_value_text(c);
+    int k = z ? csq_pb_const_bytes(b, CSQ_TEXT, z, (uint32_t)sqlite3_value_bytes(c)) : -12;
+    sqlite3_value_free(c);
+    return k;
+  }
+  switch (t) {
+  case SQLITE_INTEGER: return csq_pb_const_int(b, sqlite3_value_int64(v));
+  case SQLITE_FLOAT: return csq_pb_const_real(b, sqlite3_value_double(v));
+  case SQLITE_TEXT:
+    return csq_pb_const_bytes(b, CSQ_TEXT, sqlite3_value_text(v), (uint32_t)sqlite3_value_bytes(v));
+  default:
+    return csq_pb_const_bytes(b, CSQ_BLOB, sqlite3_value_blob(v), (uint32_t)sqlite3_value_bytes(v));
+  }
+}
+
+/* Compile one constraint into the current clause. */
+static int add_cons(csq_pb *b, const pl_cons *c, int *pbEmpty) {
+  int slot = csq_pb_input(b, (uint32_t)c->iChunk);
+  if (slot < 0) return slot;
+  int rc = csq_pb_clause(b);
+  if (rc < 0) return rc;
+  switch (c->op) {
+  case CSQ_OP_ISNULL:
+  case CSQ_OP_NOTNULL: return csq_pb_term(b, c->op, 0, slot, 0, 0, 0);
+  case CSQ_OP_IN: {
+    int k0 = -1, nNonNull = 0;
+    for (int i = 0; i < c->nVal; i++) {
+      int bNull;
+      int k = add_const(b, c->apVal[i], c->aff, &bNull);
+      if (k < 0) return k;
+      if (k0 < 0) k0 = k;
+      nNonNull += !bNull;
+    }
+    /* x IN (NULL, ...) can only be true through its other values */
+    if (c->nVal == 0 || nNonNull == 0) *pbEmpty = 1;
+    if (c->nVal == 0) return 0;
+    return csq_pb_term(b, CSQ_OP_IN, c->flags, slot, k0, c->nVal, 0);
+  }
+  default: {
+    int bNull;
+    int k = add_const(b, c->apVal[0], c->aff, &bNull);
+    if (k < 0) return k;
+    if (bNull && c->op != CSQ_OP_IS && c->op != CSQ_OP_ISNOT) *pbEmpty = 1;
+    return csq_pb_term(b, c->op, c->flags, slot, k, 0, 0);
+  }
+  }
+}
+
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp,
+                      size_t *pn, int *pbEmpty, char **pzErr) {
+  *pp = NULL;
+  *pn = 0;
+  *pbEmpty = 0;
+  csq_pb *b = csq_pb_new();
+  if (!b) return SQLITE_NOMEM;
+  int rc = 0;
+  /* outputs first, so their input slots come first too */
+  for (int i = 0; i < nOut && rc >= 0; i++) {
+    int slot = csq_pb_input(b, (uint32_t)aOut[i]);
+    rc = slot < 0 ? slot : csq_pb_output(b, slot);
+  }
+  for (int i = 0; i < n && rc >= 0; i++) rc = add_cons(b, &a[i], pbEmpty);
+  uint8_t *p = NULL;
+  size_t np = 0;
+  if (rc >= 0) rc = csq_pb_finish(b, &p, &np);
+  csq_pb_free(b);
+  if (rc < 0) {
+    *pzErr = sqlite3_mprintf("csq: cannot build the device program (%s)",
+                             rc == -12 ? "out of memory" : "a limit of the program format");
+    return rc == -12 ? SQLITE_NOMEM : SQLITE_ERROR;
+  }
+  *pp = sqlite3_malloc64(np);
+  if (!*pp) {
+    free(p);
+    return SQLITE_NOMEM;
+  }
+  memcpy(*pp, p, np);
+  free(p);
+  *pn = np;
+  return SQLITE_OK;
+}

@@ -1,0 +1,40 @@
+/*
+** planner/filter.h - compile the constraints SQLite hands a csq table
+** (xBestIndex/xFilter) into a device program (device/program.h).
+**
+** The vtab decides which constraints to push and whether each is exact
+** (omit); this compiler only turns the chosen constraints and their values
+** into program bytes, applying SQLite's comparison affinity to the values
+** first, so that the device compares exactly what SQLite would.
+*/
+#ifndef CSQ_PLANNER_FILTER_H
+#define CSQ_PLANNER_FILTER_H
+
+#include <sqlite3ext.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* Affinity applied to a constraint's values before comparison. */
+#define PL_AFF_NONE    'A' /* compare the value as it is */
+#define PL_AFF_TEXT    'B' /* numbers become their text */
+#define PL_AFF_NUMERIC 'C' /* numeric-looking text becomes a number */
+
+/* One pushed constraint. */
+typedef struct pl_cons {
+  int iChunk;            /* 0 = rowid, 1 + c = column c */
+  int op;                /* CSQ_OP_* */
+  int flags;             /* CSQ_TF_* (collation, LIKE flags) */
+  char aff;              /* PL_AFF_* */
+  sqlite3_value **apVal; /* its values: 1 (comparisons, LIKE, GLOB), n (IN), 0 (IS [NOT] NULL) */
+  int nVal;
+} pl_cons;
+
+/* Build a program that keeps the rows satisfying every constraint of a[0..n)
+** and outputs the chunks aOut[0..nOut) (chunk 0 = rowids). On success *pp is
+** a sqlite3_malloc'd program of *pn bytes. A constraint that can never be
+** true (a comparison with NULL) makes *pbEmpty 1: the scan returns nothing.
+** Returns SQLITE_OK or an error code with *pzErr (sqlite3_malloc'd). */
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp,
+                      size_t *pn, int *pbEmpty, char **pzErr);
+
+#endif /* CSQ_PLANNER_FILTER_H */
