@@ -158,6 +158,9 @@ static int activate(dev_queue *q, uint16_t pind, int bOn) {
 int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, char **pzErr) {
   const csq_id_vs *caps = dev_caps(dev_queue_device(q));
   uint32_t nSlots = caps && caps->magic == CSQ_ID_MAGIC ? caps->max_programs : 0;
+  /* Using no more slots than may be active at once means a new program
+  ** replaces an idle one instead of running into the activation limit. */
+  if (caps && caps->max_active && caps->max_active < nSlots) nSlots = caps->max_active;
   uint32_t gran = caps && caps->load_gran ? caps->load_gran : 4;
   uint32_t nChunk = (1u << 20) / gran * gran;
   uint64_t id = csq_prog_id(p, n);
@@ -176,7 +179,12 @@ int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, cha
   for (uint32_t i = 0; i < nSlots; i++) {
     uint16_t pind = (uint16_t)((id + i) % nSlots);
     rc = load_one(q, pind, p, n, id, nChunk);
-    if (rc == CSQ_SC_PROGRAM_IN_USE) continue;
+    if (rc == CSQ_SC_PROGRAM_IN_USE && activate(q, pind, 0) == 0) {
+      /* the slot's program was active but idle: replace it (its owner
+      ** reloads on its next Execute) rather than probe further */
+      rc = load_one(q, pind, p, n, id, nChunk);
+    }
+    if (rc == CSQ_SC_PROGRAM_IN_USE) continue; /* running right now */
     if (rc) break;
     rc = activate(q, pind, 1);
     if (rc == CSQ_SC_MAX_ACTIVE) {
