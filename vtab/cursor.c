@@ -621,16 +621,7 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
     }
     v = &c->aVec[iVec];
   }
-  uint32_t r = c->iRow;
-  switch (v->aCls[r]) {
-  case CSQ_INT: sqlite3_result_int64(ctx, v->aVal[r].i); break;
-  case CSQ_REAL: sqlite3_result_double(ctx, v->aVal[r].r); break;
-  case CSQ_TEXT:
-    sqlite3_result_text64(ctx, csq_vec_bytes(v, r), v->aLen[r], SQLITE_TRANSIENT, SQLITE_UTF8);
-    break;
-  case CSQ_BLOB: sqlite3_result_blob64(ctx, csq_vec_bytes(v, r), v->aLen[r], SQLITE_TRANSIENT); break;
-  default: break; /* NULL */
-  }
+  vt_result_value(ctx, v, c->iRow);
   return SQLITE_OK;
 }
 

@@ -8,6 +8,7 @@
 **   vtab/cursor.c    xBestIndex and the scan cursor
 **   vtab/write.c     xUpdate, transactions and savepoints
 **   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
+**   vtab/rows.c      csq_rows(?1): computed rows handed back to SQLite
 */
 #ifndef CSQ_VTAB_H
 #define CSQ_VTAB_H
@@ -176,6 +177,16 @@ int vt_next(sqlite3_vtab_cursor *pCur);
 int vt_eof(sqlite3_vtab_cursor *pCur);
 int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i);
 int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid);
+
+/* rows.c: csq_rows(?1), rows csq computed, for SQLite to finish a query. */
+typedef struct vt_rowset {
+  int nCol;            /* at most 64 */
+  csq_vec *aCol;       /* nCol vectors of nRow values (sqlite3_malloc'd array) */
+  uint32_t nRow;
+} vt_rowset;
+int vt_rows_register(sqlite3 *db);
+void vt_rowset_clear(vt_rowset *p);
+void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
 
 /* stats.c */
 int vt_stats_register(sqlite3 *db, vt_conn *pConn);
