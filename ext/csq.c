@@ -28,6 +28,7 @@ int sqlite3_csq_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *p
   int rc = sqlite3_create_module_v2(db, "csq", &vt_module, pConn, vt_conn_free);
   if (rc == SQLITE_OK) rc = vt_stats_register(db, pConn);
   if (rc == SQLITE_OK) rc = vt_rows_register(db);
+  if (rc == SQLITE_OK) rc = vt_query_register(db, pConn);
   if (rc != SQLITE_OK && pzErrMsg)
     *pzErrMsg = sqlite3_mprintf("csq: cannot register: %s", sqlite3_errmsg(db));
   return rc;

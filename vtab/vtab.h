@@ -9,6 +9,7 @@
 **   vtab/write.c     xUpdate, transactions and savepoints
 **   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
 **   vtab/rows.c      csq_rows(?1): computed rows handed back to SQLite
+**   vtab/query.c     csq_query pushdown views
 */
 #ifndef CSQ_VTAB_H
 #define CSQ_VTAB_H
@@ -185,6 +186,8 @@ typedef struct vt_rowset {
   uint32_t nRow;
 } vt_rowset;
 int vt_rows_register(sqlite3 *db);
+/* query.c: csq_query pushdown views. */
+int vt_query_register(sqlite3 *db, vt_conn *pConn);
 void vt_rowset_clear(vt_rowset *p);
 void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
 
