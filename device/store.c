@@ -47,6 +47,7 @@ struct store_txn {
   store *p;
   dev_queue *q;
   store_snap *pBase;
+  store_sb sbBase;      /* superblock of pBase: its catalog is freed at commit */
   int nTab;
   store_table **apTab;  /* working copies, owned */
   uint32_t nextTabId;
@@ -140,6 +141,12 @@ void store_snap_unref(store_snap *s) {
     store_snap_free_tables(s);
     free(s);
   }
+}
+
+void store_snap_ref(store_snap *s) {
+  pthread_mutex_lock(&s->pStore->mu);
+  s->nRef++;
+  pthread_mutex_unlock(&s->pStore->mu);
 }
 
 store_table *store_snap_table(const store_snap *s, const char *zName) {
@@ -704,6 +711,7 @@ int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn
     }
     p->nPend = j;
     t->pBase = p->pCur;
+    t->sbBase = p->sb;
     p->pCur->nRef++;
     t->nextTabId = p->nextTabId;
   }
@@ -1169,7 +1177,7 @@ int store_txn_commit(store_txn *t, char **pzErr) {
   }
   for (int i = 0; i < t->nTab && rc == 0; i++) rc = write_delmaps(t, t->apTab[i], pzErr);
   store_snap *s = NULL;
-  store_sb sb = p->sb;
+  store_sb sb = t->sbBase;
   if (rc == 0) {
     s = calloc(1, sizeof(*s));
     if (!s) rc = -ENOMEM;
@@ -1215,7 +1223,10 @@ int store_txn_commit(store_txn *t, char **pzErr) {
   t->apTab = NULL;
   t->nTab = 0;
   pthread_mutex_lock(&p->mu);
-  ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, p->sb.catLba, p->sb.catBlocks, s->gen);
+  /* the catalog this commit replaces: the one the transaction started from
+  ** (p->sb may already describe this very commit: a reader can re-read the
+  ** superblocks while they are being written) */
+  ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->sbBase.catLba, t->sbBase.catBlocks, s->gen);
   for (int i = 0; i < t->nFree; i++)
     ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->aFree[i].lba, t->aFree[i].nblk, s->gen);
   snap_link(p, s);

@@ -103,6 +103,7 @@ dev_device *store_device(store *p);
 ** other processes). The caller owns one reference. */
 int store_snapshot(store *p, dev_queue *pQ, store_snap **ppSnap, char **pzErr);
 void store_snap_unref(store_snap *pSnap);
+void store_snap_ref(store_snap *pSnap); /* one more reference */
 store_table *store_snap_table(const store_snap *pSnap, const char *zName);
 
 /* Read chunks of a row group: aiCol[i] is a column index, or -1 for rowids;
