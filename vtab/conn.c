@@ -22,6 +22,7 @@ vt_conn *vt_conn_new(sqlite3 *db) {
 
 static void dev_close(vt_conn *pConn, vt_dev *d) {
   if (d->pTxn) store_txn_rollback(d->pTxn);
+  if (d->pStmtSnap) store_snap_unref(d->pStmtSnap);
   if (d->pQ) {
     dev_stats_add(&pConn->closed, dev_queue_stats(d->pQ));
   }

@@ -44,6 +44,8 @@ struct vt_dev {
   dev_queue *pQ;
   store *pStore;
   store_txn *pTxn;     /* open write transaction, or NULL */
+  store_snap *pStmtSnap; /* the snapshot the running statement reads */
+  uint64_t stmtKey;    /* which statement run it belongs to (see vt_visible_table) */
   int nRef;            /* tables of this connection using it */
   vt_dev *pNext;
 };
@@ -188,6 +190,7 @@ typedef struct vt_rowset {
 int vt_rows_register(sqlite3 *db);
 /* query.c: csq_query pushdown views. */
 int vt_query_register(sqlite3 *db, vt_conn *pConn);
+int vt_explain_register(sqlite3 *db, vt_conn *pConn);
 void vt_rowset_clear(vt_rowset *p);
 void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
 

@@ -43,14 +43,44 @@ void vt_tab_txn_reset(vt_tab *p) {
   p->bInTxn = 0;
 }
 
+/* Which run of which statements is executing now: every busy statement of
+** the connection with its run count. 0 when none is (a call from C). */
+static uint64_t statement_key(sqlite3 *db) {
+  uint64_t k = 0;
+  for (sqlite3_stmt *s = sqlite3_next_stmt(db, NULL); s; s = sqlite3_next_stmt(db, s)) {
+    if (!sqlite3_stmt_busy(s)) continue;
+    k = (k ^ (uint64_t)(uintptr_t)s) * 0x100000001B3ull;
+    k = (k ^ (uint64_t)sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0)) * 0x100000001B3ull;
+    k |= 1;
+  }
+  return k;
+}
+
+/* Outside a write transaction, every cursor of one statement reads the
+** same committed snapshot, as a native table's statement reads one
+** database state: the snapshot is kept per device for the statement run
+** that took it (statement_key). */
 int vt_visible_table(vt_tab *p, store_table **ppTab, store_snap **ppSnap, char **pzErr) {
   vt_dev *d = p->pDev;
   *ppSnap = NULL;
   if (d->pTxn) {
     *ppTab = store_txn_table(d->pTxn, p->zName);
   } else {
-    int rc = store_snapshot(d->pStore, d->pQ, ppSnap, pzErr);
-    if (rc) return rc;
+    uint64_t key = statement_key(p->pConn->db);
+    if (key && d->pStmtSnap && d->stmtKey == key) {
+      store_snap_ref(d->pStmtSnap);
+      *ppSnap = d->pStmtSnap;
+    } else {
+      int rc = store_snapshot(d->pStore, d->pQ, ppSnap, pzErr);
+      if (rc) return rc;
+      if (d->pStmtSnap) store_snap_unref(d->pStmtSnap);
+      d->pStmtSnap = NULL;
+      if (key) {
+        store_snap_ref(*ppSnap);
+        d->pStmtSnap = *ppSnap;
+        d->stmtKey = key;
+      }
+    }
     *ppTab = store_snap_table(*ppSnap, p->zName);
   }
   if (!*ppTab) {
