@@ -34,7 +34,7 @@ BENCH_BIN := $(BENCH_MAINS:bench/%_main.c=$(BUILD)/bench/%)
 
 SHELL_MAIN := $(wildcard ext/*_main.c)
 
-.PHONY: all deps demo test sanitize bench format clean fuzz
+.PHONY: all deps demo test sanitize bench format clean
 all: $(BUILD)/csq.so $(BUILD)/libcsq.a $(if $(SHELL_MAIN),$(BUILD)/csq)
 
 $(BUILD)/obj/%.o: %.c $(HDRS)
@@ -48,8 +48,9 @@ $(BUILD)/libcsq.a: $(LIB_OBJ)
 $(BUILD)/csq.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-z,defs -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-$(BUILD)/csq: $(SHELL_MAIN) $(BUILD)/libcsq.a $(HDRS)
-	$(CC) $(CFLAGS) -o $@ $(SHELL_MAIN) $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
+# the shell loads csq.so from beside itself, like any SQLite program would
+$(BUILD)/csq: $(SHELL_MAIN) $(BUILD)/csq.so
+	$(CC) $(CFLAGS) -o $@ $(SHELL_MAIN) $(LDFLAGS) -lsqlite3
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcsq.a $(HDRS) $(TEST_HDRS)
 	@mkdir -p $(dir $@)
@@ -101,3 +102,6 @@ $(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c build/libcsq.a $(H
 	  -static -o $@ $< build/libcsq.a $(shell pkg-config --static --libs libnvme liburing libxxhash) -lpthread -lm 2>&1 \
 	  | grep -v 'statically linked applications requires at runtime' | grep -v 'in statically linked' ; test -x $@
 $(BUILD)/tests/test_nvme_vm: $(BUILD)/tests/nvme_vm_guest
+
+# libFuzzer harnesses: make fuzz [FUZZ_SECONDS=30]
+include tests/fuzz/fuzz.mk

@@ -1,0 +1,46 @@
+/*
+** tests/fuzz/fuzz_prog.c - libFuzzer harness for the device program verifier
+** (csq_prog_parse, device/program.h): whatever the bytes, it must not read
+** outside them, and what it accepts must be self-consistent - every index it
+** hands the executor (input slots, output slots, constants, clause sizes)
+** within the bounds it reported.
+*/
+#include <stdint.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/program.h"
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
+  uint8_t *p = malloc(size ? size : 1); /* exactly sized: ASan sees overreads */
+  if (!p) return 0;
+  memcpy(p, data, size);
+  csq_prog g;
+  char zErr[256];
+  memset(&g, 0, sizeof(g));
+  int rc = csq_prog_parse(p, size, &g, zErr, sizeof(zErr));
+  if (rc == 0) {
+    if (g.nIn < 0 || g.nIn > CSQ_PROG_MAX_IN || g.nOut < 0 || g.nOut > CSQ_PROG_MAX_OUT) abort();
+    for (int i = 0; i < g.nOut; i++)
+      if (g.aOut[i] >= g.nIn) abort();
+    int nSum = 0;
+    for (int k = 0; k < g.nClause; k++) {
+      if (g.aClause[k] < 1) abort();
+      nSum += g.aClause[k];
+    }
+    if (nSum != g.nTerm) abort();
+    for (int t = 0; t < g.nTerm; t++)
+      if (g.aTerm[t].slot >= g.nIn) abort();
+    for (int c = 0; c < g.nConst; c++) {
+      const csq_pconst *k = &g.aConst[c];
+      if ((k->cls == CSQ_TEXT || k->cls == CSQ_BLOB) && k->len &&
+          (k->z < p || k->z + k->len > p + size))
+        abort();
+    }
+    csq_prog_clear(&g);
+  } else {
+    if (memchr(zErr, 0, sizeof(zErr)) == NULL) abort(); /* message terminated */
+  }
+  free(p);
+  return 0;
+}
