@@ -17,7 +17,11 @@
 **   - constant chunks: once per chunk;
 **   - plain text/blob and mixed (tagged) chunks: the generic evaluator.
 ** Qualifying rows are then written column by column into the output area in
-** the result format of program.h.
+** the result format of program.h. A grouped program (version 2, AGGREGATION
+** in program.h) instead evaluates its expressions over the qualifying rows
+** batch by batch, groups them (a direct table on dictionary / narrow integer
+** codes, else a hash table on the values) and writes one row of partial
+** aggregate states per group (agg_exec).
 */
 #include <errno.h>
 #include <math.h>
@@ -84,6 +88,7 @@ typedef struct ex_prog {
   uint8_t *aByte; /* private copy of the program: constants point into it */
   uint64_t id;
   ex_term *aT;
+  ex_term *aCondT; /* the aggregation's condition terms (nCond) */
 } ex_prog;
 
 /* ---- values, collations, ordering ---- */
@@ -591,7 +596,15 @@ static void ex_free(void *pv) {
       free(ep->aT[i].aTok);
       free(ep->aT[i].aRange);
     }
+  if (ep->aCondT)
+    for (int i = 0; i < ep->p.nCond; i++) {
+      free(ep->aCondT[i].aIn);
+      free(ep->aCondT[i].aSet);
+      free(ep->aCondT[i].aTok);
+      free(ep->aCondT[i].aRange);
+    }
   free(ep->aT);
+  free(ep->aCondT);
   csq_prog_clear(&ep->p);
   free(ep->aByte);
   free(ep);
@@ -613,6 +626,12 @@ static int ex_verify(const uint8_t *p, size_t n, void **ppCompiled, char *zErr, 
   if (!ep->aT) goto fail;
   rc = 0;
   for (int i = 0; i < ep->p.nTerm && rc == 0; i++) rc = term_compile(ep, &ep->aT[i], &ep->p.aTerm[i]);
+  if (rc == 0 && ep->p.bAgg) {
+    ep->aCondT = calloc(ep->p.nCond ? ep->p.nCond : 1, sizeof(ex_term));
+    if (!ep->aCondT) rc = -ENOMEM;
+    for (int i = 0; i < ep->p.nCond && rc == 0; i++)
+      rc = term_compile(ep, &ep->aCondT[i], &ep->p.aCond[i]);
+  }
   if (rc) goto fail;
   *ppCompiled = ep;
   return 0;
@@ -1005,6 +1024,1020 @@ static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outc
   if (pad8(nHeap) > nHeap) memset(aHeap + nHeap, 0, pad8(nHeap) - nHeap);
 }
 
+/* ---- aggregation (program.h, AGGREGATION) ----
+** Per run of selected rows inside one aligned batch: every expression is
+** evaluated into a vector (ex_ev), each row gets a group id (a direct table
+** indexed by dictionary / frame-of-reference codes when every key is a
+** narrow column, else a hash table on the key values), then each aggregate
+** updates its states with a typed loop. Nothing is mutated before the run is
+** known to fit the output area, so a full area cuts the result at a run. */
+
+/* An expression's values over a run: one class for all (cls) or per row. */
+typedef struct ex_ev {
+  uint8_t cls;      /* CSQ_* of every value, or 0: see aCls */
+  uint8_t *aCls;
+  int64_t *aI;
+  double *aR;
+  const uint8_t **aZ;
+  uint32_t *aN;
+} ex_ev;
+
+/* SUM / TOTAL / AVG state (48 bytes, 16-aligned inside a group's block). */
+typedef struct ag_sum {
+  __int128 isum;   /* exact sum of the INTEGER values */
+  int64_t cnt;     /* non-NULL values */
+  int64_t nReal;   /* REAL values */
+  double rs, rc;   /* Kahan-Babuska-Neumaier sum of the REAL values */
+} ag_sum;
+
+#define AG_DIRECT_MAX (1u << 16) /* largest product of key domains for the direct table */
+#define AG_LANES 4 /* per-group scratch sums per run: row k adds to lane k % 4, so that
+                      rows of one group do not wait for each other's additions */
+
+typedef struct ag_tab {
+  int nKey, nAgg, nCol;
+  uint32_t nGroup, nAlloc;
+  ex_val *aKey;        /* nGroup x nKey */
+  uint64_t *aHashG;    /* hash of each group's key */
+  uint8_t *aState;     /* nGroup x stride */
+  uint32_t stride;
+  uint32_t aOff[CSQ_AGG_MAX_AGGS];
+  uint32_t *aSlot;     /* hash table: group + 1, 0 = empty */
+  uint32_t nSlot;
+  int32_t *aDirect;    /* direct table: composite code -> group, -1 none */
+  uint32_t nDirect;
+  uint32_t aDom[CSQ_AGG_MAX_KEYS]; /* direct: domain of each key (its NULL code = dom - 1) */
+  uint64_t nVar;       /* TEXT/BLOB bytes held by keys and MIN/MAX states */
+  /* per run: rows of each group (0 outside the run's touched groups) and a
+  ** scratch real sum per group */
+  uint32_t *aRunN;
+  double *aRunR;       /* AG_LANES per group */
+  uint32_t *aTouch;    /* groups the run touched */
+  uint32_t nTouch;
+} ag_tab;
+
+static inline uint8_t ev_cls(const ex_ev *e, uint32_t k) { return e->cls ? e->cls : e->aCls[k]; }
+
+static inline void ev_get(const ex_ev *e, uint32_t k, ex_val *v) {
+  v->cls = ev_cls(e, k);
+  switch (v->cls) {
+  case CSQ_INT: v->i = e->aI[k]; break;
+  case CSQ_REAL: v->r = e->aR[k]; break;
+  case CSQ_TEXT:
+  case CSQ_BLOB:
+    v->z = e->aZ[k];
+    v->n = e->aN[k];
+    break;
+  default: break;
+  }
+}
+
+static inline void ev_put(ex_ev *e, uint32_t k, const ex_val *v) {
+  e->aCls[k] = v->cls;
+  e->aI[k] = v->i;
+  e->aR[k] = v->r;
+  e->aZ[k] = v->z;
+  e->aN[k] = v->n;
+}
+
+/* After per-row classes were written: make the vector uniform if it is. */
+static void ev_settle(ex_ev *e, uint32_t n) {
+  uint8_t m = 0;
+  for (uint32_t k = 0; k < n; k++) m |= (uint8_t)(1u << e->aCls[k]);
+  e->cls = mask_single(m) ? (uint8_t)__builtin_ctz(m) : n ? 0 : CSQ_NULL;
+}
+
+/* Column values for rows aSel[0..n) of aligned batch [b0, b0+nb). */
+static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n) {
+  uint32_t k;
+  if (c->bAllNull || (c->kind == K_CONSTX && c->cval.cls == CSQ_NULL)) {
+    e->cls = CSQ_NULL;
+    return;
+  }
+  if (c->kind == K_INT || c->kind == K_REAL) {
+    if (c->kind == K_INT) {
+      col_ints(c, b0, nb);
+      for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
+    } else {
+      col_reals(c, b0, nb);
+      for (k = 0; k < n; k++) e->aR[k] = c->aR[aSel[k] - b0];
+    }
+    uint8_t cls = c->kind == K_INT ? CSQ_INT : CSQ_REAL;
+    e->cls = cls;
+    if (c->d.aNull) {
+      int bNull = 0;
+      for (k = 0; k < n; k++) {
+        uint8_t x = col_null(c, aSel[k]) ? CSQ_NULL : cls;
+        e->aCls[k] = x;
+        bNull |= x == CSQ_NULL;
+      }
+      if (bNull) ev_settle(e, n);
+    }
+    return;
+  }
+  ex_val v;
+  memset(&v, 0, sizeof(v));
+  for (k = 0; k < n; k++) {
+    col_get(c, aSel[k], &v);
+    ev_put(e, k, &v);
+  }
+  ev_settle(e, n);
+}
+
+static void ev_const(ex_ev *e, const csq_pconst *p, uint32_t n) {
+  e->cls = p->cls;
+  uint32_t k;
+  switch (p->cls) { /* a uniform vector: only its class's array is read */
+  case CSQ_INT: for (k = 0; k < n; k++) e->aI[k] = p->i; break;
+  case CSQ_REAL: for (k = 0; k < n; k++) e->aR[k] = p->r; break;
+  case CSQ_TEXT:
+  case CSQ_BLOB:
+    for (k = 0; k < n; k++) {
+      e->aZ[k] = p->z;
+      e->aN[k] = p->len;
+    }
+    break;
+  default: break;
+  }
+}
+
+static inline int is_num(uint8_t c) { return c == CSQ_INT || c == CSQ_REAL; }
+
+/* One row of SQLite arithmetic on non-NULL numbers: *po = x op y. Returns
+** 0, or 1 when the result is NULL. */
+static int arith_one(int op, const ex_val *x, const ex_val *y, ex_val *po) {
+  if (x->cls == CSQ_INT && y->cls == CSQ_INT) {
+    int64_t a = x->i, b = y->i, r;
+    int bOv = 0;
+    switch (op) {
+    case CSQ_EX_ADD: bOv = __builtin_add_overflow(a, b, &r); break;
+    case CSQ_EX_SUB: bOv = __builtin_sub_overflow(a, b, &r); break;
+    case CSQ_EX_MUL: bOv = __builtin_mul_overflow(a, b, &r); break;
+    default:
+      if (b == 0) return 1;
+      bOv = b == -1 && a == INT64_MIN;
+      r = bOv ? 0 : a / b;
+      break;
+    }
+    if (!bOv) {
+      po->cls = CSQ_INT;
+      po->i = r;
+      return 0;
+    }
+  }
+  double a = x->cls == CSQ_INT ? (double)x->i : x->r;
+  double b = y->cls == CSQ_INT ? (double)y->i : y->r, r;
+  switch (op) {
+  case CSQ_EX_ADD: r = a + b; break;
+  case CSQ_EX_SUB: r = a - b; break;
+  case CSQ_EX_MUL: r = a * b; break;
+  default:
+    if (b == 0) return 1;
+    r = a / b;
+    break;
+  }
+  if (isnan(r)) return 1;
+  po->cls = CSQ_REAL;
+  po->r = r;
+  return 0;
+}
+
+/* o = x op y over n rows. 0 or CSQ_FAULT_NOT_NUMERIC. */
+static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n) {
+  uint32_t k;
+  if (x->cls == CSQ_NULL || y->cls == CSQ_NULL) {
+    o->cls = CSQ_NULL;
+    return 0;
+  }
+  if (x->cls == CSQ_INT && y->cls == CSQ_INT) {
+    const int64_t *a = x->aI, *b = y->aI;
+    int64_t *r = o->aI;
+    int bad = 0;
+    switch (op) {
+    case CSQ_EX_ADD: for (k = 0; k < n; k++) bad |= __builtin_add_overflow(a[k], b[k], &r[k]); break;
+    case CSQ_EX_SUB: for (k = 0; k < n; k++) bad |= __builtin_sub_overflow(a[k], b[k], &r[k]); break;
+    case CSQ_EX_MUL: for (k = 0; k < n; k++) bad |= __builtin_mul_overflow(a[k], b[k], &r[k]); break;
+    default:
+      for (k = 0; k < n; k++) {
+        int bk = b[k] == 0 || (b[k] == -1 && a[k] == INT64_MIN);
+        bad |= bk;
+        r[k] = bk ? 0 : a[k] / b[k];
+      }
+      break;
+    }
+    if (!bad) {
+      o->cls = CSQ_INT;
+      return 0;
+    }
+  } else if (is_num(x->cls) && is_num(y->cls)) {
+    double *r = o->aR;
+    const double *a = x->aR, *b = y->aR;
+    if (x->cls == CSQ_INT) {
+      for (k = 0; k < n; k++) r[k] = (double)x->aI[k];
+      a = r;
+    }
+    int bad = 0; /* a may be r itself: every loop below reads a[k] before writing r[k] */
+    if (y->cls == CSQ_INT) {
+      switch (op) {
+      case CSQ_EX_ADD: for (k = 0; k < n; k++) r[k] = a[k] + (double)y->aI[k]; break;
+      case CSQ_EX_SUB: for (k = 0; k < n; k++) r[k] = a[k] - (double)y->aI[k]; break;
+      case CSQ_EX_MUL: for (k = 0; k < n; k++) r[k] = a[k] * (double)y->aI[k]; break;
+      default:
+        for (k = 0; k < n; k++) {
+          double d = (double)y->aI[k];
+          bad |= d == 0;
+          r[k] = a[k] / d;
+        }
+        break;
+      }
+    } else {
+      switch (op) {
+      case CSQ_EX_ADD: for (k = 0; k < n; k++) r[k] = a[k] + b[k]; break;
+      case CSQ_EX_SUB: for (k = 0; k < n; k++) r[k] = a[k] - b[k]; break;
+      case CSQ_EX_MUL: for (k = 0; k < n; k++) r[k] = a[k] * b[k]; break;
+      default:
+        for (k = 0; k < n; k++) {
+          bad |= b[k] == 0;
+          r[k] = a[k] / b[k];
+        }
+        break;
+      }
+    }
+    for (k = 0; k < n; k++) bad |= r[k] != r[k]; /* NaN */
+    if (!bad) {
+      o->cls = CSQ_REAL;
+      return 0;
+    }
+  }
+  /* the general case, row by row (also redoes the fast paths' special rows) */
+  ex_val vx, vy, vo;
+  memset(&vo, 0, sizeof(vo));
+  memset(&vx, 0, sizeof(vx));
+  memset(&vy, 0, sizeof(vy));
+  for (k = 0; k < n; k++) {
+    ev_get(x, k, &vx);
+    ev_get(y, k, &vy);
+    vo.cls = CSQ_NULL;
+    if (vx.cls != CSQ_NULL && vy.cls != CSQ_NULL) {
+      if (!is_num(vx.cls) || !is_num(vy.cls)) return CSQ_FAULT_NOT_NUMERIC;
+      if (arith_one(op, &vx, &vy, &vo)) vo.cls = CSQ_NULL;
+    }
+    o->aCls[k] = vo.cls;
+    o->aI[k] = vo.i;
+    o->aR[k] = vo.r;
+  }
+  ev_settle(o, n);
+  return 0;
+}
+
+/* CASE WHEN aM[k] THEN t ELSE f. */
+static void ev_case(const uint8_t *aM, const ex_ev *t, const ex_ev *f, ex_ev *o, uint32_t n) {
+  ex_val v;
+  memset(&v, 0, sizeof(v));
+  for (uint32_t k = 0; k < n; k++) {
+    ev_get(aM[k] ? t : f, k, &v);
+    ev_put(o, k, &v);
+  }
+  ev_settle(o, n);
+}
+
+/* Evaluate every instruction over rows aSel[0..n) of batch [b0, b0+nb). */
+static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *aEv, uint8_t *aM,
+                  const uint8_t *aNeed, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n) {
+  const csq_prog *pp = &ep->p;
+  for (int i = 0; i < pp->nExpr; i++) {
+    const csq_pexpr *x = &pp->aExpr[i];
+    if (!aNeed[i]) continue;
+    ex_ev *e = &aEv[i];
+    int rc = 0;
+    switch (x->op) {
+    case CSQ_EX_COL: ev_col(e, &aCol[x->a], b0, nb, aSel, n); break;
+    case CSQ_EX_CONST: ev_const(e, &pp->aConst[x->a], n); break;
+    case CSQ_EX_NEG: { /* 0 - a, as SQLite computes it */
+      const ex_ev *a = &aEv[x->a];
+      if (a->cls == CSQ_NULL) {
+        e->cls = CSQ_NULL;
+        break;
+      }
+      if (a->cls == CSQ_INT) {
+        int bad = 0;
+        for (uint32_t k = 0; k < n; k++) bad |= __builtin_sub_overflow((int64_t)0, a->aI[k], &e->aI[k]);
+        if (!bad) {
+          e->cls = CSQ_INT;
+          break;
+        }
+      } else if (a->cls == CSQ_REAL) {
+        for (uint32_t k = 0; k < n; k++) e->aR[k] = 0.0 - a->aR[k];
+        e->cls = CSQ_REAL;
+        break;
+      }
+      ex_val v0, va, vo;
+      memset(&v0, 0, sizeof(v0));
+      memset(&va, 0, sizeof(va));
+      memset(&vo, 0, sizeof(vo));
+      v0.cls = CSQ_INT;
+      for (uint32_t k = 0; k < n; k++) {
+        ev_get(a, k, &va);
+        vo.cls = CSQ_NULL;
+        if (va.cls != CSQ_NULL) {
+          if (!is_num(va.cls)) return CSQ_FAULT_NOT_NUMERIC;
+          if (arith_one(CSQ_EX_SUB, &v0, &va, &vo)) vo.cls = CSQ_NULL;
+        }
+        e->aCls[k] = vo.cls;
+        e->aI[k] = vo.i;
+        e->aR[k] = vo.r;
+      }
+      ev_settle(e, n);
+      break;
+    }
+    case CSQ_EX_CASE: {
+      const ex_term *et = &ep->aCondT[x->a];
+      rc = eval_term(et, &aCol[et->t.slot], b0, nb, aSel, n, aM, &apCondDict[x->a]);
+      if (rc) return rc;
+      ev_case(aM, &aEv[x->b], &aEv[x->c], e, n);
+      break;
+    }
+    default: rc = ev_arith(x->op, &aEv[x->a], &aEv[x->b], e, n); break;
+    }
+    if (rc) return rc;
+  }
+  return 0;
+}
+
+/* ---- keys ---- */
+
+static inline uint64_t mix64(uint64_t x) {
+  x ^= x >> 33;
+  x *= 0xff51afd7ed558ccdull;
+  x ^= x >> 33;
+  x *= 0xc4ceb9fe1a85ec53ull;
+  x ^= x >> 33;
+  return x;
+}
+
+/* Hash of a key value, equal for values SQLite's BINARY equality calls
+** equal (an integral REAL hashes as the integer). */
+static inline uint64_t key_hash(const ex_val *v) {
+  switch (v->cls) {
+  case CSQ_INT: return mix64((uint64_t)v->i);
+  case CSQ_REAL:
+    if (v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0 && v->r == floor(v->r))
+      return mix64((uint64_t)(int64_t)v->r);
+    {
+      uint64_t u;
+      memcpy(&u, &v->r, 8);
+      return mix64(u ^ 0x5bd1e9955bd1e995ull);
+    }
+  case CSQ_TEXT: return XXH3_64bits(v->z, v->n) ^ 0x27d4eb2f165667c5ull;
+  case CSQ_BLOB: return XXH3_64bits(v->z, v->n) ^ 0x94d049bb133111ebull;
+  default: return 0x9e3779b97f4a7c15ull;
+  }
+}
+
+static inline int key_eq(const ex_val *a, const ex_val *b) {
+  if (a->cls == CSQ_NULL || b->cls == CSQ_NULL) return a->cls == b->cls;
+  if (a->cls == CSQ_INT && b->cls == CSQ_INT) return a->i == b->i;
+  if (is_num(a->cls) && is_num(b->cls)) {
+    if (a->cls == CSQ_REAL && b->cls == CSQ_REAL) return a->r == b->r;
+    return a->cls == CSQ_INT ? csq_cmp_int_real(a->i, b->r) == 0 : csq_cmp_int_real(b->i, a->r) == 0;
+  }
+  return a->cls == b->cls && a->n == b->n && (a->n == 0 || memcmp(a->z, b->z, a->n) == 0);
+}
+
+/* SQLite's order of two non-NULL values (TEXT under coll). */
+static int val_cmp(const ex_val *a, const ex_val *b, int coll) {
+  int ra = cls_rank(a->cls), rb = cls_rank(b->cls);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (ra == 1) return cmp_num(a, b->cls, b->i, b->r);
+  return cmp_bytes(a->z, a->n, b->z, b->n, ra == 2 ? coll : CSQ_TF_BINARY);
+}
+
+static inline uint64_t var_bytes(const ex_val *v) {
+  return v->cls == CSQ_TEXT || v->cls == CSQ_BLOB ? v->n : 0;
+}
+
+static void ag_tab_free(ag_tab *t) {
+  free(t->aRunN);
+  free(t->aRunR);
+  free(t->aTouch);
+  free(t->aKey);
+  free(t->aHashG);
+  free(t->aState);
+  free(t->aSlot);
+  free(t->aDirect);
+}
+
+/* Append a group with key values aK (nKey) and hash h; its index or -1 (OOM). */
+static int64_t ag_new_group(ag_tab *t, const ex_val *aK, uint64_t h) {
+  if (t->nGroup == t->nAlloc) {
+    uint32_t nNew = t->nAlloc ? t->nAlloc * 2 : 64;
+    ex_val *aKey = realloc(t->aKey, sizeof(ex_val) * (size_t)nNew * (t->nKey ? t->nKey : 1));
+    if (!aKey) return -1;
+    t->aKey = aKey;
+    uint64_t *aH = realloc(t->aHashG, sizeof(uint64_t) * nNew);
+    if (!aH) return -1;
+    t->aHashG = aH;
+    uint8_t *aS = realloc(t->aState, (size_t)t->stride * nNew);
+    if (!aS) return -1;
+    t->aState = aS;
+    uint32_t *aN = realloc(t->aRunN, sizeof(uint32_t) * nNew);
+    if (!aN) return -1;
+    t->aRunN = aN;
+    memset(aN + t->nAlloc, 0, sizeof(uint32_t) * (nNew - t->nAlloc));
+    double *aR = realloc(t->aRunR, sizeof(double) * AG_LANES * nNew);
+    if (!aR) return -1;
+    t->aRunR = aR;
+    t->nAlloc = nNew;
+  }
+  uint32_t g = t->nGroup++;
+  for (int j = 0; j < t->nKey; j++) {
+    t->aKey[(size_t)g * t->nKey + j] = aK[j];
+    t->nVar += var_bytes(&aK[j]);
+  }
+  t->aHashG[g] = h;
+  memset(t->aState + (size_t)g * t->stride, 0, t->stride);
+  return g;
+}
+
+/* Make room in the hash table for one more group. 0 or -ENOMEM. */
+static int ag_hash_grow(ag_tab *t) {
+  if ((uint64_t)(t->nGroup + 1) * 2 <= t->nSlot) return 0;
+  uint32_t nNew = t->nSlot ? t->nSlot * 2 : 1024;
+  uint32_t *a = calloc(nNew, sizeof(uint32_t));
+  if (!a) return -ENOMEM;
+  for (uint32_t g = 0; g < t->nGroup; g++) {
+    uint32_t pos = (uint32_t)t->aHashG[g] & (nNew - 1);
+    while (a[pos]) pos = (pos + 1) & (nNew - 1);
+    a[pos] = g + 1;
+  }
+  free(t->aSlot);
+  t->aSlot = a;
+  t->nSlot = nNew;
+  return 0;
+}
+
+/* Group ids of rows [0, n) by hashing the key vectors. 0 or a fault. */
+static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n, uint32_t *aGid) {
+  uint64_t aH[BATCH];
+  int nKey = t->nKey;
+  ex_val aK[CSQ_AGG_MAX_KEYS];
+  memset(aK, 0, sizeof(aK));
+  for (uint32_t k = 0; k < n; k++) aH[k] = 0x84222325cbf29ce4ull;
+  for (int j = 0; j < nKey; j++) {
+    const ex_ev *e = &aEv[pp->aKey[j]];
+    if (e->cls == CSQ_INT) {
+      for (uint32_t k = 0; k < n; k++) aH[k] = (aH[k] ^ mix64((uint64_t)e->aI[k])) * 0x100000001b3ull;
+    } else {
+      for (uint32_t k = 0; k < n; k++) {
+        ev_get(e, k, &aK[0]);
+        aH[k] = (aH[k] ^ key_hash(&aK[0])) * 0x100000001b3ull;
+      }
+    }
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    if (ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
+    uint64_t h = mix64(aH[k]);
+    uint32_t mask = t->nSlot - 1, pos = (uint32_t)h & mask, s;
+    for (int j = 0; j < nKey; j++) ev_get(&aEv[pp->aKey[j]], k, &aK[j]);
+    int64_t g = -1;
+    while ((s = t->aSlot[pos]) != 0) {
+      uint32_t c = s - 1;
+      if (t->aHashG[c] == h) {
+        const ex_val *gk = &t->aKey[(size_t)c * nKey];
+        int j = 0;
+        while (j < nKey && key_eq(&gk[j], &aK[j])) j++;
+        if (j == nKey) {
+          g = c;
+          break;
+        }
+      }
+      pos = (pos + 1) & mask;
+    }
+    if (g < 0) {
+      g = ag_new_group(t, aK, h);
+      if (g < 0) return CSQ_FAULT_NOMEM;
+      t->aSlot[pos] = (uint32_t)g + 1;
+    }
+    aGid[k] = (uint32_t)g;
+  }
+  return 0;
+}
+
+/* Domain of a key column for the direct table (codes 0..dom-2, NULL dom-1),
+** or 0 if the column does not qualify. */
+static uint32_t key_domain(const ex_col *c) {
+  if (c->bAllNull || c->kind == K_CONSTX) return 2;
+  if (c->kind == K_DICT) return c->d.nAux + 1;
+  if (c->kind == K_INT && c->d.width <= 16) return (1u << c->d.width) + 1;
+  return 0;
+}
+
+/* Group ids through the direct table: every key is a narrow column. */
+static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b0, uint32_t nb,
+                         const uint32_t *aSel, uint32_t n, uint32_t *aGid) {
+  uint32_t aIdx[BATCH];
+  uint32_t stride = 1;
+  memset(aIdx, 0, sizeof(uint32_t) * n);
+  for (int j = 0; j < t->nKey; j++) {
+    ex_col *c = &aCol[pp->aExpr[pp->aKey[j]].a];
+    uint32_t dom = t->aDom[j], nullCode = dom - 1;
+    if (c->bAllNull || c->kind == K_CONSTX) {
+      for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : 0);
+    } else if (c->kind == K_DICT) {
+      if (c->b0 != b0) {
+        c->b0 = b0;
+        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
+      }
+      if (c->d.aNull) {
+        for (uint32_t k = 0; k < n; k++)
+          aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : (uint32_t)c->aCode[aSel[k] - b0]);
+      } else {
+        for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)c->aCode[aSel[k] - b0];
+      }
+    } else {
+      col_ints(c, b0, nb);
+      uint64_t ref = (uint64_t)c->d.iRef;
+      if (c->d.aNull) {
+        for (uint32_t k = 0; k < n; k++)
+          aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode
+                                                    : (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref));
+      } else {
+        for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref);
+      }
+    }
+    stride *= dom;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t idx = aIdx[k];
+    if (idx >= t->nDirect) return CSQ_FAULT_CORRUPT_CHUNK; /* a code beyond its domain */
+    int32_t g = t->aDirect[idx];
+    if (g < 0) {
+      ex_val aK[CSQ_AGG_MAX_KEYS];
+      memset(aK, 0, sizeof(aK));
+      for (int j = 0; j < t->nKey; j++) col_get(&aCol[pp->aExpr[pp->aKey[j]].a], aSel[k], &aK[j]);
+      int64_t gg = ag_new_group(t, aK, idx);
+      if (gg < 0) return CSQ_FAULT_NOMEM;
+      g = (int32_t)gg;
+      t->aDirect[idx] = g;
+    }
+    aGid[k] = (uint32_t)g;
+  }
+  return 0;
+}
+
+/* ---- aggregate updates ---- */
+
+static inline void kbn_add(double *ps, double *pc, double x) {
+  double s = *ps, t = s + x;
+  *pc += fabs(s) >= fabs(x) ? (s - t) + x : (x - t) + s;
+  *ps = t;
+}
+
+/* Update aggregate ia's states with rows [0, n) of the run, whose groups
+** are aGid and whose per-group row counts are t->aRunN over t->aTouch.
+** Uniform vectors take typed loops: counts come from the run's histogram,
+** real sums are summed per group for the run (at most CSQ_PROG_BATCH plain
+** additions) and then added to the state with compensation. 0 or a fault. */
+static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const uint32_t *aGid,
+                     uint32_t n) {
+  uint8_t *base = t->aState + t->aOff[ia];
+  size_t st = t->stride;
+  uint32_t k, nT = t->nTouch;
+  const uint32_t *aT = t->aTouch, *aRunN = t->aRunN;
+#define CNT(g) (*(int64_t *)(base + (size_t)(g) * st))
+#define SUMST(g) ((ag_sum *)(base + (size_t)(g) * st))
+#define BEST(g) ((ex_val *)(base + (size_t)(g) * st))
+  switch (a->fn) {
+  case CSQ_AGG_COUNT_STAR:
+    for (k = 0; k < nT; k++) CNT(aT[k]) += aRunN[aT[k]];
+    return 0;
+  case CSQ_AGG_COUNT:
+    if (e->cls == CSQ_NULL) return 0;
+    if (e->cls)
+      for (k = 0; k < nT; k++) CNT(aT[k]) += aRunN[aT[k]];
+    else
+      for (k = 0; k < n; k++) CNT(aGid[k]) += e->aCls[k] != CSQ_NULL;
+    return 0;
+  case CSQ_AGG_SUM:
+  case CSQ_AGG_TOTAL:
+  case CSQ_AGG_AVG:
+    switch (e->cls) {
+    case CSQ_NULL: return 0;
+    case CSQ_INT:
+      if (t->nGroup == 1) {
+        __int128 acc = 0;
+        for (k = 0; k < n; k++) acc += e->aI[k];
+        SUMST(0)->isum += acc;
+      } else {
+        for (k = 0; k < n; k++) SUMST(aGid[k])->isum += e->aI[k];
+      }
+      for (k = 0; k < nT; k++) SUMST(aT[k])->cnt += aRunN[aT[k]];
+      return 0;
+    case CSQ_REAL: {
+      double *aR = t->aRunR;
+      const double *x = e->aR;
+      for (k = 0; k < nT; k++) memset(&aR[AG_LANES * aT[k]], 0, sizeof(double) * AG_LANES);
+      if (t->nGroup == 1) {
+        double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+        for (k = 0; k + 4 <= n; k += 4) {
+          a0 += x[k];
+          a1 += x[k + 1];
+          a2 += x[k + 2];
+          a3 += x[k + 3];
+        }
+        for (; k < n; k++) a0 += x[k];
+        aR[0] = a0;
+        aR[1] = a1;
+        aR[2] = a2;
+        aR[3] = a3;
+      } else {
+        for (k = 0; k < n; k++) aR[AG_LANES * aGid[k] + (k & (AG_LANES - 1))] += x[k];
+      }
+      for (k = 0; k < nT; k++) {
+        ag_sum *s = SUMST(aT[k]);
+        const double *l = &aR[AG_LANES * aT[k]];
+        s->cnt += aRunN[aT[k]];
+        s->nReal += aRunN[aT[k]];
+        kbn_add(&s->rs, &s->rc, l[0]);
+        kbn_add(&s->rs, &s->rc, l[1]);
+        kbn_add(&s->rs, &s->rc, l[2]);
+        kbn_add(&s->rs, &s->rc, l[3]);
+      }
+      return 0;
+    }
+    case 0:
+      for (k = 0; k < n; k++) {
+        ag_sum *s = SUMST(aGid[k]);
+        switch (e->aCls[k]) {
+        case CSQ_INT:
+          s->isum += e->aI[k];
+          s->cnt++;
+          break;
+        case CSQ_REAL:
+          s->cnt++;
+          s->nReal++;
+          kbn_add(&s->rs, &s->rc, e->aR[k]);
+          break;
+        case CSQ_NULL: break;
+        default: return CSQ_FAULT_NOT_NUMERIC;
+        }
+      }
+      return 0;
+    default: return n ? CSQ_FAULT_NOT_NUMERIC : 0;
+    }
+  default: { /* MIN / MAX */
+    int coll = a->flags & CSQ_TF_COLL_MASK, sign = a->fn == CSQ_AGG_MIN ? -1 : 1;
+    if (e->cls == CSQ_NULL) return 0;
+    if (e->cls == CSQ_INT) {
+      for (k = 0; k < n; k++) {
+        ex_val *b = BEST(aGid[k]);
+        int64_t x = e->aI[k];
+        if (b->cls == CSQ_INT) {
+          if (sign < 0 ? x < b->i : x > b->i) b->i = x;
+          continue;
+        }
+        ex_val v;
+        v.cls = CSQ_INT;
+        v.i = x;
+        if (b->cls == 0 || val_cmp(&v, b, coll) * sign > 0) {
+          t->nVar -= var_bytes(b);
+          memset(b, 0, sizeof(*b));
+          b->cls = CSQ_INT;
+          b->i = x;
+        }
+      }
+      return 0;
+    }
+    ex_val v;
+    memset(&v, 0, sizeof(v));
+    for (k = 0; k < n; k++) {
+      ev_get(e, k, &v);
+      if (v.cls == CSQ_NULL) continue;
+      ex_val *b = BEST(aGid[k]);
+      if (b->cls == 0 || val_cmp(&v, b, coll) * sign > 0) {
+        t->nVar += var_bytes(&v) - var_bytes(b);
+        *b = v;
+      }
+    }
+    return 0;
+  }
+  }
+#undef CNT
+#undef SUMST
+#undef BEST
+}
+
+/* ---- the result ---- */
+
+/* Upper bound of the result's bytes with nGroup rows and nVar heap bytes. */
+static uint64_t ag_bound(const ag_tab *t, uint64_t nGroup, uint64_t nVar) {
+  return CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * t->nCol + (uint64_t)t->nCol * (13 * nGroup + 21) +
+         nVar;
+}
+
+/* The value of result column j (key or state) of group g. */
+static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_val *v) {
+  memset(v, 0, sizeof(*v));
+  if (j < t->nKey) {
+    *v = t->aKey[(size_t)g * t->nKey + j];
+    return;
+  }
+  j -= t->nKey;
+  for (int ia = 0; ia < t->nAgg; ia++) {
+    int nc = csq_agg_state_cols(pp->aAgg[ia].fn);
+    if (j >= nc) {
+      j -= nc;
+      continue;
+    }
+    const uint8_t *p = t->aState + (size_t)g * t->stride + t->aOff[ia];
+    switch (pp->aAgg[ia].fn) {
+    case CSQ_AGG_COUNT_STAR:
+    case CSQ_AGG_COUNT:
+      v->cls = CSQ_INT;
+      v->i = *(const int64_t *)p;
+      return;
+    case CSQ_AGG_MIN:
+    case CSQ_AGG_MAX:
+      *v = *(const ex_val *)p;
+      if (v->cls == 0) v->cls = CSQ_NULL;
+      return;
+    default: {
+      const ag_sum *s = (const ag_sum *)p;
+      v->cls = j >= 4 ? CSQ_REAL : CSQ_INT;
+      switch (j) {
+      case 0: v->i = s->cnt; break;
+      case 1: v->i = s->nReal; break;
+      case 2: v->i = (int64_t)(uint64_t)s->isum; break;
+      case 3: v->i = (int64_t)(s->isum >> 64); break;
+      case 4: v->r = s->rs; break;
+      default: v->r = s->rc; break;
+      }
+      return;
+    }
+    }
+  }
+}
+
+/* Write the result of t (rows processed up to nextRow) at pOut. */
+static uint64_t ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uint32_t nextRow) {
+  uint32_t n = t->nGroup;
+  uint8_t *q = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * t->nCol;
+  ex_val v;
+  for (int j = 0; j < t->nCol; j++) {
+    uint8_t m = 0;
+    uint64_t nHeap = 0;
+    for (uint32_t g = 0; g < n; g++) {
+      ag_cell(t, pp, j, g, &v);
+      m |= (uint8_t)(1u << v.cls);
+      nHeap += var_bytes(&v);
+    }
+    int bCls = !mask_single(m) && n > 0;
+    int bLen = (m & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
+    uint8_t *d = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
+    memset(d, 0, CSQ_RES_COL_SZ);
+    d[0] = m;
+    d[1] = (uint8_t)bCls;
+    d[2] = (uint8_t)bLen;
+    put64(d + 8, nHeap);
+    uint8_t *aCls = bCls ? q : NULL;
+    uint8_t *aVal = q + (bCls ? pad8(n) : 0);
+    uint8_t *aLen = bLen ? aVal + 8ull * n : NULL;
+    uint8_t *aHeap = aVal + 8ull * n + (bLen ? pad8(4ull * n) : 0);
+    if (bCls) memset(q, 0, pad8(n));
+    if (bLen) memset(aLen, 0, pad8(4ull * n));
+    uint64_t off = 0;
+    for (uint32_t g = 0; g < n; g++) {
+      ag_cell(t, pp, j, g, &v);
+      uint64_t u = 0;
+      switch (v.cls) {
+      case CSQ_INT: u = (uint64_t)v.i; break;
+      case CSQ_REAL: memcpy(&u, &v.r, 8); break;
+      case CSQ_TEXT:
+      case CSQ_BLOB:
+        u = off;
+        if (v.n) memcpy(aHeap + off, v.z, v.n);
+        put32(aLen + 4ull * g, v.n);
+        off += v.n;
+        break;
+      default: break;
+      }
+      put64(aVal + 8ull * g, u);
+      if (aCls) aCls[g] = v.cls;
+    }
+    if (pad8(off) > off) memset(aHeap + off, 0, pad8(off) - off);
+    q = aHeap + pad8(off);
+  }
+  uint64_t nBytes = (uint64_t)(q - pOut);
+  put32(pOut, CSQ_RES_MAGIC);
+  put32(pOut + 4, n);
+  put32(pOut + 8, nextRow);
+  put32(pOut + 12, (uint32_t)t->nCol);
+  put64(pOut + 16, nBytes);
+  return nBytes;
+}
+
+/* Aggregate the selected rows aSel[0..nSel) (ascending, from row `start` of
+** an nRow-row group) into the output area. 0 or a CSQ_FAULT_* reason; on
+** success *pRet is the completion's DW0-DW1. */
+static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t nSel,
+                    uint32_t start, uint32_t nRow, uint8_t *pOut, uint64_t nOutArea,
+                    dev_exec_ctx *ctx, uint64_t *pRet) {
+  const csq_prog *pp = &ep->p;
+  ag_tab t;
+  int reason = 0;
+  memset(&t, 0, sizeof(t));
+  t.nKey = pp->nKey;
+  t.nAgg = pp->nAgg;
+  t.nCol = pp->nResCol;
+  /* state layout: 16-aligned sums first, then 8-byte counts and MIN/MAX values */
+  uint32_t off = 0;
+  for (int pass = 0; pass < 2; pass++)
+    for (int i = 0; i < pp->nAgg; i++) {
+      int bSum = csq_agg_state_cols(pp->aAgg[i].fn) > 1;
+      if (bSum != (pass == 0)) continue;
+      t.aOff[i] = off;
+      int fn = pp->aAgg[i].fn;
+      off += bSum ? (uint32_t)sizeof(ag_sum) : fn == CSQ_AGG_MIN || fn == CSQ_AGG_MAX ? (uint32_t)sizeof(ex_val) : 8;
+    }
+  t.stride = (off + 15) & ~15u;
+  if (t.stride == 0) t.stride = 16;
+
+  size_t nEvBytes = (size_t)BATCH * (1 + 8 + 8 + sizeof(void *) + 4);
+  uint8_t *aEvMem = malloc(nEvBytes * (pp->nExpr ? pp->nExpr : 1));
+  ex_ev *aEv = calloc(pp->nExpr ? pp->nExpr : 1, sizeof(ex_ev));
+  uint8_t **apCondDict = calloc(pp->nCond ? pp->nCond : 1, sizeof(uint8_t *));
+  uint32_t *aGid = malloc(sizeof(uint32_t) * BATCH);
+  uint64_t *aVarCum = malloc(sizeof(uint64_t) * (BATCH + 1));
+  uint8_t aM[BATCH];
+  if (!aEvMem || !aEv || !apCondDict || !aGid || !aVarCum) {
+    reason = CSQ_FAULT_NOMEM;
+    goto done;
+  }
+  for (int i = 0; i < pp->nExpr; i++) {
+    uint8_t *m = aEvMem + nEvBytes * i;
+    aEv[i].aI = (int64_t *)m;
+    aEv[i].aR = (double *)(m + 8 * BATCH);
+    aEv[i].aZ = (const uint8_t **)(m + 16 * BATCH);
+    aEv[i].aN = (uint32_t *)(m + (16 + sizeof(void *)) * BATCH);
+    aEv[i].aCls = m + (20 + sizeof(void *)) * BATCH;
+  }
+  /* direct table when every key is a narrow column of this row group */
+  int bDirect = pp->nKey > 0;
+  uint64_t nDirect = 1;
+  for (int j = 0; j < pp->nKey && bDirect; j++) {
+    const csq_pexpr *x = &pp->aExpr[pp->aKey[j]];
+    uint32_t dom = x->op == CSQ_EX_COL ? key_domain(&aCol[x->a]) : 0;
+    if (!dom || nDirect * dom > AG_DIRECT_MAX) bDirect = 0;
+    t.aDom[j] = dom;
+    nDirect *= dom ? dom : 1;
+  }
+  if (bDirect) {
+    t.nDirect = (uint32_t)nDirect;
+    t.aDirect = malloc(sizeof(int32_t) * nDirect);
+    if (!t.aDirect) {
+      reason = CSQ_FAULT_NOMEM;
+      goto done;
+    }
+    memset(t.aDirect, 0xFF, sizeof(int32_t) * nDirect);
+  }
+  /* Instructions needed per run: the aggregates' arguments and (unless the
+  ** direct table reads the key columns' codes itself) the keys, and what
+  ** they use. */
+  uint8_t aNeed[CSQ_AGG_MAX_EXPR];
+  memset(aNeed, 0, sizeof(aNeed));
+  for (int i = 0; i < pp->nAgg; i++)
+    if (pp->aAgg[i].fn != CSQ_AGG_COUNT_STAR) aNeed[pp->aAgg[i].expr] = 1;
+  for (int j = 0; j < pp->nKey && !bDirect; j++) aNeed[pp->aKey[j]] = 1;
+  for (int i = pp->nExpr - 1; i >= 0; i--) {
+    const csq_pexpr *x = &pp->aExpr[i];
+    if (!aNeed[i] || x->op == CSQ_EX_COL || x->op == CSQ_EX_CONST) continue;
+    if (x->op == CSQ_EX_CASE) { /* a is a condition term */
+      aNeed[x->b] = aNeed[x->c] = 1;
+    } else {
+      aNeed[x->a] = 1;
+      if (x->op != CSQ_EX_NEG) aNeed[x->b] = 1;
+    }
+  }
+  /* Aggregates with the same state over the same argument share it (SUM and
+  ** AVG of one expression, say): only the first updates it. */
+  int8_t aAlias[CSQ_AGG_MAX_AGGS];
+  for (int i = 0; i < pp->nAgg; i++) {
+    const csq_pagg *a = &pp->aAgg[i];
+    int kind = csq_agg_state_cols(a->fn) > 1 ? 100 : a->fn == CSQ_AGG_COUNT ? CSQ_AGG_COUNT_STAR : a->fn;
+    aAlias[i] = -1;
+    for (int j = 0; j < i && aAlias[i] < 0; j++) {
+      const csq_pagg *b = &pp->aAgg[j];
+      int kb = csq_agg_state_cols(b->fn) > 1 ? 100 : b->fn == CSQ_AGG_COUNT ? CSQ_AGG_COUNT_STAR : b->fn;
+      if (aAlias[j] < 0 && kb == kind && b->expr == a->expr && b->flags == a->flags &&
+          (a->fn == CSQ_AGG_COUNT) == (b->fn == CSQ_AGG_COUNT))
+        aAlias[i] = (int8_t)j;
+    }
+    if (aAlias[i] >= 0) t.aOff[i] = t.aOff[aAlias[i]];
+  }
+  /* text-valued outputs whose bytes the result carries; a direct key's
+  ** bytes are bounded by its dictionary's longest entry */
+  int aVarEv[CSQ_AGG_MAX_KEYS + CSQ_AGG_MAX_AGGS], nVarEv = 0;
+  uint64_t nKeyVarMax = 0;
+  for (int j = 0; j < pp->nKey; j++) {
+    if (!bDirect) {
+      aVarEv[nVarEv++] = pp->aKey[j];
+      continue;
+    }
+    const ex_col *c = &aCol[pp->aExpr[pp->aKey[j]].a];
+    uint32_t mx = 0;
+    if (c->kind == K_DICT)
+      for (uint32_t e = 0; e < c->d.nAux; e++) {
+        uint32_t l = csq_le32(c->d.aOff + 4 * (size_t)e + 4) - csq_le32(c->d.aOff + 4 * (size_t)e);
+        if (l > mx) mx = l;
+      }
+    else if (c->kind == K_CONSTX && !c->bAllNull)
+      mx = c->cval.n;
+    nKeyVarMax += mx;
+  }
+  for (int i = 0; i < pp->nAgg; i++)
+    if ((pp->aAgg[i].fn == CSQ_AGG_MIN || pp->aAgg[i].fn == CSQ_AGG_MAX) && aAlias[i] < 0)
+      aVarEv[nVarEv++] = pp->aAgg[i].expr;
+  t.aTouch = malloc(sizeof(uint32_t) * BATCH);
+  if (!t.aTouch) {
+    reason = CSQ_FAULT_NOMEM;
+    goto done;
+  }
+
+  uint32_t nextRow = nRow;
+  uint32_t k0 = 0;
+  while (k0 < nSel) {
+    uint32_t b0 = aSel[k0] / BATCH * BATCH, kEnd = k0;
+    while (kEnd < nSel && aSel[kEnd] < b0 + BATCH) kEnd++;
+    uint32_t nb = nRow - b0 < BATCH ? nRow - b0 : BATCH, n = kEnd - k0;
+    const uint32_t *s = aSel + k0;
+    reason = ev_all(ep, aCol, apCondDict, aEv, aM, aNeed, b0, nb, s, n);
+    if (reason) goto done;
+    /* how many rows of the run fit, assuming each one makes a new group */
+    aVarCum[0] = 0;
+    for (uint32_t k = 0; k < n; k++) {
+      uint64_t b = 0;
+      for (int i = 0; i < nVarEv; i++) {
+        const ex_ev *e = &aEv[aVarEv[i]];
+        uint8_t c = ev_cls(e, k);
+        if (c == CSQ_TEXT || c == CSQ_BLOB) b += e->aN[k];
+      }
+      aVarCum[k + 1] = aVarCum[k] + b + nKeyVarMax;
+    }
+    uint32_t m = n;
+    while (m > 0 && ag_bound(&t, (uint64_t)t.nGroup + m, t.nVar + aVarCum[m]) > nOutArea) m /= 2;
+    if (m == 0) {
+      if (t.nGroup == 0 && k0 == 0) {
+        reason = CSQ_FAULT_OUTPUT_FULL;
+        goto done;
+      }
+      nextRow = s[0];
+      break;
+    }
+    if (pp->nKey == 0) { /* one group, made by the first row */
+      if (t.nGroup == 0 && ag_new_group(&t, NULL, 0) < 0) {
+        reason = CSQ_FAULT_NOMEM;
+        goto done;
+      }
+      memset(aGid, 0, sizeof(uint32_t) * m);
+    } else if (bDirect) {
+      reason = ag_ids_direct(&t, pp, aCol, b0, nb, s, m, aGid);
+    } else {
+      reason = ag_ids_hash(&t, pp, aEv, m, aGid);
+    }
+    if (reason) goto done;
+    t.nTouch = 0;
+    for (uint32_t k = 0; k < m; k++)
+      if (t.aRunN[aGid[k]]++ == 0) t.aTouch[t.nTouch++] = aGid[k];
+    for (int i = 0; i < pp->nAgg && !reason; i++) {
+      const csq_pagg *a = &pp->aAgg[i];
+      if (aAlias[i] < 0)
+        reason = ag_update(&t, a, i, a->fn == CSQ_AGG_COUNT_STAR ? NULL : &aEv[a->expr], aGid, m);
+    }
+    for (uint32_t k = 0; k < t.nTouch; k++) t.aRunN[t.aTouch[k]] = 0;
+    if (reason) goto done;
+    if (m < n) {
+      nextRow = s[m];
+      break;
+    }
+    k0 = kEnd;
+  }
+  uint64_t nBytes = ag_write(&t, pp, pOut, nextRow);
+  *pRet = (uint64_t)t.nGroup | (nBytes << 32);
+  ctx->pStats->rows_scanned += nextRow - start;
+  ctx->pStats->rows_returned += t.nGroup;
+  if (start == 0) ctx->pStats->row_groups_scanned++;
+done:
+  if (apCondDict)
+    for (int i = 0; i < pp->nCond; i++) free(apCondDict[i]);
+  free(apCondDict);
+  free(aEvMem);
+  free(aEv);
+  free(aGid);
+  free(aVarCum);
+  ag_tab_free(&t);
+  return reason;
+}
+
 /* ---- xRun ---- */
 
 static int fault(uint64_t *pRet, uint64_t reason) {
@@ -1109,6 +2142,12 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     }
     nSel += n;
     b0 = bEnd;
+  }
+
+  if (pp->bAgg) {
+    reason = (uint64_t)agg_exec(ep, aCol, aSel, nSel, (uint32_t)start, nRow, pOut, nOutArea, ctx,
+                                pRet);
+    goto done;
   }
 
   /* Size the result; if it does not fit, keep the longest prefix that does

@@ -2,8 +2,10 @@
 ** device/program.c - csq device programs, the parts both sides share: the
 ** parser/verifier (the device runs it on Load Program, the host on the zone
 ** map check), the encoder the planner uses to build programs, and the zone
-** map test that lets the host skip row groups. The byte format is documented
-** in device/program.h; the executor is device/exec.c.
+** map test that lets the host skip row groups. The byte format (version 1,
+** and version 2 with its aggregation section) is documented in
+** device/program.h; the executor is device/exec.c, the host merge of grouped
+** results device/agg.c.
 */
 #include <errno.h>
 #include <math.h>
@@ -43,6 +45,8 @@ const char *csq_fault_name(uint64_t r) {
   case CSQ_FAULT_OUTPUT_FULL: return "the output area cannot hold one row";
   case CSQ_FAULT_NOMEM: return "the compute engine ran out of memory";
   case CSQ_FAULT_STALE_PROGRAM: return "the program slot holds another program";
+  case CSQ_FAULT_NOT_NUMERIC:
+    return "arithmetic or a sum met a TEXT or BLOB value (run the aggregate on the host)";
   default: return "unknown fault";
   }
 }
@@ -78,16 +82,201 @@ void csq_prog_clear(csq_prog *p) {
   free(p->aClause);
   free(p->aTerm);
   free(p->aConst);
+  free(p->aExpr);
+  free(p->aCond);
   p->aClause = NULL;
   p->aTerm = NULL;
   p->aConst = NULL;
+  p->aExpr = NULL;
+  p->aCond = NULL;
   p->nClause = p->nTerm = p->nConst = 0;
+  p->bAgg = p->nExpr = p->nKey = p->nAgg = p->nCond = 0;
 }
 
 static const char *op_name(int op) {
   static const char *az[] = {"?",  "EQ",      "NE",    "LT", "LE",   "GT",     "GE",     "IS",
                              "ISNOT", "ISNULL", "NOTNULL", "BETWEEN", "IN", "LIKE", "GLOB"};
   return op >= 0 && op <= CSQ_OP_MAX ? az[op] : "?";
+}
+
+/* Check one 16-byte term at q (the i-th of its list, named zWhat in
+** messages) against the program's inputs and constants, and decode it into
+** *t. 0 or -EINVAL with a message. */
+static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm *t,
+                      const csq_prog *pp, char *zErr, size_t nErr) {
+  uint32_t nIn = (uint32_t)pp->nIn, nConst = (uint32_t)pp->nConst;
+  t->op = q[0];
+  t->flags = q[1];
+  t->slot = rd16(q + 2);
+  t->k0 = rd16(q + 4);
+  t->k1 = rd16(q + 6);
+  t->esc = rd32(q + 8);
+  const char *zOp = op_name(t->op);
+  if (t->op == 0 || t->op > CSQ_OP_MAX)
+    return verr(zErr, nErr, "%s %u: unknown opcode %u", zWhat, i, t->op);
+  if (rd32(q + 12)) return verr(zErr, nErr, "%s %u: reserved field not zero", zWhat, i);
+  if (t->flags & ~CSQ_TF_ALL)
+    return verr(zErr, nErr, "%s %u (%s): unknown flags 0x%02x", zWhat, i, zOp, t->flags);
+  if ((t->flags & CSQ_TF_COLL_MASK) == CSQ_TF_COLL_MASK ||
+      (t->flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK)
+    return verr(zErr, nErr, "%s %u (%s): bad collation or affinity in flags 0x%02x", zWhat, i, zOp,
+                t->flags);
+  if (t->slot >= nIn)
+    return verr(zErr, nErr, "%s %u (%s): input slot %u out of range (%u inputs)", zWhat, i, zOp,
+                t->slot, nIn);
+  int bNot = t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE ||
+             t->op == CSQ_OP_GLOB;
+  if ((t->flags & CSQ_TF_NOT) && !bNot)
+    return verr(zErr, nErr, "%s %u (%s): NOT flag not allowed", zWhat, i, zOp);
+  if ((t->flags & CSQ_TF_BLOB_TEXT) && t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB)
+    return verr(zErr, nErr, "%s %u (%s): blob-as-text flag only applies to LIKE/GLOB", zWhat, i,
+                zOp);
+  if ((t->flags & CSQ_TF_LIKE_CASE) && t->op != CSQ_OP_LIKE)
+    return verr(zErr, nErr, "%s %u (%s): case flag only applies to LIKE", zWhat, i, zOp);
+  if (t->esc && t->op != CSQ_OP_LIKE)
+    return verr(zErr, nErr, "%s %u (%s): ESCAPE only applies to LIKE", zWhat, i, zOp);
+  if (t->esc > 0x10FFFF)
+    return verr(zErr, nErr, "%s %u (%s): ESCAPE code point %u invalid", zWhat, i, zOp, t->esc);
+  uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
+  switch (t->op) {
+  case CSQ_OP_ISNULL:
+  case CSQ_OP_NOTNULL: need0 = 0; break;
+  case CSQ_OP_BETWEEN: need1 = 1; break;
+  case CSQ_OP_IN:
+    if (t->k1 == 0 || (uint32_t)t->k0 + t->k1 > nConst)
+      return verr(zErr, nErr, "%s %u (IN): constants [%u, +%u) out of range (%u constants)", zWhat,
+                  i, t->k0, t->k1, nConst);
+    break;
+  default: break;
+  }
+  if (!need0 && t->k0)
+    return verr(zErr, nErr, "%s %u (%s): constant index must be 0", zWhat, i, zOp);
+  if (need0 && t->k0 >= nConst)
+    return verr(zErr, nErr, "%s %u (%s): constant %u out of range (%u constants)", zWhat, i, zOp,
+                t->k0, nConst);
+  if (need1 && t->k1 >= nConst)
+    return verr(zErr, nErr, "%s %u (%s): constant %u out of range (%u constants)", zWhat, i, zOp,
+                t->k1, nConst);
+  if (!need1 && t->op != CSQ_OP_IN && t->k1)
+    return verr(zErr, nErr, "%s %u (%s): second constant must be 0", zWhat, i, zOp);
+  if ((t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) && pp->aConst[t->k0].cls != CSQ_TEXT &&
+      pp->aConst[t->k0].cls != CSQ_NULL)
+    return verr(zErr, nErr, "%s %u (%s): pattern must be TEXT or NULL", zWhat, i, zOp);
+  return 0;
+}
+
+/* Bytes of an aggregation section with these counts. */
+static uint64_t agg_bytes(uint32_t nExpr, uint32_t nKey, uint32_t nAgg, uint32_t nCond) {
+  return CSQ_AGG_HDR + 8ull * nExpr + ((4ull * (nKey + nAgg) + 7) & ~7ull) +
+         (uint64_t)CSQ_PROG_TERM_SZ * nCond;
+}
+
+/* Parse and check the aggregation section at p[off..n) into pOut (whose
+** inputs and constants are already parsed). 0 or -EINVAL / -ENOMEM. */
+static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, char *zErr,
+                     size_t nErr) {
+  if (n - off < CSQ_AGG_HDR) return verr(zErr, nErr, "aggregation section truncated");
+  const uint8_t *h = p + off;
+  uint32_t nExpr = rd16(h), nKey = rd16(h + 2), nAgg = rd16(h + 4), nCond = rd16(h + 6);
+  if (rd64(h + 8)) return verr(zErr, nErr, "aggregation section: reserved field not zero");
+  if (nExpr > CSQ_AGG_MAX_EXPR)
+    return verr(zErr, nErr, "aggregation: %u expressions (limit %d)", nExpr, CSQ_AGG_MAX_EXPR);
+  if (nKey > CSQ_AGG_MAX_KEYS)
+    return verr(zErr, nErr, "aggregation: %u group keys (limit %d)", nKey, CSQ_AGG_MAX_KEYS);
+  if (nAgg > CSQ_AGG_MAX_AGGS)
+    return verr(zErr, nErr, "aggregation: %u aggregates (limit %d)", nAgg, CSQ_AGG_MAX_AGGS);
+  if (nCond > CSQ_AGG_MAX_CONDS)
+    return verr(zErr, nErr, "aggregation: %u condition terms (limit %d)", nCond,
+                CSQ_AGG_MAX_CONDS);
+  if (nKey + nAgg == 0) return verr(zErr, nErr, "aggregation: no group key and no aggregate");
+  if (agg_bytes(nExpr, nKey, nAgg, nCond) != n - off)
+    return verr(zErr, nErr, "aggregation section of %zu bytes, its counts need %llu", n - off,
+                (unsigned long long)agg_bytes(nExpr, nKey, nAgg, nCond));
+  if (pOut->nOut) return verr(zErr, nErr, "aggregation: a grouped program has no outputs");
+  pOut->aExpr = malloc(sizeof(csq_pexpr) * (nExpr ? nExpr : 1));
+  pOut->aCond = malloc(sizeof(csq_pterm) * (nCond ? nCond : 1));
+  if (!pOut->aExpr || !pOut->aCond) return -ENOMEM;
+  pOut->bAgg = 1;
+  pOut->nExpr = (int)nExpr;
+  pOut->nKey = (int)nKey;
+  pOut->nAgg = (int)nAgg;
+  pOut->nCond = (int)nCond;
+  const uint8_t *q = h + CSQ_AGG_HDR;
+  for (uint32_t i = 0; i < nExpr; i++, q += 8) {
+    csq_pexpr *e = &pOut->aExpr[i];
+    e->op = q[0];
+    e->a = rd16(q + 2);
+    e->b = rd16(q + 4);
+    e->c = rd16(q + 6);
+    if (q[1]) return verr(zErr, nErr, "expression %u: flags not zero", i);
+    int nArg = 0; /* operands that are instructions */
+    switch (e->op) {
+    case CSQ_EX_COL:
+      if (e->a >= (uint32_t)pOut->nIn)
+        return verr(zErr, nErr, "expression %u (COL): input slot %u out of range (%d inputs)", i,
+                    e->a, pOut->nIn);
+      break;
+    case CSQ_EX_CONST:
+      if (e->a >= (uint32_t)pOut->nConst)
+        return verr(zErr, nErr, "expression %u (CONST): constant %u out of range (%d constants)",
+                    i, e->a, pOut->nConst);
+      break;
+    case CSQ_EX_ADD:
+    case CSQ_EX_SUB:
+    case CSQ_EX_MUL:
+    case CSQ_EX_DIV: nArg = 2; break;
+    case CSQ_EX_NEG: nArg = 1; break;
+    case CSQ_EX_CASE:
+      if (e->a >= nCond)
+        return verr(zErr, nErr, "expression %u (CASE): condition %u out of range (%u conditions)",
+                    i, e->a, nCond);
+      if (e->b >= i || e->c >= i)
+        return verr(zErr, nErr, "expression %u (CASE): branch is not an earlier instruction", i);
+      break;
+    default: return verr(zErr, nErr, "expression %u: unknown operator %u", i, e->op);
+    }
+    if (nArg >= 1 && e->a >= i)
+      return verr(zErr, nErr, "expression %u: operand %u is not an earlier instruction", i, e->a);
+    if (nArg == 2 && e->b >= i)
+      return verr(zErr, nErr, "expression %u: operand %u is not an earlier instruction", i, e->b);
+    if ((e->op != CSQ_EX_CASE && nArg < 2 && e->b) || (e->op != CSQ_EX_CASE && e->c))
+      return verr(zErr, nErr, "expression %u: unused operand not zero", i);
+  }
+  int nCol = (int)nKey;
+  for (uint32_t i = 0; i < nKey; i++, q += 4) {
+    pOut->aKey[i] = rd16(q);
+    if (rd16(q + 2)) return verr(zErr, nErr, "group key %u: flags not zero", i);
+    if (pOut->aKey[i] >= nExpr)
+      return verr(zErr, nErr, "group key %u: expression %u out of range (%u expressions)", i,
+                  pOut->aKey[i], nExpr);
+  }
+  for (uint32_t i = 0; i < nAgg; i++, q += 4) {
+    csq_pagg *a = &pOut->aAgg[i];
+    a->fn = q[0];
+    a->flags = q[1];
+    a->expr = rd16(q + 2);
+    if (a->fn == 0 || a->fn > CSQ_AGG_FN_MAX)
+      return verr(zErr, nErr, "aggregate %u: unknown function %u", i, a->fn);
+    if (a->fn == CSQ_AGG_COUNT_STAR) {
+      if (a->expr) return verr(zErr, nErr, "aggregate %u (COUNT(*)): expression must be 0", i);
+    } else if (a->expr >= nExpr) {
+      return verr(zErr, nErr, "aggregate %u: expression %u out of range (%u expressions)", i,
+                  a->expr, nExpr);
+    }
+    int bColl = a->fn == CSQ_AGG_MIN || a->fn == CSQ_AGG_MAX;
+    if ((a->flags & ~(bColl ? CSQ_TF_COLL_MASK : 0)) ||
+        (a->flags & CSQ_TF_COLL_MASK) == CSQ_TF_COLL_MASK)
+      return verr(zErr, nErr, "aggregate %u: bad flags 0x%02x", i, a->flags);
+    nCol += csq_agg_state_cols(a->fn);
+  }
+  for (uint32_t j = 4 * (nKey + nAgg); j % 8; j++, q++)
+    if (*q) return verr(zErr, nErr, "aggregation section: padding not zero");
+  for (uint32_t i = 0; i < nCond; i++, q += CSQ_PROG_TERM_SZ) {
+    int rc = term_check(q, i, "condition term", &pOut->aCond[i], pOut, zErr, nErr);
+    if (rc) return rc;
+  }
+  pOut->nResCol = nCol;
+  return 0;
 }
 
 /* The verifier. Every count is bounded before it is multiplied, every offset
@@ -99,10 +288,13 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   if (n > CSQ_PROG_MAX_BYTES)
     return verr(zErr, nErr, "program of %zu bytes exceeds the limit of %u", n, CSQ_PROG_MAX_BYTES);
   if (rd32(p) != CSQ_PROG_MAGIC) return verr(zErr, nErr, "bad magic (not a csq program)");
-  if (rd16(p + 4) != CSQ_PROG_VERSION)
-    return verr(zErr, nErr, "unsupported program version %u", rd16(p + 4));
-  if (rd16(p + 6) != 0 || rd16(p + 22) != 0 || rd32(p + 28) != 0)
+  uint32_t version = rd16(p + 4), pflags = rd16(p + 6);
+  if (version != CSQ_PROG_VERSION && version != CSQ_PROG_VERSION_AGG)
+    return verr(zErr, nErr, "unsupported program version %u", version);
+  if ((version == CSQ_PROG_VERSION && pflags) || (pflags & ~(uint32_t)CSQ_PF_AGG) ||
+      rd16(p + 22) != 0 || rd32(p + 28) != 0)
     return verr(zErr, nErr, "reserved header fields are not zero");
+  int bAggFlag = (pflags & CSQ_PF_AGG) != 0;
   uint32_t nTotal = rd32(p + 8);
   uint32_t nIn = rd16(p + 12), nOut = rd16(p + 14), nClause = rd16(p + 16);
   uint32_t nTerm = rd16(p + 18), nConst = rd16(p + 20), nHeap = rd32(p + 24);
@@ -120,7 +312,8 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   uint64_t want = CSQ_PROG_HDR + 4ull * (nIn + nOut + nClause) +
                   (uint64_t)CSQ_PROG_TERM_SZ * nTerm + (uint64_t)CSQ_PROG_CONST_SZ * nConst +
                   ((nHeap + 7ull) & ~7ull);
-  if (want != n)
+  size_t aggOff = (size_t)want;
+  if (bAggFlag ? want > n : want != n)
     return verr(zErr, nErr, "sections add up to %llu bytes, program has %zu",
                 (unsigned long long)want, n);
   const uint8_t *q = p + CSQ_PROG_HDR;
@@ -212,96 +405,14 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
     }
   q = pTerms;
   for (uint32_t i = 0; i < nTerm; i++, q += CSQ_PROG_TERM_SZ) {
-    csq_pterm *t = &pOut->aTerm[i];
-    t->op = q[0];
-    t->flags = q[1];
-    t->slot = rd16(q + 2);
-    t->k0 = rd16(q + 4);
-    t->k1 = rd16(q + 6);
-    t->esc = rd32(q + 8);
-    const char *zOp = op_name(t->op);
-    if (t->op == 0 || t->op > CSQ_OP_MAX) {
-      rc = verr(zErr, nErr, "term %u: unknown opcode %u", i, t->op);
-      goto fail;
-    }
-    if (rd32(q + 12)) {
-      rc = verr(zErr, nErr, "term %u: reserved field not zero", i);
-      goto fail;
-    }
-    if (t->flags & ~CSQ_TF_ALL) {
-      rc = verr(zErr, nErr, "term %u (%s): unknown flags 0x%02x", i, zOp, t->flags);
-      goto fail;
-    }
-    if ((t->flags & CSQ_TF_COLL_MASK) == CSQ_TF_COLL_MASK ||
-        (t->flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK) {
-      rc = verr(zErr, nErr, "term %u (%s): bad collation or affinity in flags 0x%02x", i, zOp,
-                t->flags);
-      goto fail;
-    }
-    if (t->slot >= nIn) {
-      rc = verr(zErr, nErr, "term %u (%s): input slot %u out of range (%u inputs)", i, zOp,
-                t->slot, nIn);
-      goto fail;
-    }
-    int bNot = t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE ||
-               t->op == CSQ_OP_GLOB;
-    if ((t->flags & CSQ_TF_NOT) && !bNot) {
-      rc = verr(zErr, nErr, "term %u (%s): NOT flag not allowed", i, zOp);
-      goto fail;
-    }
-    if ((t->flags & CSQ_TF_BLOB_TEXT) && t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB) {
-      rc = verr(zErr, nErr, "term %u (%s): blob-as-text flag only applies to LIKE/GLOB", i, zOp);
-      goto fail;
-    }
-    if ((t->flags & CSQ_TF_LIKE_CASE) && t->op != CSQ_OP_LIKE) {
-      rc = verr(zErr, nErr, "term %u (%s): case flag only applies to LIKE", i, zOp);
-      goto fail;
-    }
-    if (t->esc && t->op != CSQ_OP_LIKE) {
-      rc = verr(zErr, nErr, "term %u (%s): ESCAPE only applies to LIKE", i, zOp);
-      goto fail;
-    }
-    if (t->esc > 0x10FFFF) {
-      rc = verr(zErr, nErr, "term %u (%s): ESCAPE code point %u invalid", i, zOp, t->esc);
-      goto fail;
-    }
-    uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
-    switch (t->op) {
-    case CSQ_OP_ISNULL:
-    case CSQ_OP_NOTNULL: need0 = 0; break;
-    case CSQ_OP_BETWEEN: need1 = 1; break;
-    case CSQ_OP_IN:
-      if (t->k1 == 0 || (uint32_t)t->k0 + t->k1 > nConst) {
-        rc = verr(zErr, nErr, "term %u (IN): constants [%u, +%u) out of range (%u constants)", i,
-                  t->k0, t->k1, nConst);
-        goto fail;
-      }
-      break;
-    default: break;
-    }
-    if (!need0 && t->k0) {
-      rc = verr(zErr, nErr, "term %u (%s): constant index must be 0", i, zOp);
-      goto fail;
-    }
-    if (need0 && t->k0 >= nConst) {
-      rc = verr(zErr, nErr, "term %u (%s): constant %u out of range (%u constants)", i, zOp, t->k0,
-                nConst);
-      goto fail;
-    }
-    if (need1 && t->k1 >= nConst) {
-      rc = verr(zErr, nErr, "term %u (%s): constant %u out of range (%u constants)", i, zOp, t->k1,
-                nConst);
-      goto fail;
-    }
-    if (!need1 && t->op != CSQ_OP_IN && t->k1) {
-      rc = verr(zErr, nErr, "term %u (%s): second constant must be 0", i, zOp);
-      goto fail;
-    }
-    if ((t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) && pOut->aConst[t->k0].cls != CSQ_TEXT &&
-        pOut->aConst[t->k0].cls != CSQ_NULL) {
-      rc = verr(zErr, nErr, "term %u (%s): pattern must be TEXT or NULL", i, zOp);
-      goto fail;
-    }
+    rc = term_check(q, i, "term", &pOut->aTerm[i], pOut, zErr, nErr);
+    if (rc) goto fail;
+  }
+  if (bAggFlag) {
+    rc = agg_parse(p, n, aggOff, pOut, zErr, nErr);
+    if (rc) goto fail;
+  } else {
+    pOut->nResCol = pOut->nOut;
   }
   return 0;
 fail:
@@ -324,6 +435,15 @@ struct csq_pb {
   int nConst, nConstAlloc;
   uint8_t *aHeap;
   uint32_t nHeap, nHeapAlloc;
+  /* aggregation section */
+  uint8_t aExpr[CSQ_AGG_MAX_EXPR][8];
+  int nExpr;
+  uint16_t aKey[CSQ_AGG_MAX_KEYS];
+  int nKey;
+  uint8_t aAgg[CSQ_AGG_MAX_AGGS][4];
+  int nAgg;
+  uint8_t aCond[CSQ_AGG_MAX_CONDS][CSQ_PROG_TERM_SZ];
+  int nCond;
 };
 
 csq_pb *csq_pb_new(void) { return calloc(1, sizeof(csq_pb)); }
@@ -410,13 +530,25 @@ int csq_pb_clause(csq_pb *b) {
   return 0;
 }
 
+static int pb_term_bytes(uint8_t *e, int op, int flags, int slot, int k0, int k1, uint32_t esc);
+
 int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc) {
   if (b->rc) return b->rc;
   if (b->nTerm >= CSQ_PROG_MAX_TERMS || op < 1 || op > CSQ_OP_MAX || slot < 0 || slot > 0xFFFF ||
       k0 < 0 || k0 > 0xFFFF || k1 < 0 || k1 > 0xFFFF || flags < 0 || flags > 0xFF)
     return pb_fail(b, -EINVAL);
   if (b->nClause == 0 && csq_pb_clause(b)) return b->rc;
-  uint8_t *e = b->aTerm[b->nTerm++];
+  pb_term_bytes(b->aTerm[b->nTerm++], op, flags, slot, k0, k1, esc);
+  b->aClause[b->nClause - 1]++;
+  return 0;
+}
+
+/* Encode a 16-byte term (filter or condition) at e. -EINVAL if a field
+** does not fit its width. */
+static int pb_term_bytes(uint8_t *e, int op, int flags, int slot, int k0, int k1, uint32_t esc) {
+  if (op < 1 || op > CSQ_OP_MAX || slot < 0 || slot > 0xFFFF || k0 < 0 || k0 > 0xFFFF || k1 < 0 ||
+      k1 > 0xFFFF || flags < 0 || flags > 0xFF)
+    return -EINVAL;
   memset(e, 0, CSQ_PROG_TERM_SZ);
   e[0] = (uint8_t)op;
   e[1] = (uint8_t)flags;
@@ -424,8 +556,74 @@ int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t
   wr16(e + 4, (uint16_t)k0);
   wr16(e + 6, (uint16_t)k1);
   wr32(e + 8, esc);
-  b->aClause[b->nClause - 1]++;
   return 0;
+}
+
+int csq_pb_expr(csq_pb *b, int op, int a, int bb, int c) {
+  if (b->rc) return b->rc;
+  if (b->nExpr >= CSQ_AGG_MAX_EXPR || op < 1 || op > CSQ_EX_MAX || a < 0 || a > 0xFFFF || bb < 0 ||
+      bb > 0xFFFF || c < 0 || c > 0xFFFF)
+    return pb_fail(b, -EINVAL);
+  uint8_t *e = b->aExpr[b->nExpr];
+  e[0] = (uint8_t)op;
+  e[1] = 0;
+  wr16(e + 2, (uint16_t)a);
+  wr16(e + 4, (uint16_t)bb);
+  wr16(e + 6, (uint16_t)c);
+  return b->nExpr++;
+}
+
+/* 1 if e names an instruction already emitted. */
+static int pb_expr_ok(const csq_pb *b, int e) { return e >= 0 && e < b->nExpr; }
+
+int csq_pb_expr_col(csq_pb *b, int slot) {
+  if (!b->rc && (slot < 0 || slot >= b->nIn)) return pb_fail(b, -EINVAL);
+  return csq_pb_expr(b, CSQ_EX_COL, slot, 0, 0);
+}
+int csq_pb_expr_const(csq_pb *b, int k) {
+  if (!b->rc && (k < 0 || k >= b->nConst)) return pb_fail(b, -EINVAL);
+  return csq_pb_expr(b, CSQ_EX_CONST, k, 0, 0);
+}
+int csq_pb_expr_arith(csq_pb *b, int op, int e1, int e2) {
+  if (b->rc) return b->rc;
+  if ((op != CSQ_EX_ADD && op != CSQ_EX_SUB && op != CSQ_EX_MUL && op != CSQ_EX_DIV) ||
+      !pb_expr_ok(b, e1) || !pb_expr_ok(b, e2))
+    return pb_fail(b, -EINVAL);
+  return csq_pb_expr(b, op, e1, e2, 0);
+}
+int csq_pb_expr_neg(csq_pb *b, int e) {
+  if (!b->rc && !pb_expr_ok(b, e)) return pb_fail(b, -EINVAL);
+  return csq_pb_expr(b, CSQ_EX_NEG, e, 0, 0);
+}
+int csq_pb_cond(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc) {
+  if (b->rc) return b->rc;
+  if (b->nCond >= CSQ_AGG_MAX_CONDS) return pb_fail(b, -EINVAL);
+  if (pb_term_bytes(b->aCond[b->nCond], op, flags, slot, k0, k1, esc)) return pb_fail(b, -EINVAL);
+  return b->nCond++;
+}
+int csq_pb_expr_case(csq_pb *b, int cond, int eThen, int eElse) {
+  if (b->rc) return b->rc;
+  if (cond < 0 || cond >= b->nCond || !pb_expr_ok(b, eThen) || !pb_expr_ok(b, eElse))
+    return pb_fail(b, -EINVAL);
+  return csq_pb_expr(b, CSQ_EX_CASE, cond, eThen, eElse);
+}
+int csq_pb_group(csq_pb *b, int e) {
+  if (b->rc) return b->rc;
+  if (b->nKey >= CSQ_AGG_MAX_KEYS || !pb_expr_ok(b, e)) return pb_fail(b, -EINVAL);
+  b->aKey[b->nKey] = (uint16_t)e;
+  return b->nKey++;
+}
+int csq_pb_agg(csq_pb *b, int fn, int flags, int e) {
+  if (b->rc) return b->rc;
+  if (fn == CSQ_AGG_COUNT_STAR) e = 0;
+  else if (!pb_expr_ok(b, e)) return pb_fail(b, -EINVAL);
+  if (b->nAgg >= CSQ_AGG_MAX_AGGS || fn < 1 || fn > CSQ_AGG_FN_MAX || flags < 0 || flags > 0xFF)
+    return pb_fail(b, -EINVAL);
+  uint8_t *a = b->aAgg[b->nAgg];
+  a[0] = (uint8_t)fn;
+  a[1] = (uint8_t)flags;
+  wr16(a + 2, (uint16_t)e);
+  return b->nAgg++;
 }
 
 int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
@@ -440,11 +638,19 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   size_t nHeapPad = (b->nHeap + 7u) & ~7u;
   size_t n = CSQ_PROG_HDR + 4u * (size_t)(b->nIn + b->nOut + nClause) +
              (size_t)CSQ_PROG_TERM_SZ * b->nTerm + (size_t)CSQ_PROG_CONST_SZ * b->nConst + nHeapPad;
+  int bAgg = b->nKey + b->nAgg > 0;
+  size_t nBase = n;
+  if (bAgg) {
+    if (b->nOut) return pb_fail(b, -EINVAL);
+    n += (size_t)agg_bytes((uint32_t)b->nExpr, (uint32_t)b->nKey, (uint32_t)b->nAgg,
+                           (uint32_t)b->nCond);
+  }
   if (n > CSQ_PROG_MAX_BYTES) return pb_fail(b, -EINVAL);
   uint8_t *p = calloc(1, n), *q = p;
   if (!p) return pb_fail(b, -ENOMEM);
   wr32(q, CSQ_PROG_MAGIC);
-  wr16(q + 4, CSQ_PROG_VERSION);
+  wr16(q + 4, bAgg ? CSQ_PROG_VERSION_AGG : CSQ_PROG_VERSION);
+  wr16(q + 6, bAgg ? CSQ_PF_AGG : 0);
   wr32(q + 8, (uint32_t)n);
   wr16(q + 12, (uint16_t)b->nIn);
   wr16(q + 14, (uint16_t)b->nOut);
@@ -460,6 +666,19 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   if (b->nConst) memcpy(q, b->aConst, (size_t)b->nConst * CSQ_PROG_CONST_SZ);
   q += (size_t)b->nConst * CSQ_PROG_CONST_SZ;
   if (b->nHeap) memcpy(q, b->aHeap, b->nHeap);
+  if (bAgg) {
+    q = p + nBase;
+    wr16(q, (uint16_t)b->nExpr);
+    wr16(q + 2, (uint16_t)b->nKey);
+    wr16(q + 4, (uint16_t)b->nAgg);
+    wr16(q + 6, (uint16_t)b->nCond);
+    q += CSQ_AGG_HDR;
+    for (int i = 0; i < b->nExpr; i++, q += 8) memcpy(q, b->aExpr[i], 8);
+    for (int i = 0; i < b->nKey; i++, q += 4) wr16(q, b->aKey[i]);
+    for (int i = 0; i < b->nAgg; i++, q += 4) memcpy(q, b->aAgg[i], 4);
+    q += (4 * (b->nKey + b->nAgg)) % 8;
+    for (int i = 0; i < b->nCond; i++, q += CSQ_PROG_TERM_SZ) memcpy(q, b->aCond[i], CSQ_PROG_TERM_SZ);
+  }
   *pp = p;
   *pn = n;
   return 0;

@@ -144,6 +144,83 @@
 **          nHeap bytes of TEXT/BLOB, padded to 8
 **   Completion: DW0 = nRows, DW1 = nBytes (the host reads only that much).
 **   Faults: status CSQ_SC_PROGRAM_FAULT with DW0-DW1 = a CSQ_FAULT_* reason.
+**
+** AGGREGATION (version 2)
+**   A version 2 program is a version 1 program whose header flags may hold
+**   CSQ_PF_AGG; then an aggregation section follows the (padded) heap, and the
+**   program groups the qualifying rows and returns one row per group with
+**   partial aggregate states instead of rows. Version 1 programs (flags 0) are
+**   read as before; the encoder emits version 1 whenever it can, so filter
+**   programs keep their bytes and ids. With CSQ_PF_AGG, nOut must be 0: the
+**   result columns are defined by the section.
+**   Section (offset A = the nTotal of the same program without it):
+**     0  u16 nExpr     expression instructions (0..CSQ_AGG_MAX_EXPR)
+**     2  u16 nKey      GROUP BY keys (0..CSQ_AGG_MAX_KEYS)
+**     4  u16 nAgg      aggregates (0..CSQ_AGG_MAX_AGGS); nKey + nAgg >= 1
+**     6  u16 nCond     condition terms (0..CSQ_AGG_MAX_CONDS), used by CASE
+**     8  u64 rsvd      0
+**    16  nExpr x 8 bytes: u8 op (CSQ_EX_*), u8 flags (0), u16 a, u16 b, u16 c
+**        nKey x 4 bytes:  u16 expr, u16 flags (0)
+**        nAgg x 4 bytes:  u8 fn (CSQ_AGG_*), u8 flags, u16 expr
+**        zero bytes up to a multiple of 8
+**        nCond x 16 bytes: terms in the filter term format (same checks; they
+**        never filter, CASE tests them)
+**   So nTotal = A + 16 + 8*nExpr + ((4*(nKey + nAgg) + 7) & ~7) + 16*nCond.
+**
+**   Expressions: straight-line code; instruction i computes one value per row
+**   and may use only instructions < i, so no cycle and no loop exists.
+**     COL    a = input slot                      the column's value
+**     CONST  a = constant index                  any class
+**     ADD SUB MUL DIV  a, b = instructions       a + b, a - b, a * b, a / b
+**     NEG    a = instruction                     -a, i.e. 0 - a (as SQLite)
+**     CASE   a = condition term, b, c = instr.   CASE WHEN cond THEN b ELSE c
+**   Unused fields must be 0. Arithmetic is SQLite's: any NULL operand gives
+**   NULL; INTEGER op INTEGER is INTEGER, except that + - * overflowing int64
+**   (and INT64_MIN / -1) is computed in REAL instead; integer division
+**   truncates toward zero; x / 0 (integer or 0.0) is NULL; otherwise both
+**   operands are taken as REAL, and a NaN result (Inf - Inf) is NULL.
+**   TEXT and BLOB operands would need SQLite's text-to-number conversion,
+**   which the device does not do: an arithmetic operator (or SUM, TOTAL, AVG)
+**   meeting a non-NULL TEXT/BLOB value whose other operand is not NULL
+**   faults with CSQ_FAULT_NOT_NUMERIC; the host then runs the query without
+**   the pushed aggregate (dev_agg reports -EDOM). Planners should push
+**   arithmetic only over columns of INTEGER/REAL/NUMERIC affinity, where
+**   such values are rare. The condition of CASE is a term (true only when
+**   TRUE); both branches are computed for every row.
+**
+**   Keys: NULL is a group of its own; values group under SQLite's equality
+**   with BINARY collation (1 and 1.0 are one group; TEXT 'a' and BLOB x'61'
+**   are not). When a group's key occurs as INTEGER and as an equal REAL, the
+**   first in row order is reported.
+**
+**   Aggregates (fn; expr ignored and 0 for COUNT_STAR) and the state columns
+**   each contributes to a result row, in this order:
+**     COUNT_STAR, COUNT   1 column: INT n (rows / non-NULL values)
+**     SUM, TOTAL, AVG     6 columns, CSQ_AGG_SUM_COLS:
+**                         INT cnt (non-NULL values), INT nReal (REAL values
+**                         among them), INT ilo, INT ihi (the exact sum of the
+**                         INTEGER values as a 128-bit two's complement number:
+**                         ihi * 2^64 + (uint64)ilo), REAL rsum, REAL rerr (the
+**                         REAL values summed with Kahan-Babuska-Neumaier
+**                         compensation: sum = rsum + rerr)
+**     MIN, MAX            1 column: the smallest / largest non-NULL value in
+**                         SQLite's order (numbers < TEXT < BLOB; TEXT by the
+**                         collation in flags & CSQ_TF_COLL_MASK, BINARY
+**                         default), NULL when there is none; on ties the first
+**                         in row order stays. Other flag bits must be 0.
+**   Result: the format above with nCol = nKey + the aggregates' state
+**   columns (csq_prog.nResCol): key values first (in their own classes),
+**   then the states; one row per group seen in the processed rows, in no
+**   particular order; no row at all when no row qualified (also without
+**   keys). A result that would not fit the output area is cut at a row
+**   (nextRow < nRow): Execute again from there and merge both parts.
+**   Finalisation (host, dev_agg_*): COUNT n; SUM NULL if cnt = 0, INTEGER if
+**   nReal = 0 and the exact sum fits in int64, the error "integer overflow"
+**   if it does not, else REAL; TOTAL 0.0 if cnt = 0, else REAL; AVG NULL if
+**   cnt = 0, else REAL sum / cnt. (SQLite's own overflow test follows the
+**   order of additions: it fails when a running sum overflows, even if the
+**   total would fit; csq decides on the exact total of the integers, which
+**   differs only when a group's running sum leaves int64 and comes back.)
 */
 #ifndef CSQ_DEVICE_PROGRAM_H
 #define CSQ_DEVICE_PROGRAM_H
@@ -172,6 +249,42 @@
 #define CSQ_PROG_MAX_CONSTS 8192
 #define CSQ_PROG_MAX_HEAP   (128u * 1024)
 #define CSQ_PROG_BATCH      1024 /* rows per batch of the executor */
+
+/* Version 2: the aggregation section (see AGGREGATION above). */
+#define CSQ_PROG_VERSION_AGG 2u
+#define CSQ_PF_AGG           0x0001 /* header flag: an aggregation section follows the heap */
+#define CSQ_AGG_HDR          16
+#define CSQ_AGG_MAX_EXPR     256
+#define CSQ_AGG_MAX_KEYS     8
+#define CSQ_AGG_MAX_AGGS     64
+#define CSQ_AGG_MAX_CONDS    64
+
+/* Expression operators. */
+#define CSQ_EX_COL   1
+#define CSQ_EX_CONST 2
+#define CSQ_EX_ADD   3
+#define CSQ_EX_SUB   4
+#define CSQ_EX_MUL   5
+#define CSQ_EX_DIV   6
+#define CSQ_EX_NEG   7
+#define CSQ_EX_CASE  8
+#define CSQ_EX_MAX   8
+
+/* Aggregate functions. */
+#define CSQ_AGG_COUNT_STAR 1
+#define CSQ_AGG_COUNT      2
+#define CSQ_AGG_SUM        3
+#define CSQ_AGG_TOTAL      4
+#define CSQ_AGG_AVG        5
+#define CSQ_AGG_MIN        6
+#define CSQ_AGG_MAX        7
+#define CSQ_AGG_FN_MAX     7
+#define CSQ_AGG_SUM_COLS   6 /* state columns of SUM / TOTAL / AVG */
+
+/* State columns an aggregate function contributes to a partial row. */
+static inline int csq_agg_state_cols(int fn) {
+  return fn == CSQ_AGG_SUM || fn == CSQ_AGG_TOTAL || fn == CSQ_AGG_AVG ? CSQ_AGG_SUM_COLS : 1;
+}
 
 /* Term operators. */
 #define CSQ_OP_EQ      1
@@ -214,6 +327,7 @@
 #define CSQ_FAULT_OUTPUT_FULL   7 /* not even one row fits in the output area */
 #define CSQ_FAULT_NOMEM         8 /* the engine ran out of memory */
 #define CSQ_FAULT_STALE_PROGRAM 9 /* aParam[0] is not this program's identifier */
+#define CSQ_FAULT_NOT_NUMERIC   10 /* arithmetic/SUM met a TEXT or BLOB value */
 const char *csq_fault_name(uint64_t reason);
 
 /* A parsed, verified program: a read-only view into the bytes (the bytes must
@@ -232,6 +346,16 @@ typedef struct csq_pterm {
   uint32_t esc;
 } csq_pterm;
 
+typedef struct csq_pexpr {
+  uint8_t op;
+  uint16_t a, b, c;
+} csq_pexpr;
+
+typedef struct csq_pagg {
+  uint8_t fn, flags;
+  uint16_t expr;
+} csq_pagg;
+
 typedef struct csq_prog {
   uint32_t nTotal;
   int nIn, nOut, nClause, nTerm, nConst;
@@ -240,6 +364,14 @@ typedef struct csq_prog {
   uint16_t *aClause;                /* nClause term counts (malloc'd) */
   csq_pterm *aTerm;                 /* nTerm (malloc'd) */
   csq_pconst *aConst;               /* nConst (malloc'd) */
+  /* Aggregation (version 2 with CSQ_PF_AGG; else bAgg = 0 and all empty). */
+  int bAgg;
+  int nExpr, nKey, nAgg, nCond;
+  csq_pexpr *aExpr;                 /* nExpr (malloc'd) */
+  uint16_t aKey[CSQ_AGG_MAX_KEYS];  /* instruction per key */
+  csq_pagg aAgg[CSQ_AGG_MAX_AGGS];
+  csq_pterm *aCond;                 /* nCond (malloc'd) */
+  int nResCol;                      /* columns of a result: nOut, or the aggregation's */
 } csq_prog;
 
 /* Verify program p[0..n) and parse it into *pOut (free with
@@ -272,8 +404,27 @@ int csq_pb_const_bytes(csq_pb *b, int cls, const void *p, uint32_t n); /* TEXT o
 int csq_pb_clause(csq_pb *b);
 /* Add a term to the current clause (fields as in the format above). */
 int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc);
-/* Emit the program: *pp is malloc'd (caller frees), *pn its size. */
+/* Emit the program: *pp is malloc'd (caller frees), *pn its size. A program
+** with a group key or an aggregate is emitted as version 2 with CSQ_PF_AGG
+** (then csq_pb_output must not have been used), else as version 1. */
 int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn);
+
+/* Aggregation (version 2). Expressions return their instruction index; an
+** operand is an index returned earlier. Errors as above (-EINVAL for an
+** index out of range or a limit reached). */
+int csq_pb_expr(csq_pb *b, int op, int a, int bb, int c);   /* raw instruction */
+int csq_pb_expr_col(csq_pb *b, int slot);                 /* input slot's value */
+int csq_pb_expr_const(csq_pb *b, int k);                  /* constant k */
+int csq_pb_expr_arith(csq_pb *b, int op, int e1, int e2); /* CSQ_EX_ADD/SUB/MUL/DIV */
+int csq_pb_expr_neg(csq_pb *b, int e);
+/* A condition term for CASE (fields as csq_pb_term); returns its index. */
+int csq_pb_cond(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc);
+int csq_pb_expr_case(csq_pb *b, int cond, int eThen, int eElse);
+/* GROUP BY expression e; returns the key index (0..7). */
+int csq_pb_group(csq_pb *b, int e);
+/* Aggregate fn (CSQ_AGG_*) of expression e (ignored for COUNT_STAR: pass
+** -1); flags: collation for MIN/MAX. Returns the aggregate index. */
+int csq_pb_agg(csq_pb *b, int fn, int flags, int e);
 
 /* ---- Zone maps (host side) -----------------------------------------------
 ** 1 if no row of row group pRg can satisfy the program's predicate, judging

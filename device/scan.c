@@ -71,6 +71,7 @@ struct dev_scan {
   int nBusy;
   int iLastRg;
   int rcErr;
+  uint64_t fault;     /* CSQ_FAULT_* of a failed Execute, 0 if none */
   char *zErr;
   csq_cqe *aMail;     /* completions reaped by another scan of this queue */
   int nMail, nMailAlloc;
@@ -275,7 +276,18 @@ static int chunk_ranges(const dev_scan *s, const store_rg *pRg, csq_lba_range *a
 ** a heap of at least the chunk's own size (so one row always fits; a result
 ** that does not fit comes back in parts). */
 static uint64_t out_bytes(const dev_scan *s, const store_rg *pRg) {
-  uint64_t n = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * s->prog.nOut, r = pRg->nRow;
+  uint64_t n = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * s->prog.nResCol, r = pRg->nRow;
+  if (s->prog.bAgg) {
+    /* Partial groups: room for up to 4096 groups (a row group with more comes
+    ** back in parts) plus text the keys and MIN/MAX may carry. */
+    uint64_t g = r < 4096 ? r : 4096, nText = 0;
+    for (int i = 0; i < s->prog.nIn; i++) {
+      const store_chunk *pC = &pRg->aChunk[s->prog.aIn[i]];
+      if (pC->zone.clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) nText += pC->len;
+    }
+    n += (uint64_t)s->prog.nResCol * (13 * g + 24) + nText + 65536;
+    return pad8(n);
+  }
   for (int j = 0; j < s->prog.nOut; j++) {
     const store_chunk *pC = &pRg->aChunk[s->prog.aIn[s->prog.aOut[j]]];
     n += pad8(r) + 8 * r + pad8(4 * r) + 8;
@@ -432,6 +444,7 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
       return 0;
     }
     char zWhy[512];
+    if (sf == CSQ_SC_PROGRAM_FAULT && !s->rcErr) s->fault = ret;
     if (sf == CSQ_SC_PROGRAM_FAULT)
       snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
     else snprintf(zWhy, sizeof(zWhy), "%s", dev_errmsg(s->q));
@@ -522,7 +535,7 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
   memcpy(h, p, 16);
   memcpy(&nBytes, p + 16, 8);
   uint32_t nRows = h[1], nCol = h[3];
-  if (h[0] != CSQ_RES_MAGIC || nCol != (uint32_t)s->prog.nOut || nBytes != n ||
+  if (h[0] != CSQ_RES_MAGIC || nCol != (uint32_t)s->prog.nResCol || nBytes != n ||
       h[2] < t->startRow || h[2] > t->nRow || nRows > t->nRow ||
       (h[2] < t->nRow && h[2] <= t->startRow))
     return -EBADMSG;
@@ -630,8 +643,9 @@ fail:
   return s->rcErr ? s->rcErr : -EIO;
 }
 
-int dev_scan_ncol(const dev_scan *s) { return s->prog.nOut; }
+int dev_scan_ncol(const dev_scan *s) { return s->prog.nResCol; }
 int dev_scan_rg(const dev_scan *s) { return s->iLastRg; }
+uint64_t dev_scan_fault(const dev_scan *s) { return s->fault; }
 
 void dev_scan_close(dev_scan *s) {
   if (!s) return;

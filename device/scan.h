@@ -41,7 +41,9 @@ int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, cha
 int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **apRg, int nRg,
                   const uint8_t *prog, size_t nProg, dev_scan **pp, char **pzErr);
 
-/* Number of output columns (the program's nOut). */
+/* Number of output columns (the program's nOut; for a grouped program,
+** version 2 with an aggregation section, the columns of its partial rows:
+** csq_prog.nResCol, see program.h; merge them with dev_agg, device/agg.h). */
 int dev_scan_ncol(const dev_scan *s);
 
 /* The next batch of rows: aOut[0..ncol) (caller-initialised vectors; they
@@ -50,6 +52,10 @@ int dev_scan_ncol(const dev_scan *s);
 ** non-zero with *pzErr set naming the table and row group; the scan then
 ** only fails. */
 int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr);
+
+/* After dev_scan_next failed with an Execute fault: its CSQ_FAULT_* reason
+** (program.h); else 0. */
+uint64_t dev_scan_fault(const dev_scan *s);
 
 /* Index (in apRg) of the row group the last batch came from, -1 if none. */
 int dev_scan_rg(const dev_scan *s);
