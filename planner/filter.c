@@ -57,8 +57,7 @@ static int add_const(csq_pb *b, sqlite3_value *v, char aff, int *pbNull) {
   }
 }
 
-/* Compile one constraint into the current clause. */
-static int add_cons(csq_pb *b, const pl_cons *c, int *pbEmpty) {
+int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
   int slot = csq_pb_input(b, (uint32_t)c->iChunk);
   if (slot < 0) return slot;
   int rc = csq_pb_clause(b);
@@ -103,7 +102,7 @@ int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_
     int slot = csq_pb_input(b, (uint32_t)aOut[i]);
     rc = slot < 0 ? slot : csq_pb_output(b, slot);
   }
-  for (int i = 0; i < n && rc >= 0; i++) rc = add_cons(b, &a[i], pbEmpty);
+  for (int i = 0; i < n && rc >= 0; i++) rc = pl_filter_add(b, &a[i], pbEmpty);
   uint8_t *p = NULL;
   size_t np = 0;
   if (rc >= 0) rc = csq_pb_finish(b, &p, &np);

@@ -34,6 +34,11 @@ typedef struct pl_cons {
 ** a sqlite3_malloc'd program of *pn bytes. A constraint that can never be
 ** true (a comparison with NULL) makes *pbEmpty 1: the scan returns nothing.
 ** Returns SQLITE_OK or an error code with *pzErr (sqlite3_malloc'd). */
+/* Add one constraint to a program being built, as a new AND clause;
+** *pbEmpty = 1 if it can never be true. Returns >= 0 or a negative errno. */
+struct csq_pb;
+int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
+
 int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp,
                       size_t *pn, int *pbEmpty, char **pzErr);
 

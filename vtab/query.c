@@ -19,6 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vtab/vtab.h"
+#include "device/agg.h"
+#include "planner/split.h"
 
 typedef struct q_tab {
   sqlite3_vtab base; /* must be first */
@@ -206,10 +208,132 @@ static int run_plain(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) 
   return rc;
 }
 
+/* The planner's view of this connection's csq tables. */
+typedef struct q_lookup {
+  vt_conn *pConn;
+  vt_tab *pFound;
+  const char **azCol;
+  char *aAff;
+} q_lookup;
+
+static vt_tab *find_tab(vt_conn *pConn, const char *zDb, const char *zTable) {
+  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab)
+    if (sqlite3_stricmp(t->zName, zTable) == 0 && (!zDb || sqlite3_stricmp(t->zDb, zDb) == 0))
+      return t;
+  return NULL;
+}
+
+static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_tabinfo *pInfo) {
+  q_lookup *l = pArg;
+  if (!find_tab(l->pConn, zDb, zTable)) {
+    /* not used by this connection yet: preparing a statement connects it */
+    char *zSql = zDb ? sqlite3_mprintf("SELECT 1 FROM \"%w\".\"%w\"", zDb, zTable)
+                     : sqlite3_mprintf("SELECT 1 FROM \"%w\"", zTable);
+    sqlite3_stmt *pStmt = NULL;
+    if (zSql) sqlite3_prepare_v2(l->pConn->db, zSql, -1, &pStmt, NULL);
+    sqlite3_finalize(pStmt);
+    sqlite3_free(zSql);
+  }
+  for (vt_tab *t = l->pConn->pTabs; t; t = t->pNextTab) {
+    if (sqlite3_stricmp(t->zName, zTable) != 0) continue;
+    if (zDb && sqlite3_stricmp(t->zDb, zDb) != 0) continue;
+    l->azCol = sqlite3_malloc64(sizeof(char *) * (size_t)t->s.nCol);
+    l->aAff = sqlite3_malloc64((size_t)t->s.nCol + 1);
+    if (!l->azCol || !l->aAff) return 1;
+    for (int i = 0; i < t->s.nCol; i++) {
+      l->azCol[i] = t->s.aCol[i].zName;
+      l->aAff[i] = t->s.aCol[i].aff;
+    }
+    pInfo->nCol = t->s.nCol;
+    pInfo->azCol = l->azCol;
+    pInfo->aAff = l->aAff;
+    pInfo->iIpk = t->s.iIpk;
+    l->pFound = t;
+    return 0;
+  }
+  return 1;
+}
+
+/* Run the device part of a plan: filter, group and partial aggregates over
+** the table's visible row groups, merged into c->rows. Returns SQLITE_OK,
+** an error, or SQLITE_MISMATCH when the device met values it cannot
+** compute on (the caller then runs the query as ordinary SQL). */
+static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
+  int rc = vt_flush(t);
+  if (rc) return rc;
+  store_table *pTab = NULL;
+  store_snap *pSnap = NULL;
+  char *zErr = NULL;
+  dev_agg *pAgg = NULL;
+  int e = vt_visible_table(t, &pTab, &pSnap, &zErr);
+  store_table *pCopy = NULL;
+  if (e == 0 && !pSnap) {
+    pCopy = store_table_clone(pTab); /* a transaction's working table moves as it writes */
+    if (!pCopy) e = -12;
+    pTab = pCopy;
+  }
+  if (e == 0)
+    e = dev_agg_open(t->pDev->pQ, t->pDev->pStore, pTab, pTab->apRg, pTab->nRg, plan->pProg,
+                     plan->nProg, &pAgg, &zErr);
+  if (e == 0) {
+    int nCol = dev_agg_ncol(pAgg);
+    c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nCol);
+    if (!c->rows.aCol) e = -12;
+    else {
+      c->rows.nCol = nCol;
+      for (int i = 0; i < nCol; i++) csq_vec_init(&c->rows.aCol[i]);
+      e = dev_agg_finish(pAgg, c->rows.aCol, &c->rows.nRow, &zErr);
+    }
+  }
+  dev_agg_free(pAgg);
+  store_table_free(pCopy);
+  if (pSnap) store_snap_unref(pSnap);
+  if (e == -33 /* -EDOM: text where the device needs numbers */) {
+    free(zErr);
+    vt_rowset_clear(&c->rows);
+    return SQLITE_MISMATCH;
+  }
+  if (e) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = sqlite3_mprintf("%s", zErr ? zErr : "csq: the device part failed");
+    free(zErr);
+    return e == -34 /* -ERANGE: integer overflow, SQLite's own error */ ? SQLITE_ERROR
+                                                                        : vt_rc_from(e < 0 ? e : -5);
+  }
+  return SQLITE_OK;
+}
+
 /* Run the query: split between device and host when the planner can,
 ** otherwise as ordinary SQL. */
 static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) {
-  return run_plain(c, p, aParam, nParam);
+  q_lookup l = {p->pConn, NULL, NULL, NULL};
+  pl_plan *plan = NULL;
+  int rc = pl_plan_query(p->db, p->zSql, aParam, nParam, q_lookup_table, &l, &plan);
+  sqlite3_free(l.azCol);
+  sqlite3_free(l.aAff);
+  if (rc) {
+    pl_plan_free(plan);
+    return rc;
+  }
+  if (!plan->bPush || plan->bEmpty || !l.pFound) {
+    pl_plan_free(plan);
+    return run_plain(c, p, aParam, nParam);
+  }
+  rc = run_device(c, p, l.pFound, plan);
+  if (rc == SQLITE_MISMATCH) {
+    pl_plan_free(plan);
+    return run_plain(c, p, aParam, nParam);
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, plan->zHost, -1, &c->pStmt, NULL);
+  for (int k = 0; rc == SQLITE_OK && k < nParam; k++)
+    if (aParam[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aParam[k]);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
+  if (rc && !p->base.zErrMsg) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
+  }
+  pl_plan_free(plan);
+  return rc;
 }
 
 static int q_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
@@ -257,4 +381,136 @@ static sqlite3_module q_module = {
 
 int vt_query_register(sqlite3 *db, vt_conn *pConn) {
   return sqlite3_create_module(db, "csq_query", &q_module, pConn);
+}
+
+/* ---- csq_explain('SELECT ...'): the split of a query ----------------------
+** Rows (part, detail): "plan" (device+host, or host), "why", and for a split
+** query "device" (what the program does), "program_bytes", "table_rows"
+** (rows the device scans, from the catalog) and "host" (the SQL SQLite runs
+** over the merged rows). Parameters of the query are unknown here (NULL). */
+
+typedef struct x_cursor {
+  sqlite3_vtab_cursor base; /* must be first */
+  char *azPart[8];
+  char *azDetail[8];
+  int n, i;
+} x_cursor;
+
+static int x_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                     sqlite3_vtab **ppVtab, char **pzErr) {
+  (void)argc, (void)argv, (void)pzErr;
+  int rc = sqlite3_declare_vtab(db, "CREATE TABLE x(part TEXT, detail TEXT, sql HIDDEN)");
+  if (rc) return rc;
+  q_tab *p = sqlite3_malloc64(sizeof(*p));
+  if (!p) return SQLITE_NOMEM;
+  memset(p, 0, sizeof(*p));
+  p->db = db;
+  p->pConn = pAux;
+  *ppVtab = &p->base;
+  return SQLITE_OK;
+}
+
+static int x_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  (void)pVtab;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
+    if (pInfo->aConstraint[i].iColumn == 2 &&
+        pInfo->aConstraint[i].op == SQLITE_INDEX_CONSTRAINT_EQ) {
+      if (!pInfo->aConstraint[i].usable) return SQLITE_CONSTRAINT;
+      pInfo->aConstraintUsage[i].argvIndex = 1;
+      pInfo->aConstraintUsage[i].omit = 1;
+      pInfo->estimatedCost = 10;
+      return SQLITE_OK;
+    }
+  }
+  return SQLITE_CONSTRAINT;
+}
+
+static int x_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
+  (void)pVtab;
+  x_cursor *c = sqlite3_malloc64(sizeof(*c));
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof(*c));
+  *ppCur = &c->base;
+  return SQLITE_OK;
+}
+
+static void x_clear(x_cursor *c) {
+  for (int i = 0; i < c->n; i++) {
+    sqlite3_free(c->azPart[i]);
+    sqlite3_free(c->azDetail[i]);
+  }
+  c->n = c->i = 0;
+}
+
+static int x_close(sqlite3_vtab_cursor *pCur) {
+  x_clear((x_cursor *)pCur);
+  sqlite3_free(pCur);
+  return SQLITE_OK;
+}
+
+static void x_add(x_cursor *c, const char *zPart, char *zDetail) {
+  if (c->n >= 8) {
+    sqlite3_free(zDetail);
+    return;
+  }
+  c->azPart[c->n] = sqlite3_mprintf("%s", zPart);
+  c->azDetail[c->n] = zDetail;
+  c->n++;
+}
+
+static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
+                    sqlite3_value **argv) {
+  (void)idxNum, (void)idxStr;
+  x_cursor *c = (x_cursor *)pCur;
+  q_tab *p = (q_tab *)pCur->pVtab;
+  x_clear(c);
+  const char *zSql = argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
+  if (!zSql) return SQLITE_OK;
+  q_lookup l = {p->pConn, NULL, NULL, NULL};
+  pl_plan *plan = NULL;
+  int rc = pl_plan_query(p->db, zSql, NULL, 0, q_lookup_table, &l, &plan);
+  sqlite3_free(l.azCol);
+  sqlite3_free(l.aAff);
+  if (rc) return rc;
+  x_add(c, "plan", sqlite3_mprintf("%s", plan->bPush ? "device+host" : "host"));
+  x_add(c, "why", sqlite3_mprintf("%s", plan->zWhy));
+  if (plan->bPush) {
+    int64_t nRows = l.pFound ? l.pFound->nRowEst : -1;
+    x_add(c, "device", sqlite3_mprintf("%s", plan->zDevice));
+    x_add(c, "program_bytes", sqlite3_mprintf("%lld", (long long)plan->nProg));
+    x_add(c, "table_rows", sqlite3_mprintf("%lld", (long long)nRows));
+    x_add(c, "host", sqlite3_mprintf("%s", plan->zHost));
+  } else {
+    x_add(c, "host", sqlite3_mprintf("the query as written; csq tables in it push their filters"));
+  }
+  pl_plan_free(plan);
+  return SQLITE_OK;
+}
+
+static int x_next(sqlite3_vtab_cursor *pCur) {
+  ((x_cursor *)pCur)->i++;
+  return SQLITE_OK;
+}
+
+static int x_eof(sqlite3_vtab_cursor *pCur) {
+  x_cursor *c = (x_cursor *)pCur;
+  return c->i >= c->n;
+}
+
+static int x_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
+  x_cursor *c = (x_cursor *)pCur;
+  if (i == 0) sqlite3_result_text(ctx, c->azPart[c->i], -1, SQLITE_TRANSIENT);
+  else if (i == 1) sqlite3_result_text(ctx, c->azDetail[c->i], -1, SQLITE_TRANSIENT);
+  return SQLITE_OK;
+}
+
+static sqlite3_module x_module = {
+    .xConnect = x_connect, .xBestIndex = x_best_index, .xDisconnect = q_disconnect,
+    .xOpen = x_open,       .xClose = x_close,          .xFilter = x_filter,
+    .xNext = x_next,       .xEof = x_eof,              .xColumn = x_column,
+    .xRowid = q_rowid,
+};
+
+int vt_explain_register(sqlite3 *db, vt_conn *pConn) {
+  return sqlite3_create_module(db, "csq_explain", &x_module, pConn);
 }

@@ -1,0 +1,564 @@
+/*
+** planner/split.c - the split of an aggregate SELECT between device and
+** host; see split.h for the model.
+**
+** What goes to the device, and why it is exact:
+**   WHERE: a conjunction of terms "column op constant" (= == != <> < <= > >=
+**     IS, IS NOT), "column [NOT] NULL", "column IN (constants)" and "column
+**     BETWEEN constant AND constant". A constant is a literal, a parameter,
+**     or an expression of literals and deterministic functions (folded by
+**     SQLite itself, e.g. date('1998-12-01', '-90 days')); none of these has
+**     an affinity, so SQLite compares the column with the value converted by
+**     the column's affinity - which planner/filter.c does too. COLLATE other
+**     than the default, LIKE, OR, and anything else keep the query on the
+**     host: a filter under an aggregate must be exact.
+**   GROUP BY keys and aggregate arguments: columns, numeric literals and
+**     + - * / and unary minus over columns of numeric affinity (the device
+**     does SQLite's integer/real arithmetic; text would need SQLite's
+**     text-to-number conversion). count(*), count, sum, total, avg, min,
+**     max; not DISTINCT.
+** GROUP BY keys: see sp_key_ok.
+** The host part is the query's own text with each aggregate call and group
+** key replaced by its column of the merged rows; a column outside an
+** aggregate must be a group key. A group key compared in the host part
+** keeps the query on the host unless its column has no affinity (the merged
+** rows carry none, and the affinity would change the comparison).
+*/
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include "planner/split.h"
+#include "planner/filter.h"
+#include "planner/parse.h"
+#include "device/program.h"
+
+#ifndef SQLITE_CORE
+extern const sqlite3_api_routines *sqlite3_api;
+#endif
+
+#define SP_MAX_KEY 8
+#define SP_MAX_AGG 64
+
+typedef struct sp {
+  sqlite3 *db;
+  pl_ast *a;
+  pl_tabinfo ti;
+  sqlite3_value **aParam;
+  int nParam;
+  csq_pb *b;
+  pl_plan *p;
+  int bFail;               /* not splittable: p->zWhy says why */
+  const pl_expr *aKey[SP_MAX_KEY];
+  char aKeyAff[SP_MAX_KEY];
+  int nKey;
+  const pl_expr *aAgg[SP_MAX_AGG];
+  int nAgg;
+  int nTerm;
+  sqlite3_str *pHost;
+} sp;
+
+static void sp_fail(sp *s, const char *zFmt, const char *zArg) {
+  if (s->bFail) return;
+  s->bFail = 1;
+  snprintf(s->p->zWhy, sizeof(s->p->zWhy), zFmt, zArg ? zArg : "");
+}
+
+/* Text of e, as a new string (for messages). */
+static char *sp_text(sp *s, const pl_expr *e) {
+  int n = 0;
+  const char *z = pl_expr_text(s->a, e, &n);
+  return sqlite3_mprintf("%.*s", n, z);
+}
+
+static void sp_fail_expr(sp *s, const char *zFmt, const pl_expr *e) {
+  char *z = sp_text(s, e);
+  sp_fail(s, zFmt, z);
+  sqlite3_free(z);
+}
+
+/* The chunk of a column reference (0 = rowid) and its affinity, or -1. */
+static int sp_column(sp *s, const pl_expr *e, char *pAff) {
+  if (e->op != PL_E_COLUMN) return -1;
+  if (e->zTab && sqlite3_stricmp(e->zTab, s->a->zAlias ? s->a->zAlias : s->a->zTable) != 0) return -1;
+  for (int i = 0; i < s->ti.nCol; i++) {
+    if (sqlite3_stricmp(s->ti.azCol[i], e->zName) == 0) {
+      if (i == s->ti.iIpk) {
+        *pAff = 'D';
+        return 0;
+      }
+      *pAff = s->ti.aAff[i];
+      return i + 1;
+    }
+  }
+  if (!(e->flags & PL_F_QUOTED) && (sqlite3_stricmp(e->zName, "rowid") == 0 ||
+                                    sqlite3_stricmp(e->zName, "oid") == 0 ||
+                                    sqlite3_stricmp(e->zName, "_rowid_") == 0)) {
+    *pAff = 'D';
+    return 0;
+  }
+  return -1;
+}
+
+/* Deterministic scalar functions whose value SQLite computes once. */
+static int sp_det_func(const char *z) {
+  static const char *const az[] = {"date",  "time",   "datetime", "julianday", "strftime",
+                                   "abs",   "lower",  "upper",    "substr",    "length",
+                                   "round", "coalesce", "ifnull", "nullif",    "trim",
+                                   "ltrim", "rtrim",  "replace",  "printf",    "char",
+                                   "hex",   "instr",  "unicode",  "unixepoch", 0};
+  for (int i = 0; az[i]; i++)
+    if (strcmp(az[i], z) == 0) return 1;
+  return 0;
+}
+
+/* 1 if e is a constant without affinity that SQLite evaluates once. */
+static int sp_is_const(const pl_expr *e, int bTop) {
+  switch (e->op) {
+  case PL_E_INT:
+  case PL_E_REAL:
+  case PL_E_STR:
+  case PL_E_BLOB:
+  case PL_E_NULL: return 1;
+  case PL_E_PARAM: return bTop; /* inside an expression it would need renumbering */
+  case PL_E_FUNC:
+    if (!sp_det_func(e->zName)) return 0;
+    for (int i = 0; i < e->nArg; i++)
+      if (!sp_is_const(e->apArg[i], 0)) return 0;
+    return 1;
+  case PL_E_ADD:
+  case PL_E_SUB:
+  case PL_E_MUL:
+  case PL_E_DIV:
+  case PL_E_CONCAT: return sp_is_const(e->pLeft, 0) && sp_is_const(e->pRight, 0);
+  case PL_E_NEG: return sp_is_const(e->pLeft, 0);
+  default: return 0; /* CAST and columns carry affinity; the rest is not needed */
+  }
+}
+
+/* The value of constant e, as SQLite computes it (sqlite3_value_dup'd). */
+static sqlite3_value *sp_const_value(sp *s, const pl_expr *e) {
+  if (e->op == PL_E_PARAM && e->iVal >= 1 && e->iVal <= s->nParam && s->aParam[e->iVal - 1])
+    return sqlite3_value_dup(s->aParam[e->iVal - 1]);
+  char *zSql = NULL;
+  if (e->op == PL_E_PARAM) {
+    zSql = sqlite3_mprintf("SELECT NULL");
+  } else {
+    int n = 0;
+    const char *z = pl_expr_text(s->a, e, &n);
+    zSql = sqlite3_mprintf("SELECT (%.*s)", n, z);
+  }
+  sqlite3_stmt *pStmt = NULL;
+  sqlite3_value *v = NULL;
+  if (zSql && sqlite3_prepare_v2(s->db, zSql, -1, &pStmt, NULL) == SQLITE_OK &&
+      sqlite3_step(pStmt) == SQLITE_ROW)
+    v = sqlite3_value_dup(sqlite3_column_value(pStmt, 0));
+  sqlite3_finalize(pStmt);
+  sqlite3_free(zSql);
+  return v;
+}
+
+static char sp_cmp_aff(char colAff) {
+  return colAff >= 'C' ? PL_AFF_NUMERIC : colAff == 'B' ? PL_AFF_TEXT : PL_AFF_NONE;
+}
+
+/* Add one filter constraint with its constant values; frees the values. */
+static void sp_add_cons(sp *s, int iChunk, int op, char colAff, sqlite3_value **ap, int n) {
+  pl_cons c;
+  memset(&c, 0, sizeof(c));
+  c.iChunk = iChunk;
+  c.op = op;
+  c.aff = sp_cmp_aff(colAff);
+  c.apVal = ap;
+  c.nVal = n;
+  int bEmpty = 0;
+  for (int i = 0; i < n; i++)
+    if (!ap[i]) sp_fail(s, "a constant could not be evaluated%s", "");
+  if (!s->bFail && pl_filter_add(s->b, &c, &bEmpty) < 0) sp_fail(s, "program limit reached%s", "");
+  if (bEmpty) s->p->bEmpty = 1;
+  s->nTerm++;
+  for (int i = 0; i < n; i++) sqlite3_value_free(ap[i]);
+  sqlite3_free(ap);
+}
+
+static int flip_op(int op) {
+  switch (op) {
+  case CSQ_OP_LT: return CSQ_OP_GT;
+  case CSQ_OP_LE: return CSQ_OP_GE;
+  case CSQ_OP_GT: return CSQ_OP_LT;
+  case CSQ_OP_GE: return CSQ_OP_LE;
+  default: return op;
+  }
+}
+
+static int cmp_op(int k) {
+  switch (k) {
+  case PL_E_EQ: return CSQ_OP_EQ;
+  case PL_E_NE: return CSQ_OP_NE;
+  case PL_E_LT: return CSQ_OP_LT;
+  case PL_E_LE: return CSQ_OP_LE;
+  case PL_E_GT: return CSQ_OP_GT;
+  case PL_E_GE: return CSQ_OP_GE;
+  case PL_E_IS: return CSQ_OP_IS;
+  case PL_E_ISNOT: return CSQ_OP_ISNOT;
+  default: return 0;
+  }
+}
+
+/* One conjunct of WHERE. */
+static void sp_where_term(sp *s, const pl_expr *e) {
+  char aff = 0;
+  int iChunk;
+  if (e->op == PL_E_AND) {
+    sp_where_term(s, e->pLeft);
+    sp_where_term(s, e->pRight);
+    return;
+  }
+  int op = cmp_op(e->op);
+  if (op) {
+    const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
+    if ((iChunk = sp_column(s, pCol, &aff)) < 0) {
+      pCol = e->pRight;
+      pVal = e->pLeft;
+      op = flip_op(op);
+      iChunk = sp_column(s, pCol, &aff);
+    }
+    if (iChunk >= 0 && sp_is_const(pVal, 1)) {
+      sqlite3_value **ap = sqlite3_malloc64(sizeof(*ap));
+      if (!ap) return sp_fail(s, "out of memory%s", "");
+      ap[0] = sp_const_value(s, pVal);
+      sp_add_cons(s, iChunk, op, aff, ap, 1);
+      return;
+    }
+  } else if ((e->op == PL_E_ISNULL || e->op == PL_E_NOTNULL) &&
+             (iChunk = sp_column(s, e->pLeft, &aff)) >= 0) {
+    sp_add_cons(s, iChunk, e->op == PL_E_ISNULL ? CSQ_OP_ISNULL : CSQ_OP_NOTNULL, aff, NULL, 0);
+    return;
+  } else if (e->op == PL_E_IN && !(e->flags & PL_F_NOT) && e->nArg > 0 &&
+             (iChunk = sp_column(s, e->pLeft, &aff)) >= 0) {
+    int bConst = 1;
+    for (int i = 0; i < e->nArg; i++) bConst = bConst && sp_is_const(e->apArg[i], 1);
+    if (bConst) {
+      sqlite3_value **ap = sqlite3_malloc64(sizeof(*ap) * (size_t)e->nArg);
+      if (!ap) return sp_fail(s, "out of memory%s", "");
+      for (int i = 0; i < e->nArg; i++) ap[i] = sp_const_value(s, e->apArg[i]);
+      sp_add_cons(s, iChunk, CSQ_OP_IN, aff, ap, e->nArg);
+      return;
+    }
+  } else if (e->op == PL_E_BETWEEN && !(e->flags & PL_F_NOT) &&
+             (iChunk = sp_column(s, e->pLeft, &aff)) >= 0 && sp_is_const(e->pRight, 1) &&
+             sp_is_const(e->pExtra, 1)) {
+    sqlite3_value **ap = sqlite3_malloc64(sizeof(*ap));
+    sqlite3_value **ap2 = sqlite3_malloc64(sizeof(*ap));
+    if (!ap || !ap2) {
+      sqlite3_free(ap);
+      sqlite3_free(ap2);
+      return sp_fail(s, "out of memory%s", "");
+    }
+    ap[0] = sp_const_value(s, e->pRight);
+    ap2[0] = sp_const_value(s, e->pExtra);
+    sp_add_cons(s, iChunk, CSQ_OP_GE, aff, ap, 1);
+    sp_add_cons(s, iChunk, CSQ_OP_LE, aff, ap2, 1);
+    return;
+  }
+  sp_fail_expr(s, "the WHERE term %s does not run exactly on the device", e);
+}
+
+/* Compile a key or aggregate argument into an expression instruction;
+** *pAff receives its affinity for columns ('A' otherwise). */
+static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
+  char aff = 'A';
+  int iChunk = sp_column(s, e, &aff);
+  int r = -1;
+  *pAff = 'A';
+  if (iChunk >= 0) {
+    if (bArith && aff < 'C') {
+      sp_fail_expr(s, "arithmetic on %s, a column without numeric affinity", e);
+      return -1;
+    }
+    int slot = csq_pb_input(s->b, (uint32_t)iChunk);
+    r = slot < 0 ? slot : csq_pb_expr_col(s->b, slot);
+    *pAff = aff;
+  } else if (e->op == PL_E_INT || e->op == PL_E_REAL) {
+    int k = e->op == PL_E_INT ? csq_pb_const_int(s->b, e->iVal) : csq_pb_const_real(s->b, e->rVal);
+    r = k < 0 ? k : csq_pb_expr_const(s->b, k);
+  } else if (e->op == PL_E_NEG) {
+    char a2;
+    int x = sp_expr(s, e->pLeft, &a2, 1);
+    if (x < 0) return -1;
+    r = csq_pb_expr_neg(s->b, x);
+  } else if (e->op == PL_E_ADD || e->op == PL_E_SUB || e->op == PL_E_MUL || e->op == PL_E_DIV) {
+    char a1, a2;
+    int x = sp_expr(s, e->pLeft, &a1, 1);
+    int y = x < 0 ? -1 : sp_expr(s, e->pRight, &a2, 1);
+    if (y < 0) return -1;
+    int op = e->op == PL_E_ADD ? CSQ_EX_ADD
+           : e->op == PL_E_SUB ? CSQ_EX_SUB
+           : e->op == PL_E_MUL ? CSQ_EX_MUL
+                               : CSQ_EX_DIV;
+    r = csq_pb_expr_arith(s->b, op, x, y);
+  } else {
+    sp_fail_expr(s, "the expression %s does not run on the device", e);
+    return -1;
+  }
+  if (r < 0) sp_fail(s, "program limit reached%s", "");
+  return r;
+}
+
+/* Group keys must have one representation per group: SQLite reports a
+** group in the form of one of its rows, and 3 and 3.0 are one group. A
+** column of INTEGER, NUMERIC, REAL or TEXT affinity never holds both forms
+** (affinity converts them on insert); integer arithmetic over INTEGER
+** columns and integer literals stays integer. Anything else stays on the
+** host. */
+static int sp_key_ok(sp *s, const pl_expr *e, int bInt) {
+  char aff = 0;
+  if (sp_column(s, e, &aff) >= 0) return bInt ? aff == 'D' : aff != 'A';
+  switch (e->op) {
+  case PL_E_INT: return 1;
+  case PL_E_NEG: return sp_key_ok(s, e->pLeft, 1);
+  case PL_E_ADD:
+  case PL_E_SUB:
+  case PL_E_MUL:
+  case PL_E_DIV: return sp_key_ok(s, e->pLeft, 1) && sp_key_ok(s, e->pRight, 1);
+  default: return 0;
+  }
+}
+
+static int sp_find_key(sp *s, const pl_expr *e) {
+  for (int k = 0; k < s->nKey; k++)
+    if (pl_expr_equal(s->aKey[k], e)) return k;
+  return -1;
+}
+
+static int sp_find_agg(sp *s, const pl_expr *e) {
+  for (int k = 0; k < s->nAgg; k++)
+    if (pl_expr_equal(s->aAgg[k], e)) return k;
+  return -1;
+}
+
+static void sp_add_agg(sp *s, const pl_expr *e) {
+  if (s->bFail || sp_find_agg(s, e) >= 0) return;
+  if (s->nAgg >= SP_MAX_AGG) return sp_fail(s, "more than 64 aggregates%s", "");
+  if (e->flags & PL_F_DISTINCT) return sp_fail_expr(s, "%s: DISTINCT aggregates stay on the host", e);
+  int fn = 0;
+  switch (e->eAgg) {
+  case PL_AGG_COUNT: fn = (e->flags & PL_F_STAR) ? CSQ_AGG_COUNT_STAR : CSQ_AGG_COUNT; break;
+  case PL_AGG_SUM: fn = CSQ_AGG_SUM; break;
+  case PL_AGG_TOTAL: fn = CSQ_AGG_TOTAL; break;
+  case PL_AGG_AVG: fn = CSQ_AGG_AVG; break;
+  case PL_AGG_MIN: fn = CSQ_AGG_MIN; break;
+  case PL_AGG_MAX: fn = CSQ_AGG_MAX; break;
+  }
+  if (!fn) return sp_fail_expr(s, "%s is not a device aggregate", e);
+  int x = -1;
+  if (fn != CSQ_AGG_COUNT_STAR) {
+    if (e->nArg != 1) return sp_fail_expr(s, "%s is not a device aggregate", e);
+    char aff;
+    int bNum = fn == CSQ_AGG_SUM || fn == CSQ_AGG_TOTAL || fn == CSQ_AGG_AVG;
+    x = sp_expr(s, e->apArg[0], &aff, 0);
+    if (x < 0) return;
+    if (bNum && aff != 'A' && aff < 'C')
+      return sp_fail_expr(s, "%s sums a column without numeric affinity", e);
+  }
+  if (csq_pb_agg(s->b, fn, 0, x) < 0) return sp_fail(s, "program limit reached%s", "");
+  s->aAgg[s->nAgg++] = e;
+}
+
+/* The host text of e: aggregates and keys replaced by csq_rows columns.
+** bCmp: e is an operand of a comparison (affinity matters there). */
+static void sp_emit(sp *s, const pl_expr *e, int bCmp) {
+  if (s->bFail) return;
+  int k;
+  if (e->op == PL_E_AGG) {
+    k = sp_find_agg(s, e);
+    if (k < 0) return sp_fail_expr(s, "internal: aggregate %s not planned", e);
+    sqlite3_str_appendf(s->pHost, "c%d", s->nKey + k);
+    return;
+  }
+  if ((k = sp_find_key(s, e)) >= 0) {
+    if (bCmp && s->aKeyAff[k] != 'A')
+      return sp_fail_expr(s, "the group key %s is compared after grouping (its affinity)", e);
+    sqlite3_str_appendf(s->pHost, "c%d", k);
+    return;
+  }
+  if (e->op == PL_E_COLUMN) return sp_fail_expr(s, "%s is neither grouped nor aggregated", e);
+  if (e->op == PL_E_PARAM) {
+    sqlite3_str_appendf(s->pHost, "?%d", (int)e->iVal);
+    return;
+  }
+  /* children in source order, with the text between them copied */
+  const pl_expr *aChild[64];
+  int n = 0;
+  if (e->pLeft) aChild[n++] = e->pLeft;
+  if (e->pRight) aChild[n++] = e->pRight;
+  if (e->pExtra) aChild[n++] = e->pExtra;
+  for (int i = 0; i < e->nArg && n < 64; i++) aChild[n++] = e->apArg[i];
+  if (e->nArg + 3 > 64) return sp_fail(s, "expression too wide%s", "");
+  for (int i = 1; i < n; i++) /* insertion sort by position */
+    for (int j = i; j > 0 && aChild[j]->iStart < aChild[j - 1]->iStart; j--) {
+      const pl_expr *t = aChild[j];
+      aChild[j] = aChild[j - 1];
+      aChild[j - 1] = t;
+    }
+  int bChildCmp = (e->op >= PL_E_EQ && e->op <= PL_E_ISNOT) || e->op == PL_E_IN ||
+                  e->op == PL_E_BETWEEN;
+  int at = e->iStart;
+  for (int i = 0; i < n; i++) {
+    sqlite3_str_append(s->pHost, s->a->zSql + at, aChild[i]->iStart - at);
+    sqlite3_str_appendchar(s->pHost, 1, '(');
+    sp_emit(s, aChild[i], bChildCmp);
+    sqlite3_str_appendchar(s->pHost, 1, ')');
+    at = aChild[i]->iEnd;
+  }
+  sqlite3_str_append(s->pHost, s->a->zSql + at, e->iEnd - at);
+}
+
+/* Gather the aggregates of e. */
+static void sp_aggs_of(sp *s, const pl_expr *e) {
+  if (!e || s->bFail) return;
+  pl_refs r;
+  memset(&r, 0, sizeof(r));
+  if (pl_expr_refs(e, 0, &r)) return sp_fail(s, "out of memory%s", "");
+  for (int i = 0; i < r.nAgg; i++) sp_add_agg(s, r.aAgg[i]);
+  pl_refs_free(&r);
+}
+
+static void sp_plan(sp *s) {
+  pl_ast *a = s->a;
+  if (!a->bAgg) return sp_fail(s, "no aggregate: the table's own filter pushdown applies%s", "");
+  if (a->bStar) return sp_fail(s, "SELECT * with aggregates stays on the host%s", "");
+  /* WHERE */
+  if (a->pWhere) sp_where_term(s, a->pWhere);
+  /* GROUP BY keys */
+  for (int i = 0; i < a->nGroup && !s->bFail; i++) {
+    const pl_expr *e = a->aGroup[i].iCol > 0 ? a->aCol[a->aGroup[i].iCol - 1].pExpr
+                                             : a->aGroup[i].pExpr;
+    if (sp_find_key(s, e) >= 0) continue;
+    if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 8 GROUP BY keys%s", "");
+    if (!sp_key_ok(s, e, 0))
+      return sp_fail_expr(s, "the group key %s may hold one value in two forms (3 and 3.0)", e);
+    char aff;
+    int x = sp_expr(s, e, &aff, 0);
+    if (x < 0) return;
+    if (csq_pb_group(s->b, x) < 0) return sp_fail(s, "program limit reached%s", "");
+    s->aKeyAff[s->nKey] = aff;
+    s->aKey[s->nKey++] = e;
+  }
+  /* aggregates, wherever they appear */
+  for (int i = 0; i < a->nCol; i++) sp_aggs_of(s, a->aCol[i].pExpr);
+  sp_aggs_of(s, a->pHaving);
+  for (int i = 0; i < a->nOrder; i++) sp_aggs_of(s, a->aOrder[i].pExpr);
+  if (s->bFail) return;
+  /* the host part */
+  s->p->iRows = s->nParam + 1;
+  if (a->nParam > s->nParam) s->p->iRows = a->nParam + 1;
+  sqlite3_str_appendall(s->pHost, "SELECT ");
+  for (int i = 0; i < a->nCol; i++) {
+    if (i) sqlite3_str_appendall(s->pHost, ", ");
+    sqlite3_str_appendchar(s->pHost, 1, '(');
+    sp_emit(s, a->aCol[i].pExpr, 0);
+    sqlite3_str_appendchar(s->pHost, 1, ')');
+    if (a->aCol[i].zAlias) sqlite3_str_appendf(s->pHost, " AS \"%w\"", a->aCol[i].zAlias);
+  }
+  sqlite3_str_appendf(s->pHost, " FROM csq_rows(?%d)", s->p->iRows);
+  if (a->pHaving) {
+    sqlite3_str_appendall(s->pHost, " WHERE (");
+    sp_emit(s, a->pHaving, 0);
+    sqlite3_str_appendchar(s->pHost, 1, ')');
+  }
+  for (int i = 0; i < a->nOrder; i++) {
+    const pl_term *t = &a->aOrder[i];
+    sqlite3_str_appendall(s->pHost, i ? ", " : " ORDER BY ");
+    if (t->iCol > 0 && t->pExpr->op != PL_E_COLLATE) {
+      sqlite3_str_appendf(s->pHost, "%d", t->iCol);
+    } else {
+      sqlite3_str_appendchar(s->pHost, 1, '(');
+      sp_emit(s, t->pExpr, 0);
+      sqlite3_str_appendchar(s->pHost, 1, ')');
+    }
+    if (t->bDesc) sqlite3_str_appendall(s->pHost, " DESC");
+    if (t->eNulls) sqlite3_str_appendall(s->pHost, t->eNulls == 1 ? " NULLS FIRST" : " NULLS LAST");
+  }
+  if (a->pLimit) {
+    sqlite3_str_appendall(s->pHost, " LIMIT (");
+    sp_emit(s, a->pLimit, 0);
+    sqlite3_str_appendchar(s->pHost, 1, ')');
+    if (a->pOffset) {
+      sqlite3_str_appendall(s->pHost, " OFFSET (");
+      sp_emit(s, a->pOffset, 0);
+      sqlite3_str_appendchar(s->pHost, 1, ')');
+    }
+  }
+}
+
+int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
+                  pl_lookup_fn xLookup, void *pArg, pl_plan **ppPlan) {
+  pl_plan *p = sqlite3_malloc64(sizeof(*p));
+  *ppPlan = NULL;
+  if (!p) return SQLITE_NOMEM;
+  memset(p, 0, sizeof(*p));
+  *ppPlan = p;
+  sp s;
+  memset(&s, 0, sizeof(s));
+  s.db = db;
+  s.p = p;
+  s.aParam = aParam;
+  s.nParam = nParam;
+  pl_err err;
+  int rc = pl_parse(zSql, -1, &s.a, &err);
+  if (rc == PL_NOMEM) return SQLITE_NOMEM;
+  if (rc != PL_OK) {
+    snprintf(p->zWhy, sizeof(p->zWhy), "%s: %s",
+             rc == PL_SYNTAX ? "not parsed" : "outside the pushdown subset", err.zMsg);
+    return SQLITE_OK;
+  }
+  if (xLookup(pArg, s.a->zDb, s.a->zTable, &s.ti) != 0) {
+    snprintf(p->zWhy, sizeof(p->zWhy), "%s is not a csq table of this connection", s.a->zTable);
+    pl_ast_free(s.a);
+    return SQLITE_OK;
+  }
+  s.b = csq_pb_new();
+  s.pHost = sqlite3_str_new(db);
+  if (!s.b) rc = SQLITE_NOMEM;
+  else sp_plan(&s);
+  char *zHost = sqlite3_str_finish(s.pHost);
+  if (rc == SQLITE_OK && !s.bFail) {
+    uint8_t *pProg = NULL;
+    size_t nProg = 0;
+    if (csq_pb_finish(s.b, &pProg, &nProg) < 0) {
+      sp_fail(&s, "the device program could not be built%s", "");
+    } else {
+      p->pProg = sqlite3_malloc64(nProg);
+      p->zTable = sqlite3_mprintf("%s", s.a->zTable);
+      p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), %d group key(s), %d aggregate(s); "
+                                   "program of %lld bytes",
+                                   s.a->zTable, s.nTerm, s.nKey, s.nAgg, (long long)nProg);
+      if (!p->pProg || !p->zTable || !p->zDevice || !zHost) {
+        rc = SQLITE_NOMEM;
+      } else {
+        memcpy(p->pProg, pProg, nProg);
+        p->nProg = nProg;
+        p->bPush = 1;
+        p->nKey = s.nKey;
+        p->nAgg = s.nAgg;
+        p->zHost = zHost;
+        zHost = NULL;
+        snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
+      }
+      free(pProg);
+    }
+  }
+  sqlite3_free(zHost);
+  csq_pb_free(s.b);
+  pl_ast_free(s.a);
+  return rc;
+}
+
+void pl_plan_free(pl_plan *p) {
+  if (!p) return;
+  sqlite3_free(p->zTable);
+  sqlite3_free(p->pProg);
+  sqlite3_free(p->zHost);
+  sqlite3_free(p->zDevice);
+  sqlite3_free(p);
+}

@@ -1,0 +1,55 @@
+/*
+** planner/split.h - split a SELECT between the device and the host.
+**
+** For an aggregate query over one csq table, the device part is a program
+** (device/program.h) that filters the rows, groups them and computes
+** partial aggregates; the host merges the partials (device/agg.h) into one
+** row per group, laid out as csq_rows columns c0..: the GROUP BY keys, then
+** one column per distinct aggregate call. The host part is SQL over those
+** rows, built by pasting the query's own text with each aggregate call and
+** each group key replaced by its column: SQLite then evaluates HAVING, the
+** final expressions, ORDER BY and LIMIT exactly as it would have.
+**
+** Whatever the planner cannot split exactly, it does not: pl_plan.bPush is 0
+** and zWhy says why, and the caller runs the query as ordinary SQL (where
+** the csq table still pushes its filters).
+*/
+#ifndef CSQ_PLANNER_SPLIT_H
+#define CSQ_PLANNER_SPLIT_H
+
+#include <sqlite3ext.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* What the planner needs to know of a csq table. */
+typedef struct pl_tabinfo {
+  int nCol;
+  const char *const *azCol; /* column names */
+  const char *aAff;         /* affinity letter per column ('A'..'E', as vtab.h) */
+  int iIpk;                 /* INTEGER PRIMARY KEY column, or -1 */
+} pl_tabinfo;
+
+/* Find csq table zTable; 0 and *pInfo filled, or non-zero if it is not one. */
+typedef int (*pl_lookup_fn)(void *pArg, const char *zDb, const char *zTable, pl_tabinfo *pInfo);
+
+typedef struct pl_plan {
+  int bPush;          /* 1: run pProg on the device, then zHost */
+  char zWhy[320];     /* bPush 0: why not; else a short description */
+  char *zTable;       /* the csq table (sqlite3_malloc'd) */
+  uint8_t *pProg;     /* the device program (sqlite3_malloc'd) */
+  size_t nProg;
+  int bEmpty;         /* the filter can never be true (a comparison with NULL) */
+  int nKey, nAgg;     /* merged row layout: nKey keys, then nAgg aggregates */
+  char *zHost;        /* SELECT ... FROM csq_rows(?iRows) ... (sqlite3_malloc'd) */
+  int iRows;          /* parameter number of the row set in zHost */
+  char *zDevice;      /* what the device runs, for csq_explain (sqlite3_malloc'd) */
+} pl_plan;
+
+/* Plan zSql with parameter values aParam[0..nParam) (NULL = not given).
+** Always returns a plan (bPush 0 when the query is not split) unless out of
+** memory (SQLITE_NOMEM). db evaluates constant sub-expressions. */
+int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
+                  pl_lookup_fn xLookup, void *pArg, pl_plan **ppPlan);
+void pl_plan_free(pl_plan *p);
+
+#endif /* CSQ_PLANNER_SPLIT_H */

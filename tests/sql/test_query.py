@@ -1,0 +1,205 @@
+"""Whole-query pushdown views (csq_query): the device filters, groups and
+aggregates, the host merges and SQLite finishes. Every answer is compared
+with the same SQL on a native table holding the same rows."""
+import math
+import os
+import random
+import sqlite3
+import subprocess
+
+from harness import connect, stats, expect_error, EXT
+
+BUILD = os.environ.get("CSQ_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
+
+_n = [0]
+
+
+def view(con, sql):
+    """Run sql through a fresh pushdown view; returns its rows."""
+    _n[0] += 1
+    name = "v%d" % _n[0]
+    con.execute("CREATE VIRTUAL TABLE temp.%s USING csq_query('%s')" % (name, sql.replace("'", "''")))
+    try:
+        return con.execute("SELECT * FROM %s" % name).fetchall()
+    finally:
+        con.execute("DROP TABLE temp.%s" % name)
+
+
+def close(a, b):
+    if len(a) != len(b):
+        return False
+    for x, y in zip(a, b):
+        if len(x) != len(y):
+            return False
+        for u, v in zip(x, y):
+            if isinstance(u, float) and isinstance(v, float):
+                if not (u == v or abs(u - v) <= 1e-9 * max(abs(u), abs(v))):
+                    return False
+            elif type(u) != type(v) or u != v:
+                return False
+    return True
+
+
+def check(con, sql_t, native):
+    a = view(con, sql_t)
+    b = con.execute(native).fetchall()
+    assert close(a, b), "%s\n csq:    %r\n native: %r" % (sql_t, a[:5], b[:5])
+    return a
+
+
+def tpch(con):
+    gen = os.path.join(BUILD, "bench", "gen")
+    csv = subprocess.run([gen, "tpch", "0.02", "-", "--format", "csv", "--tables", "lineitem"],
+                         capture_output=True, text=True, check=True).stdout.splitlines()
+    import csv as csvmod
+    rows = list(csvmod.reader(csv))
+    cols = ("l_orderkey INTEGER, l_partkey INTEGER, l_suppkey INTEGER, l_linenumber INTEGER, "
+            "l_quantity INTEGER, l_extendedprice REAL, l_discount REAL, l_tax REAL, "
+            "l_returnflag TEXT, l_linestatus TEXT, l_shipdate TEXT, l_commitdate TEXT, "
+            "l_receiptdate TEXT, l_shipinstruct TEXT, l_shipmode TEXT, l_comment TEXT")
+    con.execute("CREATE TABLE n_lineitem(%s)" % cols)
+    con.execute("CREATE VIRTUAL TABLE lineitem USING csq(%s, rowgroup=8192)" % cols)
+    ph = ",".join("?" * 16)
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO n_lineitem VALUES(%s)" % ph, rows)
+    con.executemany("INSERT INTO lineitem VALUES(%s)" % ph, rows)
+    con.execute("COMMIT")
+    return len(rows)
+
+
+Q1 = """SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty,
+  sum(l_extendedprice) AS sum_base_price, sum(l_extendedprice * (1 - l_discount)) AS sum_disc_price,
+  sum(l_extendedprice * (1 - l_discount) * (1 + l_tax)) AS sum_charge, avg(l_quantity) AS avg_qty,
+  avg(l_extendedprice) AS avg_price, avg(l_discount) AS avg_disc, count(*) AS count_order
+FROM TBL WHERE l_shipdate <= date('1998-12-01', '-90 days')
+GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus"""
+
+Q6 = """SELECT sum(l_extendedprice * l_discount) AS revenue FROM TBL
+WHERE l_shipdate >= '1994-01-01' AND l_shipdate < date('1994-01-01', '+1 year')
+  AND l_discount BETWEEN 0.06 - 0.01 AND 0.06 + 0.01 AND l_quantity < 24"""
+
+
+def test_tpch_q1_q6_equal_native_and_run_on_device():
+    con = connect()
+    n = tpch(con)
+    assert n > 100000
+    for q in (Q1, Q6):
+        con.execute("SELECT csq_stats_reset()")
+        rows = check(con, q.replace("TBL", "lineitem"), q.replace("TBL", "n_lineitem"))
+        assert rows
+        st = stats(con)
+        assert st["programs_executed"] >= 1, st
+        # only partial aggregates come back, never the rows
+        assert st["bytes_to_host"] < 64 * 1024, st
+
+
+def test_parameters_are_hidden_columns():
+    con = connect()
+    tpch(con)
+    con.execute("CREATE VIRTUAL TABLE temp.q6 USING csq_query('SELECT sum(l_extendedprice * l_discount) "
+                "FROM lineitem WHERE l_shipdate >= ?1 AND l_shipdate < ?2 AND l_quantity < ?3')")
+    a = con.execute("SELECT * FROM q6('1994-01-01', '1995-01-01', 24)").fetchall()
+    b = con.execute("SELECT sum(l_extendedprice * l_discount) FROM n_lineitem WHERE l_shipdate >= "
+                    "'1994-01-01' AND l_shipdate < '1995-01-01' AND l_quantity < 24").fetchall()
+    assert close(a, b), (a, b)
+
+
+def value(rnd):
+    k = rnd.randrange(9)
+    if k == 0:
+        return None
+    if k <= 3:
+        return rnd.randrange(-50, 50)
+    if k <= 5:
+        return rnd.choice([0.5, -2.25, 3.0, 1e10, -0.0, 7.75])
+    if k == 6:
+        return rnd.choice(["a", "b", "", "B"])
+    if k == 7:
+        return rnd.randrange(-2**40, 2**40)
+    return rnd.choice(["x", "y"])
+
+
+def test_random_aggregates_match_native():
+    rnd = random.Random(11)
+    con = connect()
+    cols = "g TEXT, h INTEGER, i INTEGER, r REAL, n NUMERIC, x"
+    con.execute("CREATE TABLE n(%s)" % cols)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=300)" % cols)
+    rows = []
+    for _ in range(5000):
+        rows.append((rnd.choice(["a", "b", "c", None, "B"]), rnd.choice([1, 2, 3, None, 2.0]),
+                     rnd.choice([None, rnd.randrange(-1000, 1000)]),
+                     rnd.choice([None, rnd.uniform(-100, 100)]),
+                     rnd.choice([None, rnd.randrange(-10, 10), rnd.uniform(-1, 1)]), value(rnd)))
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO n VALUES(?,?,?,?,?,?)", rows)
+    con.executemany("INSERT INTO t VALUES(?,?,?,?,?,?)", rows)
+    con.execute("COMMIT")
+    aggs = ["count(*)", "count(i)", "sum(i)", "total(r)", "avg(n)", "min(x)", "max(x)", "min(g)",
+            "max(r)", "sum(i * 2 + h)", "sum(r - i)", "avg(i / 3)", "count(x)", "sum(n)", "max(i % 1)"]
+    wheres = ["", "WHERE i > 0", "WHERE r < 10 AND h = 2", "WHERE g IN ('a', 'b')", "WHERE n IS NULL",
+              "WHERE i BETWEEN -100 AND 100", "WHERE x = 5", "WHERE g LIKE 'a%'", "WHERE h != 1",
+              "WHERE i > '10'", "WHERE r >= -5.5 AND i < 500 AND g IS NOT NULL"]
+    keys = [[], ["g"], ["h"], ["g", "h"], ["i / 100"], ["x"]]
+    pushed = 0
+    for q in range(1500):
+        k = rnd.choice(keys)
+        sel = list(k) + rnd.sample(aggs, rnd.randrange(1, 4))
+        sql = "SELECT %s FROM TBL %s" % (", ".join(sel), rnd.choice(wheres))
+        if k:
+            sql += " GROUP BY %s" % ", ".join(k)
+            if rnd.random() < 0.3:
+                sql += " HAVING count(*) > %d" % rnd.randrange(0, 50)
+        sql += " ORDER BY %s" % ", ".join(str(j + 1) for j in range(len(sel)))
+        if rnd.random() < 0.2:
+            sql += " LIMIT %d" % rnd.randrange(1, 5)
+        con.execute("SELECT csq_stats_reset()")
+        try:
+            check(con, sql.replace("TBL", "t"), sql.replace("TBL", "n"))
+        except sqlite3.Error as e:
+            # both must fail the same way (integer overflow)
+            try:
+                con.execute(sql.replace("TBL", "n")).fetchall()
+                raise AssertionError("csq failed, native did not: %s: %s" % (sql, e))
+            except sqlite3.Error as e2:
+                assert str(e) == str(e2), (sql, str(e), str(e2))
+        pushed += stats(con)["programs_executed"] > 0
+    assert pushed > 600, "only %d of 1500 queries ran on the device" % pushed
+
+
+def test_integer_overflow_and_empty_tables():
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b REAL)")
+    assert view(con, "SELECT count(*), sum(a), total(b), avg(a), min(a), max(b) FROM t") == \
+        [(0, None, 0.0, None, None, None)]
+    assert view(con, "SELECT a, count(*) FROM t GROUP BY a") == []
+    con.execute("INSERT INTO t VALUES(9223372036854775807, 1), (1, 2)")
+    expect_error(lambda: view(con, "SELECT sum(a) FROM t"), "integer overflow")
+    assert view(con, "SELECT total(a) > 9e18, count(*) FROM t") == [(1, 2)]
+
+
+def test_fallbacks_give_native_answers():
+    con = connect()
+    con.execute("CREATE TABLE n(a INTEGER, b TEXT)")
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT)")
+    for i in range(100):
+        con.execute("INSERT INTO n VALUES(?, ?)", (i % 7, "s%d" % (i % 5)))
+        con.execute("INSERT INTO t VALUES(?, ?)", (i % 7, "s%d" % (i % 5)))
+    for q in ["SELECT count(DISTINCT a) FROM TBL",
+              "SELECT b, sum(a) FROM TBL WHERE b LIKE 's1%' OR a = 3 GROUP BY b ORDER BY b",
+              "SELECT a, b FROM TBL WHERE a = 2 ORDER BY rowid LIMIT 3",
+              "SELECT sum(length(b)) FROM TBL",
+              "SELECT b, group_concat(a) FROM TBL GROUP BY b ORDER BY b",
+              "SELECT x.a, count(*) FROM TBL AS x, TBL AS y WHERE x.a = y.a GROUP BY 1 ORDER BY 1"]:
+        check(con, q.replace("TBL", "t"), q.replace("TBL", "n"))
+
+
+def test_bad_views_give_sqlite_errors():
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a)")
+    expect_error(lambda: con.execute("CREATE VIRTUAL TABLE temp.v USING csq_query('SELEC 1')"), "syntax error")
+    expect_error(lambda: con.execute("CREATE VIRTUAL TABLE temp.v USING csq_query('DELETE FROM t')"),
+                 "one SELECT")
+    expect_error(lambda: con.execute("CREATE VIRTUAL TABLE temp.v USING csq_query('SELECT nope FROM t')"),
+                 "no such column")
+    expect_error(lambda: con.execute("CREATE VIRTUAL TABLE temp.v USING csq_query(1, 2)"), "usage")
