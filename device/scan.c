@@ -26,7 +26,8 @@
 #include "scan.h"
 
 #define SCAN_SLOTS 2
-#define SCAN_RETRY 3  /* re-executions after a stale/unloaded program */
+#define SCAN_RETRY 32 /* re-executions after a stale/unloaded program (another connection
+                          ** may replace ours between Load and Execute) */
 #define MAX_COPY_RANGES 256
 
 enum { S_FREE, S_COPY, S_EXEC, S_READ, S_READY };
@@ -63,6 +64,7 @@ struct dev_scan {
   size_t nProg;
   uint64_t id;
   uint16_t pind;
+  int bActivated;   /* pind holds our program, activated by this scan */
   csq_prog prog;
   int nSlot;
   scan_slot aSlot[SCAN_SLOTS];
@@ -159,9 +161,6 @@ static int activate(dev_queue *q, uint16_t pind, int bOn) {
 int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, char **pzErr) {
   const csq_id_vs *caps = dev_caps(dev_queue_device(q));
   uint32_t nSlots = caps && caps->magic == CSQ_ID_MAGIC ? caps->max_programs : 0;
-  /* Using no more slots than may be active at once means a new program
-  ** replaces an idle one instead of running into the activation limit. */
-  if (caps && caps->max_active && caps->max_active < nSlots) nSlots = caps->max_active;
   uint32_t gran = caps && caps->load_gran ? caps->load_gran : 4;
   uint32_t nChunk = (1u << 20) / gran * gran;
   uint64_t id = csq_prog_id(p, n);
@@ -177,28 +176,31 @@ int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, cha
                           caps->max_prog_bytes);
     return -E2BIG;
   }
-  for (uint32_t i = 0; i < nSlots; i++) {
-    uint16_t pind = (uint16_t)((id + i) % nSlots);
-    rc = load_one(q, pind, p, n, id, nChunk);
-    if (rc == CSQ_SC_PROGRAM_IN_USE && activate(q, pind, 0) == 0) {
-      /* the slot's program was active but idle: replace it (its owner
-      ** reloads on its next Execute) rather than probe further */
+  /* Pass 0 looks for a slot holding this program or a free one and never
+  ** disturbs another connection's program; only if none is found does pass
+  ** 1 replace an idle program (its owner reloads on its next Execute). */
+  for (int pass = 0; pass < 2; pass++) {
+    for (uint32_t i = 0; i < nSlots; i++) {
+      uint16_t pind = (uint16_t)((id + i) % nSlots);
       rc = load_one(q, pind, p, n, id, nChunk);
-    }
-    if (rc == CSQ_SC_PROGRAM_IN_USE) continue; /* running right now */
-    if (rc) break;
-    rc = activate(q, pind, 1);
-    if (rc == CSQ_SC_MAX_ACTIVE) {
-      /* Too many active programs: deactivate others (idle ones give way;
-      ** their owners reload on their next Execute) until ours fits. */
-      for (uint32_t j = 1; j < nSlots && rc == CSQ_SC_MAX_ACTIVE; j++) {
-        activate(q, (uint16_t)((pind + j) % nSlots), 0);
-        rc = activate(q, pind, 1);
+      if (rc == CSQ_SC_PROGRAM_IN_USE && pass == 1 && activate(q, pind, 0) == 0)
+        rc = load_one(q, pind, p, n, id, nChunk);
+      if (rc == CSQ_SC_PROGRAM_IN_USE) continue;
+      if (rc) break;
+      rc = activate(q, pind, 1);
+      if (rc == CSQ_SC_MAX_ACTIVE && pass == 0) continue;
+      if (rc == CSQ_SC_MAX_ACTIVE) {
+        /* Too many active programs: idle ones give way until ours fits. */
+        for (uint32_t j = 1; j < nSlots && rc == CSQ_SC_MAX_ACTIVE; j++) {
+          activate(q, (uint16_t)((pind + j) % nSlots), 0);
+          rc = activate(q, pind, 1);
+        }
       }
+      if (rc) break;
+      *pPind = pind;
+      return 0;
     }
-    if (rc) break;
-    *pPind = pind;
-    return 0;
+    if (rc && rc != CSQ_SC_PROGRAM_IN_USE && rc != CSQ_SC_MAX_ACTIVE) break;
   }
   *pzErr = dev_mprintf("loading a program on %s: %s", dev_path(dev_queue_device(q)),
                         rc ? dev_errmsg(q) : "no free program slot");
@@ -683,6 +685,10 @@ void dev_scan_close(dev_scan *s) {
       break;
     }
   pthread_mutex_unlock(&g_mu);
+  /* Leave the program loaded but inactive: a later scan with the same
+  ** program reactivates it for one command, and the activation limit is
+  ** never spent on programs nobody runs. */
+  if (s->bActivated) activate(s->q, s->pind, 0);
   for (int i = 0; i < s->nSlot; i++) {
     scan_slot *t = &s->aSlot[i];
     if (t->slm != UINT64_MAX) dev_slm_free(s->pDev, t->slm);
@@ -775,6 +781,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   }
   char *zLoad = NULL;
   rc = dev_prog_load(q, s->aProg, nProg, &s->pind, &zLoad);
+  s->bActivated = rc == 0;
   if (rc) {
     *pzErr = dev_mprintf("table '%s': %s", pTab->zName, zLoad ? zLoad : "loading the program");
     free(zLoad);
