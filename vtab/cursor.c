@@ -70,7 +70,8 @@ typedef struct vt_cursor {
 **     convert the column's values; exact;
 **   IS NULL, IS NOT NULL: exact;
 **   IN on a numeric column, with every value in one xFilter
-**     (sqlite3_vtab_in): exact;
+**     (sqlite3_vtab_in): pushed, not marked exact, so that a list longer
+**     than a program holds can be left to SQLite;
 **   LIKE, GLOB: pushed, not exact (LIKE runs case-insensitively, a superset
 **     when PRAGMA case_sensitive_like is on), so SQLite checks again;
 **   only with BINARY, NOCASE or RTRIM collation; anything else stays with
@@ -144,6 +145,7 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
     if (op == CSQ_OP_EQ && bNumeric && sqlite3_vtab_in(pInfo, i, -1)) {
       sqlite3_vtab_in(pInfo, i, 1); /* every IN value in one xFilter */
       op = CSQ_OP_IN;
+      bOmit = 0; /* a list too long for a program is left to SQLite (keep_term) */
       sel = 0.2;
     } else if (op == CSQ_OP_EQ || op == CSQ_OP_IS) {
       sel = bRowid ? 0.0001 : 0.05;
@@ -417,10 +419,12 @@ static void free_terms(pl_cons *a, int n) {
   }
 }
 
-/* LIKE/GLOB with a pattern that is not text, or a value SQLite would not
-** compare as the device does, is left out of the program: such terms are
-** never exact (omit = 0), so SQLite still applies them. */
+/* LIKE/GLOB with a pattern that is not text, or an IN list longer than a
+** program can hold, is left out of the program: such terms are never exact
+** (omit = 0), so SQLite still applies them. */
+#define VT_IN_MAX 4096
 static int keep_term(const pl_cons *t) {
+  if (t->op == CSQ_OP_IN) return t->nVal <= VT_IN_MAX;
   if (t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB) return 1;
   int ty = sqlite3_value_type(t->apVal[0]);
   return ty == SQLITE_TEXT || ty == SQLITE_NULL;
