@@ -59,7 +59,10 @@ static inline uint64_t mix64(uint64_t x) {
   return x;
 }
 
+/* The bytes of a TEXT/BLOB key held in the heap; NULL for other classes
+** (whose u holds a number, not an offset). */
 static const uint8_t *hv_bytes(const dev_agg *a, const ag_hv *v) {
+  if (v->cls != CSQ_TEXT && v->cls != CSQ_BLOB) return NULL;
   return (const uint8_t *)a->aHeap + v->u.off;
 }
 
