@@ -44,7 +44,14 @@ done
 # sqllogictest sample, every table rewritten into a csq table
 SLT=../shared/conformance
 if [ -f "$SLT/slt_run.py" ]; then
-  $PY "$SLT/slt_run.py" -j 2 --load "$BUILD/csq.so" --vtab-module csq "$SLT/sqllogictest" > "$log/slt.out" 2>&1
+  # under the sanitizers select4 (index selection only, minutes of plain
+  # scanning) is left to the plain run
+  if [ -n "$SANITIZE" ]; then
+    slt_files=$(find "$SLT/sqllogictest" -name '*.test' ! -name select4.test | sort)
+  else
+    slt_files="$SLT/sqllogictest"
+  fi
+  $PY "$SLT/slt_run.py" -j 2 --load "$BUILD/csq.so" --vtab-module csq $slt_files > "$log/slt.out" 2>&1
   rc=$?
   while read -r line; do
     case "$line" in
