@@ -71,6 +71,51 @@ static double read_through_device(dev_queue *q, uint64_t nBlocks, int depth, uin
   return now_s() - t0;
 }
 
+/* Sections 3 and 4: the media layer alone. A pread loop and io_uring
+** (dev_mio_read of 1 MiB: 8 reads of 128 KiB in flight) fill the same 1 MiB
+** buffer over the whole file; best of three, alternating. bDirect: O_DIRECT
+** on both sides (skipped where the file system refuses it). */
+static void media_compare(const char *zPath, uint64_t nBlocks, double nMiB, int bDirect) {
+  const uint64_t nPer = 8 * IO_BLOCKS;
+  uint8_t *pBig = NULL;
+  dev_media *m = NULL;
+  dev_mio *io = NULL;
+  char *zErr = NULL;
+  double best[2] = {1e9, 1e9};
+  int fd = open(zPath, O_RDONLY | (bDirect ? O_DIRECT : 0));
+  int bOk = fd >= 0 && posix_memalign((void **)&pBig, 4096, nPer * CSQ_LBA_SIZE) == 0 &&
+            dev_media_open(zPath, 0, bDirect, &m, &zErr) == 0 &&
+            (!bDirect || dev_media_is_direct(m)) && dev_mio_open(m, &io) == 0;
+  for (int rep = 0; rep < 3 && bOk; rep++) {
+    double t0 = now_s();
+    for (uint64_t i = 0; i + nPer <= nBlocks && bOk; i += nPer)
+      for (uint64_t j = 0; j < nPer && bOk; j += IO_BLOCKS)
+        bOk = pread(fd, pBig + j * CSQ_LBA_SIZE, IO_BYTES, (off_t)((i + j) * CSQ_LBA_SIZE)) ==
+              (ssize_t)IO_BYTES;
+    double tp = now_s() - t0;
+    t0 = now_s();
+    for (uint64_t i = 0; i + nPer <= nBlocks && bOk; i += nPer) {
+      csq_lba_range r = {CSQ_NSID_NVM, (uint32_t)nPer, i};
+      bOk = dev_mio_read(io, &r, 1, pBig) == 0;
+    }
+    double tu = now_s() - t0;
+    if (tp < best[0]) best[0] = tp;
+    if (tu < best[1]) best[1] = tu;
+  }
+  const char *zWhat = bDirect ? "O_DIRECT" : "media layer (page cache)";
+  if (bOk)
+    printf("%s, 128 KiB requests into 1 MiB:  pread %.0f MiB/s | io_uring QD 8 %.0f MiB/s "
+           "(%.2fx pread)\n",
+           zWhat, nMiB / best[0], nMiB / best[1], best[0] / best[1]);
+  else
+    printf("%s: not available here (skipped)%s%s\n", zWhat, zErr ? ": " : "", zErr ? zErr : "");
+  if (fd >= 0) close(fd);
+  free(zErr);
+  dev_mio_close(io);
+  dev_media_close(m);
+  free(pBig);
+}
+
 int main(int argc, char **argv) {
   char zTmp[] = "/tmp/devlat-XXXXXX";
   const char *zPath = argc > 1 && argv[1][0] ? argv[1] : NULL;
@@ -159,82 +204,10 @@ int main(int argc, char **argv) {
     printf("  device QD %-2d %7.0f MiB/s  (%.2fx pread)\n", aDepth[k], nMiB / t,
            (nMiB / t) / mbPread);
   }
-  /* 3. The media layer: io_uring at queue depth 8 against pread, both
-  ** filling a 1 MiB destination 128 KiB at a time. */
-  {
-    const uint64_t nPer = 8 * IO_BLOCKS; /* 1 MiB per call */
-    uint8_t *pBig = NULL;
-    dev_media *m = NULL;
-    dev_mio *io = NULL;
-    char *zErr = NULL;
-    if (posix_memalign((void **)&pBig, 4096, nPer * CSQ_LBA_SIZE) == 0 &&
-        dev_media_open(zPath, 0, 0, &m, &zErr) == 0 && dev_mio_open(m, &io) == 0) {
-      double best[2] = {1e9, 1e9};
-      for (int rep = 0; rep < 3; rep++) { /* best of three, alternating */
-        t0 = now_s();
-        for (i = 0; i + nPer <= nBlocks; i += nPer)
-          for (uint64_t j = 0; j < nPer; j += IO_BLOCKS)
-            if (pread(fd, pBig + j * CSQ_LBA_SIZE, IO_BYTES, (off_t)((i + j) * CSQ_LBA_SIZE)) !=
-                (ssize_t)IO_BYTES)
-              return 1;
-        double tp = now_s() - t0;
-        t0 = now_s();
-        for (i = 0; i + nPer <= nBlocks; i += nPer) {
-          csq_lba_range r = {CSQ_NSID_NVM, (uint32_t)nPer, i};
-          if (dev_mio_read(io, &r, 1, pBig)) return 1;
-        }
-        double tu = now_s() - t0;
-        if (tp < best[0]) best[0] = tp;
-        if (tu < best[1]) best[1] = tu;
-      }
-      printf("media layer, 128 KiB requests into 1 MiB:  pread %.0f MiB/s | io_uring QD 8 %.0f MiB/s "
-             "(%.2fx pread)\n",
-             nMiB / best[0], nMiB / best[1], best[0] / best[1]);
-    } else {
-      printf("media layer: cannot open %s: %s\n", zPath, zErr ? zErr : "error");
-    }
-    free(zErr);
-    dev_mio_close(io);
-    dev_media_close(m);
-    free(pBig);
-  }
-  /* 4. The same without the page cache (O_DIRECT on both sides), where
-  ** the storage, not memcpy, sets the pace: what queue depth is for. */
-  {
-    const uint64_t nPer = 8 * IO_BLOCKS;
-    uint8_t *pBig = NULL;
-    dev_media *m = NULL;
-    dev_mio *io = NULL;
-    char *zErr = NULL;
-    int fdd = open(zPath, O_RDONLY | O_DIRECT);
-    if (fdd >= 0 && posix_memalign((void **)&pBig, 4096, nPer * CSQ_LBA_SIZE) == 0 &&
-        dev_media_open(zPath, 0, 1, &m, &zErr) == 0 && dev_media_is_direct(m) &&
-        dev_mio_open(m, &io) == 0) {
-      t0 = now_s();
-      for (i = 0; i + nPer <= nBlocks; i += nPer)
-        for (uint64_t j = 0; j < nPer; j += IO_BLOCKS)
-          if (pread(fdd, pBig + j * CSQ_LBA_SIZE, IO_BYTES, (off_t)((i + j) * CSQ_LBA_SIZE)) !=
-              (ssize_t)IO_BYTES)
-            return 1;
-      double tp = now_s() - t0;
-      t0 = now_s();
-      for (i = 0; i + nPer <= nBlocks; i += nPer) {
-        csq_lba_range r = {CSQ_NSID_NVM, (uint32_t)nPer, i};
-        if (dev_mio_read(io, &r, 1, pBig)) return 1;
-      }
-      double tu = now_s() - t0;
-      printf("O_DIRECT, 128 KiB requests:  pread %.0f MiB/s | io_uring QD 8 %.0f MiB/s "
-             "(%.2fx pread)\n",
-             nMiB / tp, nMiB / tu, tp / tu);
-    } else {
-      printf("O_DIRECT: not available on this file system (skipped)\n");
-    }
-    if (fdd >= 0) close(fdd);
-    free(zErr);
-    dev_mio_close(io);
-    dev_media_close(m);
-    free(pBig);
-  }
+  /* 3. The media layer, through the page cache; 4. the same with O_DIRECT
+  ** on both sides, where the storage rather than memcpy sets the pace. */
+  media_compare(zPath, nBlocks, nMiB, 0);
+  media_compare(zPath, nBlocks, nMiB, 1);
   dev_stats *st = dev_queue_stats(q);
   printf("queue counters: commands %llu, media_bytes_read %llu, bytes_to_host %llu\n",
          (unsigned long long)st->commands, (unsigned long long)st->media_bytes_read,
