@@ -32,4 +32,7 @@ q "SELECT sum(l_extendedprice * l_discount) AS revenue FROM lineitem WHERE l_shi
 q "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, round(avg(l_extendedprice),2) AS avg_price, count(*) AS count_order FROM lineitem WHERE l_shipdate <= date('1998-12-01', '-90 days') GROUP BY 1, 2 ORDER BY 1, 2"
 q "SELECT o_orderpriority, count(*) AS n FROM orders WHERE o_orderdate >= '1993-07-01' AND o_orderdate < '1993-10-01' GROUP BY 1 ORDER BY 1"
 q "SELECT count(*) AS nations FROM nation; SELECT path, backend, engines, blocks_used, compute FROM csq_devices"
+echo
+echo "-- the same Q1 through the csq shell: the whole query is split, the device aggregates"
+"$BUILD/csq" -header -stats -explain "$DB" "SELECT l_returnflag, l_linestatus, sum(l_quantity) AS sum_qty, round(avg(l_extendedprice), 2) AS avg_price, count(*) AS count_order FROM lineitem WHERE l_shipdate <= date('1998-12-01', '-90 days') GROUP BY 1, 2 ORDER BY 1, 2" 2>&1
 rm -rf "$DIR"

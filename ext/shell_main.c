@@ -118,6 +118,7 @@ static void run_select(shell *sh, const char *zSql, int nSql) {
     sh->nErr++;
   }
   sqlite3_finalize(pStmt);
+  fflush(stdout); /* the stats line (stderr) follows the rows it describes */
   if (sh->bStats && rc == SQLITE_OK)
     fprintf(stderr, "-- rows %lld, device->host %lld bytes, media read %lld bytes, programs %lld\n",
             nRow, stat_value(sh, "bytes_to_host"), stat_value(sh, "media_bytes_read"),
