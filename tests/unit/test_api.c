@@ -1,0 +1,211 @@
+/*
+** tests/unit/test_api.c - the public C API (ext/csq.h) as an embedding
+** program uses it: csq registered with sqlite3_auto_extension, csq_prepare
+** on aggregate queries (pushed, answers equal to the same query on a native
+** table, bound parameters, few bytes to the host), on everything else (as
+** written), view reuse, statement tails, and errors.
+*/
+#include <math.h>
+#include <sqlite3.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ext/csq.h"
+#include "tests/unit/check.h"
+
+static void exec(sqlite3 *db, const char *z) {
+  char *zErr = NULL;
+  int rc = sqlite3_exec(db, z, NULL, NULL, &zErr);
+  CHECK(rc == SQLITE_OK, "%s: %s", z, zErr ? zErr : "");
+  sqlite3_free(zErr);
+}
+
+static sqlite3_int64 stat(sqlite3 *db, const char *zName) {
+  sqlite3_stmt *p = NULL;
+  sqlite3_int64 v = -1;
+  if (sqlite3_prepare_v2(db, "SELECT value FROM csq_stats WHERE name = ?1", -1, &p, NULL) ==
+      SQLITE_OK) {
+    sqlite3_bind_text(p, 1, zName, -1, SQLITE_STATIC);
+    if (sqlite3_step(p) == SQLITE_ROW) v = sqlite3_column_int64(p, 0);
+  }
+  sqlite3_finalize(p);
+  return v;
+}
+
+/* Every row of a statement as text, one line per row ("|" between values,
+** reals rounded so that summation order does not matter). */
+static char *rows_text(sqlite3_stmt *p, int *pRc) {
+  sqlite3_str *s = sqlite3_str_new(NULL);
+  int rc;
+  while ((rc = sqlite3_step(p)) == SQLITE_ROW) {
+    for (int i = 0; i < sqlite3_column_count(p); i++) {
+      if (i) sqlite3_str_appendchar(s, 1, '|');
+      switch (sqlite3_column_type(p, i)) {
+      case SQLITE_NULL:
+        sqlite3_str_appendall(s, "NULL");
+        break;
+      case SQLITE_FLOAT:
+        sqlite3_str_appendf(s, "%.9g", sqlite3_column_double(p, i));
+        break;
+      default:
+        sqlite3_str_appendf(s, "%s", sqlite3_column_text(p, i));
+        break;
+      }
+    }
+    sqlite3_str_appendchar(s, 1, '\n');
+  }
+  *pRc = rc;
+  return sqlite3_str_finish(s);
+}
+
+/* Substitute the table name into a query template ("%s" once). */
+static char *q_for(const char *zTmpl, const char *zTab) {
+  return sqlite3_mprintf(zTmpl, zTab);
+}
+
+typedef struct api_case {
+  const char *zSql; /* %s = table */
+  int bPushed;      /* expected from csq_stmt_pushed on the csq table */
+  int nBind;        /* integer parameters bound as 1000 * i */
+} api_case;
+
+static const api_case aCase[] = {
+    {"SELECT count(*), sum(x), avg(y), min(g), max(g) FROM %s", 1, 0},
+    {"SELECT g, count(*), total(y) FROM %s WHERE x < ?1 GROUP BY g ORDER BY g", 1, 1},
+    {"SELECT g, sum(x) FROM %s WHERE x BETWEEN ?1 AND ?2 GROUP BY 1 HAVING count(*) > 3 ORDER BY 2 "
+     "DESC",
+     1, 2},
+    {"SELECT sum(x * y) FROM %s WHERE g IN ('a', 'c') AND y < 50.0", 1, 0},
+    {"SELECT count(*) FROM %s WHERE x < ? AND y > ?", 1, 2},
+    /* not aggregates: the table pushes their filters itself */
+    {"SELECT x, y FROM %s WHERE x < 40 ORDER BY x", 0, 0},
+    /* named parameters cannot become hidden columns */
+    {"SELECT count(*) FROM %s WHERE x < :lim", 0, 1},
+    /* a join is more than one table */
+    {"SELECT count(*) FROM %s a, (SELECT 1 AS one) b WHERE a.x < 100", 0, 0},
+};
+
+int main(void) {
+  sqlite3_auto_extension((void (*)(void))sqlite3_csq_init);
+  sqlite3 *db = NULL;
+  CHECK(sqlite3_open(":memory:", &db) == SQLITE_OK);
+  exec(db, "CREATE VIRTUAL TABLE t USING csq(g TEXT, x INTEGER, y REAL);"
+           "CREATE TABLE n(g TEXT, x INTEGER, y REAL);");
+  exec(db, "BEGIN");
+  sqlite3_stmt *pIns = NULL;
+  CHECK(sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?1, ?2, ?3)", -1, &pIns, NULL) == SQLITE_OK);
+  sqlite3_stmt *pInsN = NULL;
+  CHECK(sqlite3_prepare_v2(db, "INSERT INTO n VALUES(?1, ?2, ?3)", -1, &pInsN, NULL) == SQLITE_OK);
+  static const char *azG[] = {"a", "b", "c", "d", NULL};
+  for (int i = 0; i < 40000; i++) {
+    const char *g = azG[rndn(5)];
+    sqlite3_int64 x = (sqlite3_int64)rndn(10000);
+    double y = (double)rndn(10000) / 100.0;
+    sqlite3_stmt *ap[2] = {pIns, pInsN};
+    for (int k = 0; k < 2; k++) {
+      if (g)
+        sqlite3_bind_text(ap[k], 1, g, -1, SQLITE_STATIC);
+      else
+        sqlite3_bind_null(ap[k], 1);
+      sqlite3_bind_int64(ap[k], 2, x);
+      if (i % 97)
+        sqlite3_bind_double(ap[k], 3, y);
+      else
+        sqlite3_bind_null(ap[k], 3);
+      CHECK(sqlite3_step(ap[k]) == SQLITE_DONE);
+      sqlite3_reset(ap[k]);
+    }
+  }
+  sqlite3_finalize(pIns);
+  sqlite3_finalize(pInsN);
+  exec(db, "COMMIT");
+
+  for (size_t c = 0; c < sizeof(aCase) / sizeof(aCase[0]); c++) {
+    char *zCsq = q_for(aCase[c].zSql, "t"), *zNat = q_for(aCase[c].zSql, "n");
+    sqlite3_stmt *pC = NULL, *pN = NULL;
+    int rc = csq_prepare(db, zCsq, -1, &pC, NULL);
+    CHECK(rc == SQLITE_OK && pC, "%s: %s", zCsq, sqlite3_errmsg(db));
+    CHECK(sqlite3_prepare_v2(db, zNat, -1, &pN, NULL) == SQLITE_OK);
+    CHECK(csq_stmt_pushed(pC) == aCase[c].bPushed, "%s: pushed %d", zCsq, csq_stmt_pushed(pC));
+    CHECK(!csq_stmt_pushed(pN));
+    CHECK(pC && sqlite3_column_count(pC) == sqlite3_column_count(pN), "%s", zCsq);
+    CHECK(pC && sqlite3_bind_parameter_count(pC) == aCase[c].nBind, "%s: %d params", zCsq,
+          pC ? sqlite3_bind_parameter_count(pC) : -1);
+    for (int run = 0; pC && run < 2; run++) { /* bindings survive a reset, as SQLite's do */
+      for (int i = 1; i <= aCase[c].nBind; i++) {
+        sqlite3_bind_int64(pC, i, 1000 * i + 1000 * run);
+        sqlite3_bind_int64(pN, i, 1000 * i + 1000 * run);
+      }
+      sqlite3_exec(db, "SELECT csq_stats_reset()", NULL, NULL, NULL);
+      int rcC, rcN;
+      char *zA = rows_text(pC, &rcC), *zB = rows_text(pN, &rcN);
+      CHECK(rcC == SQLITE_DONE && rcN == SQLITE_DONE, "%s: %d %d", zCsq, rcC, rcN);
+      CHECK(zA && zB && strcmp(zA, zB) == 0, "%s run %d:\ncsq:\n%snative:\n%s", zCsq, run, zA, zB);
+      if (aCase[c].bPushed && c < 4)
+        CHECK(stat(db, "programs_executed") > 0 && stat(db, "bytes_to_host") < 64 * 1024,
+              "%s: %lld programs, %lld bytes to host", zCsq, stat(db, "programs_executed"),
+              stat(db, "bytes_to_host"));
+      sqlite3_free(zA);
+      sqlite3_free(zB);
+      sqlite3_reset(pC);
+      sqlite3_reset(pN);
+    }
+    if (c == 0 && pC) CHECK(strcmp(sqlite3_column_name(pC, 1), "sum(x)") == 0);
+    sqlite3_finalize(pC);
+    sqlite3_finalize(pN);
+    sqlite3_free(zCsq);
+    sqlite3_free(zNat);
+  }
+
+  /* the same text again reuses its view; another text gets its own */
+  sqlite3_stmt *p = NULL;
+  CHECK(sqlite3_prepare_v2(db, "SELECT count(*) FROM temp.sqlite_schema", -1, &p, NULL) ==
+        SQLITE_OK);
+  CHECK(sqlite3_step(p) == SQLITE_ROW);
+  int nViews = sqlite3_column_int(p, 0);
+  sqlite3_reset(p);
+  sqlite3_stmt *pC = NULL;
+  char *zAgain = q_for(aCase[0].zSql, "t");
+  CHECK(csq_prepare(db, zAgain, -1, &pC, NULL) == SQLITE_OK && csq_stmt_pushed(pC));
+  sqlite3_finalize(pC);
+  sqlite3_free(zAgain);
+  CHECK(sqlite3_step(p) == SQLITE_ROW && sqlite3_column_int(p, 0) == nViews, "views %d -> %d",
+        nViews, sqlite3_column_int(p, 0));
+  sqlite3_finalize(p);
+
+  /* several statements: the tail points after the first, as sqlite3_prepare_v2's */
+  const char *zTwo = "SELECT max(x) FROM t; SELECT 42";
+  const char *zTail = NULL;
+  CHECK(csq_prepare(db, zTwo, -1, &pC, &zTail) == SQLITE_OK && csq_stmt_pushed(pC));
+  CHECK(zTail && strcmp(zTail, " SELECT 42") == 0, "tail '%s'", zTail ? zTail : "(null)");
+  CHECK(sqlite3_step(pC) == SQLITE_ROW && sqlite3_column_int(pC, 0) <= 9999);
+  sqlite3_finalize(pC);
+
+  /* anything else is prepared as written */
+  CHECK(csq_prepare(db, "INSERT INTO t VALUES('z', 1, 2.0)", -1, &pC, NULL) == SQLITE_OK &&
+        !csq_stmt_pushed(pC));
+  CHECK(sqlite3_step(pC) == SQLITE_DONE);
+  sqlite3_finalize(pC);
+  CHECK(csq_prepare(db, "SELECT count(*) FROM n", -1, &pC, NULL) == SQLITE_OK &&
+        !csq_stmt_pushed(pC));
+  sqlite3_finalize(pC);
+  CHECK(csq_prepare(db, "  -- nothing\n", -1, &pC, NULL) == SQLITE_OK && pC == NULL);
+
+  /* errors are SQLite's own */
+  pC = (sqlite3_stmt *)1;
+  CHECK(csq_prepare(db, "SELECT count(* FROM t", -1, &pC, NULL) == SQLITE_ERROR && pC == NULL);
+  CHECK(strstr(sqlite3_errmsg(db), "syntax error") != NULL, "%s", sqlite3_errmsg(db));
+  CHECK(csq_prepare(db, "SELECT sum(nope) FROM t", -1, &pC, NULL) == SQLITE_ERROR && pC == NULL);
+  CHECK(strstr(sqlite3_errmsg(db), "no such column: nope") != NULL, "%s", sqlite3_errmsg(db));
+  /* a failure while running is reported by step, with the query's message */
+  CHECK(csq_prepare(db, "SELECT sum(x) FROM t WHERE x < ?1", -1, &pC, NULL) == SQLITE_OK &&
+        csq_stmt_pushed(pC));
+  sqlite3_bind_int64(pC, 1, 100);
+  CHECK(sqlite3_step(pC) == SQLITE_ROW);
+  sqlite3_finalize(pC);
+
+  sqlite3_close(db);
+  sqlite3_reset_auto_extension();
+  printf("test_api: %d checks, %d failed\n", nCheck, nFail);
+  return nFail ? 1 : 0;
+}
