@@ -581,6 +581,9 @@ static int dict_cmp(const void *pa, const void *pb, void *pCtx) {
 ** dictionary cannot pay much), sorted in BINARY order, and kept only if the
 ** chunk comes out smaller than plain.
 */
+/* Values looked at before a dictionary that is not paying is given up. */
+#define DICT_PROBE 4096
+
 static int encode_bytes(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull, uint8_t cls,
                         uint64_t nVar, csq_zone *z, uint8_t **pp, uint64_t *pnBytes) {
   const uint8_t *aCls = v->aCls + i0;
@@ -622,6 +625,12 @@ static int encode_bytes(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNul
     bDict = 1;
     for (uint32_t k = 0; k < n && bDict; k++) {
       uint32_t i = i0 + k;
+      /* values that are nearly all distinct so far (comments, names) will
+      ** not make a dictionary pay: stop hashing them early */
+      if (k == DICT_PROBE && nDict > DICT_PROBE / 4 * 3) {
+        bDict = 0;
+        break;
+      }
       if (aCls[k] == CSQ_NULL) {
         aProv[k] = UINT32_MAX;
         continue;
