@@ -61,13 +61,13 @@ enum { IP_RANGE, IP_SET, IP_GENERIC };
 typedef struct ex_term {
   csq_pterm t;
   const csq_pconst *a, *b;
-  int coll;        /* CSQ_TF_BINARY / NOCASE / RTRIM */
+  int coll; /* CSQ_TF_BINARY / NOCASE / RTRIM */
   int bNot;
   uint8_t nullRes; /* result for a NULL value */
   /* IN */
   csq_pconst *aIn; /* non-NULL constants, sorted in SQLite order under coll */
   int nIn;
-  int bInNull;     /* the list holds a NULL */
+  int bInNull; /* the list holds a NULL */
   /* integer plan */
   int ip;
   int64_t lo, hi;
@@ -97,7 +97,9 @@ static int cls_rank(int cls) {
   return cls == CSQ_INT || cls == CSQ_REAL ? 1 : cls == CSQ_TEXT ? 2 : cls == CSQ_BLOB ? 3 : 0;
 }
 
-static int lower_ascii(int c) { return c >= 'A' && c <= 'Z' ? c + 32 : c; }
+static int lower_ascii(int c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
 
 /* Compare bytes under a collation, SQLite's way (NOCASE stops early at a NUL
 ** of the left operand, as sqlite3StrNICmp does). */
@@ -158,8 +160,12 @@ static void const_val(const csq_pconst *k, ex_val *v) {
 static uint32_t utf8_read(const uint8_t *z, uint32_t n, uint32_t *pi) {
   uint32_t i = *pi, c = z[i++];
   if (c >= 0xC0) {
-    c = c < 0xE0 ? c & 0x1F : c < 0xF0 ? c & 0x0F : c < 0xF8 ? c & 0x07 : c < 0xFC ? c & 0x03
-        : c < 0xFE ? c & 0x01 : 0;
+    c = c < 0xE0   ? c & 0x1F
+        : c < 0xF0 ? c & 0x0F
+        : c < 0xF8 ? c & 0x07
+        : c < 0xFC ? c & 0x03
+        : c < 0xFE ? c & 0x01
+                   : 0;
     while (i < n && (z[i] & 0xC0) == 0x80) c = (c << 6) + (z[i++] & 0x3F);
     if (c < 0x80 || (c & 0xFFFFF800) == 0xD800 || (c & 0xFFFFFFFE) == 0xFFFE) c = 0xFFFD;
   }
@@ -203,8 +209,10 @@ static int pat_compile(ex_term *et) {
       }
       continue;
     }
-    if (c == '*') t->kind = TK_ALL;
-    else if (c == '?') t->kind = TK_ONE;
+    if (c == '*')
+      t->kind = TK_ALL;
+    else if (c == '?')
+      t->kind = TK_ONE;
     else if (c != '[') {
       t->kind = TK_LIT;
       t->c = c;
@@ -258,7 +266,8 @@ static int pat_compile(ex_term *et) {
 
 static int tok_match(const ex_term *et, const ex_tok *t, uint32_t c) {
   switch (t->kind) {
-  case TK_ONE: return 1;
+  case TK_ONE:
+    return 1;
   case TK_LIT:
     if (t->c == c) return 1;
     return et->t.op == CSQ_OP_LIKE && !(et->t.flags & CSQ_TF_LIKE_CASE) && t->c < 0x80 &&
@@ -272,7 +281,8 @@ static int tok_match(const ex_term *et, const ex_tok *t, uint32_t c) {
     }
     return seen ^ t->bInvert;
   }
-  default: return 0;
+  default:
+    return 0;
   }
 }
 
@@ -351,8 +361,10 @@ static int in_find(const ex_term *et, const ex_val *v) {
   while (lo <= hi) {
     int mid = (lo + hi) / 2, c = cmp_vk(v, &et->aIn[mid], et->coll);
     if (c == 0) return 1;
-    if (c < 0) hi = mid - 1;
-    else lo = mid + 1;
+    if (c < 0)
+      hi = mid - 1;
+    else
+      lo = mid + 1;
   }
   return 0;
 }
@@ -361,16 +373,25 @@ static int ev_one(const ex_term *et, const ex_val *v) {
   if (v->cls == CSQ_NULL) return et->nullRes;
   const csq_pconst *a = et->a;
   switch (et->t.op) {
-  case CSQ_OP_ISNULL: return 0;
-  case CSQ_OP_NOTNULL: return 1;
+  case CSQ_OP_ISNULL:
+    return 0;
+  case CSQ_OP_NOTNULL:
+    return 1;
   case CSQ_OP_EQ:
-  case CSQ_OP_IS: return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) == 0;
-  case CSQ_OP_NE: return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) != 0;
-  case CSQ_OP_ISNOT: return a->cls == CSQ_NULL || cmp_vk(v, a, et->coll) != 0;
-  case CSQ_OP_LT: return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) < 0;
-  case CSQ_OP_LE: return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) <= 0;
-  case CSQ_OP_GT: return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) > 0;
-  case CSQ_OP_GE: return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) >= 0;
+  case CSQ_OP_IS:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) == 0;
+  case CSQ_OP_NE:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) != 0;
+  case CSQ_OP_ISNOT:
+    return a->cls == CSQ_NULL || cmp_vk(v, a, et->coll) != 0;
+  case CSQ_OP_LT:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) < 0;
+  case CSQ_OP_LE:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) <= 0;
+  case CSQ_OP_GT:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) > 0;
+  case CSQ_OP_GE:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) >= 0;
   case CSQ_OP_BETWEEN: {
     /* 1 true, 0 false, -1 NULL */
     int ge = a->cls == CSQ_NULL ? -1 : cmp_vk(v, a, et->coll) >= 0;
@@ -418,11 +439,23 @@ static int int_interval(int op, const csq_pconst *k, int64_t *pLo, int64_t *pHi)
   if (k->cls == CSQ_INT) {
     int64_t c = k->i;
     switch (op) {
-    case CSQ_OP_EQ: lo = hi = c; break;
-    case CSQ_OP_LT: if (c == INT64_MIN) return 0; hi = c - 1; break;
-    case CSQ_OP_LE: hi = c; break;
-    case CSQ_OP_GT: if (c == INT64_MAX) return 0; lo = c + 1; break;
-    case CSQ_OP_GE: lo = c; break;
+    case CSQ_OP_EQ:
+      lo = hi = c;
+      break;
+    case CSQ_OP_LT:
+      if (c == INT64_MIN) return 0;
+      hi = c - 1;
+      break;
+    case CSQ_OP_LE:
+      hi = c;
+      break;
+    case CSQ_OP_GT:
+      if (c == INT64_MAX) return 0;
+      lo = c + 1;
+      break;
+    case CSQ_OP_GE:
+      lo = c;
+      break;
     }
   } else {
     double r = k->r;
@@ -445,7 +478,8 @@ static int int_interval(int op, const csq_pconst *k, int64_t *pLo, int64_t *pHi)
       if (bInt) {
         if (f == INT64_MIN) return 0;
         hi = f - 1;
-      } else hi = f;
+      } else
+        hi = f;
       break;
     case CSQ_OP_LE:
       if (bBelow) return 0;
@@ -491,18 +525,31 @@ static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t) {
   et->coll = t->flags & CSQ_TF_COLL_MASK;
   et->bNot = (t->flags & CSQ_TF_NOT) != 0;
   switch (t->op) {
-  case CSQ_OP_ISNULL: et->nullRes = 1; break;
-  case CSQ_OP_IS: et->nullRes = et->a->cls == CSQ_NULL; break;
-  case CSQ_OP_ISNOT: et->nullRes = et->a->cls != CSQ_NULL; break;
-  default: et->nullRes = 0; break;
+  case CSQ_OP_ISNULL:
+    et->nullRes = 1;
+    break;
+  case CSQ_OP_IS:
+    et->nullRes = et->a->cls == CSQ_NULL;
+    break;
+  case CSQ_OP_ISNOT:
+    et->nullRes = et->a->cls != CSQ_NULL;
+    break;
+  default:
+    et->nullRes = 0;
+    break;
   }
   /* integer plan */
   et->ip = IP_RANGE;
   int64_t lo = 0, hi = 0, lo2 = 0, hi2 = 0;
   int ok, ok2;
   switch (t->op) {
-  case CSQ_OP_ISNULL: et->bEmpty = 1; break;
-  case CSQ_OP_NOTNULL: et->lo = INT64_MIN; et->hi = INT64_MAX; break;
+  case CSQ_OP_ISNULL:
+    et->bEmpty = 1;
+    break;
+  case CSQ_OP_NOTNULL:
+    et->lo = INT64_MIN;
+    et->hi = INT64_MAX;
+    break;
   case CSQ_OP_EQ:
   case CSQ_OP_LT:
   case CSQ_OP_LE:
@@ -566,7 +613,9 @@ static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t) {
     qsort(et->aSet, et->nSet, sizeof(int64_t), cmp_i64);
     break;
   }
-  default: et->ip = IP_GENERIC; break;
+  default:
+    et->ip = IP_GENERIC;
+    break;
   }
   /* real plan: plain comparisons whose constants are exact doubles */
   switch (t->op) {
@@ -575,11 +624,14 @@ static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t) {
   case CSQ_OP_LT:
   case CSQ_OP_LE:
   case CSQ_OP_GT:
-  case CSQ_OP_GE: et->bReal = double_exact(et->a, &et->rA); break;
+  case CSQ_OP_GE:
+    et->bReal = double_exact(et->a, &et->rA);
+    break;
   case CSQ_OP_BETWEEN:
     et->bReal = !et->bNot && double_exact(et->a, &et->rA) && double_exact(et->b, &et->rB);
     break;
-  default: break;
+  default:
+    break;
   }
   if ((t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) && et->a->cls == CSQ_TEXT)
     return pat_compile(et);
@@ -625,7 +677,8 @@ static int ex_verify(const uint8_t *p, size_t n, void **ppCompiled, char *zErr, 
   rc = -ENOMEM;
   if (!ep->aT) goto fail;
   rc = 0;
-  for (int i = 0; i < ep->p.nTerm && rc == 0; i++) rc = term_compile(ep, &ep->aT[i], &ep->p.aTerm[i]);
+  for (int i = 0; i < ep->p.nTerm && rc == 0; i++)
+    rc = term_compile(ep, &ep->aT[i], &ep->p.aTerm[i]);
   if (rc == 0 && ep->p.bAgg) {
     ep->aCondT = calloc(ep->p.nCond ? ep->p.nCond : 1, sizeof(ex_term));
     if (!ep->aCondT) rc = -ENOMEM;
@@ -667,8 +720,10 @@ static uint32_t rle_run(const ex_col *c, uint32_t r) {
   uint32_t lo = 0, hi = c->d.nAux - 1;
   while (lo < hi) {
     uint32_t mid = (lo + hi) / 2;
-    if (csq_le32(c->d.aRunEnd + 4 * mid) > r) hi = mid;
-    else lo = mid + 1;
+    if (csq_le32(c->d.aRunEnd + 4 * mid) > r)
+      hi = mid;
+    else
+      lo = mid + 1;
   }
   return lo;
 }
@@ -725,14 +780,18 @@ static void col_get(const ex_col *c, uint32_t r, ex_val *v) {
   case K_TAG:
     v->cls = c->d.aTag[r];
     u = csq_le64(c->d.aSlot + 8 * (size_t)r);
-    if (v->cls == CSQ_INT) v->i = (int64_t)u;
-    else if (v->cls == CSQ_REAL) memcpy(&v->r, &u, 8);
+    if (v->cls == CSQ_INT)
+      v->i = (int64_t)u;
+    else if (v->cls == CSQ_REAL)
+      memcpy(&v->r, &u, 8);
     else if (v->cls == CSQ_TEXT || v->cls == CSQ_BLOB) {
       v->z = c->d.aVar + c->aTagOff[r];
       v->n = (uint32_t)u;
     }
     break;
-  default: *v = c->cval; break;
+  default:
+    *v = c->cval;
+    break;
   }
 }
 
@@ -761,7 +820,8 @@ static void col_ints(ex_col *c, uint32_t b0, uint32_t n) {
 static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
   if (c->b0 == b0) return;
   c->b0 = b0;
-  if (c->d.enc == CSQ_ENC_REAL_PLAIN) memcpy(c->aR, c->d.aReal + 8 * (size_t)b0, 8 * (size_t)n);
+  if (c->d.enc == CSQ_ENC_REAL_PLAIN)
+    memcpy(c->aR, c->d.aReal + 8 * (size_t)b0, 8 * (size_t)n);
   else
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
 }
@@ -775,11 +835,19 @@ static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
   c->bAllNull = c->d.nVal > 0 && c->d.nNull == c->d.nVal;
   switch (c->d.enc) {
   case CSQ_ENC_INT_FOR:
-  case CSQ_ENC_INT_RLE: c->kind = K_INT; break;
-  case CSQ_ENC_REAL_PLAIN: c->kind = K_REAL; break;
+  case CSQ_ENC_INT_RLE:
+    c->kind = K_INT;
+    break;
+  case CSQ_ENC_REAL_PLAIN:
+    c->kind = K_REAL;
+    break;
   case CSQ_ENC_TEXT_PLAIN:
-  case CSQ_ENC_BLOB_PLAIN: c->kind = K_TEXTP; break;
-  case CSQ_ENC_TEXT_DICT: c->kind = K_DICT; break;
+  case CSQ_ENC_BLOB_PLAIN:
+    c->kind = K_TEXTP;
+    break;
+  case CSQ_ENC_TEXT_DICT:
+    c->kind = K_DICT;
+    break;
   case CSQ_ENC_TAGGED: {
     c->kind = K_TAG;
     c->aTagOff = malloc(sizeof(uint32_t) * (c->d.nVal ? c->d.nVal : 1));
@@ -794,8 +862,10 @@ static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
     break;
   }
   case CSQ_ENC_CONST:
-    if (c->d.cls == CSQ_INT) c->kind = K_INT;
-    else if (c->d.cls == CSQ_REAL) c->kind = K_REAL;
+    if (c->d.cls == CSQ_INT)
+      c->kind = K_INT;
+    else if (c->d.cls == CSQ_REAL)
+      c->kind = K_REAL;
     else {
       c->kind = K_CONSTX;
       c->cval.cls = c->d.cls;
@@ -804,7 +874,8 @@ static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
       if (c->d.cls == CSQ_NULL) c->bAllNull = 1;
     }
     break;
-  default: return CSQ_FAULT_CORRUPT_CHUNK;
+  default:
+    return CSQ_FAULT_CORRUPT_CHUNK;
   }
   if (c->kind == K_INT) c->aI = malloc(sizeof(int64_t) * BATCH);
   if (c->kind == K_REAL) c->aR = malloc(sizeof(double) * BATCH);
@@ -859,8 +930,10 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
             f = 1;
             break;
           }
-          if (et->aSet[mid] < x) lo = mid + 1;
-          else hi = mid - 1;
+          if (et->aSet[mid] < x)
+            lo = mid + 1;
+          else
+            hi = mid - 1;
         }
         aM[k] = (uint8_t)(f ? !et->bNot : (et->bNot && !et->bInNull));
       }
@@ -875,12 +948,24 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
     const double *a = c->aR;
     double ra = et->rA, rb = et->rB;
     switch (et->t.op) {
-    case CSQ_OP_EQ: for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] == ra; break;
-    case CSQ_OP_NE: for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] != ra; break;
-    case CSQ_OP_LT: for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] < ra; break;
-    case CSQ_OP_LE: for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] <= ra; break;
-    case CSQ_OP_GT: for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] > ra; break;
-    case CSQ_OP_GE: for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] >= ra; break;
+    case CSQ_OP_EQ:
+      for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] == ra;
+      break;
+    case CSQ_OP_NE:
+      for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] != ra;
+      break;
+    case CSQ_OP_LT:
+      for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] < ra;
+      break;
+    case CSQ_OP_LE:
+      for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] <= ra;
+      break;
+    case CSQ_OP_GT:
+      for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] > ra;
+      break;
+    case CSQ_OP_GE:
+      for (k = 0; k < n; k++) aM[k] = a[aSel[k] - b0] >= ra;
+      break;
     default:
       for (k = 0; k < n; k++) {
         double x = a[aSel[k] - b0];
@@ -898,7 +983,8 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
       uint8_t *m = malloc(c->d.nAux ? c->d.nAux : 1);
       if (!m) return CSQ_FAULT_NOMEM;
       for (uint32_t e = 0; e < c->d.nAux; e++) {
-        uint32_t o0 = csq_le32(c->d.aOff + 4 * (size_t)e), o1 = csq_le32(c->d.aOff + 4 * (size_t)e + 4);
+        uint32_t o0 = csq_le32(c->d.aOff + 4 * (size_t)e),
+                 o1 = csq_le32(c->d.aOff + 4 * (size_t)e + 4);
         v.cls = CSQ_TEXT;
         v.z = c->d.aVar + o0;
         v.n = o1 - o0;
@@ -931,10 +1017,16 @@ typedef struct ex_outcol {
   uint64_t nHeap;
 } ex_outcol;
 
-static void put32(uint8_t *p, uint32_t v) { memcpy(p, &v, 4); }
-static void put64(uint8_t *p, uint64_t v) { memcpy(p, &v, 8); }
+static void put32(uint8_t *p, uint32_t v) {
+  memcpy(p, &v, 4);
+}
+static void put64(uint8_t *p, uint64_t v) {
+  memcpy(p, &v, 8);
+}
 
-static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
+static uint64_t pad8(uint64_t n) {
+  return (n + 7) & ~(uint64_t)7;
+}
 
 /* Class mask and heap bytes of column c over rows aSel[0..n). */
 static void out_size(const ex_col *c, const uint32_t *aSel, uint32_t n, ex_outcol *o) {
@@ -943,13 +1035,16 @@ static void out_size(const ex_col *c, const uint32_t *aSel, uint32_t n, ex_outco
   o->nHeap = 0;
   if (c->kind == K_INT || c->kind == K_REAL) {
     uint8_t m = 0;
-    for (uint32_t k = 0; k < n; k++) m |= (uint8_t)(col_null(c, aSel[k]) ? 1u << CSQ_NULL : 1u << (c->kind == K_INT ? CSQ_INT : CSQ_REAL));
+    for (uint32_t k = 0; k < n; k++)
+      m |= (uint8_t)(col_null(c, aSel[k]) ? 1u << CSQ_NULL
+                                          : 1u << (c->kind == K_INT ? CSQ_INT : CSQ_REAL));
     o->clsMask = m;
     return;
   }
   if (c->kind == K_TEXTP && !c->d.aNull && !c->bAllNull && n) {
     for (uint32_t k = 0; k < n; k++)
-      o->nHeap += csq_le32(c->d.aOff + 4 * (size_t)aSel[k] + 4) - csq_le32(c->d.aOff + 4 * (size_t)aSel[k]);
+      o->nHeap +=
+          csq_le32(c->d.aOff + 4 * (size_t)aSel[k] + 4) - csq_le32(c->d.aOff + 4 * (size_t)aSel[k]);
     o->clsMask = (uint8_t)(1u << c->d.cls);
     return;
   }
@@ -960,7 +1055,9 @@ static void out_size(const ex_col *c, const uint32_t *aSel, uint32_t n, ex_outco
   }
 }
 
-static int mask_single(uint8_t m) { return m && !(m & (m - 1)); }
+static int mask_single(uint8_t m) {
+  return m && !(m & (m - 1));
+}
 
 static uint64_t col_bytes(const ex_outcol *o, uint32_t n) {
   int bCls = !mask_single(o->clsMask) && n > 0;
@@ -969,7 +1066,8 @@ static uint64_t col_bytes(const ex_outcol *o, uint32_t n) {
 }
 
 /* Write column c over aSel[0..n) at out (sized by col_bytes). */
-static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *o, uint8_t *out) {
+static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *o,
+                      uint8_t *out) {
   int bCls = !mask_single(o->clsMask) && n > 0;
   int bLen = (o->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
   /* SLM addresses are only 4-byte aligned: store through memcpy */
@@ -1006,15 +1104,20 @@ static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outc
       col_get(c, aSel[k], &v);
       uint64_t u = 0;
       switch (v.cls) {
-      case CSQ_INT: u = (uint64_t)v.i; break;
-      case CSQ_REAL: memcpy(&u, &v.r, 8); break;
+      case CSQ_INT:
+        u = (uint64_t)v.i;
+        break;
+      case CSQ_REAL:
+        memcpy(&u, &v.r, 8);
+        break;
       case CSQ_TEXT:
       case CSQ_BLOB:
         u = nHeap;
         if (v.n) memcpy(aHeap + nHeap, v.z, v.n);
         nHeap += v.n;
         break;
-      default: break;
+      default:
+        break;
       }
       put64(aVal + 8ull * k, u);
       if (aCls) aCls[k] = v.cls;
@@ -1034,7 +1137,7 @@ static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outc
 
 /* An expression's values over a run: one class for all (cls) or per row. */
 typedef struct ex_ev {
-  uint8_t cls;      /* CSQ_* of every value, or 0: see aCls */
+  uint8_t cls; /* CSQ_* of every value, or 0: see aCls */
   uint8_t *aCls;
   int64_t *aI;
   double *aR;
@@ -1044,51 +1147,59 @@ typedef struct ex_ev {
 
 /* SUM / TOTAL / AVG state (48 bytes, 16-aligned inside a group's block). */
 typedef struct ag_sum {
-  __int128 isum;   /* exact sum of the INTEGER values */
-  int64_t cnt;     /* non-NULL values */
-  int64_t nReal;   /* REAL values */
-  double rs, rc;   /* Kahan-Babuska-Neumaier sum of the REAL values */
+  __int128 isum; /* exact sum of the INTEGER values */
+  int64_t cnt;   /* non-NULL values */
+  int64_t nReal; /* REAL values */
+  double rs, rc; /* Kahan-Babuska-Neumaier sum of the REAL values */
 } ag_sum;
 
 #define AG_DIRECT_MAX (1u << 16) /* largest product of key domains for the direct table */
-#define AG_LANES 4 /* per-group scratch sums per run: row k adds to lane k % 4, so that
-                      rows of one group do not wait for each other's additions */
+#define AG_LANES                                                                                   \
+  4 /* per-group scratch sums per run: row k adds to lane k % 4, so that                           \
+       rows of one group do not wait for each other's additions */
 
 typedef struct ag_tab {
   int nKey, nAgg, nCol;
   uint32_t nGroup, nAlloc;
-  ex_val *aKey;        /* nGroup x nKey */
-  uint64_t *aHashG;    /* hash of each group's key */
-  uint8_t *aState;     /* nGroup x stride */
+  ex_val *aKey;     /* nGroup x nKey */
+  uint64_t *aHashG; /* hash of each group's key */
+  uint8_t *aState;  /* nGroup x stride */
   uint32_t stride;
   uint32_t aOff[CSQ_AGG_MAX_AGGS];
-  uint32_t *aSlot;     /* hash table: group + 1, 0 = empty */
+  uint32_t *aSlot; /* hash table: group + 1, 0 = empty */
   uint32_t nSlot;
-  int32_t *aDirect;    /* direct table: composite code -> group, -1 none */
+  int32_t *aDirect; /* direct table: composite code -> group, -1 none */
   uint32_t nDirect;
   uint32_t aDom[CSQ_AGG_MAX_KEYS]; /* direct: domain of each key (its NULL code = dom - 1) */
-  uint64_t nVar;       /* TEXT/BLOB bytes held by keys and MIN/MAX states */
+  uint64_t nVar;                   /* TEXT/BLOB bytes held by keys and MIN/MAX states */
   /* per run: rows of each group (0 outside the run's touched groups) and a
   ** scratch real sum per group */
   uint32_t *aRunN;
-  double *aRunR;       /* AG_LANES per group */
-  uint32_t *aTouch;    /* groups the run touched */
+  double *aRunR;    /* AG_LANES per group */
+  uint32_t *aTouch; /* groups the run touched */
   uint32_t nTouch;
 } ag_tab;
 
-static inline uint8_t ev_cls(const ex_ev *e, uint32_t k) { return e->cls ? e->cls : e->aCls[k]; }
+static inline uint8_t ev_cls(const ex_ev *e, uint32_t k) {
+  return e->cls ? e->cls : e->aCls[k];
+}
 
 static inline void ev_get(const ex_ev *e, uint32_t k, ex_val *v) {
   v->cls = ev_cls(e, k);
   switch (v->cls) {
-  case CSQ_INT: v->i = e->aI[k]; break;
-  case CSQ_REAL: v->r = e->aR[k]; break;
+  case CSQ_INT:
+    v->i = e->aI[k];
+    break;
+  case CSQ_REAL:
+    v->r = e->aR[k];
+    break;
   case CSQ_TEXT:
   case CSQ_BLOB:
     v->z = e->aZ[k];
     v->n = e->aN[k];
     break;
-  default: break;
+  default:
+    break;
   }
 }
 
@@ -1108,7 +1219,8 @@ static void ev_settle(ex_ev *e, uint32_t n) {
 }
 
 /* Column values for rows aSel[0..n) of aligned batch [b0, b0+nb). */
-static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n) {
+static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                   uint32_t n) {
   uint32_t k;
   if (c->bAllNull || (c->kind == K_CONSTX && c->cval.cls == CSQ_NULL)) {
     e->cls = CSQ_NULL;
@@ -1148,8 +1260,12 @@ static void ev_const(ex_ev *e, const csq_pconst *p, uint32_t n) {
   e->cls = p->cls;
   uint32_t k;
   switch (p->cls) { /* a uniform vector: only its class's array is read */
-  case CSQ_INT: for (k = 0; k < n; k++) e->aI[k] = p->i; break;
-  case CSQ_REAL: for (k = 0; k < n; k++) e->aR[k] = p->r; break;
+  case CSQ_INT:
+    for (k = 0; k < n; k++) e->aI[k] = p->i;
+    break;
+  case CSQ_REAL:
+    for (k = 0; k < n; k++) e->aR[k] = p->r;
+    break;
   case CSQ_TEXT:
   case CSQ_BLOB:
     for (k = 0; k < n; k++) {
@@ -1157,11 +1273,14 @@ static void ev_const(ex_ev *e, const csq_pconst *p, uint32_t n) {
       e->aN[k] = p->len;
     }
     break;
-  default: break;
+  default:
+    break;
   }
 }
 
-static inline int is_num(uint8_t c) { return c == CSQ_INT || c == CSQ_REAL; }
+static inline int is_num(uint8_t c) {
+  return c == CSQ_INT || c == CSQ_REAL;
+}
 
 /* One row of SQLite arithmetic on non-NULL numbers: *po = x op y. Returns
 ** 0, or 1 when the result is NULL. */
@@ -1170,9 +1289,15 @@ static int arith_one(int op, const ex_val *x, const ex_val *y, ex_val *po) {
     int64_t a = x->i, b = y->i, r;
     int bOv = 0;
     switch (op) {
-    case CSQ_EX_ADD: bOv = __builtin_add_overflow(a, b, &r); break;
-    case CSQ_EX_SUB: bOv = __builtin_sub_overflow(a, b, &r); break;
-    case CSQ_EX_MUL: bOv = __builtin_mul_overflow(a, b, &r); break;
+    case CSQ_EX_ADD:
+      bOv = __builtin_add_overflow(a, b, &r);
+      break;
+    case CSQ_EX_SUB:
+      bOv = __builtin_sub_overflow(a, b, &r);
+      break;
+    case CSQ_EX_MUL:
+      bOv = __builtin_mul_overflow(a, b, &r);
+      break;
     default:
       if (b == 0) return 1;
       bOv = b == -1 && a == INT64_MIN;
@@ -1188,9 +1313,15 @@ static int arith_one(int op, const ex_val *x, const ex_val *y, ex_val *po) {
   double a = x->cls == CSQ_INT ? (double)x->i : x->r;
   double b = y->cls == CSQ_INT ? (double)y->i : y->r, r;
   switch (op) {
-  case CSQ_EX_ADD: r = a + b; break;
-  case CSQ_EX_SUB: r = a - b; break;
-  case CSQ_EX_MUL: r = a * b; break;
+  case CSQ_EX_ADD:
+    r = a + b;
+    break;
+  case CSQ_EX_SUB:
+    r = a - b;
+    break;
+  case CSQ_EX_MUL:
+    r = a * b;
+    break;
   default:
     if (b == 0) return 1;
     r = a / b;
@@ -1214,9 +1345,15 @@ static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n
     int64_t *r = o->aI;
     int bad = 0;
     switch (op) {
-    case CSQ_EX_ADD: for (k = 0; k < n; k++) bad |= __builtin_add_overflow(a[k], b[k], &r[k]); break;
-    case CSQ_EX_SUB: for (k = 0; k < n; k++) bad |= __builtin_sub_overflow(a[k], b[k], &r[k]); break;
-    case CSQ_EX_MUL: for (k = 0; k < n; k++) bad |= __builtin_mul_overflow(a[k], b[k], &r[k]); break;
+    case CSQ_EX_ADD:
+      for (k = 0; k < n; k++) bad |= __builtin_add_overflow(a[k], b[k], &r[k]);
+      break;
+    case CSQ_EX_SUB:
+      for (k = 0; k < n; k++) bad |= __builtin_sub_overflow(a[k], b[k], &r[k]);
+      break;
+    case CSQ_EX_MUL:
+      for (k = 0; k < n; k++) bad |= __builtin_mul_overflow(a[k], b[k], &r[k]);
+      break;
     default:
       for (k = 0; k < n; k++) {
         int bk = b[k] == 0 || (b[k] == -1 && a[k] == INT64_MIN);
@@ -1239,9 +1376,15 @@ static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n
     int bad = 0; /* a may be r itself: every loop below reads a[k] before writing r[k] */
     if (y->cls == CSQ_INT) {
       switch (op) {
-      case CSQ_EX_ADD: for (k = 0; k < n; k++) r[k] = a[k] + (double)y->aI[k]; break;
-      case CSQ_EX_SUB: for (k = 0; k < n; k++) r[k] = a[k] - (double)y->aI[k]; break;
-      case CSQ_EX_MUL: for (k = 0; k < n; k++) r[k] = a[k] * (double)y->aI[k]; break;
+      case CSQ_EX_ADD:
+        for (k = 0; k < n; k++) r[k] = a[k] + (double)y->aI[k];
+        break;
+      case CSQ_EX_SUB:
+        for (k = 0; k < n; k++) r[k] = a[k] - (double)y->aI[k];
+        break;
+      case CSQ_EX_MUL:
+        for (k = 0; k < n; k++) r[k] = a[k] * (double)y->aI[k];
+        break;
       default:
         for (k = 0; k < n; k++) {
           double d = (double)y->aI[k];
@@ -1252,9 +1395,15 @@ static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n
       }
     } else {
       switch (op) {
-      case CSQ_EX_ADD: for (k = 0; k < n; k++) r[k] = a[k] + b[k]; break;
-      case CSQ_EX_SUB: for (k = 0; k < n; k++) r[k] = a[k] - b[k]; break;
-      case CSQ_EX_MUL: for (k = 0; k < n; k++) r[k] = a[k] * b[k]; break;
+      case CSQ_EX_ADD:
+        for (k = 0; k < n; k++) r[k] = a[k] + b[k];
+        break;
+      case CSQ_EX_SUB:
+        for (k = 0; k < n; k++) r[k] = a[k] - b[k];
+        break;
+      case CSQ_EX_MUL:
+        for (k = 0; k < n; k++) r[k] = a[k] * b[k];
+        break;
       default:
         for (k = 0; k < n; k++) {
           bad |= b[k] == 0;
@@ -1303,7 +1452,8 @@ static void ev_case(const uint8_t *aM, const ex_ev *t, const ex_ev *f, ex_ev *o,
 
 /* Evaluate every instruction over rows aSel[0..n) of batch [b0, b0+nb). */
 static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *aEv, uint8_t *aM,
-                  const uint8_t *aNeed, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n) {
+                  const uint8_t *aNeed, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                  uint32_t n) {
   const csq_prog *pp = &ep->p;
   for (int i = 0; i < pp->nExpr; i++) {
     const csq_pexpr *x = &pp->aExpr[i];
@@ -1311,8 +1461,12 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
     ex_ev *e = &aEv[i];
     int rc = 0;
     switch (x->op) {
-    case CSQ_EX_COL: ev_col(e, &aCol[x->a], b0, nb, aSel, n); break;
-    case CSQ_EX_CONST: ev_const(e, &pp->aConst[x->a], n); break;
+    case CSQ_EX_COL:
+      ev_col(e, &aCol[x->a], b0, nb, aSel, n);
+      break;
+    case CSQ_EX_CONST:
+      ev_const(e, &pp->aConst[x->a], n);
+      break;
     case CSQ_EX_NEG: { /* 0 - a, as SQLite computes it */
       const ex_ev *a = &aEv[x->a];
       if (a->cls == CSQ_NULL) {
@@ -1321,7 +1475,8 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
       }
       if (a->cls == CSQ_INT) {
         int bad = 0;
-        for (uint32_t k = 0; k < n; k++) bad |= __builtin_sub_overflow((int64_t)0, a->aI[k], &e->aI[k]);
+        for (uint32_t k = 0; k < n; k++)
+          bad |= __builtin_sub_overflow((int64_t)0, a->aI[k], &e->aI[k]);
         if (!bad) {
           e->cls = CSQ_INT;
           break;
@@ -1357,7 +1512,9 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
       ev_case(aM, &aEv[x->b], &aEv[x->c], e, n);
       break;
     }
-    default: rc = ev_arith(x->op, &aEv[x->a], &aEv[x->b], e, n); break;
+    default:
+      rc = ev_arith(x->op, &aEv[x->a], &aEv[x->b], e, n);
+      break;
     }
     if (rc) return rc;
   }
@@ -1379,7 +1536,8 @@ static inline uint64_t mix64(uint64_t x) {
 ** equal (an integral REAL hashes as the integer). */
 static inline uint64_t key_hash(const ex_val *v) {
   switch (v->cls) {
-  case CSQ_INT: return mix64((uint64_t)v->i);
+  case CSQ_INT:
+    return mix64((uint64_t)v->i);
   case CSQ_REAL:
     if (v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0 && v->r == floor(v->r))
       return mix64((uint64_t)(int64_t)v->r);
@@ -1388,9 +1546,12 @@ static inline uint64_t key_hash(const ex_val *v) {
       memcpy(&u, &v->r, 8);
       return mix64(u ^ 0x5bd1e9955bd1e995ull);
     }
-  case CSQ_TEXT: return XXH3_64bits(v->z, v->n) ^ 0x27d4eb2f165667c5ull;
-  case CSQ_BLOB: return XXH3_64bits(v->z, v->n) ^ 0x94d049bb133111ebull;
-  default: return 0x9e3779b97f4a7c15ull;
+  case CSQ_TEXT:
+    return XXH3_64bits(v->z, v->n) ^ 0x27d4eb2f165667c5ull;
+  case CSQ_BLOB:
+    return XXH3_64bits(v->z, v->n) ^ 0x94d049bb133111ebull;
+  default:
+    return 0x9e3779b97f4a7c15ull;
   }
 }
 
@@ -1399,7 +1560,8 @@ static inline int key_eq(const ex_val *a, const ex_val *b) {
   if (a->cls == CSQ_INT && b->cls == CSQ_INT) return a->i == b->i;
   if (is_num(a->cls) && is_num(b->cls)) {
     if (a->cls == CSQ_REAL && b->cls == CSQ_REAL) return a->r == b->r;
-    return a->cls == CSQ_INT ? csq_cmp_int_real(a->i, b->r) == 0 : csq_cmp_int_real(b->i, a->r) == 0;
+    return a->cls == CSQ_INT ? csq_cmp_int_real(a->i, b->r) == 0
+                             : csq_cmp_int_real(b->i, a->r) == 0;
   }
   return a->cls == b->cls && a->n == b->n && (a->n == 0 || memcmp(a->z, b->z, a->n) == 0);
 }
@@ -1477,7 +1639,8 @@ static int ag_hash_grow(ag_tab *t) {
 }
 
 /* Group ids of rows [0, n) by hashing the key vectors. 0 or a fault. */
-static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n, uint32_t *aGid) {
+static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n,
+                       uint32_t *aGid) {
   uint64_t aH[BATCH];
   int nKey = t->nKey;
   ex_val aK[CSQ_AGG_MAX_KEYS];
@@ -1486,7 +1649,8 @@ static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t
   for (int j = 0; j < nKey; j++) {
     const ex_ev *e = &aEv[pp->aKey[j]];
     if (e->cls == CSQ_INT) {
-      for (uint32_t k = 0; k < n; k++) aH[k] = (aH[k] ^ mix64((uint64_t)e->aI[k])) * 0x100000001b3ull;
+      for (uint32_t k = 0; k < n; k++)
+        aH[k] = (aH[k] ^ mix64((uint64_t)e->aI[k])) * 0x100000001b3ull;
     } else {
       for (uint32_t k = 0; k < n; k++) {
         ev_get(e, k, &aK[0]);
@@ -1559,10 +1723,12 @@ static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b
       uint64_t ref = (uint64_t)c->d.iRef;
       if (c->d.aNull) {
         for (uint32_t k = 0; k < n; k++)
-          aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode
-                                                    : (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref));
+          aIdx[k] +=
+              stride *
+              (col_null(c, aSel[k]) ? nullCode : (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref));
       } else {
-        for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref);
+        for (uint32_t k = 0; k < n; k++)
+          aIdx[k] += stride * (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref);
       }
     }
     stride *= dom;
@@ -1604,9 +1770,9 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
   size_t st = t->stride;
   uint32_t k, nT = t->nTouch;
   const uint32_t *aT = t->aTouch, *aRunN = t->aRunN;
-#define CNT(g) (*(int64_t *)(base + (size_t)(g) * st))
-#define SUMST(g) ((ag_sum *)(base + (size_t)(g) * st))
-#define BEST(g) ((ex_val *)(base + (size_t)(g) * st))
+#define CNT(g)   (*(int64_t *)(base + (size_t)(g)*st))
+#define SUMST(g) ((ag_sum *)(base + (size_t)(g)*st))
+#define BEST(g)  ((ex_val *)(base + (size_t)(g)*st))
   switch (a->fn) {
   case CSQ_AGG_COUNT_STAR:
     for (k = 0; k < nT; k++) CNT(aT[k]) += aRunN[aT[k]];
@@ -1622,7 +1788,8 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
   case CSQ_AGG_TOTAL:
   case CSQ_AGG_AVG:
     switch (e->cls) {
-    case CSQ_NULL: return 0;
+    case CSQ_NULL:
+      return 0;
     case CSQ_INT:
       if (t->nGroup == 1) {
         __int128 acc = 0;
@@ -1678,12 +1845,15 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
           s->nReal++;
           kbn_add(&s->rs, &s->rc, e->aR[k]);
           break;
-        case CSQ_NULL: break;
-        default: return CSQ_FAULT_NOT_NUMERIC;
+        case CSQ_NULL:
+          break;
+        default:
+          return CSQ_FAULT_NOT_NUMERIC;
         }
       }
       return 0;
-    default: return n ? CSQ_FAULT_NOT_NUMERIC : 0;
+    default:
+      return n ? CSQ_FAULT_NOT_NUMERIC : 0;
     }
   default: { /* MIN / MAX */
     int coll = a->flags & CSQ_TF_COLL_MASK, sign = a->fn == CSQ_AGG_MIN ? -1 : 1;
@@ -1765,12 +1935,24 @@ static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_v
       const ag_sum *s = (const ag_sum *)p;
       v->cls = j >= 4 ? CSQ_REAL : CSQ_INT;
       switch (j) {
-      case 0: v->i = s->cnt; break;
-      case 1: v->i = s->nReal; break;
-      case 2: v->i = (int64_t)(uint64_t)s->isum; break;
-      case 3: v->i = (int64_t)(s->isum >> 64); break;
-      case 4: v->r = s->rs; break;
-      default: v->r = s->rc; break;
+      case 0:
+        v->i = s->cnt;
+        break;
+      case 1:
+        v->i = s->nReal;
+        break;
+      case 2:
+        v->i = (int64_t)(uint64_t)s->isum;
+        break;
+      case 3:
+        v->i = (int64_t)(s->isum >> 64);
+        break;
+      case 4:
+        v->r = s->rs;
+        break;
+      default:
+        v->r = s->rc;
+        break;
       }
       return;
     }
@@ -1810,8 +1992,12 @@ static uint64_t ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uin
       ag_cell(t, pp, j, g, &v);
       uint64_t u = 0;
       switch (v.cls) {
-      case CSQ_INT: u = (uint64_t)v.i; break;
-      case CSQ_REAL: memcpy(&u, &v.r, 8); break;
+      case CSQ_INT:
+        u = (uint64_t)v.i;
+        break;
+      case CSQ_REAL:
+        memcpy(&u, &v.r, 8);
+        break;
       case CSQ_TEXT:
       case CSQ_BLOB:
         u = off;
@@ -1819,7 +2005,8 @@ static uint64_t ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uin
         put32(aLen + 4ull * g, v.n);
         off += v.n;
         break;
-      default: break;
+      default:
+        break;
       }
       put64(aVal + 8ull * g, u);
       if (aCls) aCls[g] = v.cls;
@@ -1857,7 +2044,9 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
       if (bSum != (pass == 0)) continue;
       t.aOff[i] = off;
       int fn = pp->aAgg[i].fn;
-      off += bSum ? (uint32_t)sizeof(ag_sum) : fn == CSQ_AGG_MIN || fn == CSQ_AGG_MAX ? (uint32_t)sizeof(ex_val) : 8;
+      off += bSum                                     ? (uint32_t)sizeof(ag_sum)
+             : fn == CSQ_AGG_MIN || fn == CSQ_AGG_MAX ? (uint32_t)sizeof(ex_val)
+                                                      : 8;
     }
   t.stride = (off + 15) & ~15u;
   if (t.stride == 0) t.stride = 16;
@@ -1923,11 +2112,15 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
   int8_t aAlias[CSQ_AGG_MAX_AGGS];
   for (int i = 0; i < pp->nAgg; i++) {
     const csq_pagg *a = &pp->aAgg[i];
-    int kind = csq_agg_state_cols(a->fn) > 1 ? 100 : a->fn == CSQ_AGG_COUNT ? CSQ_AGG_COUNT_STAR : a->fn;
+    int kind = csq_agg_state_cols(a->fn) > 1 ? 100
+               : a->fn == CSQ_AGG_COUNT      ? CSQ_AGG_COUNT_STAR
+                                             : a->fn;
     aAlias[i] = -1;
     for (int j = 0; j < i && aAlias[i] < 0; j++) {
       const csq_pagg *b = &pp->aAgg[j];
-      int kb = csq_agg_state_cols(b->fn) > 1 ? 100 : b->fn == CSQ_AGG_COUNT ? CSQ_AGG_COUNT_STAR : b->fn;
+      int kb = csq_agg_state_cols(b->fn) > 1 ? 100
+               : b->fn == CSQ_AGG_COUNT      ? CSQ_AGG_COUNT_STAR
+                                             : b->fn;
       if (aAlias[j] < 0 && kb == kind && b->expr == a->expr && b->flags == a->flags &&
           (a->fn == CSQ_AGG_COUNT) == (b->fn == CSQ_AGG_COUNT))
         aAlias[i] = (int8_t)j;
@@ -2107,7 +2300,8 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   for (uint32_t b0 = (uint32_t)start; b0 < nRow;) {
     uint32_t bEnd = (b0 / BATCH + 1) * BATCH; /* batches aligned to BATCH rows */
     if (bEnd > nRow) bEnd = nRow;
-    uint32_t nb = bEnd - b0, ab0 = b0 / BATCH * BATCH, anb = (nRow - ab0) < BATCH ? nRow - ab0 : BATCH;
+    uint32_t nb = bEnd - b0, ab0 = b0 / BATCH * BATCH,
+             anb = (nRow - ab0) < BATCH ? nRow - ab0 : BATCH;
     uint32_t *s = aSel + nSel, n = 0;
     if (aDel) {
       for (uint32_t r = b0; r < bEnd; r++)
@@ -2127,7 +2321,8 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
         memset(aM, 0, n);
         for (int t = 0; t < nT; t++) {
           const ex_term *et = &ep->aT[iTerm + t];
-          reason = (uint64_t)eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aOr, &apDict[iTerm + t]);
+          reason =
+              (uint64_t)eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aOr, &apDict[iTerm + t]);
           if (reason) goto done;
           for (uint32_t k = 0; k < n; k++) aM[k] |= aOr[k];
         }
@@ -2145,8 +2340,8 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   }
 
   if (pp->bAgg) {
-    reason = (uint64_t)agg_exec(ep, aCol, aSel, nSel, (uint32_t)start, nRow, pOut, nOutArea, ctx,
-                                pRet);
+    reason =
+        (uint64_t)agg_exec(ep, aCol, aSel, nSel, (uint32_t)start, nRow, pOut, nOutArea, ctx, pRet);
     goto done;
   }
 
@@ -2174,8 +2369,10 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
         out_size(&aCol[pp->aOut[j]], aSel, mid, &o);
         nb2 += col_bytes(&o, mid);
       }
-      if (nb2 <= nOutArea) lo = mid;
-      else hi = mid - 1;
+      if (nb2 <= nOutArea)
+        lo = mid;
+      else
+        hi = mid - 1;
     }
     if (lo == 0) {
       reason = CSQ_FAULT_OUTPUT_FULL;
@@ -2226,4 +2423,6 @@ const dev_ptype dev_ptype_csq = {CSQ_PTYPE_CSQ, "csq", ex_verify, ex_run, ex_fre
 
 /* A strong reference point: static links that use the executor call this,
 ** which also pulls exec.o in (ptype.h only refers to dev_ptype_csq weakly). */
-int csq_exec_register(void) { return dev_ptype_register(&dev_ptype_csq); }
+int csq_exec_register(void) {
+  return dev_ptype_register(&dev_ptype_csq);
+}
