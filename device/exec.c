@@ -708,6 +708,7 @@ typedef struct ex_col {
   int64_t *aI;
   double *aR;
   uint64_t *aCode;
+  int64_t aCodeB0; /* K_INT FOR: batch whose codes are in aCode (-1 none) */
 } ex_col;
 
 static inline int col_null(const ex_col *c, uint32_t r) {
@@ -830,6 +831,7 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
 static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
   memset(c, 0, sizeof(*c));
   c->b0 = -1;
+  c->aCodeB0 = -1;
   if (csq_chunk_view(p, n, &c->d)) return CSQ_FAULT_CORRUPT_CHUNK;
   if (c->d.nVal < nRow) return CSQ_FAULT_SHORT_CHUNK;
   c->bAllNull = c->d.nVal > 0 && c->d.nNull == c->d.nVal;
@@ -879,9 +881,9 @@ static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
   }
   if (c->kind == K_INT) c->aI = malloc(sizeof(int64_t) * BATCH);
   if (c->kind == K_REAL) c->aR = malloc(sizeof(double) * BATCH);
-  if (c->kind == K_DICT) c->aCode = malloc(sizeof(uint64_t) * BATCH);
-  if ((c->kind == K_INT && !c->aI) || (c->kind == K_REAL && !c->aR) ||
-      (c->kind == K_DICT && !c->aCode))
+  int bCodes = c->kind == K_DICT || (c->kind == K_INT && c->d.enc == CSQ_ENC_INT_FOR);
+  if (bCodes) c->aCode = malloc(sizeof(uint64_t) * BATCH);
+  if ((c->kind == K_INT && !c->aI) || (c->kind == K_REAL && !c->aR) || (bCodes && !c->aCode))
     return CSQ_FAULT_NOMEM;
   return 0;
 }
@@ -906,6 +908,32 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
     uint8_t rv = 0, rn = et->nullRes;
     if (!c->bAllNull) rv = (uint8_t)ev_one(et, &c->cval);
     for (k = 0; k < n; k++) aM[k] = col_null(c, aSel[k]) ? rn : rv;
+    return 0;
+  }
+  if (c->kind == K_INT && et->ip == IP_RANGE && !et->bEmpty && c->d.enc == CSQ_ENC_INT_FOR &&
+      c->d.width < 64) {
+    /* frame of reference: the chunk holds codes u = x - iRef of width
+    ** bits, so the whole chunk may be decided at once, and otherwise the
+    ** codes are compared with the range moved by iRef, without decoding */
+    uint64_t ref = (uint64_t)c->d.iRef, top = ((uint64_t)1 << c->d.width) - 1;
+    uint64_t lo = (uint64_t)et->lo - ref, w = (uint64_t)et->hi - (uint64_t)et->lo;
+    uint8_t neg = (uint8_t)et->bNeg, rn = et->nullRes;
+    __int128 cMin = (__int128)c->d.iRef, cMax = cMin + (__int128)top;
+    int bAll = et->lo <= cMin && cMax <= et->hi;
+    int bNone = cMax < et->lo || cMin > et->hi;
+    if (bAll || bNone) {
+      for (k = 0; k < n; k++) aM[k] = (uint8_t)(bAll ^ neg);
+    } else {
+      if (c->aCodeB0 != b0) {
+        c->aCodeB0 = b0;
+        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
+      }
+      const uint64_t *u = c->aCode;
+      for (k = 0; k < n; k++) aM[k] = (uint8_t)((u[aSel[k] - b0] - lo <= w) ^ neg);
+    }
+    if (c->d.aNull)
+      for (k = 0; k < n; k++)
+        if (col_null(c, aSel[k])) aM[k] = rn;
     return 0;
   }
   if (c->kind == K_INT && et->ip != IP_GENERIC) {
