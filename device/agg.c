@@ -29,6 +29,7 @@ typedef struct ag_hv {
 
 typedef struct ag_hsum {
   __int128 isum;
+  unsigned __int128 upos, uneg; /* bounds of any running integer sum */
   int64_t cnt, nReal;
   double rs, rc;
 } ag_hsum;
@@ -342,7 +343,15 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
       default: {
         ag_hsum *s = (ag_hsum *)p;
         for (int k = 0; k < CSQ_AGG_SUM_COLS; k++)
-          if (!cell_is(&aPart[c + k], r, k < 4 ? CSQ_INT : CSQ_REAL)) goto bad;
+          if (!cell_is(&aPart[c + k], r, k == 4 || k == 5 ? CSQ_REAL : CSQ_INT)) goto bad;
+        /* a saturated bound counts as more than int64 holds */
+        for (int k = 6; k < 8; k++) {
+          int64_t b = aPart[c + k].aVal[r].i;
+          if (b < 0) goto bad;
+          unsigned __int128 u = b == INT64_MAX ? (unsigned __int128)1 << 64 : (uint64_t)b;
+          if (k == 6) s->upos += u;
+          else s->uneg += u;
+        }
         s->cnt += aPart[c].aVal[r].i;
         s->nReal += aPart[c + 1].aVal[r].i;
         s->isum += (__int128)(((unsigned __int128)(uint64_t)aPart[c + 3].aVal[r].i << 64) |
@@ -452,6 +461,14 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       case CSQ_AGG_MIN:
       case CSQ_AGG_MAX: rc = push_hv(a, v, (const ag_hv *)p); break;
       case CSQ_AGG_SUM:
+        /* SQLite raises "integer overflow" when a running sum of the
+        ** integers met before the first REAL leaves int64, which depends on
+        ** row order; the bounds say when that cannot happen, otherwise the
+        ** query runs without pushdown and SQLite decides */
+        if (s->upos > INT64_MAX || s->uneg > (unsigned __int128)1 << 63) {
+          *pzErr = dev_mprintf("a SUM may overflow in row order: run on the host");
+          return -EDOM;
+        }
         if (s->cnt == 0) rc = csq_vec_push_null(v);
         else if (s->nReal) rc = push_real(v, sum_real(s));
         else if (s->isum >= INT64_MIN && s->isum <= INT64_MAX) rc = csq_vec_push_int(v, (int64_t)s->isum);

@@ -20,7 +20,10 @@
 ** Errors: 0, a negative errno or a positive NVMe status, with *pzErr
 ** (malloc'd, caller frees) set. Special cases the caller acts on:
 **   -EDOM    the device met a TEXT/BLOB operand of arithmetic or SUM/TOTAL/
-**            AVG (CSQ_FAULT_NOT_NUMERIC): run the query without pushdown.
+**            AVG (CSQ_FAULT_NOT_NUMERIC), or (dev_agg_finish) a SUM's
+**            integers are large enough that SQLite, adding them in row
+**            order, might raise "integer overflow": run the query without
+**            pushdown.
 **   -ERANGE  dev_agg_finish: a SUM overflowed int64; the message is SQLite's
 **            "integer overflow", the error SQLite itself raises.
 */

@@ -1176,6 +1176,8 @@ typedef struct ex_ev {
 /* SUM / TOTAL / AVG state (48 bytes, 16-aligned inside a group's block). */
 typedef struct ag_sum {
   __int128 isum; /* exact sum of the INTEGER values */
+  __int128 ineg; /* sum of the magnitudes of the negative ones: bounds any
+                    running sum, for SQLite's "integer overflow" (agg.c) */
   int64_t cnt;   /* non-NULL values */
   int64_t nReal; /* REAL values */
   double rs, rc; /* Kahan-Babuska-Neumaier sum of the REAL values */
@@ -1820,11 +1822,21 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
       return 0;
     case CSQ_INT:
       if (t->nGroup == 1) {
-        __int128 acc = 0;
-        for (k = 0; k < n; k++) acc += e->aI[k];
+        __int128 acc = 0, neg = 0;
+        for (k = 0; k < n; k++) {
+          int64_t x = e->aI[k];
+          acc += x;
+          neg += (((uint64_t)0 - (uint64_t)x) & (uint64_t)(x >> 63));
+        }
         SUMST(0)->isum += acc;
+        SUMST(0)->ineg += neg;
       } else {
-        for (k = 0; k < n; k++) SUMST(aGid[k])->isum += e->aI[k];
+        for (k = 0; k < n; k++) {
+          int64_t x = e->aI[k];
+          ag_sum *s = SUMST(aGid[k]);
+          s->isum += x;
+          s->ineg += (((uint64_t)0 - (uint64_t)x) & (uint64_t)(x >> 63));
+        }
       }
       for (k = 0; k < nT; k++) SUMST(aT[k])->cnt += aRunN[aT[k]];
       return 0;
@@ -1866,6 +1878,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         switch (e->aCls[k]) {
         case CSQ_INT:
           s->isum += e->aI[k];
+          if (e->aI[k] < 0) s->ineg += (uint64_t)0 - (uint64_t)e->aI[k];
           s->cnt++;
           break;
         case CSQ_REAL:
@@ -1961,7 +1974,7 @@ static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_v
       return;
     default: {
       const ag_sum *s = (const ag_sum *)p;
-      v->cls = j >= 4 ? CSQ_REAL : CSQ_INT;
+      v->cls = j == 4 || j == 5 ? CSQ_REAL : CSQ_INT;
       switch (j) {
       case 0:
         v->i = s->cnt;
@@ -1978,8 +1991,16 @@ static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_v
       case 4:
         v->r = s->rs;
         break;
-      default:
+      case 5:
         v->r = s->rc;
+        break;
+      case 6: { /* positives and negatives, each saturating at INT64_MAX */
+        __int128 pos = s->isum + s->ineg;
+        v->i = pos > INT64_MAX ? INT64_MAX : (int64_t)pos;
+        break;
+      }
+      default:
+        v->i = s->ineg > INT64_MAX ? INT64_MAX : (int64_t)s->ineg;
         break;
       }
       return;

@@ -196,13 +196,18 @@
 **   Aggregates (fn; expr ignored and 0 for COUNT_STAR) and the state columns
 **   each contributes to a result row, in this order:
 **     COUNT_STAR, COUNT   1 column: INT n (rows / non-NULL values)
-**     SUM, TOTAL, AVG     6 columns, CSQ_AGG_SUM_COLS:
+**     SUM, TOTAL, AVG     8 columns, CSQ_AGG_SUM_COLS:
 **                         INT cnt (non-NULL values), INT nReal (REAL values
 **                         among them), INT ilo, INT ihi (the exact sum of the
 **                         INTEGER values as a 128-bit two's complement number:
 **                         ihi * 2^64 + (uint64)ilo), REAL rsum, REAL rerr (the
 **                         REAL values summed with Kahan-Babuska-Neumaier
-**                         compensation: sum = rsum + rerr)
+**                         compensation: sum = rsum + rerr), INT ipos, INT
+**                         ineg (the sum of the positive INTEGER values and
+**                         of the negative ones' magnitudes, each saturating
+**                         at INT64_MAX: they bound every running sum, so the
+**                         host can tell when SQLite's row-order "integer
+**                         overflow" cannot happen)
 **     MIN, MAX            1 column: the smallest / largest non-NULL value in
 **                         SQLite's order (numbers < TEXT < BLOB; TEXT by the
 **                         collation in flags & CSQ_TF_COLL_MASK, BINARY
@@ -279,7 +284,7 @@
 #define CSQ_AGG_MIN        6
 #define CSQ_AGG_MAX        7
 #define CSQ_AGG_FN_MAX     7
-#define CSQ_AGG_SUM_COLS   6 /* state columns of SUM / TOTAL / AVG */
+#define CSQ_AGG_SUM_COLS   8 /* state columns of SUM / TOTAL / AVG */
 
 /* State columns an aggregate function contributes to a partial row. */
 static inline int csq_agg_state_cols(int fn) {

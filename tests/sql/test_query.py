@@ -178,6 +178,40 @@ def test_integer_overflow_and_empty_tables():
     assert view(con, "SELECT total(a) > 9e18, count(*) FROM t") == [(1, 2)]
 
 
+def test_sum_overflow_follows_row_order_as_sqlite_does():
+    # SQLite raises "integer overflow" when a running sum of the integers met
+    # before the first REAL leaves int64: the same values may or may not
+    # overflow depending on their order, and a REAL first stops the check
+    big = 9223372036854775807
+    cases = [[big, 1, -5],            # overflows on the second row
+             [-5, big, 1],            # the same values, never out of range
+             [big, 2.5, 1],           # the REAL comes first: a real result
+             [big, 1, 2.5],           # overflow before the REAL: an error
+             [-big - 1, -1, 3],       # below INT64_MIN
+             [-big - 1, 3, -1],
+             [big // 2, big // 2, 1, -3]]
+    for vals in cases:
+        con = connect()
+        con.execute("CREATE VIRTUAL TABLE t USING csq(a, pushdown='always')")
+        con.execute("CREATE TABLE n(a)")
+        rows = []
+        for i, v in enumerate(vals):  # spread over row groups and groups
+            rows += [(0,)] * 5000 + [(v,)]
+        con.executemany("INSERT INTO t VALUES(?)", rows)
+        con.executemany("INSERT INTO n VALUES(?)", rows)
+        for q in ["SELECT sum(a) FROM TBL", "SELECT a = 0, sum(a) FROM TBL GROUP BY 1 ORDER BY 1",
+                  "SELECT sum(a), avg(a), total(a) FROM TBL WHERE a <> 0"]:
+            try:
+                want = con.execute(q.replace("TBL", "n")).fetchall()
+            except sqlite3.Error as e:
+                want = str(e)
+            try:
+                got = view(con, q.replace("TBL", "t"))
+            except sqlite3.Error as e:
+                got = str(e)
+            assert got == want, (vals, q, got, want)
+
+
 def test_fallbacks_give_native_answers():
     con = connect()
     con.execute("CREATE TABLE n(a INTEGER, b TEXT)")
