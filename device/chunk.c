@@ -489,8 +489,61 @@ static int encode_int(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull,
   return 0;
 }
 
-/* REAL values (plus NULLs): CONST when every value has the same bits, else
-** REAL_PLAIN (bits kept exactly: -0.0 stays -0.0, NaN payloads survive).
+/* 1 if x is exactly (double)k / 10^s for the integer k = round(x * 10^s),
+** |k| <= 2^53 (so that (double)k is exact); *pk gets k. -0.0, NaN and the
+** infinities never are. */
+static int dec_exact(double x, unsigned s, int64_t *pk) {
+  double y = x * csq_pow10(s);
+  if (!(fabs(y) <= 9007199254740992.0)) return 0;
+  int64_t k = (int64_t)llrint(y);
+  if (dbl2bits((double)k / csq_pow10(s)) != dbl2bits(x)) return 0;
+  *pk = k;
+  return 1;
+}
+
+/*
+** Can the REAL values of v[i0, i0+n) be stored as decimal-scaled integers?
+** If x = k / 10^s exactly (as a correctly rounded division) then also
+** x = (k * 10^t) / 10^(s+t), the same rational number, as long as the
+** integer stays exact: so the smallest scale that suits the most demanding
+** value suits all, and each value is tried from the scale found so far
+** upward (one try for most). Sets *pScale, the smallest integer *pkMin and
+** the code width; 0 when some value has no such form.
+*/
+static int real_dec_plan(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull, int64_t *aK,
+                         unsigned *pScale, int64_t *pkMin, uint8_t *pWidth) {
+  const csq_val *a = v->aVal + i0;
+  const uint8_t *aCls = v->aCls + i0;
+  unsigned s = 0;
+  int64_t k;
+  for (uint32_t i = 0; i < n; i++) {
+    if (nNull && aCls[i] == CSQ_NULL) continue;
+    while (!dec_exact(a[i].r, s, &k))
+      if (++s > CSQ_DEC_MAX_SCALE) return 0;
+  }
+  /* the integers at the final scale, checked again: a value exact at a
+  ** smaller scale is exact here in exact arithmetic, but x * 10^s is not */
+  int64_t mn = INT64_MAX, mx = INT64_MIN;
+  for (uint32_t i = 0; i < n; i++) {
+    if (nNull && aCls[i] == CSQ_NULL) continue;
+    if (!dec_exact(a[i].r, s, &k)) return 0;
+    aK[i] = k;
+    mn = k < mn ? k : mn;
+    mx = k > mx ? k : mx;
+  }
+  if (mn > mx) return 0;
+  if (nNull) /* NULL slots take code 0 */
+    for (uint32_t i = 0; i < n; i++)
+      if (aCls[i] == CSQ_NULL) aK[i] = mn;
+  *pScale = s;
+  *pkMin = mn;
+  *pWidth = (uint8_t)bitlen((uint64_t)mx - (uint64_t)mn);
+  return *pWidth > 0; /* one value only: CONST would have been chosen */
+}
+
+/* REAL values (plus NULLs): CONST when every value has the same bits,
+** REAL_DEC when they are decimals of a few digits (prices, rates) and that
+** is smaller, else REAL_PLAIN (bits kept exactly: -0.0 stays -0.0, NaN payloads survive).
 ** NaN (which SQLite never stores) is left out of rMin/rMax; a chunk of only
 ** NaNs gets the all-covering [-inf, +inf]. */
 static int encode_real(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull, csq_zone *z,
@@ -514,23 +567,41 @@ static int encode_real(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull
   z->rMin = mn;
   z->rMax = mx;
   enc_plan pl = {.cls = CSQ_REAL, .nVal = n, .nNull = nNull};
+  unsigned scale = 0;
+  int64_t kMin = 0, *aK = NULL; /* REAL_DEC: the integers */
   if (diff == 0) {
     pl.enc = CSQ_ENC_CONST;
     pl.ref = first;
+  } else if ((aK = malloc(sizeof(int64_t) * (n ? n : 1))) == NULL) {
+    return -ENOMEM;
+  } else if (real_dec_plan(v, i0, n, nNull, aK, &scale, &kMin, &pl.width) &&
+             csq_packed_size(n, pl.width) < (uint64_t)n * 8) {
+    pl.enc = CSQ_ENC_REAL_DEC;
+    pl.nAux = scale;
+    pl.ref = (uint64_t)kMin;
+    pl.nPayload = csq_packed_size(n, pl.width);
   } else {
     pl.enc = CSQ_ENC_REAL_PLAIN;
+    pl.width = 0;
     pl.nPayload = (uint64_t)n * 8;
   }
   uint64_t iPay;
   uint8_t *p = chunk_alloc(&pl, v, i0, pnBytes, &iPay);
-  if (!p) return -ENOMEM;
-  if (diff) {
+  if (!p) {
+    free(aK);
+    return -ENOMEM;
+  }
+  if (pl.enc == CSQ_ENC_REAL_DEC) {
+    packer pk = {p + iPay, 0};
+    pack_codes(&pk, (const uint64_t *)aK, n, pl.width, pl.ref);
+  } else if (diff) {
     uint8_t *q = p + iPay;
     for (uint32_t k = 0; k < n; k++) st64(q + 8 * (uint64_t)k, dbl2bits(a[k].r));
     if (nNull) /* NULL slots hold 0.0 whatever the vector had there */
       for (uint32_t k = 0; k < n; k++)
         if (aCls[k] == CSQ_NULL) st64(q + 8 * (uint64_t)k, 0);
   }
+  free(aK);
   *pp = p;
   return 0;
 }
@@ -995,6 +1066,13 @@ int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
     }
     w.clsMask = (uint8_t)(1u << CSQ_INT) | nullBit;
     break;
+  case CSQ_ENC_REAL_DEC:
+    if (w.cls != CSQ_REAL || w.width < 1 || w.width > 64 || w.nAux > CSQ_DEC_MAX_SCALE || w.nVar)
+      return -EBADMSG;
+    w.iRef = (int64_t)ref;
+    if (!(w.aPacked = take(p, &off, csq_packed_size(w.nVal, w.width), nBytes))) return -EBADMSG;
+    w.clsMask = (uint8_t)(1u << CSQ_REAL) | nullBit;
+    break;
   case CSQ_ENC_REAL_PLAIN:
     if (w.cls != CSQ_REAL || w.width || w.nAux || ref || w.nVar) return -EBADMSG;
     if (!(w.aReal = take(p, &off, (uint64_t)w.nVal * 8, nBytes))) return -EBADMSG;
@@ -1148,6 +1226,19 @@ int csq_chunk_decode(const uint8_t *p, size_t n, csq_vec *pOut) {
       }
     }
     memset(aCls, CSQ_INT, nVal);
+    memset(aLen, 0, (size_t)nVal * 4);
+    break;
+  }
+  case CSQ_ENC_REAL_DEC: {
+    uint64_t aCode[BLOCK];
+    const uint64_t ref = (uint64_t)w.iRef;
+    const double p10 = csq_pow10(w.nAux);
+    for (uint32_t k = 0; k < nVal; k += BLOCK) {
+      uint32_t m = nVal - k < BLOCK ? nVal - k : BLOCK;
+      csq_unpack_u64(w.aPacked, w.width, k, m, aCode);
+      for (uint32_t j = 0; j < m; j++) aVal[k + j].r = (double)(int64_t)(aCode[j] + ref) / p10;
+    }
+    memset(aCls, CSQ_REAL, nVal);
     memset(aLen, 0, (size_t)nVal * 4);
     break;
   }

@@ -7,7 +7,7 @@
 ** (magic, encoding, value count, sizes, XXH3-64 of everything after the
 ** checksum field), then the null bitmap, then the encoded payload. Encodings are chosen per chunk
 ** from the values: frame-of-reference bit-packing for integers, dictionary
-** and plain for text, plain for reals and blobs, run-length where runs pay,
+** and plain for text, decimal-scaled integers or plain for reals, plain for blobs, run-length where runs pay,
 ** and a tagged encoding for chunks that mix storage classes (slower, exact).
 **
 ** The zone map (csq_zone) of a chunk is kept in the catalog, beside the
@@ -29,6 +29,15 @@
 #define CSQ_ENC_TEXT_DICT  6 /* TEXT: sorted dictionary + bit-packed codes */
 #define CSQ_ENC_BLOB_PLAIN 7 /* BLOB: offsets + bytes */
 #define CSQ_ENC_TAGGED     8 /* mixed classes: one tag byte per value + payloads */
+#define CSQ_ENC_REAL_DEC   9 /* REAL: decimal-scaled integers, FOR bit-packed */
+
+/* REAL_DEC: value = (double)(int64)(iRef + code) / 10^scale, scale in nAux;
+** written only where that division gives back every value's exact bits. */
+#define CSQ_DEC_MAX_SCALE 8
+static inline double csq_pow10(unsigned s) {
+  static const double a[CSQ_DEC_MAX_SCALE + 1] = {1e0, 1e1, 1e2, 1e3, 1e4, 1e5, 1e6, 1e7, 1e8};
+  return a[s <= CSQ_DEC_MAX_SCALE ? s : 0];
+}
 
 #define CSQ_ZONE_PREFIX 24 /* bytes of TEXT/BLOB min/max kept in a zone map */
 
@@ -104,14 +113,14 @@ typedef struct csq_chunk_desc {
   uint8_t width;   /* bits per packed code (INT_FOR, INT_RLE run values, TEXT_DICT), else 0 */
   uint8_t clsMask; /* OR of (1 << class) over all values */
   uint32_t nVal, nNull;
-  uint32_t nAux;   /* INT_RLE: runs; TEXT_DICT: dictionary entries; else 0 */
+  uint32_t nAux;   /* INT_RLE: runs; TEXT_DICT: dictionary entries; REAL_DEC: the scale; else 0 */
   uint64_t nBytes; /* bytes of the chunk, header included (may be less than the buffer) */
-  int64_t iRef;    /* INT_FOR, INT_RLE: value = iRef + code (mod 2^64); CONST INT: the value */
+  int64_t iRef;    /* INT_FOR, INT_RLE, REAL_DEC: value = iRef + code (mod 2^64); CONST INT: the value */
   double rConst;   /* CONST REAL: the value, bit-exact */
   uint64_t nVar;   /* bytes at aVar */
   const uint8_t *aNull;   /* bit i (byte i/8, bit i%8) set = value i is NULL; NULL when nNull
                              is 0 or nVal (then no slot or every slot is NULL) */
-  const uint8_t *aPacked; /* INT_FOR, TEXT_DICT: nVal codes; INT_RLE: nAux run-value codes;
+  const uint8_t *aPacked; /* INT_FOR, TEXT_DICT, REAL_DEC: nVal codes; INT_RLE: nAux run-value codes;
                              read with csq_unpack_u64(aPacked, width, ...) */
   const uint8_t *aRunEnd; /* INT_RLE: nAux u32, exclusive end slot of each run, strictly
                              ascending, the last = nVal */

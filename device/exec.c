@@ -759,6 +759,9 @@ static void col_get(const ex_col *c, uint32_t r, ex_val *v) {
     if (c->d.enc == CSQ_ENC_REAL_PLAIN) {
       u = csq_le64(c->d.aReal + 8 * (size_t)r);
       memcpy(&v->r, &u, 8);
+    } else if (c->d.enc == CSQ_ENC_REAL_DEC) {
+      csq_unpack_u64(c->d.aPacked, c->d.width, r, 1, &u);
+      v->r = (double)(int64_t)(u + (uint64_t)c->d.iRef) / csq_pow10(c->d.nAux);
     } else {
       v->r = c->d.rConst;
     }
@@ -823,6 +826,13 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
   c->b0 = b0;
   if (c->d.enc == CSQ_ENC_REAL_PLAIN)
     memcpy(c->aR, c->d.aReal + 8 * (size_t)b0, 8 * (size_t)n);
+  else if (c->d.enc == CSQ_ENC_REAL_DEC) {
+    /* the encoder guaranteed that this division gives back the exact bits */
+    csq_unpack_u64(c->d.aPacked, c->d.width, b0, n, c->aCode);
+    const uint64_t ref = (uint64_t)c->d.iRef;
+    const double p10 = csq_pow10(c->d.nAux);
+    for (uint32_t i = 0; i < n; i++) c->aR[i] = (double)(int64_t)(c->aCode[i] + ref) / p10;
+  }
   else
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
 }
@@ -841,6 +851,7 @@ static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
     c->kind = K_INT;
     break;
   case CSQ_ENC_REAL_PLAIN:
+  case CSQ_ENC_REAL_DEC:
     c->kind = K_REAL;
     break;
   case CSQ_ENC_TEXT_PLAIN:
@@ -881,7 +892,7 @@ static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
   }
   if (c->kind == K_INT) c->aI = malloc(sizeof(int64_t) * BATCH);
   if (c->kind == K_REAL) c->aR = malloc(sizeof(double) * BATCH);
-  int bCodes = c->kind == K_DICT || (c->kind == K_INT && c->d.enc == CSQ_ENC_INT_FOR);
+  int bCodes = c->kind == K_DICT || c->d.enc == CSQ_ENC_INT_FOR || c->d.enc == CSQ_ENC_REAL_DEC;
   if (bCodes) c->aCode = malloc(sizeof(uint64_t) * BATCH);
   if ((c->kind == K_INT && !c->aI) || (c->kind == K_REAL && !c->aR) || (bCodes && !c->aCode))
     return CSQ_FAULT_NOMEM;

@@ -190,15 +190,22 @@ static int view_agrees(const uint8_t *p, size_t nBytes, const csq_vec *dec, uint
   } else if (w.enc == CSQ_ENC_REAL_PLAIN) {
     for (uint32_t k = 0; k < n && ok; k++)
       ok = dec->aCls[d0 + k] == CSQ_NULL || csq_le64(w.aReal + 8 * k) == dbits(dec->aVal[d0 + k].r);
+  } else if (w.enc == CSQ_ENC_REAL_DEC) {
+    ok = w.nAux <= CSQ_DEC_MAX_SCALE;
+    csq_unpack_u64(w.aPacked, w.width, 0, n, aCode);
+    for (uint32_t k = 0; k < n && ok; k++)
+      ok = dec->aCls[d0 + k] == CSQ_NULL ||
+           dbits((double)(int64_t)((uint64_t)w.iRef + aCode[k]) / csq_pow10(w.nAux)) ==
+               dbits(dec->aVal[d0 + k].r);
   }
   free(aCode);
   return ok;
 }
 
 static const char *enc_name(int e) {
-  static const char *a[] = {"?", "CONST", "INT_FOR", "INT_RLE", "REAL_PLAIN",
-                            "TEXT_PLAIN", "TEXT_DICT", "BLOB_PLAIN", "TAGGED"};
-  return e >= 1 && e <= 8 ? a[e] : "?";
+  static const char *a[] = {"?",         "CONST",     "INT_FOR",    "INT_RLE", "REAL_PLAIN",
+                            "TEXT_PLAIN", "TEXT_DICT", "BLOB_PLAIN", "TAGGED",  "REAL_DEC"};
+  return e >= 1 && e <= 9 ? a[e] : "?";
 }
 
 /*
@@ -406,6 +413,32 @@ static void test_round_trips(void) {
   csq_vec_push_real(&v, bitsd(0x7FF8000000000001ull));
   csq_vec_push_real(&v, bitsd(0xFFF8000000000123ull));
   round_trip("NaN payloads", &v, 0, 2, CSQ_ENC_REAL_PLAIN);
+
+  /* Decimals: prices, rates, mixed scales, integral values, with NULLs; and
+  ** the values that must keep REAL_PLAIN (a -0.0, 0.1 + 0.2, beyond 2^53). */
+  csq_vec_reset(&v);
+  for (int k = 0; k < 65536; k++) {
+    if (rndn(40) == 0) csq_vec_push_null(&v);
+    else csq_vec_push_real(&v, (double)(int64_t)(rndn(10000000) + 90000) / 100);
+  }
+  round_trip("64K prices", &v, 0, 65536, CSQ_ENC_REAL_DEC);
+  csq_vec_reset(&v);
+  for (int k = 0; k < 4096; k++) csq_vec_push_real(&v, (double)rndn(11) / 100);
+  round_trip("rates 0.00-0.10", &v, 0, 4096, CSQ_ENC_REAL_DEC);
+  static const double aDec[] = {1.5, 0.25, -0.125, 3.0, 12345.678, -99999.99, 0.00000001,
+                                1e15, -4503599627370496.0, 0.1, 0.7, 2.675};
+  csq_vec_reset(&v);
+  for (size_t k = 0; k < sizeof(aDec) / sizeof(aDec[0]); k++) csq_vec_push_real(&v, aDec[k]);
+  csq_vec_push_null(&v);
+  round_trip("mixed scales", &v, 0, (uint32_t)v.n, 0);
+  round_trip("mixed scales, slice", &v, 3, 5, 0);
+  static const double aNot[] = {-0.0, 0.1 + 0.2, 9007199254740994.0 * 4, 1e-9, 1.0 / 3};
+  for (size_t j = 0; j < sizeof(aNot) / sizeof(aNot[0]); j++) {
+    csq_vec_reset(&v);
+    for (int k = 0; k < 100; k++) csq_vec_push_real(&v, (double)k / 4);
+    csq_vec_push_real(&v, aNot[j]);
+    round_trip("decimals with one that is not", &v, 0, (uint32_t)v.n, CSQ_ENC_REAL_PLAIN);
+  }
 
   /* TEXT: dictionary (dates), plain (unique), long values for truncation. */
   csq_vec_reset(&v);
@@ -746,6 +779,9 @@ static void test_throughput(void) {
   csq_vec_reset(&v);
   for (int k = 0; k < 65536; k++) csq_vec_push_real(&v, (double)rnd() / 3.0);
   throughput("doubles", &v);
+  csq_vec_reset(&v);
+  for (int k = 0; k < 65536; k++) csq_vec_push_real(&v, (double)(int64_t)(rndn(10000000) + 90000) / 100);
+  throughput("prices (2 decimals)", &v);
   csq_vec_reset(&v);
   for (int k = 0; k < 65536; k++) {
     push_date(&v, (int)rndn(2500));

@@ -627,7 +627,7 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
 static void test_executor(void) {
   sqlite3_open(":memory:", &db);
   /* modes: data distribution -> encoding */
-  for (int mode = 0; mode < 12; mode++) {
+  for (int mode = 0; mode < 13; mode++) {
     memset(aDel, 0, sizeof(aDel));
     for (int r = 0; r < NROW; r++) {
       switch (mode) {
@@ -656,6 +656,11 @@ static void test_executor(void) {
         aData[r].n = 5;
         memcpy(aData[r].z, "Apple", 5);
         break;
+      case 12:                                                          /* prices: REAL_DEC */
+        memset(&aData[r], 0, sizeof(val));
+        aData[r].cls = rndn(15) ? CSQ_REAL : CSQ_NULL;
+        aData[r].r = rndn(4) ? (double)((int64_t)rndn(4000) - 2000) / 100 : arReal[rndn(2)];
+        break;
       default: rand_val(&aData[r], 5); break;                           /* mixed, deletes */
       }
       if (mode == 11 || mode == 1 || mode == 4) aDel[r] = rndn(7) == 0;
@@ -679,9 +684,10 @@ static void test_executor(void) {
     rg_free(&g);
   }
   int nEnc = 0;
-  for (int e = 1; e <= 8; e++) nEnc += aEncSeen[e];
-  printf("executor: encodings covered: %d of 8 (", nEnc);
-  for (int e = 1; e <= 8; e++)
+  for (int e = 1; e <= 9; e++) nEnc += aEncSeen[e];
+  CHECK(nEnc == 9, "only %d encodings met the executor", nEnc);
+  printf("executor: encodings covered: %d of 9 (", nEnc);
+  for (int e = 1; e <= 9; e++)
     if (aEncSeen[e]) printf(" %d", e);
   printf(" )\n");
   sqlite3_close(db);
