@@ -24,6 +24,7 @@
 
 #include "backend.h"
 #include "driver.h"
+#include "fault.h"
 #include "queue.h"
 
 #define ULL(x) ((unsigned long long)(x))
@@ -43,7 +44,7 @@ struct dev_device {
   csq_id_vs caps;
   uint64_t nBlocks;
   uint32_t nDepth;
-  int timeoutMs;
+  int timeoutMs;              /* atomic: dev_set_timeout may change it */
   /* SLM allocator: sorted free extents and live allocations */
   pthread_mutex_t slmMutex;
   slm_ext *aFree, *aUsed;
@@ -294,6 +295,34 @@ const csq_id_vs *dev_caps(const dev_device *d) { return &d->caps; }
 uint64_t dev_nvm_blocks(const dev_device *d) { return d->nBlocks; }
 void dev_device_stats(dev_device *d, dev_stats *pOut) { d->pOps->xStats(d->pB, pOut); }
 
+/* ---- runtime settings ---------------------------------------------------- */
+
+int dev_set_fault(dev_device *d, const char *zSpec, char **pzPrev, char **pzErr) {
+  if (pzPrev) *pzPrev = NULL;
+  if (pzErr) *pzErr = NULL;
+  if (d->pOps != &dev_emu_backend) {
+    if (pzErr)
+      *pzErr = dev_mprintf("device %s uses the %s backend: fault injection is a feature of the "
+                           "emulated device (emu) only", d->zPath, d->pOps->zName);
+    return -ENOTSUP;
+  }
+  char *zErr = NULL;
+  int rc = dev_fault_set(dev_emu_fault(d->pB), zSpec, pzPrev, &zErr);
+  if (rc && pzErr) {
+    *pzErr = zErr ? dev_mprintf("device %s: %s", d->zPath, zErr)
+                  : dev_mprintf("device %s: cannot set faults: %s", d->zPath, strerror(-rc));
+  }
+  free(zErr);
+  return rc;
+}
+
+int dev_set_timeout(dev_device *d, int ms) {
+  if (ms <= 0) return -EINVAL;
+  return __atomic_exchange_n(&d->timeoutMs, ms, __ATOMIC_RELAXED);
+}
+
+int dev_timeout(const dev_device *d) { return __atomic_load_n(&d->timeoutMs, __ATOMIC_RELAXED); }
+
 /* ---- counters (backend.h) -------------------------------------------------- */
 
 #define ADD(p, f, v) __atomic_fetch_add(&(p)->f, (v), __ATOMIC_RELAXED)
@@ -407,7 +436,7 @@ static void set_cmd_error(dev_queue *q, const csq_sqe *p, uint16_t sf) {
   if (sf == CSQ_SC_HOST_TIMEOUT) {
     snprintf(q->zErr, sizeof(q->zErr),
              "%s on device %s failed: no completion within %d ms (%s, status 0x%03x)", zCmd,
-             q->pDev->zPath, q->pDev->timeoutMs, csq_status_name(sf), sf);
+             q->pDev->zPath, dev_timeout(q->pDev), csq_status_name(sf), sf);
     return;
   }
   if (q->pDev->pOps->xDetail) zDetail = q->pDev->pOps->xDetail(q->pB);
@@ -444,7 +473,7 @@ int dev_submit(dev_queue *q, csq_sqe *pSqe) {
   q->nFreeSlot--;
   q->aSlot[slot].sqe = *pSqe;
   q->aSlot[slot].bLive = 1;
-  q->aSlot[slot].tDeadline = dev_now_ns() + (int64_t)q->pDev->timeoutMs * 1000000;
+  q->aSlot[slot].tDeadline = dev_now_ns() + (int64_t)dev_timeout(q->pDev) * 1000000;
   if (q->nLive == 0 || q->aSlot[slot].tDeadline < q->tLow) q->tLow = q->aSlot[slot].tDeadline;
   q->nLive++;
   return 0;
@@ -518,7 +547,7 @@ int dev_reap(dev_queue *q, csq_cqe *pCqe, int timeoutMs) {
     q->nStash--;
     return 0;
   }
-  tEnd = dev_now_ns() + (int64_t)(timeoutMs < 0 ? q->pDev->timeoutMs : timeoutMs) * 1000000;
+  tEnd = dev_now_ns() + (int64_t)(timeoutMs < 0 ? dev_timeout(q->pDev) : timeoutMs) * 1000000;
   return reap_until(q, pCqe, tEnd);
 }
 

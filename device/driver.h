@@ -88,6 +88,24 @@ void dev_stats_add(dev_stats *pDst, const dev_stats *pSrc);
 /* Atomic snapshot-copy of pSrc (a live counter block) into pDst. */
 void dev_stats_snapshot(dev_stats *pDst, const dev_stats *pSrc);
 
+/* Runtime settings of an open device. They act on the device object, which
+** every connection and table of this process that opened the same path
+** shares (see the banner), so they affect all of them.
+**
+** dev_set_fault replaces the device's fault-injection rules (device/fault.h;
+** NULL or "" removes them) while commands may be in flight on other queues:
+** each command is checked against either the old rules or the new ones.
+** Only the emu backend injects faults: the nvme backend answers -ENOTSUP.
+** A bad spec changes nothing and returns -EINVAL. On failure *pzErr (may be
+** NULL) receives a malloc'd message. On success *pzPrev (may be NULL)
+** receives the previous spec, malloc'd, or NULL if there was none. */
+int dev_set_fault(dev_device *pDev, const char *zSpec, char **pzPrev, char **pzErr);
+/* Set the command timeout (dev_options.timeoutMs) to ms (> 0); commands
+** submitted from now on use it. Returns the previous timeout, or -EINVAL. */
+int dev_set_timeout(dev_device *pDev, int ms);
+/* The command timeout in ms. */
+int dev_timeout(const dev_device *pDev);
+
 /* Queue pairs. One per connection / thread; a queue is not thread safe. */
 int dev_queue_open(dev_device *pDev, dev_queue **ppQ);
 void dev_queue_close(dev_queue *pQ);

@@ -197,6 +197,8 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
     return -ENOMEM;
   }
   rc = dev_fault_parse(pOpt->zFault, &d->pFault, pzErr);
+  /* always a fault set, so that dev_set_fault can fill it later */
+  if (rc == 0 && !d->pFault) rc = dev_fault_new(&d->pFault);
   if (rc) goto fail;
   rc = dev_media_open(strcmp(zPath, ":memory:") ? zPath : NULL, pOpt->bCreate, pOpt->bDirect,
                       &d->pMedia, pzErr);
@@ -326,6 +328,8 @@ static void emu_queue_close(dev_bqueue *q) {
   dev_qp_destroy(&q->qp);
   free(q);
 }
+
+dev_fault *dev_emu_fault(dev_backend *d) { return d->pFault; }
 
 static int emu_submit(dev_bqueue *q, const csq_sqe *pSqe) { return dev_qp_submit(&q->qp, pSqe); }
 

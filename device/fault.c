@@ -1,5 +1,6 @@
 /*
-** device/fault.c - parser and matcher of fault-injection specs (fault.h).
+** device/fault.c - parser and matcher of fault-injection specs (fault.h),
+** and the replacement of a live device's rules (dev_fault_set).
 */
 #include <errno.h>
 #include <pthread.h>
@@ -23,10 +24,14 @@ typedef struct fault_rule {
   dev_fault_hit hit;
 } fault_rule;
 
+/* The rules may be replaced while the device runs (dev_fault_set): aRule,
+** nRule and zSpec change only under mutex; nRule is also read atomically
+** without it, so a device with no rules pays no lock per command. */
 struct dev_fault {
   pthread_mutex_t mutex;
   int nRule;
   fault_rule *aRule;
+  char *zSpec;       /* the spec the rules came from (malloc'd), NULL = none */
 };
 
 static const char *const azOp[] = {"identify", "load", "activate", "mrs", "nvm_read",
@@ -211,6 +216,11 @@ int dev_fault_parse(const char *zSpec, dev_fault **pp, char **pzErr) {
     dev_fault_free(f);
     return rc;
   }
+  f->zSpec = strdup(zSpec);
+  if (!f->zSpec) {
+    dev_fault_free(f);
+    return -ENOMEM;
+  }
   *pp = f;
   return 0;
 }
@@ -219,7 +229,56 @@ void dev_fault_free(dev_fault *f) {
   if (!f) return;
   pthread_mutex_destroy(&f->mutex);
   free(f->aRule);
+  free(f->zSpec);
   free(f);
+}
+
+int dev_fault_new(dev_fault **pp) {
+  dev_fault *f = calloc(1, sizeof(*f));
+  *pp = NULL;
+  if (!f) return -ENOMEM;
+  pthread_mutex_init(&f->mutex, NULL);
+  *pp = f;
+  return 0;
+}
+
+/* The new rules are parsed outside the lock, then swapped in under it: a
+** command checked concurrently sees either the old rules or the new ones,
+** never a mix, and the old array is freed only after the swap, when no
+** checker can hold it (checkers read aRule only under the mutex). */
+int dev_fault_set(dev_fault *f, const char *zSpec, char **pzPrev, char **pzErr) {
+  dev_fault *pNew = NULL;
+  fault_rule *aOld;
+  char *zOld;
+  int rc;
+  if (pzPrev) *pzPrev = NULL;
+  rc = dev_fault_parse(zSpec, &pNew, pzErr);
+  if (rc) return rc;
+  pthread_mutex_lock(&f->mutex);
+  aOld = f->aRule;
+  zOld = f->zSpec;
+  f->aRule = pNew ? pNew->aRule : NULL;
+  f->zSpec = pNew ? pNew->zSpec : NULL;
+  __atomic_store_n(&f->nRule, pNew ? pNew->nRule : 0, __ATOMIC_RELEASE);
+  pthread_mutex_unlock(&f->mutex);
+  if (pNew) {
+    pNew->aRule = NULL;
+    pNew->zSpec = NULL;
+    dev_fault_free(pNew);
+  }
+  free(aOld);
+  if (pzPrev) *pzPrev = zOld;
+  else free(zOld);
+  return 0;
+}
+
+char *dev_fault_spec(dev_fault *f) {
+  char *z = NULL;
+  if (!f) return NULL;
+  pthread_mutex_lock(&f->mutex);
+  if (f->zSpec) z = strdup(f->zSpec);
+  pthread_mutex_unlock(&f->mutex);
+  return z;
 }
 
 /* Does the command's LBA range cover lba? Only NVM reads/writes and
@@ -242,7 +301,7 @@ static int covers_lba(const csq_sqe *p, uint64_t lba) {
 int dev_fault_check(dev_fault *f, const csq_sqe *pSqe, dev_fault_hit *pHit) {
   const char *zOp;
   int i, bFire = 0;
-  if (!f) return 0;
+  if (!f || __atomic_load_n(&f->nRule, __ATOMIC_ACQUIRE) == 0) return 0;
   zOp = dev_fault_op_name(pSqe);
   pthread_mutex_lock(&f->mutex);
   for (i = 0; i < f->nRule && !bFire; i++) {

@@ -1,5 +1,7 @@
 /*
-** device/fault.h - fault injection for the emulated device (dev_options.zFault).
+** device/fault.h - fault injection for the emulated device: dev_options.zFault
+** at open, dev_set_fault (driver.h) on an open device, csq_fault() in SQL
+** (vtab/fault.c).
 **
 ** A spec is one or more rules separated by ';'; a rule is comma-separated
 ** key=value items:
@@ -54,6 +56,21 @@ typedef struct dev_fault_hit {
 ** *pzErr = malloc'd message naming the rule and the bad item. */
 int dev_fault_parse(const char *zSpec, dev_fault **pp, char **pzErr);
 void dev_fault_free(dev_fault *f);
+/* An empty fault set (no rules), to be filled later with dev_fault_set. */
+int dev_fault_new(dev_fault **pp);
+/* Replace f's rules by those of zSpec (NULL or "" = no rules) while commands
+** may be checked against f on other threads. A bad spec leaves f as it was
+** and returns -EINVAL with *pzErr (malloc'd) as dev_fault_parse. On success
+** *pzPrev (if pzPrev) receives the previous spec, malloc'd, NULL if none.
+** Counters of the new rules (nth, count) start from zero. */
+int dev_fault_set(dev_fault *f, const char *zSpec, char **pzPrev, char **pzErr);
+/* A malloc'd copy of the spec f holds, NULL if none. */
+char *dev_fault_spec(dev_fault *f);
+/* device/emu.c: the fault set of an emulated device (never NULL while it is
+** open), for dev_set_fault (driver.c). */
+struct dev_backend;
+dev_fault *dev_emu_fault(struct dev_backend *pB);
+
 /* Decide for one command (thread safe). Returns 1 and fills *pHit if a rule
 ** fires, else 0. f may be NULL. */
 int dev_fault_check(dev_fault *f, const csq_sqe *pSqe, dev_fault_hit *pHit);

@@ -14,6 +14,15 @@
 ** oldest row group's result. Commands are asynchronous (dev_submit /
 ** dev_reap); completions of other scans on the same queue are routed to
 ** them through a small per-process registry.
+**
+** SLM is finite (and shared by every scan on the device): the slots are
+** sized for the largest row group if SLM allows, else for the largest that
+** fits. A row group that needs more than a slot holds (very wide TEXT or
+** BLOB values) degrades instead of failing: its chunks are read to the host
+** with NVM Read and the same program runs there, in the host engine (the
+** verified program type's xRun over a host buffer laid out like a slot), and
+** its result is handed out in its turn. Device slots drain before it runs,
+** so results stay in row group order.
 */
 #include <errno.h>
 #include <pthread.h>
@@ -23,6 +32,8 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "ptype.h"
+#include "queue.h" /* dev_now_ns */
 #include "scan.h"
 
 #define SCAN_SLOTS 2
@@ -78,6 +89,14 @@ struct dev_scan {
   csq_cqe *aMail;     /* completions reaped by another scan of this queue */
   int nMail, nMailAlloc;
   dev_scan *pNextOpen;
+  /* the host engine, for row groups too big for a slot (see the banner) */
+  scan_slot host;     /* S_FREE or S_READY; its aRes points into aHostBuf */
+  uint8_t *aHostBuf;  /* [job | input | output], 4 KiB aligned */
+  uint64_t nHostBuf;
+  const dev_ptype *pHostType;
+  void *pHostProg;    /* the program as the host engine's xVerify compiled it */
+  int bHostMore;      /* the host slot's row group has more to run (from startRow) */
+  int nLbaCap;        /* LBA ranges a device slot's aLba holds */
 };
 
 /* ---- registry of open scans (completion routing) ---- */
@@ -355,6 +374,34 @@ static int submit_exec(dev_scan *s, scan_slot *t) {
   return submit(s, t, &e);
 }
 
+/* Write the job descriptor of pRg (job_bytes(s, pRg) bytes) to j; aOff are
+** the chunks' offsets in the input area (chunk_ranges). */
+static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t *aOff, uint8_t *j) {
+  uint32_t nJob = (uint32_t)job_bytes(s, pRg);
+  memset(j, 0, nJob);
+  uint32_t delBytes = pRg->nDel && pRg->aDel ? (pRg->nRow + 7) / 8 : 0;
+  uint32_t v32[4] = {CSQ_JOB_MAGIC, pRg->nRow, (uint32_t)s->prog.nIn, delBytes};
+  memcpy(j, v32, 16);
+  for (int i = 0; i < s->prog.nIn; i++) {
+    const store_chunk *pC = &pRg->aChunk[s->prog.aIn[i]];
+    uint64_t v64[3] = {aOff[i], pC->len, pC->xxh3};
+    memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
+  }
+  if (delBytes) memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn, pRg->aDel, delBytes);
+  return nJob;
+}
+
+/* 1 if row group pRg fits the device slots (all slots share one layout). */
+static int rg_fits(const dev_scan *s, const store_rg *pRg) {
+  const scan_slot *t = &s->aSlot[0];
+  uint64_t nIn = 0;
+  if (s->nSlot == 0) return 0;
+  int n = chunk_ranges(s, pRg, NULL, NULL, &nIn);
+  if (n < 0 || n > s->nLbaCap) return 0;
+  return job_bytes(s, pRg) <= t->offIn && pad8(nIn ? nIn : 8) <= t->offOut - t->offIn &&
+         out_bytes(s, pRg) <= t->nOutCap;
+}
+
 /* Start row group iRg in slot t: copy, job write. */
 static int slot_start(dev_scan *s, scan_slot *t, int iRg) {
   const store_rg *pRg = s->apRg[iRg];
@@ -367,19 +414,7 @@ static int slot_start(dev_scan *s, scan_slot *t, int iRg) {
   t->nCid = 0;
   t->nPend = 0;
   t->nLba = n;
-  /* job descriptor */
-  uint32_t nJob = (uint32_t)job_bytes(s, pRg);
-  uint8_t *j = t->aJob;
-  memset(j, 0, nJob);
-  uint32_t delBytes = pRg->nDel && pRg->aDel ? (pRg->nRow + 7) / 8 : 0;
-  uint32_t v32[4] = {CSQ_JOB_MAGIC, pRg->nRow, (uint32_t)s->prog.nIn, delBytes};
-  memcpy(j, v32, 16);
-  for (int i = 0; i < s->prog.nIn; i++) {
-    const store_chunk *pC = &pRg->aChunk[s->prog.aIn[i]];
-    uint64_t v64[3] = {aOff[i], pC->len, pC->xxh3};
-    memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
-  }
-  if (delBytes) memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn, pRg->aDel, delBytes);
+  uint32_t nJob = build_job(s, pRg, aOff, t->aJob);
   t->nJob = nJob;
   uint64_t offJob = 0;
   t->aMr[0] = (csq_mrange){CSQ_NSID_SLM, 0, nJob, t->slm + offJob, 0};
@@ -509,15 +544,19 @@ static int pump_one(dev_scan *s) {
   return slot_complete(s, t, &c);
 }
 
-/* Start row groups while slots are free. */
+/* Start row groups while slots are free. Stops at a row group that does
+** not fit a slot: the host engine takes it once the slots have drained. */
 static int fill(dev_scan *s) {
   while (!s->rcErr && s->nBusy < s->nSlot && s->iNext < s->nRg) {
-    int iRg = s->iNext++;
+    int iRg = s->iNext;
     const store_rg *pRg = s->apRg[iRg];
     if (csq_prog_zone_skip(&s->prog, pRg)) {
+      s->iNext++;
       dev_queue_stats(s->q)->row_groups_skipped++;
       continue;
     }
+    if (!rg_fits(s, pRg)) break;
+    s->iNext++;
     scan_slot *t = &s->aSlot[s->iTail];
     s->iTail = (s->iTail + 1) % s->nSlot;
     s->nBusy++;
@@ -598,14 +637,136 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
   return 0;
 }
 
+/* ---- the host engine ---- */
+
+/* Run the program over the host slot's row group from its startRow: the
+** same verified program and executor as on the device, over aHostBuf. On
+** success the slot is S_READY with its result in aRes. */
+static int host_exec(dev_scan *s) {
+  scan_slot *t = &s->host;
+  const store_rg *pRg = s->apRg[t->iRg];
+  dev_exec_ctx ctx;
+  dev_stats local;
+  uint64_t ret = 0;
+  memset(&ctx, 0, sizeof(ctx));
+  memset(&local, 0, sizeof(local));
+  ctx.pSlm = s->aHostBuf;
+  ctx.nSlm = s->nHostBuf;
+  ctx.aRange = t->aMr;
+  ctx.nRange = 3;
+  ctx.aParam[0] = s->id;
+  ctx.aParam[1] = t->startRow;
+  ctx.pStats = &local;
+  int64_t t0 = dev_now_ns();
+  int rc = s->pHostType->xRun(s->pHostProg, &ctx, &ret);
+  local.engine_ns = (uint64_t)(dev_now_ns() - t0);
+  local.programs_executed = 1;
+  dev_stats_add(dev_queue_stats(s->q), &local);
+  if (rc) {
+    char zWhy[128];
+    if (rc == CSQ_SC_PROGRAM_FAULT && !s->rcErr) s->fault = ret;
+    if (rc == CSQ_SC_PROGRAM_FAULT) snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
+    else snprintf(zWhy, sizeof(zWhy), "%s", csq_status_name((uint16_t)rc));
+    return scan_fail(s, rc > 0 && rc <= 0x7FFF ? rc : CSQ_SC_PROGRAM_FAULT, pRg, t->iRg,
+                     "running the program on the host (the row group does not fit the device's "
+                     "local memory)", zWhy);
+  }
+  uint64_t nBytes = ret >> 32;
+  if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (nBytes & 3))
+    return scan_fail(s, -EBADMSG, pRg, t->iRg, "running the program on the host",
+                     "result size out of range");
+  t->aRes = s->aHostBuf + t->offOut;
+  t->nRes = nBytes;
+  t->state = S_READY;
+  return 0;
+}
+
+/* Take the next row group (zone maps first) into the host engine: read its
+** chunks to the host, write its job, run the program. Called only when no
+** device slot is busy, so results keep their order. Returns 0 with the host
+** slot S_READY, or 0 with it S_FREE at the end of the scan, or an error. */
+static int host_next(dev_scan *s) {
+  scan_slot *t = &s->host;
+  const store_rg *pRg = NULL;
+  int iRg = -1;
+  while (s->iNext < s->nRg) {
+    iRg = s->iNext++;
+    pRg = s->apRg[iRg];
+    if (!csq_prog_zone_skip(&s->prog, pRg)) break;
+    dev_queue_stats(s->q)->row_groups_skipped++;
+    pRg = NULL;
+  }
+  if (!pRg) return 0;
+  if (!s->pHostType) {
+    char zErr[256] = "";
+    s->pHostType = dev_ptype_find(CSQ_PTYPE_CSQ);
+    if (!s->pHostType || s->pHostType->xVerify(s->aProg, s->nProg, &s->pHostProg, zErr, sizeof(zErr))) {
+      s->pHostType = NULL;
+      return scan_fail(s, -ENOSPC, pRg, iRg, "no room in the device's local memory for this row "
+                       "group, and the host engine cannot run the program",
+                       zErr[0] ? zErr : "no executor in this build");
+    }
+  }
+  uint64_t aOff[CSQ_PROG_MAX_IN], nIn = 0;
+  int n = chunk_ranges(s, pRg, NULL, NULL, NULL);
+  csq_lba_range *aLba = realloc(t->aLba, sizeof(csq_lba_range) * (n > 0 ? n : 1));
+  if (!aLba) return scan_fail(s, -ENOMEM, pRg, iRg, "the host engine", "out of memory");
+  t->aLba = aLba;
+  chunk_ranges(s, pRg, t->aLba, aOff, &nIn);
+  t->offIn = pad4k(job_bytes(s, pRg));
+  t->offOut = t->offIn + pad4k(nIn ? nIn : 8);
+  t->nOutCap = pad4k(out_bytes(s, pRg));
+  uint64_t nBuf = t->offOut + t->nOutCap;
+  if (nBuf > s->nHostBuf) {
+    free(s->aHostBuf);
+    s->nHostBuf = 0;
+    s->aHostBuf = aligned_alloc(4096, nBuf);
+    if (!s->aHostBuf)
+      return scan_fail(s, -ENOMEM, pRg, iRg, "the host engine",
+                       "out of memory for the row group's chunks");
+    s->nHostBuf = nBuf;
+  }
+  uint8_t *pIn = s->aHostBuf + t->offIn;
+  for (int i = 0; i < n; i++) {
+    int rc = dev_nvm_read(s->q, t->aLba[i].slba, t->aLba[i].nlb, pIn);
+    if (rc) return scan_fail(s, rc, pRg, iRg, "reading chunks for the host engine", dev_errmsg(s->q));
+    pIn += (uint64_t)t->aLba[i].nlb * CSQ_LBA_SIZE;
+  }
+  uint32_t nJob = build_job(s, pRg, aOff, s->aHostBuf);
+  t->aMr[0] = (csq_mrange){CSQ_NSID_SLM, 0, nJob, 0, 0};
+  t->aMr[1] = (csq_mrange){CSQ_NSID_SLM, 0, pad8(nIn ? nIn : 8), t->offIn, 0};
+  t->aMr[2] = (csq_mrange){CSQ_NSID_SLM, 0, t->nOutCap, t->offOut, 0};
+  t->iRg = iRg;
+  t->nRow = pRg->nRow;
+  t->startRow = 0;
+  return host_exec(s);
+}
+
 int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
   *pnRows = 0;
   if (pzErr) *pzErr = NULL;
   for (;;) {
     int rc = s->rcErr ? s->rcErr : fill(s);
     if (rc) goto fail;
-    if (s->nBusy == 0) return 0; /* the end */
-    scan_slot *t = &s->aSlot[s->iHead];
+    scan_slot *t;
+    if (s->bHostMore) {
+      s->bHostMore = 0;
+      rc = host_exec(s);
+      if (rc) goto fail;
+    }
+    if (s->host.state == S_READY) {
+      /* the host's row group comes before any the slots hold (they were
+      ** started after it) */
+      t = &s->host;
+    } else if (s->nBusy == 0) {
+      /* the slots are idle: what is left (if anything) is for the host engine */
+      rc = host_next(s);
+      if (rc) goto fail;
+      if (s->host.state != S_READY) return 0; /* the end */
+      t = &s->host;
+    } else {
+      t = &s->aSlot[s->iHead];
+    }
     if (t->state != S_READY) {
       rc = pump_one(s);
       if (rc) goto fail;
@@ -619,7 +780,13 @@ int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       goto fail;
     }
     s->iLastRg = t->iRg;
-    if (next < t->nRow) {
+    if (next < t->nRow && t == &s->host) {
+      /* partial: the output area was full; the next part is computed on
+      ** the next call, into the same buffer (these rows are copied out) */
+      t->startRow = next;
+      t->state = S_FREE;
+      s->bHostMore = 1;
+    } else if (next < t->nRow) {
       /* partial: the output area was full; continue this row group */
       t->startRow = next;
       t->nRetry = 0;
@@ -628,6 +795,8 @@ int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
         rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "Execute Program", dev_errmsg(s->q));
         goto fail;
       }
+    } else if (t == &s->host) {
+      t->state = S_FREE;
     } else {
       t->state = S_FREE;
       s->iHead = (s->iHead + 1) % s->nSlot;
@@ -696,6 +865,9 @@ void dev_scan_close(dev_scan *s) {
     free(t->aLba);
     free(t->aRes);
   }
+  if (s->pHostType && s->pHostProg) s->pHostType->xFree(s->pHostProg);
+  free(s->aHostBuf);
+  free(s->host.aLba);
   csq_prog_clear(&s->prog);
   free(s->aProg);
   free(s->aMail);
@@ -733,31 +905,52 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     *pzErr = dev_mprintf("table '%s': invalid program: %s", pTab->zName, zErr);
     goto fail;
   }
-  /* Size the slots for the largest row group that will be sent. */
-  uint64_t nJobMax = 8, nInMax = 8, nOutMax = 8;
+  /* Size the slots for the largest row group that will be sent. If SLM
+  ** cannot hold that, size them for the row groups under a bound that halves
+  ** until an allocation succeeds: the bigger ones run in the host engine
+  ** (host_next). With no room at all, every row group does. */
+  uint64_t nLimit = UINT64_MAX, nSlm = 0, nJobMax = 8, nInMax = 8, nOutMax = 8;
   int nRanges = 1;
-  for (int i = 0; i < nRg; i++) {
-    const store_rg *pRg = apRg[i];
-    uint64_t nIn = 0;
-    int n = chunk_ranges(s, pRg, NULL, NULL, &nIn);
-    if (n < 0) {
-      *pzErr = dev_mprintf("table '%s', row group %d: the program reads a column the table "
-                            "does not have",
-                            pTab->zName, i);
-      rc = -EINVAL;
-      goto fail;
+  for (;;) {
+    int nFit = 0;
+    nJobMax = nInMax = nOutMax = 8;
+    nRanges = 1;
+    for (int i = 0; i < nRg; i++) {
+      const store_rg *pRg = apRg[i];
+      uint64_t nIn = 0;
+      int n = chunk_ranges(s, pRg, NULL, NULL, &nIn);
+      if (n < 0) {
+        *pzErr = dev_mprintf("table '%s', row group %d: the program reads a column the table "
+                              "does not have",
+                              pTab->zName, i);
+        rc = -EINVAL;
+        goto fail;
+      }
+      if (csq_prog_zone_skip(&s->prog, pRg)) continue;
+      uint64_t a = job_bytes(s, pRg), b = out_bytes(s, pRg);
+      if (pad4k(a) + pad4k(nIn ? nIn : 8) + pad4k(b) > nLimit) continue;
+      nFit++;
+      if (n > nRanges) nRanges = n;
+      if (a > nJobMax) nJobMax = a;
+      if (nIn > nInMax) nInMax = nIn;
+      if (b > nOutMax) nOutMax = b;
     }
-    if (csq_prog_zone_skip(&s->prog, pRg)) continue;
-    if (n > nRanges) nRanges = n;
-    uint64_t a = job_bytes(s, pRg), b = out_bytes(s, pRg);
-    if (a > nJobMax) nJobMax = a;
-    if (nIn > nInMax) nInMax = nIn;
-    if (b > nOutMax) nOutMax = b;
+    nSlm = pad4k(nJobMax) + pad4k(nInMax) + pad4k(nOutMax);
+    if (nFit == 0) {
+      nSlm = 0; /* nothing to send (or nothing fits): no slot */
+      break;
+    }
+    if (dev_slm_alloc(s->pDev, nSlm, &s->aSlot[0].slm) == 0) break;
+    s->aSlot[0].slm = UINT64_MAX;
+    nLimit = nSlm / 2;
+    if (nLimit < 4 * 4096) {
+      nSlm = 0;
+      break;
+    }
   }
-  uint64_t nSlm = pad4k(nJobMax) + pad4k(nInMax) + pad4k(nOutMax);
-  for (int i = 0; i < SCAN_SLOTS; i++) {
+  for (int i = 0; i < SCAN_SLOTS && nSlm; i++) {
     scan_slot *t = &s->aSlot[i];
-    if (dev_slm_alloc(s->pDev, nSlm, &t->slm)) {
+    if (i > 0 && dev_slm_alloc(s->pDev, nSlm, &t->slm)) {
       t->slm = UINT64_MAX;
       break;
     }
@@ -766,18 +959,21 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     t->nOutCap = pad4k(nOutMax);
     t->aJob = malloc(nJobMax);
     t->aLba = malloc(sizeof(csq_lba_range) * nRanges);
+    s->nLbaCap = nRanges;
+    s->nSlot++; /* counted before the check: dev_scan_close frees what it has */
     if (!t->aJob || !t->aLba) {
       rc = -ENOMEM;
       goto fail;
     }
-    s->nSlot++;
   }
   if (s->nSlot == 0) {
-    *pzErr = dev_mprintf("table '%s': no room in the device's local memory for a scan "
-                          "(%llu bytes needed)",
-                          pTab->zName, (unsigned long long)nSlm);
-    rc = -ENOSPC;
-    goto fail;
+    /* every row group runs in the host engine: no program on the device */
+    pthread_mutex_lock(&g_mu);
+    s->pNextOpen = g_pOpen;
+    g_pOpen = s;
+    pthread_mutex_unlock(&g_mu);
+    *pp = s;
+    return 0;
   }
   char *zLoad = NULL;
   rc = dev_prog_load(q, s->aProg, nProg, &s->pind, &zLoad);

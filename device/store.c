@@ -115,6 +115,29 @@ static char *io_errmsg(store *p, dev_queue *q, int rc, const char *zWhat) {
   return dev_mprintf("device %s: %s failed: %s", dev_path(p->pDev), zWhat, dev_errmsg(q));
 }
 
+/* Read back the nblk blocks just written at lba from buf and compare: a
+** device that stored damaged data is caught before the superblock points
+** at it. Only for the catalog and the superblocks (a few blocks a commit);
+** row group data is checked by its chunk checksums when read. 0, or an
+** error with *pzErr set (-EIO when the blocks differ). */
+static int verify_write(store *p, dev_queue *q, uint64_t lba, uint64_t nblk, const uint8_t *buf,
+                        const char *zWhat, char **pzErr) {
+  uint8_t *chk = block_alloc(nblk);
+  if (!chk) return -ENOMEM;
+  int rc = io_read(q, lba, nblk, chk);
+  if (rc) {
+    *pzErr = io_errmsg(p, q, rc, zWhat);
+  } else if (memcmp(chk, buf, (size_t)nblk * CSQ_LBA_SIZE) != 0) {
+    *pzErr = dev_mprintf("device %s: %s failed: blocks %llu-%llu read back differ from what was "
+                         "written (the device stored damaged data)",
+                         dev_path(p->pDev), zWhat, (unsigned long long)lba,
+                         (unsigned long long)(lba + nblk - 1));
+    rc = -EIO;
+  }
+  free(chk);
+  return rc;
+}
+
 /* ---- snapshots ---- */
 
 static void snap_link(store *p, store_snap *s) {
@@ -292,30 +315,36 @@ static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTab
   }
   if (pTxn) ext_push(&pTxn->aAlloc, &pTxn->nAlloc, &pTxn->nAllocAlloc, lba, nblk, 0);
   rc = io_write(q, lba, nblk, buf);
+  if (rc) *pzErr = io_errmsg(p, q, rc, "writing the catalog");
+  else rc = verify_write(p, q, lba, nblk, buf, "writing the catalog", pzErr);
   if (rc == 0) {
     pSb->gen = s->gen;
     pSb->catLba = lba;
     pSb->catBlocks = (uint32_t)nblk;
     pSb->catBytes = n;
     pSb->catXxh3 = XXH3_64bits(buf, n);
-  } else {
-    *pzErr = io_errmsg(p, q, rc, "writing the catalog");
   }
   free(buf);
   return rc;
 }
 
 /* Superblock flip: copy 0, flush, copy 1, flush. Data and catalog must
-** already be durable. */
-static int write_superblocks(store *p, dev_queue *q, const store_sb *pSb, char **pzErr) {
+** already be durable. On failure *pbMaybe (may be NULL) is 1 unless the
+** device refused the very first write: only then is it certain that no
+** copy carries the new generation (a write that timed out may still land). */
+static int write_superblocks(store *p, dev_queue *q, const store_sb *pSb, char **pzErr,
+                             int *pbMaybe) {
   uint8_t *buf = block_alloc(1);
+  if (pbMaybe) *pbMaybe = 0;
   if (!buf) return -ENOMEM;
   store_sb_encode(pSb, buf);
   int rc = 0;
   for (int i = 0; i < CSQ_SB_COPIES && rc == 0; i++) {
     rc = dev_nvm_write(q, (uint64_t)i, 1, buf);
+    if (pbMaybe && (i > 0 || rc == 0 || rc == CSQ_SC_HOST_TIMEOUT)) *pbMaybe = 1;
     if (rc == 0) rc = dev_nvm_flush(q);
     if (rc) *pzErr = io_errmsg(p, q, rc, "writing the superblock");
+    else rc = verify_write(p, q, (uint64_t)i, 1, buf, "writing the superblock", pzErr);
   }
   free(buf);
   return rc;
@@ -425,7 +454,7 @@ static int format_image(store *p, dev_queue *q, char **pzErr) {
   int rc = write_catalog(p, q, s, 1, &sb, NULL, pzErr);
   if (rc == 0) rc = dev_nvm_flush(q);
   sb.hwm = p->space.hwm;
-  if (rc == 0) rc = write_superblocks(p, q, &sb, pzErr);
+  if (rc == 0) rc = write_superblocks(p, q, &sb, pzErr, NULL);
   if (rc) {
     if (!*pzErr) *pzErr = io_errmsg(p, q, rc, "formatting the image");
     free(s);
@@ -1197,7 +1226,18 @@ int store_txn_commit(store_txn *t, char **pzErr) {
     pthread_mutex_lock(&p->mu);
     sb.hwm = p->space.hwm;
     pthread_mutex_unlock(&p->mu);
-    rc = write_superblocks(p, t->q, &sb, pzErr);
+    int bMaybe = 0;
+    rc = write_superblocks(p, t->q, &sb, pzErr, &bMaybe);
+    if (rc && bMaybe && *pzErr) {
+      /* say so: the caller cannot tell from the error alone */
+      char *z = dev_mprintf("%s; the commit may have taken effect (a superblock copy "
+                            "with it may be on the media): the database holds the state "
+                            "before or after this transaction, whole", *pzErr);
+      if (z) {
+        free(*pzErr);
+        *pzErr = z;
+      }
+    }
     if (rc) {
       /* the first copy may or may not be durable: re-read before trusting
       ** anything we hold */

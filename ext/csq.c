@@ -30,6 +30,7 @@ int sqlite3_csq_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *p
   if (rc == SQLITE_OK) rc = vt_rows_register(db);
   if (rc == SQLITE_OK) rc = vt_query_register(db, pConn);
   if (rc == SQLITE_OK) rc = vt_explain_register(db, pConn);
+  if (rc == SQLITE_OK) rc = vt_fault_register(db, pConn);
   if (rc != SQLITE_OK && pzErrMsg)
     *pzErrMsg = sqlite3_mprintf("csq: cannot register: %s", sqlite3_errmsg(db));
   return rc;

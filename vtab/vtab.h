@@ -10,6 +10,7 @@
 **   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
 **   vtab/rows.c      csq_rows(?1): computed rows handed back to SQLite
 **   vtab/query.c     csq_query pushdown views
+**   vtab/fault.c     csq_fault() and csq_timeout(): fault injection, timeouts
 */
 #ifndef CSQ_VTAB_H
 #define CSQ_VTAB_H
@@ -196,5 +197,8 @@ void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
 
 /* stats.c */
 int vt_stats_register(sqlite3 *db, vt_conn *pConn);
+
+/* fault.c: csq_fault(spec[, path]) and csq_timeout(ms[, path]). */
+int vt_fault_register(sqlite3 *db, vt_conn *pConn);
 
 #endif /* CSQ_VTAB_H */

@@ -2,9 +2,13 @@
 ** tests/unit/test_device_faults.c - fault injection (device/fault.h):
 ** spec parse errors reported by dev_open, injected statuses, timeouts (the
 ** driver's timeout fires, the queue stays usable), late completions ignored,
-** silent corruption of reads and writes, probabilistic rules with seeds.
+** silent corruption of reads and writes, probabilistic rules with seeds,
+** and rules and timeouts changed on an open device (dev_set_fault,
+** dev_set_timeout) while another thread has commands in flight.
 */
+#include <pthread.h>
 #include <stdint.h>
+#include <stdlib.h>
 #include <time.h>
 
 #include "tests/unit/device_test.h"
@@ -176,6 +180,86 @@ static void test_prob(void) {
   CHECK_RC(c, 3);
 }
 
+typedef struct hammer {
+  dev_device *d;
+  volatile int bStop;
+  int nOk, nFault, nOther;
+} hammer;
+
+/* Reads on a queue of its own until told to stop; every failure must be
+** the injected status. */
+static void *hammer_main(void *pArg) {
+  hammer *h = pArg;
+  dev_queue *q = open_queue(h->d);
+  uint8_t *b = malloc(8 * 4096);
+  while (!h->bStop) {
+    int rc = dev_nvm_read(q, 0, 8, b);
+    if (rc == 0) h->nOk++;
+    else if (rc == CSQ_SC_INTERNAL) h->nFault++;
+    else h->nOther++;
+  }
+  free(b);
+  dev_queue_close(q);
+  return NULL;
+}
+
+static void test_runtime_set(void) {
+  dev_device *d = open_fault(NULL, 0);
+  dev_queue *q = open_queue(d);
+  uint8_t b[4096];
+  char *zPrev = (char *)1, *zErr = NULL;
+  CHECK_RC(dev_nvm_read(q, 3, 1, b), 0);
+  CHECK_RC(dev_set_fault(d, "op=nvm_read,nth=2,action=status:0x281", &zPrev, &zErr), 0);
+  CHECK(zPrev == NULL && zErr == NULL);
+  CHECK_RC(dev_nvm_read(q, 3, 1, b), 0);
+  CHECK_RC(dev_nvm_read(q, 3, 1, b), CSQ_SC_READ_ERROR);
+  CHECK(strstr(dev_errmsg(q), "injected fault") != NULL, "%s", dev_errmsg(q));
+  CHECK_RC(dev_nvm_read(q, 3, 1, b), 0);
+  /* a bad spec: an error naming the device and the item, the rules stay */
+  CHECK_RC(dev_set_fault(d, "op=nvm_read,action=explode", &zPrev, &zErr), -EINVAL);
+  CHECK(zErr && strstr(zErr, "unknown action 'explode'") && strstr(zErr, ":memory:"), "%s", zErr);
+  free(zErr);
+  zErr = NULL;
+  CHECK_RC(dev_set_fault(d, "op=nvm_write,action=status:0x280", &zPrev, NULL), 0);
+  CHECK(zPrev && strcmp(zPrev, "op=nvm_read,nth=2,action=status:0x281") == 0, "%s", zPrev);
+  free(zPrev);
+  CHECK_RC(dev_nvm_write(q, 3, 1, b), CSQ_SC_WRITE_FAULT);
+  CHECK_RC(dev_set_fault(d, "", &zPrev, NULL), 0);
+  CHECK(zPrev && strcmp(zPrev, "op=nvm_write,action=status:0x280") == 0);
+  free(zPrev);
+  CHECK_RC(dev_nvm_write(q, 3, 1, b), 0);
+  CHECK_RC(dev_set_fault(d, NULL, &zPrev, NULL), 0);
+  CHECK(zPrev == NULL);
+  /* timeouts */
+  CHECK_RC(dev_timeout(d), 30000);
+  CHECK_RC(dev_set_timeout(d, 0), -EINVAL);
+  CHECK_RC(dev_set_timeout(d, 150), 30000);
+  CHECK_RC(dev_set_fault(d, "op=nvm_read,nth=1,action=timeout", NULL, NULL), 0);
+  struct timespec t0;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  CHECK_RC(dev_nvm_read(q, 3, 1, b), CSQ_SC_HOST_TIMEOUT);
+  double ms = ms_since(&t0);
+  CHECK(ms >= 140 && ms < 2000, "%.0f ms", ms);
+  CHECK(strstr(dev_errmsg(q), "no completion within 150 ms") != NULL, "%s", dev_errmsg(q));
+  CHECK_RC(dev_nvm_read(q, 3, 1, b), 0);
+  CHECK_RC(dev_set_timeout(d, 30000), 150);
+  /* swaps while another thread's commands are in flight */
+  hammer h = {d, 0, 0, 0, 0};
+  pthread_t th;
+  CHECK_RC(pthread_create(&th, NULL, hammer_main, &h), 0);
+  for (int i = 0; i < 2000; i++) {
+    char z[96];
+    snprintf(z, sizeof(z), "op=nvm_read,prob=0.3,seed=%d,action=status:0x6", i + 1);
+    CHECK_RC(dev_set_fault(d, i % 3 == 2 ? NULL : z, NULL, NULL), 0);
+    if (i % 64 == 0) usleep(1000);
+  }
+  h.bStop = 1;
+  pthread_join(th, NULL);
+  CHECK(h.nOther == 0 && h.nOk > 0, "ok %d fault %d other %d", h.nOk, h.nFault, h.nOther);
+  dev_queue_close(q);
+  dev_unref(d);
+}
+
 int main(void) {
   test_parse_errors();
   test_status();
@@ -183,5 +267,6 @@ int main(void) {
   test_late_completion();
   test_corrupt();
   test_prob();
+  test_runtime_set();
   return test_done("test_device_faults");
 }
