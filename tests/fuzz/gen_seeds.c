@@ -61,7 +61,10 @@ static void chunks(void) {
   csq_vec_reset(&v);
   chunk_seed("empty", &v);
   for (int i = 0; i < 100; i++) (i % 7) ? csq_vec_push_real(&v, i * 0.25 - 3) : csq_vec_push_null(&v);
-  chunk_seed("real", &v);
+  chunk_seed("real", &v); /* quarters: REAL_DEC */
+  csq_vec_reset(&v);
+  for (int i = 0; i < 100; i++) (i % 9) ? csq_vec_push_real(&v, i / 3.0) : csq_vec_push_null(&v);
+  chunk_seed("real_plain", &v);
   csq_vec_reset(&v);
   static const char *az[] = {"apple", "banana", "cherry", "apple", "", "banana"};
   for (int i = 0; i < 120; i++) csq_vec_push_bytes(&v, CSQ_TEXT, az[i % 6], (uint32_t)strlen(az[i % 6]));
