@@ -2304,7 +2304,7 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     k0 = kEnd;
   }
   uint64_t nBytes = ag_write(&t, pp, pOut, nextRow);
-  *pRet = (uint64_t)t.nGroup | (nBytes << 32);
+  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | (nBytes << 32);
   ctx->pStats->rows_scanned += nextRow - start;
   ctx->pStats->rows_returned += t.nGroup;
   if (start == 0) ctx->pStats->row_groups_scanned++;
@@ -2347,11 +2347,11 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   uint64_t nOutArea = ctx->aRange[2].len;
   if (nJob < CSQ_JOB_HDR) return fault(pRet, CSQ_FAULT_BAD_RANGES);
   uint32_t nRow = csq_le32(pJob + 4), nIn = csq_le32(pJob + 8), delBytes = csq_le32(pJob + 12);
-  if (csq_le32(pJob) != CSQ_JOB_MAGIC || nIn != (uint32_t)pp->nIn || nRow > CSQ_CHUNK_MAX_VALS ||
-      csq_le64(pJob + 16) != 0)
+  if (csq_le32(pJob) != CSQ_JOB_MAGIC || nIn != (uint32_t)pp->nIn || nRow > CSQ_CHUNK_MAX_VALS)
     return fault(pRet, CSQ_FAULT_BAD_JOB);
   uint64_t nJobNeed = CSQ_JOB_HDR + (uint64_t)CSQ_JOB_CHUNK_SZ * nIn;
-  if (nJob < nJobNeed + delBytes || (delBytes && delBytes < (nRow + 7) / 8))
+  if (nJob < nJobNeed + delBytes || (delBytes && delBytes < (nRow + 7) / 8) ||
+      csq_job_hash(pJob, nJobNeed + delBytes) != csq_le64(pJob + 16))
     return fault(pRet, CSQ_FAULT_BAD_JOB);
   const uint8_t *aDel = delBytes ? pJob + nJobNeed : NULL;
   uint64_t start = ctx->aParam[1];
@@ -2490,7 +2490,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   put32(pOut + 8, nextRow);
   put32(pOut + 12, (uint32_t)pp->nOut);
   put64(pOut + 16, nBytes);
-  *pRet = (uint64_t)nKeep | (nBytes << 32);
+  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | (nBytes << 32);
   ctx->pStats->rows_scanned += nextRow - start;
   ctx->pStats->rows_returned += nKeep;
   if (start == 0) ctx->pStats->row_groups_scanned++;

@@ -7,6 +7,7 @@
 ** device/program.h; the executor is device/exec.c, the host merge of grouped
 ** results device/agg.c.
 */
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack (csq_job_hash) */
 #include <errno.h>
 #include <math.h>
 #include <stdarg.h>
@@ -52,6 +53,20 @@ const char *csq_fault_name(uint64_t r) {
 }
 
 uint64_t csq_prog_id(const uint8_t *p, size_t n) { return XXH3_64bits(p, n); }
+
+uint64_t csq_job_hash(const uint8_t *p, size_t n) {
+  static const uint8_t aZero[8] = {0};
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  if (n <= 16) {
+    XXH3_64bits_update(&st, p, n);
+  } else {
+    XXH3_64bits_update(&st, p, 16);
+    XXH3_64bits_update(&st, aZero, n < 24 ? n - 16 : 8);
+    if (n > 24) XXH3_64bits_update(&st, p + 24, n - 24);
+  }
+  return XXH3_64bits_digest(&st);
+}
 
 int csq_cmp_int_real(int64_t i, double r) {
   /* 2^63 is exact as a double; every double in [-2^63, 2^63) truncates to an

@@ -119,7 +119,10 @@
 **     8  u32 nIn        must equal the program's nIn
 **    12  u32 delBytes   bytes of the delete bitmap that follows the chunk
 **                       table (0 = no row deleted; else >= (nRow+7)/8)
-**    16  u64 rsvd       0
+**    16  u64 xxh3       XXH3-64 of the whole descriptor (24 + 24*nIn bytes +
+**                       the delete bitmap) read with this field as 0
+**                       (csq_job_hash); checked, so a descriptor damaged on
+**                       its way to the device faults instead of answering
 **    24  nIn x { u64 off (in the input area), u64 len, u64 xxh3 }: input
 **                       slot i's chunk; xxh3 is XXH3-64 of its len bytes
 **                       (the catalog's checksum) and is checked
@@ -142,7 +145,8 @@
 **          if bLen: nRows x u32 byte lengths (0 for non TEXT/BLOB), padded
 **                   to 8
 **          nHeap bytes of TEXT/BLOB, padded to 8
-**   Completion: DW0 = nRows, DW1 = nBytes (the host reads only that much).
+**   Completion: DW0 = csq_res_check() of the result, DW1 = nBytes (the
+**   host reads that much and checks DW0 against what arrived).
 **   Faults: status CSQ_SC_PROGRAM_FAULT with DW0-DW1 = a CSQ_FAULT_* reason.
 **
 ** AGGREGATION (version 2)
@@ -232,6 +236,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <xxhash.h>
 #include "vec.h"
 
 #define CSQ_PROG_MAGIC   0x50515343u /* "CSQP" */
@@ -387,6 +392,16 @@ void csq_prog_clear(csq_prog *p);
 
 /* XXH3-64 of the program bytes: its identifier for Load Program / Execute. */
 uint64_t csq_prog_id(const uint8_t *p, size_t n);
+/* The job descriptor's checksum field: XXH3-64 of p[0..n) with bytes
+** [16, 24) read as zero. */
+uint64_t csq_job_hash(const uint8_t *p, size_t n);
+/* What Execute returns in the low 32 bits of its completion for a result of
+** n bytes at p: the low 32 bits of XXH3-64 of those bytes (the high 32 bits
+** are n), so the host can tell a result damaged between the engine and
+** its own memory. */
+static inline uint32_t csq_res_check(const uint8_t *p, size_t n) {
+  return (uint32_t)XXH3_64bits(p, n);
+}
 
 /* ---- Encoder (host side) -------------------------------------------------
 ** Build a program step by step; every call returns a non-negative index or 0

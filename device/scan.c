@@ -58,6 +58,7 @@ typedef struct scan_slot {
   csq_mrange aMr[3];
   uint8_t *aRes;      /* result read back */
   uint64_t nRes, nResAlloc;
+  uint32_t resCheck;  /* csq_res_check() of the result, as Execute reported it */
   uint32_t nRow;      /* rows of the row group */
   uint32_t startRow;  /* aParam[1] of the Execute in flight */
   int nRetry;
@@ -388,6 +389,8 @@ static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t
     memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
   }
   if (delBytes) memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn, pRg->aDel, delBytes);
+  uint64_t h = csq_job_hash(j, CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn + delBytes);
+  memcpy(j + 16, &h, 8);
   return nJob;
 }
 
@@ -499,6 +502,7 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
       t->nResAlloc = nBytes;
     }
     t->nRes = nBytes;
+    t->resCheck = c->dw0;
     csq_sqe e;
     sqe_init(&e, CSQ_SLM_READ, CSQ_NSID_SLM);
     e.cdw10 = (uint32_t)(t->slm + t->offOut);
@@ -517,7 +521,12 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
     if (rc) return scan_fail(s, rc, pRg, t->iRg, "Execute Program", dev_errmsg(s->q));
     return 0;
   }
-  if (t->state == S_READ) t->state = S_READY;
+  if (t->state == S_READ) {
+    if (csq_res_check(t->aRes, t->nRes) != t->resCheck)
+      return scan_fail(s, -EBADMSG, pRg, t->iRg, "SLM Read",
+                       "the result arrived damaged (its checksum differs from the device's)");
+    t->state = S_READY;
+  }
   return 0;
 }
 
@@ -677,6 +686,9 @@ static int host_exec(dev_scan *s) {
                      "result size out of range");
   t->aRes = s->aHostBuf + t->offOut;
   t->nRes = nBytes;
+  if (csq_res_check(t->aRes, t->nRes) != (uint32_t)ret)
+    return scan_fail(s, -EBADMSG, pRg, t->iRg, "running the program on the host",
+                     "the result's checksum differs");
   t->state = S_READY;
   return 0;
 }

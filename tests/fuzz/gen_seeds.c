@@ -215,6 +215,8 @@ static void devcmds(void) {
     uint64_t t0[3] = {0, n0, i0.xxh3}, t1[3] = {(n0 + 7) & ~7ull, n1, i1.xxh3};
     memcpy(job + 24, t0, 24);
     memcpy(job + 48, t1, 24);
+    uint64_t hJob = csq_job_hash(job, sizeof(job));
+    memcpy(job + 16, &hJob, 8);
     static uint8_t in[16384];
     memcpy(in, c0, n0);
     memcpy(in + t1[0], c1, n1);

@@ -11,6 +11,7 @@ import os
 import subprocess
 import sys
 import threading
+import sqlite3
 import time
 
 from harness import connect, tmpdir, expect_error, EXT
@@ -162,6 +163,35 @@ def test_read_and_execute_faults():
         con.execute("SELECT csq_fault(NULL)")
     assert con.execute(qd).fetchall() == want and con.execute(qh).fetchall() == want
     assert fresh_count(db, "d") == (N, N * (N - 1) // 2)
+
+
+def test_damaged_jobs_and_results_are_never_answered():
+    # a byte flipped in the job descriptor on its way to the device (SLM
+    # Write) or in a result on its way back (SLM Read): the job's and the
+    # result's checksums catch it, with deleted rows too (their bitmap rides
+    # in the job)
+    db, con = scan_db()
+    con.execute("DELETE FROM d WHERE a % 3 = 0")
+    con.execute("DELETE FROM h WHERE a % 3 = 0")
+    con.execute("CREATE VIRTUAL TABLE temp.v USING csq_query('SELECT a % 5 AS k, count(*), sum(a) "
+                "FROM d WHERE a > ?1 GROUP BY 1 ORDER BY 1')")
+    qd = "SELECT count(*), sum(a), max(b) FROM d WHERE a > 5"
+    want = con.execute(qd.replace("FROM d", "FROM h")).fetchall()
+    wantv = con.execute("SELECT a % 5, count(*), sum(a) FROM h WHERE a > 7 GROUP BY 1 ORDER BY 1").fetchall()
+    caught = 0
+    for op in ("slm_write", "slm_read"):
+        for seed in range(1, 41):
+            for q, w in ((qd, want), ("SELECT * FROM v(7)", wantv)):
+                con.execute("SELECT csq_fault('op=%s,prob=0.3,seed=%d,action=corrupt')" % (op, seed))
+                try:
+                    got = con.execute(q).fetchall()
+                    assert got == w, (op, seed, q, got, w)
+                except sqlite3.Error as e:
+                    assert "damaged" in str(e) or "job descriptor is malformed" in str(e) or "checksum" in str(e), str(e)
+                    caught += 1
+                con.execute("SELECT csq_fault(NULL)")
+    assert caught > 20, caught
+    assert con.execute(qd).fetchall() == want
 
 
 def test_pushdown_views_under_execute_faults():

@@ -216,6 +216,8 @@ static void rg_build(rg_buf *g, uint32_t r0, uint32_t n, size_t nOut) {
   uint8_t *del = g->slm + CSQ_JOB_HDR + (NCOL + 1) * CSQ_JOB_CHUNK_SZ;
   for (uint32_t r = 0; r < n; r++)
     if (aDel[r0 + r]) del[r / 8] |= (uint8_t)(1u << (r % 8));
+  uint64_t hJob = csq_job_hash(g->slm, CSQ_JOB_HDR + (NCOL + 1) * CSQ_JOB_CHUNK_SZ + (n + 7) / 8);
+  memcpy(g->slm + 16, &hJob, 8);
   g->aMr[0] = (csq_mrange){CSQ_NSID_SLM, 0, nJob, 0, 0};
   g->aMr[1] = (csq_mrange){CSQ_NSID_SLM, 0, nIn, nJob, 0};
   g->aMr[2] = (csq_mrange){CSQ_NSID_SLM, 0, nOut, nJob + nIn, 0};
@@ -300,7 +302,8 @@ static int64_t run_rg(rg_buf *g, void *pc, uint64_t id, dev_agg *a, int *pnExec)
       break;
     }
     uint32_t nr, next;
-    if (decode(g->slm + g->aMr[2].addr, aV, nCol, &nr, &next) || nr != (uint32_t)ret ||
+    const uint8_t *pRes = g->slm + g->aMr[2].addr;
+    if (decode(pRes, aV, nCol, &nr, &next) || csq_res_check(pRes, ret >> 32) != (uint32_t)ret ||
         next <= start || next > g->n) {
       ret64 = -1;
       break;

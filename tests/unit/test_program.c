@@ -311,6 +311,8 @@ static void rg_build(rg_buf *g, size_t nOut) {
   uint8_t *del = j + CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ;
   for (int r = 0; r < NROW; r++)
     if (aDel[r]) del[r / 8] |= (uint8_t)(1u << (r % 8));
+  uint64_t hJob = csq_job_hash(j, CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ + (NROW + 7) / 8);
+  memcpy(j + 16, &hJob, 8);
   memcpy(g->slm + nJob, g->aChunk[0], g->anChunk[0]);
   memcpy(g->slm + nJob + off1, g->aChunk[1], g->anChunk[1]);
   g->aMr[0] = (csq_mrange){CSQ_NSID_SLM, 0, nJob, 0, 0};
@@ -360,7 +362,8 @@ static int run_prog(rg_buf *g, const uint8_t *p, size_t n, int64_t *aOut) {
     uint64_t nBytes;
     memcpy(h, o, 16);
     memcpy(&nBytes, o + 16, 8);
-    CHECK(h[0] == CSQ_RES_MAGIC && h[1] == (uint32_t)ret && nBytes == ret >> 32, "result header");
+    CHECK(h[0] == CSQ_RES_MAGIC && csq_res_check(o, nBytes) == (uint32_t)ret && nBytes == ret >> 32,
+          "result header");
     /* column 0: rowids, single class INT */
     const uint8_t *d0 = o + CSQ_RES_HDR;
     CHECK(h[1] == 0 || (d0[0] == (1u << CSQ_INT) && d0[1] == 0), "rowid column classes");
@@ -757,8 +760,19 @@ static void test_faults(void) {
   ctx.aParam[0] = csq_prog_id(p, n);
   ctx.pStats = &st;
   uint64_t ret;
-  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == 0 && (uint32_t)ret == NROW, "plain run %llu",
-        (unsigned long long)ret);
+  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == 0 &&
+            csq_le32(g.slm + g.aMr[2].addr + 4) == NROW &&
+            (uint32_t)ret == csq_res_check(g.slm + g.aMr[2].addr, ret >> 32),
+        "plain run %llu", (unsigned long long)ret);
+  /* a job descriptor damaged on its way faults, whichever byte it is */
+  for (int b = 0; b < CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ; b += 5) {
+    g.slm[b] ^= 0x10;
+    uint64_t r2 = 0;
+    CHECK(dev_ptype_csq.xRun(pc, &ctx, &r2) == CSQ_SC_PROGRAM_FAULT &&
+              (r2 == CSQ_FAULT_BAD_JOB || r2 == CSQ_FAULT_STALE_PROGRAM),
+          "damaged job byte %d: %llu", b, (unsigned long long)r2);
+    g.slm[b] ^= 0x10;
+  }
   CHECK(st.rows_scanned == NROW && st.rows_returned == NROW, "stats %llu %llu",
         (unsigned long long)st.rows_scanned, (unsigned long long)st.rows_returned);
   ctx.aParam[0]++;
