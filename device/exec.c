@@ -35,6 +35,11 @@
 #include "ptype.h"
 
 #define BATCH CSQ_PROG_BATCH
+#if defined(__GNUC__) && !defined(__clang__)
+#define EX_VECTORIZE __attribute__((optimize("tree-vectorize")))
+#else
+#define EX_VECTORIZE
+#endif
 _Static_assert(CSQ_PROG_BATCH <= 2048, "int64 lanes of ag_update need runs of at most 2048 rows");
 
 /* A value in the generic evaluator. z/n: TEXT/BLOB bytes. */
@@ -1377,7 +1382,7 @@ static int arith_one(int op, const ex_val *x, const ex_val *y, ex_val *po) {
 
 /* o = x op y over n rows. 0 or CSQ_FAULT_NOT_NUMERIC. */
 /* (vectorised even at -O2: these loops are the executor's arithmetic) */
-__attribute__((optimize("tree-vectorize"))) static int ev_arith(int op, const ex_ev *x,
+EX_VECTORIZE static int ev_arith(int op, const ex_ev *x,
                                                                 const ex_ev *y, ex_ev *o,
                                                                 uint32_t n) {
   uint32_t k;

@@ -1,0 +1,1 @@
+SELECT l_returnflag, l_linestatus, sum(l_quantity), avg(l_discount), count(*) FROM lineitem WHERE l_shipdate <= date('1998-12-01', '-90 days') GROUP BY l_returnflag, l_linestatus ORDER BY l_returnflag, l_linestatus

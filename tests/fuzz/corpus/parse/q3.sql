@@ -1,0 +1,1 @@
+SELECT a % 7 AS k, count(DISTINCT b), total(c) FROM t WHERE a > ?1 AND b IN (1, 2.5, 'x', NULL) GROUP BY 1 HAVING count(*) > 3 ORDER BY 2 DESC NULLS LAST LIMIT 5 OFFSET ?2

@@ -1,0 +1,1 @@
+SELECT min(x COLLATE NOCASE), max(-y), sum(+z || 'a'), t.* FROM t WHERE x BETWEEN :lo AND @hi AND w = $v

@@ -1,0 +1,1 @@
+SELECT count(*) FROM t WHERE (a, b) = (1, 2) OR a NOT IN (SELECT 1)
