@@ -68,6 +68,15 @@ static uint16_t io_nvm(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev
     } else {
       const void *pSrc = (const void *)(uintptr_t)p->prp1;
       void *pTmp = NULL;
+      if (pHit && pHit->action == DEV_FAULT_SHORT) {
+        uint32_t k = (uint32_t)(pHit->rnd % nlb);
+        rc = k ? dev_mio_write(pMio, slba, k, pSrc) : 0;
+        pAcct->mediaWritten += (uint64_t)k * CSQ_LBA_SIZE;
+        pAcct->fromHost += nByte;
+        snprintf(zDetail, nDetail, "injected fault: short write, %u of %u blocks written%s", k, nlb,
+                 rc ? " (and the media write failed)" : "");
+        return CSQ_SC_WRITE_FAULT;
+      }
       if (bCorrupt) { /* store a damaged copy, as a failing device would */
         pTmp = malloc(nByte);
         if (!pTmp) return CSQ_SC_INTERNAL;

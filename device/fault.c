@@ -146,6 +146,8 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
         r->hit.action = DEV_FAULT_TIMEOUT;
       } else if (strcmp(zVal, "corrupt") == 0) {
         r->hit.action = DEV_FAULT_CORRUPT;
+      } else if (strcmp(zVal, "short") == 0) {
+        r->hit.action = DEV_FAULT_SHORT;
       } else if (strncmp(zVal, "delay:", 6) == 0) {
         uint64_t ms;
         if (!parse_u64(zVal + 6, &ms) || ms > 3600000)
@@ -154,7 +156,7 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
         r->hit.delayMs = (uint32_t)ms;
       } else {
         return fault_err(pzErr, "fault rule %d: unknown action '%s' (expected status:SF, timeout, "
-                                "corrupt, delay:MS)", iRule, zVal);
+                                "corrupt, short, delay:MS)", iRule, zVal);
       }
     } else {
       return fault_err(pzErr, "fault rule %d: unknown key '%s' (expected op, lba, nth, prob, "
@@ -170,6 +172,8 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
       strcmp(r->zOp, "slm_copy"))
     return fault_err(pzErr, "fault rule %d: corrupt applies to nvm_read, nvm_write, slm_read, "
                             "slm_write, slm_copy only", iRule);
+  if (r->hit.action == DEV_FAULT_SHORT && strcmp(r->zOp, "nvm_write"))
+    return fault_err(pzErr, "fault rule %d: short applies to op=nvm_write only", iRule);
   if (r->nth && !r->nLimit) r->nLimit = 1;
   r->rng = seed * 0x9E3779B97F4A7C15ull + 1;
   return 0;

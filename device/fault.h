@@ -26,6 +26,12 @@
 **                             writes: the data stored)
 **                  delay:MS   the command runs, its completion is posted MS
 **                             milliseconds later
+**                  short      (nvm_write only) a short write: only the first
+**                             k of the command's n blocks reach the media
+**                             (k < n, chosen by the rule's random numbers,
+**                             0 included), then the command fails with
+**                             Write Fault, as a device losing power mid-write
+**                             or a failing one would leave it
 **
 ** Examples:  "op=nvm_read,nth=3,action=status:0x281"
 **            "op=execute,action=timeout"
@@ -43,13 +49,20 @@
 
 typedef struct dev_fault dev_fault;
 
-enum { DEV_FAULT_NONE = 0, DEV_FAULT_STATUS, DEV_FAULT_TIMEOUT, DEV_FAULT_CORRUPT, DEV_FAULT_DELAY };
+enum {
+  DEV_FAULT_NONE = 0,
+  DEV_FAULT_STATUS,
+  DEV_FAULT_TIMEOUT,
+  DEV_FAULT_CORRUPT,
+  DEV_FAULT_DELAY,
+  DEV_FAULT_SHORT
+};
 
 typedef struct dev_fault_hit {
   int action;       /* DEV_FAULT_* */
   uint16_t status;  /* DEV_FAULT_STATUS */
   uint32_t delayMs; /* DEV_FAULT_DELAY */
-  uint64_t rnd;     /* DEV_FAULT_CORRUPT: picks the byte */
+  uint64_t rnd;     /* DEV_FAULT_CORRUPT: picks the byte; DEV_FAULT_SHORT: the blocks */
 } dev_fault_hit;
 
 /* Parse zSpec (NULL or "" gives *pp = NULL, no faults). 0, or -EINVAL with

@@ -263,6 +263,10 @@ def test_commit_faults_keep_the_previous_state():
         # a device that stores damaged data: the catalog and the superblocks
         # are read back before they count
         ("op=nvm_write,nth=2,action=corrupt", "writing the catalog", "read back differ"),
+        # short writes: a prefix of the blocks lands on the media, then Write Fault
+        ("op=nvm_write,nth=1,seed=3,action=short", "writing a row group", "short write"),
+        ("op=nvm_write,nth=2,seed=5,action=short", "writing the catalog", "short write"),
+        ("op=nvm_write,nth=3,action=short", "writing the superblock", "short write"),
     ]
     for i, (spec, step, why) in enumerate(cases):
         db, con, err = commit_case(d, i, spec)

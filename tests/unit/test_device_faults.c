@@ -33,6 +33,8 @@ static void test_parse_errors(void) {
       {"prob=2,action=timeout", "prob=2"},
       {"nth=1,prob=0.5,action=timeout", "nth or prob"},
       {"op=nvm_flush,action=corrupt", "corrupt applies"},
+      {"op=nvm_read,action=short", "short applies to op=nvm_write"},
+      {"action=short", "short applies to op=nvm_write"},
       {"nth", "not key=value"},
   };
   size_t i;

@@ -4,10 +4,11 @@
 ** torn superblock write during a commit must leave the image at the previous
 ** generation or, when the commit's first superblock copy was already durable,
 ** at the new one - whole, readable, and never anything in between - and the
-** store must go on committing afterwards.
+** store must go on committing afterwards. Short writes (a prefix of a
+** write's blocks on the media, then an error) too.
 **
-** (The fault spec can only be given to dev_open: SQL has no way to pass one
-** to a csq table's device, so this is tested here, below SQL.)
+** (Below SQL, so that every write and flush of a commit is reached in turn;
+** tests/sql/test_faults.py does the same through csq_fault().)
 **
 ** Method: a scenario (create a table and commit A rows; commit B more rows
 ** and delete some; commit C more) is run once without faults to count the
@@ -321,6 +322,13 @@ int main(void) {
   for (uint64_t k = 1; k <= nW; k++)
     for (int a = 0; a < 3; a++) {
       snprintf(zSpec, sizeof(zSpec), "op=nvm_write,nth=%llu,action=%s", (unsigned long long)k, aAct[a]);
+      run_once_check(zSpec);
+    }
+  /* short writes: a prefix of the command's blocks lands, then Write Fault */
+  for (uint64_t k = 1; k <= nW; k++)
+    for (int seed = 1; seed <= 3; seed++) {
+      snprintf(zSpec, sizeof(zSpec), "op=nvm_write,nth=%llu,seed=%d,action=short",
+               (unsigned long long)k, seed);
       run_once_check(zSpec);
     }
   for (uint64_t k = 1; k <= nF; k++)
