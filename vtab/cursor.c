@@ -7,6 +7,10 @@
 **
 ** The cursor holds references on the row groups it will read, taken at
 ** xFilter, so commits and writes by anyone while it runs do not disturb it.
+** A striped table's cursor reads every member: a plain scan or lookup walks
+** the members' row groups one after another; a device scan opens one
+** dev_scan per member, all in flight at once, and takes their batches in
+** turn.
 ** A row group's columns are fetched from the device (NVM Read commands) when
 ** the cursor reaches it, only the columns the statement uses (colUsed), and
 ** handed to SQLite straight from the decoded vectors.
@@ -22,10 +26,12 @@
 
 typedef struct vt_cursor {
   sqlite3_vtab_cursor base; /* must be first */
-  store_snap *pSnap;        /* keeps committed row groups alive */
-  const store_table *pTab;  /* table of pSnap, or a private copy */
-  store_table *pTabCopy;    /* the copy made of a transaction's working table */
-  store_rg **apRg;          /* row groups to read (referenced) */
+  int nMem;                 /* the table's members (devices) */
+  store_snap **aSnap;       /* per member: keeps committed row groups alive */
+  const store_table **aTab; /* per member: table of aSnap[k], or a private copy */
+  store_table **aTabCopy;   /* per member: the copy made of a transaction's working table */
+  store_rg **apRg;          /* row groups to read (referenced), every member's */
+  int *aRgMem;              /* member of apRg[i] */
   int nRg;
   int iRg;                  /* current row group; nRg = the buffer copy */
   uint32_t iRow;
@@ -36,7 +42,8 @@ typedef struct vt_cursor {
   csq_vec *aBuf;            /* copy of the transaction's buffered rows */
   uint8_t *aBufDel;
   uint32_t nBuf;
-  dev_scan *pScan;          /* idxNum 2: the device program's scan */
+  dev_scan **apScan;        /* idxNum 2: the device program's scan on each member */
+  int iScan;                /* member whose scan gives the next batch */
   csq_vec *aOut;            /* its output columns: rowids, then the used columns */
   int nOut;
   int *aOutOf;              /* nCol + 1: output index of aVec's slot, -1 if not fetched */
@@ -222,13 +229,28 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   c->aVec = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
   c->aLoaded = sqlite3_malloc64((size_t)p->s.nCol + 1);
   c->aOutOf = sqlite3_malloc64(sizeof(int) * (size_t)(p->s.nCol + 1));
-  if (!c->aVec || !c->aLoaded || !c->aOutOf) {
+  size_t nMem = (size_t)p->nMem;
+  c->nMem = p->nMem;
+  c->aSnap = sqlite3_malloc64(sizeof(store_snap *) * nMem);
+  c->aTab = sqlite3_malloc64(sizeof(store_table *) * nMem);
+  c->aTabCopy = sqlite3_malloc64(sizeof(store_table *) * nMem);
+  c->apScan = sqlite3_malloc64(sizeof(dev_scan *) * nMem);
+  if (!c->aVec || !c->aLoaded || !c->aOutOf || !c->aSnap || !c->aTab || !c->aTabCopy ||
+      !c->apScan) {
     sqlite3_free(c->aVec);
     sqlite3_free(c->aLoaded);
     sqlite3_free(c->aOutOf);
+    sqlite3_free(c->aSnap);
+    sqlite3_free(c->aTab);
+    sqlite3_free(c->aTabCopy);
+    sqlite3_free(c->apScan);
     sqlite3_free(c);
     return SQLITE_NOMEM;
   }
+  memset(c->aSnap, 0, sizeof(store_snap *) * nMem);
+  memset(c->aTab, 0, sizeof(store_table *) * nMem);
+  memset(c->aTabCopy, 0, sizeof(store_table *) * nMem);
+  memset(c->apScan, 0, sizeof(dev_scan *) * nMem);
   for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&c->aVec[i]);
   memset(c->aLoaded, 0, (size_t)p->s.nCol + 1);
   c->bEof = 1;
@@ -237,8 +259,10 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
 }
 
 static void cursor_reset(vt_cursor *c, int nCol) {
-  dev_scan_close(c->pScan);
-  c->pScan = NULL;
+  for (int k = 0; k < c->nMem; k++) {
+    dev_scan_close(c->apScan[k]);
+    c->apScan[k] = NULL;
+  }
   for (int i = 0; i < c->nOut; i++) csq_vec_free(&c->aOut[i]);
   sqlite3_free(c->aOut);
   c->aOut = NULL;
@@ -246,6 +270,8 @@ static void cursor_reset(vt_cursor *c, int nCol) {
   for (int i = 0; i < c->nRg; i++) store_rg_unref(c->apRg[i]);
   sqlite3_free(c->apRg);
   c->apRg = NULL;
+  sqlite3_free(c->aRgMem);
+  c->aRgMem = NULL;
   c->nRg = 0;
   if (c->aBuf) {
     for (int i = 0; i <= nCol; i++) csq_vec_free(&c->aBuf[i]);
@@ -255,11 +281,13 @@ static void cursor_reset(vt_cursor *c, int nCol) {
   sqlite3_free(c->aBufDel);
   c->aBufDel = NULL;
   c->nBuf = 0;
-  if (c->pSnap) store_snap_unref(c->pSnap);
-  c->pSnap = NULL;
-  c->pTab = NULL;
-  store_table_free(c->pTabCopy);
-  c->pTabCopy = NULL;
+  for (int k = 0; k < c->nMem; k++) {
+    if (c->aSnap[k]) store_snap_unref(c->aSnap[k]);
+    c->aSnap[k] = NULL;
+    c->aTab[k] = NULL;
+    store_table_free(c->aTabCopy[k]);
+    c->aTabCopy[k] = NULL;
+  }
   c->bEof = 1;
 }
 
@@ -271,6 +299,10 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   sqlite3_free(c->aVec);
   sqlite3_free(c->aLoaded);
   sqlite3_free(c->aOutOf);
+  sqlite3_free(c->aSnap);
+  sqlite3_free(c->aTab);
+  sqlite3_free(c->aTabCopy);
+  sqlite3_free(c->apScan);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -284,8 +316,9 @@ static int load_column(vt_cursor *c, vt_tab *p, int iCol) {
   }
   int ai = iCol - 1;
   char *zErr = NULL;
-  int rc = store_read_chunks(p->pDev->pStore, p->pDev->pQ, c->pTab, c->apRg[c->iRg], &ai, 1,
-                             &c->aVec[iCol], &zErr);
+  int k = c->aRgMem[c->iRg];
+  int rc = store_read_chunks(p->apMem[k]->pStore, p->apMem[k]->pQ, c->aTab[k], c->apRg[c->iRg],
+                             &ai, 1, &c->aVec[iCol], &zErr);
   if (rc) return vt_err(&p->base, rc, zErr);
   c->aLoaded[iCol] = 1;
   return SQLITE_OK;
@@ -307,7 +340,7 @@ static int enter_source(vt_cursor *c, vt_tab *p) {
     c->aDel = c->aBufDel;
   }
   c->iRow = 0;
-  dev_stats *st = dev_queue_stats(p->pDev->pQ);
+  dev_stats *st = dev_queue_stats(p->apMem[c->iRg < c->nRg ? c->aRgMem[c->iRg] : 0]->pQ);
   st->row_groups_scanned++;
   st->rows_scanned += c->nRow;
   for (int i = 0; i < p->s.nCol; i++) {
@@ -329,16 +362,26 @@ static int row_ok(const vt_cursor *c) {
   return 1;
 }
 
-/* Device mode: the rows of every batch qualify; fetch batches as needed. */
+/* Device mode: the rows of every batch qualify; fetch batches as needed,
+** taking them from the members' scans in turn (each scan keeps its device
+** busy with the row groups it has in flight meanwhile). */
 static int settle_scan(vt_cursor *c, vt_tab *p) {
   while (c->iRow >= c->nRow) {
     uint32_t n = 0;
-    char *zErr = NULL;
-    int rc = dev_scan_next(c->pScan, c->aOut, &n, &zErr);
-    if (rc) return vt_err(&p->base, rc, zErr);
-    if (n == 0) {
+    int k = c->iScan, nTry = 0;
+    while (!c->apScan[k] && nTry < c->nMem) k = (k + 1) % c->nMem, nTry++;
+    if (!c->apScan[k]) {
       c->bEof = 1;
       return SQLITE_OK;
+    }
+    char *zErr = NULL;
+    int rc = dev_scan_next(c->apScan[k], c->aOut, &n, &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+    c->iScan = (k + 1) % c->nMem;
+    if (n == 0) {
+      dev_scan_close(c->apScan[k]);
+      c->apScan[k] = NULL;
+      continue;
     }
     c->iRow = 0;
     c->nRow = n;
@@ -348,11 +391,11 @@ static int settle_scan(vt_cursor *c, vt_tab *p) {
 
 /* Advance to the next visible row at or after (iRg, iRow). */
 static int settle(vt_cursor *c, vt_tab *p) {
-  if (c->pScan) return settle_scan(c, p);
+  if (c->nOut) return settle_scan(c, p);
   for (;;) {
     while (c->iRow < c->nRow) {
       if (row_ok(c)) {
-        dev_queue_stats(p->pDev->pQ)->rows_returned++;
+        dev_queue_stats(p->apMem[c->iRg < c->nRg ? c->aRgMem[c->iRg] : 0]->pQ)->rows_returned++;
         return SQLITE_OK;
       }
       c->iRow++;
@@ -430,6 +473,21 @@ static int keep_term(const pl_cons *t) {
   return ty == SQLITE_TEXT || ty == SQLITE_NULL;
 }
 
+/* Take the table's visible state on every member: snapshots, or private
+** copies of a transaction's working tables (they change as it writes). */
+static int visible(vt_cursor *c, vt_tab *p) {
+  char *zErr = NULL;
+  int rc = vt_visible_members(p, (store_table **)c->aTab, c->aSnap, &zErr);
+  if (rc) return vt_err(&p->base, rc, zErr);
+  for (int k = 0; k < c->nMem; k++) {
+    if (c->aSnap[k]) continue;
+    c->aTabCopy[k] = store_table_clone(c->aTab[k]);
+    if (!c->aTabCopy[k]) return SQLITE_NOMEM;
+    c->aTab[k] = c->aTabCopy[k];
+  }
+  return SQLITE_OK;
+}
+
 /* idxNum 2: run the pushed terms as a device program over the visible row
 ** groups (the transaction's buffered rows are written out first, so the
 ** device sees them). */
@@ -479,18 +537,8 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
   if (bEmpty) goto done; /* a comparison with NULL: no row */
   rc = vt_flush(p);
   if (rc) goto done;
-  store_table *pTab = NULL;
-  rc = vt_visible_table(p, &pTab, &c->pSnap, &zErr);
-  if (rc) {
-    rc = vt_err(&p->base, rc, zErr);
-    goto done;
-  }
-  c->pTabCopy = c->pSnap ? NULL : store_table_clone(pTab);
-  if (!c->pSnap && !c->pTabCopy) {
-    rc = SQLITE_NOMEM;
-    goto done;
-  }
-  c->pTab = c->pSnap ? pTab : c->pTabCopy;
+  rc = visible(c, p);
+  if (rc) goto done;
   c->aOut = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nOut);
   if (!c->aOut) {
     rc = SQLITE_NOMEM;
@@ -499,14 +547,22 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
   for (int i = 0; i < nOut; i++) csq_vec_init(&c->aOut[i]);
   c->nOut = nOut;
   int64_t nLive = 0;
-  for (int g = 0; g < c->pTab->nRg; g++) nLive += c->pTab->apRg[g]->nRow - c->pTab->apRg[g]->nDel;
-  p->nRowEst = nLive;
-  rc = dev_scan_open(p->pDev->pQ, p->pDev->pStore, c->pTab, c->pTab->apRg, c->pTab->nRg, pProg,
-                     nProg, &c->pScan, &zErr);
-  if (rc) {
-    rc = vt_err(&p->base, rc, zErr);
-    goto done;
+  for (int k = 0; k < c->nMem; k++) {
+    const store_table *pTab = c->aTab[k];
+    for (int g = 0; g < pTab->nRg; g++) nLive += pTab->apRg[g]->nRow - pTab->apRg[g]->nDel;
   }
+  p->nRowEst = nLive;
+  /* one scan per member, all open at once: every device works in parallel */
+  for (int k = 0; k < c->nMem; k++) {
+    const store_table *pTab = c->aTab[k];
+    rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg, pProg,
+                       nProg, &c->apScan[k], &zErr);
+    if (rc) {
+      rc = vt_err(&p->base, rc, zErr);
+      goto done;
+    }
+  }
+  c->iScan = 0;
   c->bEof = 0;
   c->iRow = c->nRow = 0;
   rc = settle_scan(c, p);
@@ -544,37 +600,36 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
     }
     c->bLookup = 1;
   }
-  store_table *pTab = NULL;
-  char *zErr = NULL;
-  int rc = vt_visible_table(p, &pTab, &c->pSnap, &zErr);
-  if (rc) return vt_err(&p->base, rc, zErr);
-  c->apRg = sqlite3_malloc64(sizeof(store_rg *) * (size_t)(pTab->nRg + 1));
-  if (!c->apRg) return SQLITE_NOMEM;
+  int rc = visible(c, p);
+  if (rc) return rc;
+  int nAll = 0;
+  for (int k = 0; k < c->nMem; k++) nAll += c->aTab[k]->nRg;
+  c->apRg = sqlite3_malloc64(sizeof(store_rg *) * (size_t)(nAll + 1));
+  c->aRgMem = sqlite3_malloc64(sizeof(int) * (size_t)(nAll + 1));
+  if (!c->apRg || !c->aRgMem) return SQLITE_NOMEM;
   int64_t nLive = 0;
-  for (int g = 0; g < pTab->nRg; g++) {
-    store_rg *pRg = pTab->apRg[g];
-    nLive += pRg->nRow - pRg->nDel;
-    if (c->bLookup) {
-      const csq_zone *z = &pRg->aChunk[0].zone;
-      if (c->iLookup < z->iMin || c->iLookup > z->iMax) {
-        dev_queue_stats(p->pDev->pQ)->row_groups_skipped++;
-        continue;
+  for (int k = 0; k < c->nMem; k++) {
+    const store_table *pTab = c->aTab[k];
+    for (int g = 0; g < pTab->nRg; g++) {
+      store_rg *pRg = pTab->apRg[g];
+      nLive += pRg->nRow - pRg->nDel;
+      if (c->bLookup) {
+        const csq_zone *z = &pRg->aChunk[0].zone;
+        if (c->iLookup < z->iMin || c->iLookup > z->iMax) {
+          dev_queue_stats(p->apMem[k]->pQ)->row_groups_skipped++;
+          continue;
+        }
       }
+      if (pRg->nDel == pRg->nRow) continue;
+      __atomic_add_fetch(&pRg->nRef, 1, __ATOMIC_RELAXED);
+      c->aRgMem[c->nRg] = k;
+      c->apRg[c->nRg++] = pRg;
     }
-    if (pRg->nDel == pRg->nRow) continue;
-    __atomic_add_fetch(&pRg->nRef, 1, __ATOMIC_RELAXED);
-    c->apRg[c->nRg++] = pRg;
   }
   p->nRowEst = nLive;
-  if (c->pSnap) {
-    c->pTab = pTab;
-  } else {
-    /* a transaction's working table changes as it writes: read a copy */
-    c->pTabCopy = store_table_clone(pTab);
-    if (!c->pTabCopy) return SQLITE_NOMEM;
-    c->pTab = c->pTabCopy;
+  if (p->aBuf) {
     /* rows still in the write buffer */
-    uint32_t nBuf = p->aBuf ? p->aBuf[0].n : 0;
+    uint32_t nBuf = p->aBuf[0].n;
     if (nBuf > 0) {
       c->aBuf = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
       c->aBufDel = sqlite3_malloc64(nBuf);
@@ -612,7 +667,7 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   if (i < 0 || i >= p->s.nCol) return SQLITE_OK;
   int iVec = i == p->s.iIpk ? 0 : i + 1;
   const csq_vec *v;
-  if (c->pScan) {
+  if (c->nOut) {
     if (c->aOutOf[iVec] < 0) {
       vt_set_error(&p->base, "csq: column %s was not fetched (colUsed)", p->s.aCol[i].zName);
       return SQLITE_ERROR;
@@ -632,7 +687,7 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
 int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
-  if (c->pScan) {
+  if (c->nOut) {
     *pRowid = c->aOut[0].aVal[c->iRow].i;
     return SQLITE_OK;
   }

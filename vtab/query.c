@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vtab/vtab.h"
+#include "device/scan.h"
 #include "device/agg.h"
 #include "planner/split.h"
 
@@ -254,6 +255,40 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
   return 1;
 }
 
+/* The device part over a striped table: one scan per member, all in
+** flight at once so that every device works in parallel; their partial
+** rows are merged as they arrive, in turn, into one result (merging
+** partials of different devices is the same operation as merging those of
+** different row groups). Errors as dev_agg_scan's. */
+static int agg_members(vt_tab *t, dev_agg *pAgg, const pl_plan *plan, store_table **aTab,
+                       char **pzErr) {
+  int n = t->nMem, nPart = dev_agg_npartial(pAgg), e = 0;
+  dev_scan **apScan = calloc((size_t)n, sizeof(dev_scan *));
+  csq_vec *aV = calloc((size_t)nPart, sizeof(csq_vec));
+  if (!apScan || !aV) e = -12;
+  for (int k = 0; e == 0 && k < n; k++)
+    e = dev_scan_open(t->apMem[k]->pQ, t->apMem[k]->pStore, aTab[k], aTab[k]->apRg, aTab[k]->nRg,
+                      plan->pProg, plan->nProg, &apScan[k], pzErr);
+  for (int nLive = n, k = 0; e == 0 && nLive > 0; k = (k + 1) % n) {
+    if (!apScan[k]) continue;
+    uint32_t nRow = 0;
+    e = dev_scan_next(apScan[k], aV, &nRow, pzErr);
+    if (e && dev_scan_fault(apScan[k]) == CSQ_FAULT_NOT_NUMERIC) e = -33; /* -EDOM */
+    if (e == 0 && nRow == 0) {
+      dev_scan_close(apScan[k]);
+      apScan[k] = NULL;
+      nLive--;
+    } else if (e == 0) {
+      e = dev_agg_add(pAgg, aV, nRow, pzErr);
+    }
+  }
+  for (int k = 0; apScan && k < n; k++) dev_scan_close(apScan[k]);
+  for (int c = 0; aV && c < nPart; c++) csq_vec_free(&aV[c]);
+  free(aV);
+  free(apScan);
+  return e;
+}
+
 /* Run the device part of a plan: filter, group and partial aggregates over
 ** the table's visible row groups, merged into c->rows. Returns SQLITE_OK,
 ** an error, or SQLITE_MISMATCH when the device met values it cannot
@@ -261,20 +296,31 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
 static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   int rc = vt_flush(t);
   if (rc) return rc;
-  store_table *pTab = NULL;
-  store_snap *pSnap = NULL;
+  int n = t->nMem;
+  store_table **aTab = sqlite3_malloc64(sizeof(store_table *) * (size_t)n);
+  store_snap **aSnap = sqlite3_malloc64(sizeof(store_snap *) * (size_t)n);
+  store_table **aCopy = sqlite3_malloc64(sizeof(store_table *) * (size_t)n);
   char *zErr = NULL;
   dev_agg *pAgg = NULL;
-  int e = vt_visible_table(t, &pTab, &pSnap, &zErr);
-  store_table *pCopy = NULL;
-  if (e == 0 && !pSnap) {
-    pCopy = store_table_clone(pTab); /* a transaction's working table moves as it writes */
-    if (!pCopy) e = -12;
-    pTab = pCopy;
+  int e = 0;
+  if (!aTab || !aSnap || !aCopy) e = -12;
+  else {
+    memset(aSnap, 0, sizeof(store_snap *) * (size_t)n);
+    memset(aCopy, 0, sizeof(store_table *) * (size_t)n);
+    e = vt_visible_members(t, aTab, aSnap, &zErr);
   }
-  if (e == 0)
-    e = dev_agg_open(t->pDev->pQ, t->pDev->pStore, pTab, pTab->apRg, pTab->nRg, plan->pProg,
-                     plan->nProg, &pAgg, &zErr);
+  for (int k = 0; e == 0 && k < n; k++) {
+    if (aSnap[k]) continue;
+    aCopy[k] = store_table_clone(aTab[k]); /* a transaction's working table moves as it writes */
+    if (!aCopy[k]) e = -12;
+    aTab[k] = aCopy[k];
+  }
+  if (e == 0) e = dev_agg_new(plan->pProg, plan->nProg, &pAgg, &zErr);
+  if (e == 0 && n == 1)
+    e = dev_agg_scan(pAgg, t->pDev->pQ, t->pDev->pStore, aTab[0], aTab[0]->apRg, aTab[0]->nRg,
+                     &zErr);
+  else if (e == 0)
+    e = agg_members(t, pAgg, plan, aTab, &zErr);
   if (e == 0) {
     int nCol = dev_agg_ncol(pAgg);
     c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nCol);
@@ -286,8 +332,13 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
     }
   }
   dev_agg_free(pAgg);
-  store_table_free(pCopy);
-  if (pSnap) store_snap_unref(pSnap);
+  for (int k = 0; aCopy && aSnap && k < n; k++) {
+    store_table_free(aCopy[k]);
+    if (aSnap[k]) store_snap_unref(aSnap[k]);
+  }
+  sqlite3_free(aTab);
+  sqlite3_free(aSnap);
+  sqlite3_free(aCopy);
   if (e == -33 /* -EDOM: text where the device needs numbers */) {
     free(zErr);
     vt_rowset_clear(&c->rows);
@@ -479,6 +530,9 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
     x_add(c, "device", sqlite3_mprintf("%s", plan->zDevice));
     x_add(c, "program_bytes", sqlite3_mprintf("%lld", (long long)plan->nProg));
     x_add(c, "table_rows", sqlite3_mprintf("%lld", (long long)nRows));
+    if (l.pFound && l.pFound->nMem > 1)
+      x_add(c, "devices", sqlite3_mprintf("%d members, each runs its part: %s", l.pFound->nMem,
+                                          l.pFound->s.zDevices));
     x_add(c, "host", sqlite3_mprintf("%s", plan->zHost));
   } else {
     x_add(c, "host", sqlite3_mprintf("the query as written; csq tables in it push their filters"));

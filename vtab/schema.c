@@ -1,7 +1,7 @@
 /*
 ** vtab/schema.c - the arguments of CREATE VIRTUAL TABLE t USING csq(...).
 **
-** Each argument is either an option, key='value' (device=, rowgroup=,
+** Each argument is either an option, key='value' (device=, devices=, rowgroup=,
 ** pushdown=auto|always|never), or a
 ** column definition exactly as in CREATE TABLE: a name, an optional declared
 ** type, and constraints. Table constraints (PRIMARY KEY(...), UNIQUE(...),
@@ -153,6 +153,65 @@ static char *option_value(const char *z) {
   return sqlite3_mprintf("%.*s", (int)n, z);
 }
 
+/* devices='a.csd,b.csd,...': one path is the same as device=; two or more
+** make a striped table (vtab/stripe.c). Paths are taken as device= takes
+** them; an empty entry, a repeated path, or device= as well are refused. */
+static int parse_devices(const char *zVal, vt_schema *pS, char **pzErr) {
+  if (pS->zDevice || pS->nDevice) {
+    *pzErr = sqlite3_mprintf("csq: give either device= or devices=, once");
+    return SQLITE_ERROR;
+  }
+  int n = 1;
+  for (const char *z = zVal; *z; z++) n += *z == ',';
+  char **az = sqlite3_malloc64(sizeof(char *) * (size_t)n);
+  if (!az) return SQLITE_NOMEM;
+  memset(az, 0, sizeof(char *) * (size_t)n);
+  int rc = SQLITE_OK, i = 0;
+  for (const char *z = zVal; rc == SQLITE_OK && i < n; i++) {
+    const char *e = strchr(z, ',');
+    size_t len = e ? (size_t)(e - z) : strlen(z);
+    while (len > 0 && isspace((unsigned char)*z)) z++, len--;
+    while (len > 0 && isspace((unsigned char)z[len - 1])) len--;
+    if (len == 0) {
+      *pzErr = sqlite3_mprintf("csq: devices='%s' has an empty entry (entry %d); give paths "
+                               "separated by commas",
+                               zVal, i + 1);
+      rc = SQLITE_ERROR;
+      break;
+    }
+    az[i] = sqlite3_mprintf("%.*s", (int)len, z);
+    if (!az[i]) rc = SQLITE_NOMEM;
+    for (int k = 0; rc == SQLITE_OK && k < i; k++) {
+      if (strcmp(az[k], az[i]) == 0) {
+        *pzErr = sqlite3_mprintf("csq: devices= names %s twice; each member must be its own "
+                                 "device",
+                                 az[i]);
+        rc = SQLITE_ERROR;
+      }
+    }
+    z = e ? e + 1 : z + len;
+  }
+  if (rc == SQLITE_OK && n == 1) {
+    pS->zDevice = az[0];
+    sqlite3_free(az);
+    return SQLITE_OK;
+  }
+  if (rc == SQLITE_OK) {
+    sqlite3_str *pStr = sqlite3_str_new(NULL);
+    for (int k = 0; k < n; k++) sqlite3_str_appendf(pStr, "%s%s", k ? "," : "", az[k]);
+    pS->zDevices = sqlite3_str_finish(pStr);
+    if (!pS->zDevices) rc = SQLITE_NOMEM;
+  }
+  if (rc) {
+    for (int k = 0; k < n; k++) sqlite3_free(az[k]);
+    sqlite3_free(az);
+    return rc;
+  }
+  pS->azDevice = az;
+  pS->nDevice = n;
+  return SQLITE_OK;
+}
+
 static int parse_option(const char *zArg, int nKey, vt_schema *pS, char **pzErr) {
   int i = 0;
   while (isspace((unsigned char)zArg[i])) i++;
@@ -164,8 +223,8 @@ static int parse_option(const char *zArg, int nKey, vt_schema *pS, char **pzErr)
   if (!zVal) return SQLITE_NOMEM;
   int rc = SQLITE_OK;
   if (kn == 6 && sqlite3_strnicmp(zKey, "device", 6) == 0) {
-    if (pS->zDevice) {
-      *pzErr = sqlite3_mprintf("csq: device= given twice");
+    if (pS->zDevice || pS->nDevice) {
+      *pzErr = sqlite3_mprintf("csq: give either device= or devices=, once");
       rc = SQLITE_ERROR;
     } else if (!zVal[0]) {
       *pzErr = sqlite3_mprintf("csq: device= needs a path");
@@ -175,17 +234,7 @@ static int parse_option(const char *zArg, int nKey, vt_schema *pS, char **pzErr)
       zVal = NULL;
     }
   } else if (kn == 7 && sqlite3_strnicmp(zKey, "devices", 7) == 0) {
-    if (strchr(zVal, ',')) {
-      *pzErr = sqlite3_mprintf("csq: devices= with more than one device is not supported yet; "
-                               "use device='PATH'");
-      rc = SQLITE_ERROR;
-    } else if (pS->zDevice || !zVal[0]) {
-      *pzErr = sqlite3_mprintf("csq: devices= needs one path and no device=");
-      rc = SQLITE_ERROR;
-    } else {
-      pS->zDevice = zVal;
-      zVal = NULL;
-    }
+    rc = parse_devices(zVal, pS, pzErr);
   } else if (kn == 8 && sqlite3_strnicmp(zKey, "rowgroup", 8) == 0) {
     char *zEnd = NULL;
     long n = strtol(zVal, &zEnd, 10);
@@ -205,8 +254,8 @@ static int parse_option(const char *zArg, int nKey, vt_schema *pS, char **pzErr)
       rc = SQLITE_ERROR;
     }
   } else {
-    *pzErr = sqlite3_mprintf("csq: unknown option '%.*s' (options: device, rowgroup, pushdown)",
-                             kn, zKey);
+    *pzErr = sqlite3_mprintf(
+        "csq: unknown option '%.*s' (options: device, devices, rowgroup, pushdown)", kn, zKey);
     rc = SQLITE_ERROR;
   }
   sqlite3_free(zVal);
@@ -350,6 +399,9 @@ void vt_schema_clear(vt_schema *pS) {
   sqlite3_free(pS->aCol);
   sqlite3_free(pS->zDeclare);
   sqlite3_free(pS->zDevice);
+  for (int i = 0; i < pS->nDevice; i++) sqlite3_free(pS->azDevice[i]);
+  sqlite3_free(pS->azDevice);
+  sqlite3_free(pS->zDevices);
   memset(pS, 0, sizeof(*pS));
   pS->iIpk = -1;
 }

@@ -38,22 +38,6 @@ int vt_err(sqlite3_vtab *pVtab, int rc, char *zMsg) {
   return vt_rc_from(rc < 0 ? rc : -EIO);
 }
 
-/* Run fn inside the connection's open transaction on d, or in one of its
-** own committed at once. */
-typedef int (*catalog_fn)(store_txn *, void *, char **);
-static int with_txn(vt_dev *d, catalog_fn fn, void *pArg, char **pzErr) {
-  if (d->pTxn) return fn(d->pTxn, pArg, pzErr);
-  store_txn *t = NULL;
-  int rc = store_txn_begin(d->pStore, d->pQ, VT_BUSY_MS, &t, pzErr);
-  if (rc) return rc;
-  rc = fn(t, pArg, pzErr);
-  if (rc) {
-    store_txn_rollback(t);
-    return rc;
-  }
-  return store_txn_commit(t, pzErr);
-}
-
 typedef struct create_arg {
   const char *zName;
   vt_schema *pS;
@@ -84,9 +68,16 @@ static int do_create(store_txn *t, void *pArg, char **pzErr) {
   return rc;
 }
 
+/* Drop the table, and its stripe metadata if it has some. */
 static int do_drop(store_txn *t, void *pArg, char **pzErr) {
-  if (!store_txn_table(t, (const char *)pArg)) return 0;
-  return store_txn_drop_table(t, (const char *)pArg, pzErr);
+  const char *zName = pArg;
+  int rc = 0;
+  if (store_txn_table(t, zName)) rc = store_txn_drop_table(t, zName, pzErr);
+  char *zMeta = vt_stripe_meta_name(zName);
+  if (!zMeta) return -ENOMEM;
+  if (rc == 0 && store_txn_table(t, zMeta)) rc = store_txn_drop_table(t, zMeta, pzErr);
+  sqlite3_free(zMeta);
+  return rc;
 }
 
 typedef struct rename_arg {
@@ -94,7 +85,13 @@ typedef struct rename_arg {
 } rename_arg;
 static int do_rename(store_txn *t, void *pArg, char **pzErr) {
   rename_arg *a = pArg;
-  return store_txn_rename_table(t, a->zOld, a->zNew, pzErr);
+  int rc = store_txn_rename_table(t, a->zOld, a->zNew, pzErr);
+  char *zOld = vt_stripe_meta_name(a->zOld), *zNew = vt_stripe_meta_name(a->zNew);
+  if (!zOld || !zNew) rc = rc ? rc : -ENOMEM;
+  if (rc == 0 && store_txn_table(t, zOld)) rc = store_txn_rename_table(t, zOld, zNew, pzErr);
+  sqlite3_free(zOld);
+  sqlite3_free(zNew);
+  return rc;
 }
 
 static void tab_free(vt_tab *p) {
@@ -107,7 +104,9 @@ static void tab_free(vt_tab *p) {
         break;
       }
   }
-  if (p->pDev) vt_dev_release(p->pConn, p->pDev);
+  for (int k = 0; k < p->nMem; k++)
+    if (p->apMem[k]) vt_dev_release(p->pConn, p->apMem[k]);
+  sqlite3_free(p->apMem);
   vt_schema_clear(&p->s);
   sqlite3_free(p->zName);
   sqlite3_free(p->zDb);
@@ -119,7 +118,6 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   vt_conn *pConn = pAux;
   vt_tab *p = sqlite3_malloc64(sizeof(*p));
   int rc;
-  char *zPath = NULL;
   if (!p) return SQLITE_NOMEM;
   memset(p, 0, sizeof(*p));
   p->s.iIpk = -1;
@@ -132,14 +130,14 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   }
   rc = vt_schema_parse(argc, argv, &p->s, pzErr);
   if (rc) goto fail;
-  zPath = p->s.zDevice ? sqlite3_mprintf("%s", p->s.zDevice) : vt_default_device(db, argv[1]);
-  rc = vt_conn_device(pConn, zPath, bCreate, &p->pDev, pzErr);
+  rc = vt_stripe_open(p, db, bCreate, pzErr);
   if (rc) goto fail;
-  const char *zDevName = zPath ? zPath : "(in-memory device)";
+  const char *zDevName = p->nMem > 1 ? p->s.zDevices : p->pDev->zKey;
+  if (strcmp(zDevName, ":memory:") == 0) zDevName = "(in-memory device)";
   char *zErr = NULL;
   if (bCreate) {
     create_arg a = {p->zName, &p->s};
-    int e = with_txn(p->pDev, do_create, &a, &zErr);
+    int e = vt_stripe_create(p, do_create, &a, &zErr);
     if (e == -EEXIST && !zErr) {
       *pzErr = sqlite3_mprintf("csq: table %s already exists on device %s and holds rows; drop "
                                "it from the database that owns it, or use another name",
@@ -154,29 +152,7 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
       goto fail;
     }
   } else {
-    store_snap *pSnap = NULL;
-    int e = store_snapshot(p->pDev->pStore, p->pDev->pQ, &pSnap, &zErr);
-    if (e) {
-      *pzErr = sqlite3_mprintf("csq: %s", zErr ? zErr : "cannot read the device");
-      free(zErr);
-      rc = vt_rc_from(e < 0 ? e : -EIO);
-      goto fail;
-    }
-    store_table *pTab = store_snap_table(pSnap, p->zName);
-    if (pTab && pTab->nCol != p->s.nCol) {
-      *pzErr = sqlite3_mprintf("csq: table %s on device %s has %d columns, the schema says %d",
-                               p->zName, zDevName, pTab->nCol, p->s.nCol);
-      rc = SQLITE_CORRUPT;
-    } else if (!pTab) {
-      *pzErr = sqlite3_mprintf("csq: table %s is not on device %s (was the image replaced?)",
-                               p->zName, zDevName);
-      rc = SQLITE_ERROR;
-    } else {
-      int64_t n = 0;
-      for (int g = 0; g < pTab->nRg; g++) n += pTab->apRg[g]->nRow - pTab->apRg[g]->nDel;
-      p->nRowEst = n;
-    }
-    store_snap_unref(pSnap);
+    rc = vt_stripe_check(p, pzErr);
     if (rc) goto fail;
   }
   rc = sqlite3_declare_vtab(db, p->s.zDeclare);
@@ -187,11 +163,9 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
   p->pNextTab = pConn->pTabs;
   pConn->pTabs = p;
-  sqlite3_free(zPath);
   *ppVtab = &p->base;
   return SQLITE_OK;
 fail:
-  sqlite3_free(zPath);
   tab_free(p);
   return rc;
 }
@@ -215,7 +189,7 @@ static int vt_destroy(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
   vt_tab_txn_reset(p);
-  int rc = with_txn(p->pDev, do_drop, p->zName, &zErr);
+  int rc = vt_stripe_catalog(p, do_drop, p->zName, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
   tab_free(p);
   return SQLITE_OK;
@@ -225,7 +199,7 @@ static int vt_rename(sqlite3_vtab *pVtab, const char *zNew) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
   rename_arg a = {p->zName, zNew};
-  int rc = with_txn(p->pDev, do_rename, &a, &zErr);
+  int rc = vt_stripe_catalog(p, do_rename, &a, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
   char *z = sqlite3_mprintf("%s", zNew);
   if (!z) return SQLITE_NOMEM;

@@ -10,6 +10,7 @@
 **   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
 **   vtab/rows.c      csq_rows(?1): computed rows handed back to SQLite
 **   vtab/query.c     csq_query pushdown views
+**   vtab/stripe.c    tables striped over several devices (devices=)
 **   vtab/fault.c     csq_fault() and csq_timeout(): fault injection, timeouts
 */
 #ifndef CSQ_VTAB_H
@@ -46,7 +47,7 @@ struct vt_dev {
   store *pStore;
   store_txn *pTxn;     /* open write transaction, or NULL */
   store_snap *pStmtSnap; /* the snapshot the running statement reads */
-  uint64_t stmtKey;    /* which statement run it belongs to (see vt_visible_table) */
+  uint64_t stmtKey;    /* which statement run it belongs to (see vt_visible_members) */
   int nRef;            /* tables of this connection using it */
   vt_dev *pNext;
 };
@@ -82,6 +83,9 @@ typedef struct vt_schema {
   vt_col *aCol;
   char *zDeclare;      /* CREATE TABLE x(...) for sqlite3_declare_vtab */
   char *zDevice;       /* device= (NULL: the default device) */
+  int nDevice;         /* devices= with two or more paths: a striped table */
+  char **azDevice;     /* its paths, in member order (nDevice entries) */
+  char *zDevices;      /* the same list joined with ',' as stored in each member */
   int nRowGroup;       /* rowgroup= */
   int ePush;           /* pushdown=: VT_PUSH_AUTO, VT_PUSH_ALWAYS, VT_PUSH_NEVER */
   int iIpk;            /* column that aliases the rowid, or -1 */
@@ -91,6 +95,7 @@ typedef struct vt_schema {
 ** number; spans map sequence numbers to the row groups they were written to. */
 typedef struct vt_span {
   store_rg *pRg;       /* a row group this transaction wrote (txnState 2) */
+  int iMem;            /* on member iMem */
   int64_t seq0;        /* sequence number of its row 0 */
   uint32_t n;
 } vt_span;
@@ -98,6 +103,7 @@ typedef struct vt_span {
 /* One delete done by the open transaction, for ROLLBACK TO. */
 typedef struct vt_undo {
   store_rg *pRg;       /* committed row group (its private clone), or NULL */
+  int iMem;            /* member pRg belongs to */
   uint32_t iRow;       /* row in pRg */
   int64_t seq;         /* when pRg == NULL: the inserted row's sequence number */
 } vt_undo;
@@ -111,7 +117,9 @@ typedef struct vt_mark {
 struct vt_tab {
   sqlite3_vtab base;   /* must be first */
   vt_conn *pConn;
-  vt_dev *pDev;
+  vt_dev *pDev;        /* == apMem[0]: the only device, or a stripe's coordinator */
+  int nMem;            /* devices the table lives on: 1, or nDevice of devices= */
+  vt_dev **apMem;      /* member k's device (see vtab/stripe.c) */
   char *zName;
   char *zDb;
   vt_schema s;
@@ -129,6 +137,8 @@ struct vt_tab {
   vt_mark *aSave;
   int nSave, nSaveAlloc;
   int bInTxn;
+  int bStripeTxn;      /* a striped table written in the open transaction: its commit
+                          sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_tab *pNextTab;
 };
 
@@ -166,10 +176,32 @@ int vt_savepoint(sqlite3_vtab *pVtab, int iSavepoint);
 int vt_release(sqlite3_vtab *pVtab, int iSavepoint);
 int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint);
 void vt_tab_txn_reset(vt_tab *p);
-/* The table as this connection sees it now (its transaction included). The
-** returned table is valid until the next write; *ppSnap (may be NULL) holds
-** the reference that keeps a committed table alive. */
-int vt_visible_table(vt_tab *p, store_table **ppTab, store_snap **ppSnap, char **pzErr);
+
+/* stripe.c: tables over several devices (devices='a.csd,b.csd'). Every
+** function works for a one-device table too (nMem == 1, no metadata). */
+char *vt_stripe_meta_name(const char *zTable); /* sqlite3_malloc'd */
+/* Open every member's device (bCreate as vt_conn_device), fill apMem/pDev. */
+int vt_stripe_open(vt_tab *p, sqlite3 *db, int bCreate, char **pzErr);
+typedef int (*vt_catalog_fn)(store_txn *, void *, char **);
+/* Create the table on every member (fnCreate(txn, pArg)), with the stripe
+** metadata (member k of n, device list, stripe id) in the same commit. */
+int vt_stripe_create(vt_tab *p, vt_catalog_fn fnCreate, void *pArg, char **pzErr);
+/* Check each member holds the table with matching metadata and that the
+** members agree on their commit sequence (reopen). */
+int vt_stripe_check(vt_tab *p, char **pzErr);
+/* Run fn (a catalog change) on every member, coordinator last. */
+int vt_stripe_catalog(vt_tab *p, vt_catalog_fn fn, void *pArg, char **pzErr);
+/* Views of the table on every member, consistent with each other (aTab,
+** aSnap: p->nMem entries; aSnap[k] NULL where the connection's write
+** transaction on member k gives the view). The views stay valid until the
+** next write; the caller releases the snapshots. Device error codes, with
+** *pzErr malloc'd (libc). */
+int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char **pzErr);
+/* Before commit: bump the commit sequence of every member of every striped
+** table written in this transaction. */
+int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr);
+/* Is device d the coordinator of a striped table written in this transaction? */
+int vt_stripe_is_coordinator(vt_conn *pConn, vt_dev *d);
 
 /* cursor.c */
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);

@@ -9,10 +9,11 @@
 ** the rowid.
 **
 ** The device transaction (store_txn) is per connection and device; it begins
-** at the first write. Commit happens in xSync, once every csq table of the
-** connection written in this transaction on that device has flushed its
-** buffer, because a failure in xSync still aborts SQLite's commit while one
-** in xCommit would be ignored. ROLLBACK TO undoes deletes from an undo log
+** at the first write, on every member device of a striped table. Commit
+** happens in xSync, once every csq table of the connection written in this
+** transaction has flushed its buffer, because a failure in xSync still
+** aborts SQLite's commit while one in xCommit would be ignored; stripe
+** coordinators commit last (vtab/stripe.c). ROLLBACK TO undoes deletes from an undo log
 ** and removes the rows inserted after the savepoint (rows already written to
 ** a row group are marked deleted; the space returns at commit).
 */
@@ -43,61 +44,38 @@ void vt_tab_txn_reset(vt_tab *p) {
   p->bInTxn = 0;
 }
 
-/* Which run of which statements is executing now: every busy statement of
-** the connection with its run count. 0 when none is (a call from C). */
-static uint64_t statement_key(sqlite3 *db) {
-  uint64_t k = 0;
-  for (sqlite3_stmt *s = sqlite3_next_stmt(db, NULL); s; s = sqlite3_next_stmt(db, s)) {
-    if (!sqlite3_stmt_busy(s)) continue;
-    k = (k ^ (uint64_t)(uintptr_t)s) * 0x100000001B3ull;
-    k = (k ^ (uint64_t)sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0)) * 0x100000001B3ull;
-    k |= 1;
-  }
-  return k;
+/* The transaction's working view of the table on member k. */
+static store_table *member_table(vt_tab *p, int k) {
+  vt_dev *d = p->apMem[k];
+  return d->pTxn ? store_txn_table(d->pTxn, p->zName) : NULL;
 }
 
-/* Outside a write transaction, every cursor of one statement reads the
-** same committed snapshot, as a native table's statement reads one
-** database state: the snapshot is kept per device for the statement run
-** that took it (statement_key). */
-int vt_visible_table(vt_tab *p, store_table **ppTab, store_snap **ppSnap, char **pzErr) {
-  vt_dev *d = p->pDev;
-  *ppSnap = NULL;
-  if (d->pTxn) {
-    *ppTab = store_txn_table(d->pTxn, p->zName);
-  } else {
-    uint64_t key = statement_key(p->pConn->db);
-    if (key && d->pStmtSnap && d->stmtKey == key) {
-      store_snap_ref(d->pStmtSnap);
-      *ppSnap = d->pStmtSnap;
-    } else {
-      int rc = store_snapshot(d->pStore, d->pQ, ppSnap, pzErr);
-      if (rc) return rc;
-      if (d->pStmtSnap) store_snap_unref(d->pStmtSnap);
-      d->pStmtSnap = NULL;
-      if (key) {
-        store_snap_ref(*ppSnap);
-        d->pStmtSnap = *ppSnap;
-        d->stmtKey = key;
-      }
-    }
-    *ppTab = store_snap_table(*ppSnap, p->zName);
-  }
-  if (!*ppTab) {
-    if (*ppSnap) store_snap_unref(*ppSnap);
-    *ppSnap = NULL;
-    *pzErr = strdup("the table is no longer on its device (dropped by another connection?)");
-    return -ENOENT;
-  }
-  return 0;
-}
-
-/* Start (or join) the device transaction and set up the write buffer. */
+/* Start (or join) the device transaction on every member and set up the
+** write buffer. Members are locked in the order of their paths, so that
+** writers of tables striped over the same devices in another order wait
+** for each other instead of deadlocking. *ppTab: the coordinator's view,
+** whose next-rowid counter numbers the rows of every member. */
 static int ensure_txn(vt_tab *p, store_table **ppTab) {
-  vt_dev *d = p->pDev;
   char *zErr = NULL;
-  if (!d->pTxn) {
+  int bNew = 0;
+  for (;;) {
+    vt_dev *d = NULL;
+    for (int k = 0; k < p->nMem; k++) {
+      vt_dev *m = p->apMem[k];
+      if (!m->pTxn && (!d || strcmp(m->zKey, d->zKey) < 0)) d = m;
+    }
+    if (!d) break;
     int rc = store_txn_begin(d->pStore, d->pQ, VT_BUSY_MS, &d->pTxn, &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+    bNew = 1;
+  }
+  if (bNew && p->nMem > 1) {
+    /* all members locked: they must agree, or a crash tore the table */
+    store_table **aTab = sqlite3_malloc64(sizeof(store_table *) * (size_t)p->nMem);
+    store_snap **aSnap = sqlite3_malloc64(sizeof(store_snap *) * (size_t)p->nMem);
+    int rc = aTab && aSnap ? vt_visible_members(p, aTab, aSnap, &zErr) : -ENOMEM;
+    sqlite3_free(aTab);
+    sqlite3_free(aSnap); /* every view came from a transaction: no snapshot to release */
     if (rc) return vt_err(&p->base, rc, zErr);
   }
   if (!p->aBuf) {
@@ -106,10 +84,14 @@ static int ensure_txn(vt_tab *p, store_table **ppTab) {
     for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&p->aBuf[i]);
   }
   p->bInTxn = 1;
-  *ppTab = store_txn_table(d->pTxn, p->zName);
-  if (!*ppTab) {
-    vt_set_error(&p->base, "csq: table %s is no longer on its device", p->zName);
-    return SQLITE_ERROR;
+  p->bStripeTxn = p->nMem > 1;
+  *ppTab = member_table(p, 0);
+  for (int k = 0; k < p->nMem; k++) {
+    if (!member_table(p, k)) {
+      vt_set_error(&p->base, "csq: table %s is no longer on its device %s", p->zName,
+                   p->apMem[k]->zKey);
+      return SQLITE_ERROR;
+    }
   }
   return SQLITE_OK;
 }
@@ -132,13 +114,25 @@ static int rg_index(const store_table *pTab, const store_rg *pRg) {
   return -1;
 }
 
-/* Write the buffered rows as a row group. bMerge: rewrite a small last row
-** group together with them (used at commit, when no savepoint can refer to
-** the rows any more). */
-static int flush_buffer(vt_tab *p, store_table *pTab, int bMerge) {
+/* Write the buffered rows as a row group, to the member holding the fewest
+** row groups (round-robin over a stripe's members). bMerge: rewrite a small
+** last row group of that member together with them (used at commit, when
+** no savepoint can refer to the rows any more). */
+static int flush_buffer(vt_tab *p, int bMerge) {
   uint32_t n = buf_rows(p);
   if (n == 0) return SQLITE_OK;
-  store_txn *t = p->pDev->pTxn;
+  int k = 0;
+  for (int j = 1; j < p->nMem; j++) {
+    store_table *a = member_table(p, j), *b = member_table(p, k);
+    if (a && b && a->nRg < b->nRg) k = j;
+  }
+  store_table *pTab = member_table(p, k);
+  store_txn *t = p->apMem[k]->pTxn;
+  if (!pTab) {
+    vt_set_error(&p->base, "csq: table %s is no longer on its device %s", p->zName,
+                 p->apMem[k]->zKey);
+    return SQLITE_ERROR;
+  }
   char *zErr = NULL;
   int nDel = 0;
   for (uint32_t i = 0; i < n; i++) nDel += p->aBufDel[i];
@@ -155,6 +149,7 @@ static int flush_buffer(vt_tab *p, store_table *pTab, int bMerge) {
     rc = grow((void **)&p->aSpan, &p->nSpanAlloc, p->nSpan, sizeof(vt_span));
     if (rc) return rc;
     p->aSpan[p->nSpan].pRg = pRg;
+    p->aSpan[p->nSpan].iMem = k;
     p->aSpan[p->nSpan].seq0 = p->bufSeq0;
     p->aSpan[p->nSpan].n = n;
     p->nSpan++;
@@ -170,9 +165,10 @@ done:
   return SQLITE_OK;
 }
 
-static int undo_push(vt_tab *p, store_rg *pRg, uint32_t iRow, int64_t seq) {
+static int undo_push(vt_tab *p, int iMem, store_rg *pRg, uint32_t iRow, int64_t seq) {
   int rc = grow((void **)&p->aUndo, &p->nUndoAlloc, p->nUndo, sizeof(vt_undo));
   if (rc) return rc;
+  p->aUndo[p->nUndo].iMem = iMem;
   p->aUndo[p->nUndo].pRg = pRg;
   p->aUndo[p->nUndo].iRow = iRow;
   p->aUndo[p->nUndo].seq = seq;
@@ -180,12 +176,13 @@ static int undo_push(vt_tab *p, store_rg *pRg, uint32_t iRow, int64_t seq) {
   return SQLITE_OK;
 }
 
-/* Find a live row by rowid: in the buffer (*piBuf >= 0) or on the device
-** (*piRg >= 0). */
-static int locate(vt_tab *p, store_table *pTab, int64_t iRowid, int64_t *piBuf, int *piRg,
+/* Find a live row by rowid: in the buffer (*piBuf >= 0) or on member
+** *piMem's device (*piRg >= 0). */
+static int locate(vt_tab *p, int64_t iRowid, int64_t *piBuf, int *piMem, int *piRg,
                   uint32_t *piRow) {
   *piBuf = -1;
   *piRg = -1;
+  *piMem = 0;
   uint32_t n = buf_rows(p);
   for (uint32_t i = n; i-- > 0;) {
     if (p->aBuf[0].aVal[i].i == iRowid && !p->aBufDel[i]) {
@@ -193,35 +190,44 @@ static int locate(vt_tab *p, store_table *pTab, int64_t iRowid, int64_t *piBuf, 
       return SQLITE_OK;
     }
   }
-  char *zErr = NULL;
-  int rc = store_txn_find(p->pDev->pTxn, pTab, iRowid, 0, piRg, piRow, &zErr);
-  if (rc) return vt_err(&p->base, rc, zErr);
+  for (int k = 0; k < p->nMem; k++) {
+    char *zErr = NULL;
+    store_table *pTab = member_table(p, k);
+    if (!pTab) continue;
+    int rc = store_txn_find(p->apMem[k]->pTxn, pTab, iRowid, 0, piRg, piRow, &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+    if (*piRg >= 0) {
+      *piMem = k;
+      return SQLITE_OK;
+    }
+  }
   return SQLITE_OK;
 }
 
-static int delete_row(vt_tab *p, store_table *pTab, int64_t iRowid) {
+static int delete_row(vt_tab *p, int64_t iRowid) {
   int64_t iBuf;
-  int iRg;
+  int iRg, k;
   uint32_t iRow;
-  int rc = locate(p, pTab, iRowid, &iBuf, &iRg, &iRow);
+  int rc = locate(p, iRowid, &iBuf, &k, &iRg, &iRow);
   if (rc) return rc;
   if (iBuf >= 0) {
     p->aBufDel[iBuf] = 1;
-    return undo_push(p, NULL, 0, p->bufSeq0 + iBuf);
+    return undo_push(p, 0, NULL, 0, p->bufSeq0 + iBuf);
   }
   if (iRg < 0) return SQLITE_OK; /* already gone */
   char *zErr = NULL;
+  store_table *pTab = member_table(p, k);
   store_rg *pRg = pTab->apRg[iRg];
   int64_t seq = -1;
   if (pRg->txnState == 2) {
     for (int i = 0; i < p->nSpan; i++)
       if (p->aSpan[i].pRg == pRg) seq = p->aSpan[i].seq0 + iRow;
   }
-  rc = store_txn_delete(p->pDev->pTxn, pTab, iRg, iRow, 1, &zErr);
+  rc = store_txn_delete(p->apMem[k]->pTxn, pTab, iRg, iRow, 1, &zErr);
   if (rc) return vt_err(&p->base, rc, zErr);
   if (p->nRowEst > 0) p->nRowEst--;
-  if (seq >= 0) return undo_push(p, NULL, 0, seq);
-  return undo_push(p, pTab->apRg[iRg], iRow, -1);
+  if (seq >= 0) return undo_push(p, 0, NULL, 0, seq);
+  return undo_push(p, k, pTab->apRg[iRg], iRow, -1);
 }
 
 static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv,
@@ -260,14 +266,14 @@ static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   if (bExplicit) {
     if (iRowid < pTab->nextRowid) {
       int64_t iBuf;
-      int iRg;
+      int iRg, k;
       uint32_t iRow;
-      int rc = locate(p, pTab, iRowid, &iBuf, &iRg, &iRow);
+      int rc = locate(p, iRowid, &iBuf, &k, &iRg, &iRow);
       if (rc) return rc;
       if (iBuf >= 0 || iRg >= 0) {
         int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
         if (eConflict == SQLITE_REPLACE) {
-          rc = delete_row(p, pTab, iRowid);
+          rc = delete_row(p, iRowid);
           if (rc) return rc;
         } else if (eConflict == SQLITE_IGNORE) {
           *pRowid = iRowid;
@@ -309,14 +315,13 @@ static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   p->nSeq++;
   p->nRowEst++; /* keeps xBestIndex's estimate current without reading the catalog */
   *pRowid = iRowid;
-  if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, pTab, 0);
+  if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, 0);
   return SQLITE_OK;
 }
 
 int vt_flush(vt_tab *p) {
   if (!p->bInTxn || !p->pDev->pTxn || buf_rows(p) == 0) return SQLITE_OK;
-  store_table *pTab = store_txn_table(p->pDev->pTxn, p->zName);
-  return pTab ? flush_buffer(p, pTab, 0) : SQLITE_OK;
+  return flush_buffer(p, 0);
 }
 
 int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {
@@ -324,7 +329,7 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   store_table *pTab = NULL;
   int rc = ensure_txn(p, &pTab);
   if (rc) return rc;
-  if (argc == 1) return delete_row(p, pTab, sqlite3_value_int64(argv[0]));
+  if (argc == 1) return delete_row(p, sqlite3_value_int64(argv[0]));
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return insert_row(p, pTab, argv, pRowid);
   /* UPDATE: the new row keeps the rowid unless the rowid (or its alias)
   ** changed */
@@ -337,7 +342,7 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   } else if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
     iNew = sqlite3_value_int64(argv[1]);
   }
-  rc = delete_row(p, pTab, iOld);
+  rc = delete_row(p, iOld);
   if (rc) return rc;
   if (iNew == iOld && !(pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL)) {
     /* same rowid, given explicitly so that it is kept */
@@ -357,29 +362,46 @@ int vt_begin(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
-/* Tables of this connection with unsynced writes on device d. */
-static int pending_tables(vt_conn *pConn, vt_dev *d, vt_tab *pExcept) {
+/* Tables of this connection with unsynced writes. */
+static int pending_tables(vt_conn *pConn, vt_tab *pExcept) {
   int n = 0;
   for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab)
-    if (t != pExcept && t->pDev == d && t->bInTxn == 1) n++;
+    if (t != pExcept && t->bInTxn == 1) n++;
   return n;
+}
+
+/* Commit every device transaction of the connection: the devices that are
+** no written stripe's coordinator first, then the coordinators, so that a
+** stripe member is never behind its coordinator (see vtab/stripe.c). After
+** a failure the transactions not yet committed are rolled back. */
+static int commit_all(vt_conn *pConn, char **pzErr) {
+  int rc = vt_stripe_prepare_commit(pConn, pzErr);
+  for (int pass = 0; pass < 2; pass++) {
+    for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
+      if (!d->pTxn || vt_stripe_is_coordinator(pConn, d) != pass) continue;
+      store_txn *t = d->pTxn;
+      d->pTxn = NULL;
+      if (rc) store_txn_rollback(t);
+      else rc = store_txn_commit(t, pzErr);
+    }
+  }
+  for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab) p->bStripeTxn = 0;
+  return rc;
 }
 
 int vt_sync(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
-  vt_dev *d = p->pDev;
-  if (!p->bInTxn || !d->pTxn) return SQLITE_OK;
-  store_table *pTab = store_txn_table(d->pTxn, p->zName);
-  if (pTab) {
-    int rc = flush_buffer(p, pTab, 1);
+  if (!p->bInTxn || !p->pDev->pTxn) return SQLITE_OK;
+  if (p->bInTxn == 1) {
+    int rc = flush_buffer(p, 1);
     if (rc) return rc;
   }
   p->bInTxn = 2; /* synced */
-  if (pending_tables(p->pConn, d, p) > 0) return SQLITE_OK;
+  /* one commit for every table and device of the transaction, by the last
+  ** table to sync */
+  if (pending_tables(p->pConn, p) > 0) return SQLITE_OK;
   char *zErr = NULL;
-  store_txn *t = d->pTxn;
-  d->pTxn = NULL;
-  int rc = store_txn_commit(t, &zErr);
+  int rc = commit_all(p->pConn, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
   return SQLITE_OK;
 }
@@ -388,7 +410,7 @@ int vt_commit(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
   /* normally committed in xSync; a transaction still open here had no
   ** xSync (SQLite skips it for some statement shapes): commit now */
-  if (p->bInTxn && p->pDev->pTxn && pending_tables(p->pConn, p->pDev, p) == 0) {
+  if (p->bInTxn == 1 && p->pDev->pTxn) {
     int rc = vt_sync(pVtab);
     if (rc) return rc;
   }
@@ -398,10 +420,14 @@ int vt_commit(sqlite3_vtab *pVtab) {
 
 int vt_rollback(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
-  if (p->pDev->pTxn) {
-    store_txn_rollback(p->pDev->pTxn);
-    p->pDev->pTxn = NULL;
+  for (int k = 0; k < p->nMem; k++) {
+    vt_dev *d = p->apMem[k];
+    if (d->pTxn) {
+      store_txn_rollback(d->pTxn);
+      d->pTxn = NULL;
+    }
   }
+  p->bStripeTxn = 0;
   vt_tab_txn_reset(p);
   return SQLITE_OK;
 }
@@ -428,30 +454,31 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   while (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint > iSavepoint) p->nSave--;
   if (p->nSave == 0 || p->aSave[p->nSave - 1].iSavepoint != iSavepoint) return SQLITE_OK;
   vt_mark *m = &p->aSave[p->nSave - 1];
-  store_txn *t = p->pDev->pTxn;
-  if (!t || !p->aBuf) {
+  if (!p->pDev->pTxn || !p->aBuf) {
     p->nSeq = m->seq;
     p->nUndo = m->nUndo;
     return SQLITE_OK;
   }
-  store_table *pTab = store_txn_table(t, p->zName);
-  if (!pTab) return SQLITE_OK;
   char *zErr = NULL;
   int rc = 0;
   /* 1. undo deletes made after the mark */
   for (int i = p->nUndo - 1; i >= m->nUndo && rc == 0; i--) {
     vt_undo *u = &p->aUndo[i];
     if (u->pRg) {
-      int g = rg_index(pTab, u->pRg);
-      if (g >= 0) rc = store_txn_delete(t, pTab, g, u->iRow, 0, &zErr);
+      store_table *pTab = member_table(p, u->iMem);
+      int g = pTab ? rg_index(pTab, u->pRg) : -1;
+      if (g >= 0) rc = store_txn_delete(p->apMem[u->iMem]->pTxn, pTab, g, u->iRow, 0, &zErr);
     } else if (u->seq >= p->bufSeq0) {
       if (u->seq - p->bufSeq0 < (int64_t)buf_rows(p)) p->aBufDel[u->seq - p->bufSeq0] = 0;
     } else {
       for (int k = 0; k < p->nSpan; k++) {
         vt_span *sp = &p->aSpan[k];
         if (u->seq >= sp->seq0 && u->seq < sp->seq0 + sp->n) {
-          int g = rg_index(pTab, sp->pRg);
-          if (g >= 0) rc = store_txn_delete(t, pTab, g, (uint32_t)(u->seq - sp->seq0), 0, &zErr);
+          store_table *pTab = member_table(p, sp->iMem);
+          int g = pTab ? rg_index(pTab, sp->pRg) : -1;
+          if (g >= 0)
+            rc = store_txn_delete(p->apMem[sp->iMem]->pTxn, pTab, g,
+                                  (uint32_t)(u->seq - sp->seq0), 0, &zErr);
         }
       }
     }
@@ -471,9 +498,10 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
     vt_span *sp = &p->aSpan[k];
     if (sp->seq0 + sp->n <= S) continue;
     uint32_t from = S > sp->seq0 ? (uint32_t)(S - sp->seq0) : 0;
-    int g = rg_index(pTab, sp->pRg);
+    store_table *pTab = member_table(p, sp->iMem);
+    int g = pTab ? rg_index(pTab, sp->pRg) : -1;
     for (uint32_t r = from; g >= 0 && r < sp->n && rc == 0; r++)
-      rc = store_txn_delete(t, pTab, g, r, 1, &zErr);
+      rc = store_txn_delete(p->apMem[sp->iMem]->pTxn, pTab, g, r, 1, &zErr);
     sp->n = from;
   }
   int j = 0;

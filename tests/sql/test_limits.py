@@ -33,7 +33,7 @@ def test_absurd_options_and_empty_tables():
     con = connect()
     for opt, frag in [("rowgroup=-5", "rowgroup"), ("rowgroup=99999999999", "rowgroup"),
                       ("device=''", "device"), ("pushdown='sometimes'", "pushdown"),
-                      ("devices='a.csd,b.csd'", "devices")]:
+                      ("devices='a.csd,,b.csd'", "devices")]:
         expect_error(lambda: con.execute("CREATE VIRTUAL TABLE t USING csq(a, %s)" % opt), frag)
     con.execute("CREATE VIRTUAL TABLE e USING csq(a INTEGER, b TEXT, pushdown='always')")
     assert con.execute("SELECT count(*), sum(a), max(b) FROM e WHERE a > 0").fetchone() == (0, None, None)
