@@ -425,7 +425,10 @@ static void sp_aggs_of(sp *s, const pl_expr *e) {
 
 static void sp_plan(sp *s) {
   pl_ast *a = s->a;
-  if (!a->bAgg) return sp_fail(s, "no aggregate: the table's own filter pushdown applies%s", "");
+  if (!a->bAgg)
+    return sp_fail(s, "cost: no aggregate, so the table's own filter pushdown moves only the rows "
+                      "that qualify%s",
+                   "");
   if (a->bStar) return sp_fail(s, "SELECT * with aggregates stays on the host%s", "");
   /* WHERE */
   if (a->pWhere) sp_where_term(s, a->pWhere);
@@ -512,8 +515,28 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
              rc == PL_SYNTAX ? "not parsed" : "outside the pushdown subset", err.zMsg);
     return SQLITE_OK;
   }
+  s.ti.ePush = PL_PUSH_AUTO;
+  s.ti.nRows = -1;
+  s.ti.nEngines = -1;
   if (xLookup(pArg, s.a->zDb, s.a->zTable, &s.ti) != 0) {
     snprintf(p->zWhy, sizeof(p->zWhy), "%s is not a csq table of this connection", s.a->zTable);
+    pl_ast_free(s.a);
+    return SQLITE_OK;
+  }
+  /* the cost model's table-level rules (see split.h) */
+  const char *zHostWhy = NULL;
+  char zBuf[200];
+  if (s.ti.ePush == PL_PUSH_NEVER) {
+    zHostWhy = "cost: the table says pushdown='never'";
+  } else if (s.ti.ePush == PL_PUSH_AUTO && s.ti.nRows >= 0 && s.ti.nRows < PL_PUSH_MIN_ROWS) {
+    snprintf(zBuf, sizeof(zBuf),
+             "cost: %lld rows, fewer than %d: SQLite scans them faster than a device round trip "
+             "(pushdown='always' overrides)",
+             (long long)s.ti.nRows, PL_PUSH_MIN_ROWS);
+    zHostWhy = zBuf;
+  }
+  if (zHostWhy) {
+    snprintf(p->zWhy, sizeof(p->zWhy), "%s", zHostWhy);
     pl_ast_free(s.a);
     return SQLITE_OK;
   }
@@ -543,7 +566,12 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
         p->nAgg = s.nAgg;
         p->zHost = zHost;
         zHost = NULL;
-        snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
+        if (s.ti.nEngines == 0)
+          snprintf(p->zWhy, sizeof(p->zWhy),
+                   "filter, GROUP BY and aggregates in csq's host engine: the device has no compute "
+                   "engines (still vectorised, and SQLite merges only partial rows)");
+        else
+          snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
       }
       free(pProg);
     }

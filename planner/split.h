@@ -27,7 +27,20 @@ typedef struct pl_tabinfo {
   const char *const *azCol; /* column names */
   const char *aAff;         /* affinity letter per column ('A'..'E', as vtab.h) */
   int iIpk;                 /* INTEGER PRIMARY KEY column, or -1 */
+  /* For the cost model (the lookup leaves them as pl_plan_query set them,
+  ** meaning "unknown", if it cannot tell): */
+  int ePush;                /* the table's pushdown= option: PL_PUSH_* */
+  int64_t nRows;            /* rows in the table, -1 unknown */
+  int nEngines;             /* compute engines of its device(s); 0 = none (csq's host
+                               engine runs the program over plain reads); -1 unknown */
 } pl_tabinfo;
+
+#define PL_PUSH_AUTO   0 /* the same numbers as the vtab's VT_PUSH_* */
+#define PL_PUSH_ALWAYS 1
+#define PL_PUSH_NEVER  2
+/* pushdown='auto': a table smaller than this is aggregated on the host, where
+** SQLite scans it in less time than one device round trip takes */
+#define PL_PUSH_MIN_ROWS 8192
 
 /* Find csq table zTable; 0 and *pInfo filled, or non-zero if it is not one. */
 typedef int (*pl_lookup_fn)(void *pArg, const char *zDb, const char *zTable, pl_tabinfo *pInfo);
@@ -47,7 +60,15 @@ typedef struct pl_plan {
 
 /* Plan zSql with parameter values aParam[0..nParam) (NULL = not given).
 ** Always returns a plan (bPush 0 when the query is not split) unless out of
-** memory (SQLITE_NOMEM). db evaluates constant sub-expressions. */
+** memory (SQLITE_NOMEM). db evaluates constant sub-expressions.
+**
+** The cost model: the query runs on the host (bPush 0, zWhy says why) when
+** it has no aggregate (the table's own filter pushdown moves only the
+** qualifying rows, and a partial row per group would be as wide), when the
+** table says pushdown='never', or, with pushdown='auto', when the table has
+** fewer than PL_PUSH_MIN_ROWS rows. A device without compute engines still
+** gets the plan: csq's host engine then runs the program over plain reads,
+** which still beats SQLite's row-at-a-time aggregation, and zWhy says so. */
 int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
                   pl_lookup_fn xLookup, void *pArg, pl_plan **ppPlan);
 void pl_plan_free(pl_plan *p);

@@ -249,6 +249,15 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
     pInfo->azCol = l->azCol;
     pInfo->aAff = l->aAff;
     pInfo->iIpk = t->s.iIpk;
+    /* what the cost model weighs (planner/split.h) */
+    pInfo->ePush = t->s.ePush;
+    pInfo->nRows = t->nRowEst;
+    pInfo->nEngines = -1;
+    for (int k = 0; k < t->nMem; k++) {
+      const csq_id_vs *caps = dev_caps(t->apMem[k]->pDev);
+      int n = caps && caps->magic == CSQ_ID_MAGIC ? (int)caps->n_engines : 0;
+      if (pInfo->nEngines < 0 || n < pInfo->nEngines) pInfo->nEngines = n;
+    }
     l->pFound = t;
     return 0;
   }

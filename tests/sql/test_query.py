@@ -124,7 +124,7 @@ def test_random_aggregates_match_native():
     con = connect()
     cols = "g TEXT, h INTEGER, i INTEGER, r REAL, n NUMERIC, x"
     con.execute("CREATE TABLE n(%s)" % cols)
-    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=300)" % cols)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=300, pushdown='always')" % cols)
     rows = []
     for _ in range(5000):
         rows.append((rnd.choice(["a", "b", "c", None, "B"]), rnd.choice([1, 2, 3, None, 2.0]),
@@ -210,6 +210,32 @@ def test_sum_overflow_follows_row_order_as_sqlite_does():
             except sqlite3.Error as e:
                 got = str(e)
             assert got == want, (vals, q, got, want)
+
+
+def test_cost_model_says_where_and_why():
+    con = connect()
+    for name, n, push in (("small", 500, "auto"), ("never", 20000, "never"), ("always", 500, "always"),
+                          ("big", 20000, "auto")):
+        con.execute("CREATE VIRTUAL TABLE %s USING csq(a INTEGER, b TEXT, pushdown='%s')" % (name, push))
+        con.executemany("INSERT INTO %s VALUES(?, ?)" % name, [(i, "k%d" % (i % 3)) for i in range(n)])
+
+    def plan(sql):
+        return dict(con.execute("SELECT * FROM csq_explain(?)", (sql,)).fetchall())
+
+    agg = "SELECT b, count(*), sum(a) FROM %s GROUP BY b ORDER BY b"
+    for name, where, why in (("small", "host", "500 rows, fewer than 8192"),
+                             ("never", "host", "pushdown='never'"),
+                             ("always", "device", "on the device"),
+                             ("big", "device", "on the device")):
+        p = plan(agg % name)
+        assert p["plan"].startswith(where), (name, p)
+        assert why in p["why"], (name, p)
+        con.execute("SELECT csq_stats_reset()")
+        want = con.execute(agg.replace("FROM %s", "FROM (SELECT * FROM %s)") % name).fetchall()
+        assert view(con, agg % name) == want
+        assert (stats(con)["programs_executed"] > 0) == (where == "device"), (name, stats(con))
+    p = plan("SELECT a FROM big WHERE a < 10")
+    assert p["plan"].startswith("host") and "no aggregate" in p["why"], p
 
 
 def test_fallbacks_give_native_answers():
