@@ -86,7 +86,7 @@ bench: deps
 	@sh bench/run.sh $(BUILD) $(SF)
 
 format:
-	clang-format -i $(wildcard */*.c */*.h tests/unit/*.c csq.h)
+	clang-format -i $(wildcard */*.c */*.h tests/*/*.c tests/*/*.h)
 
 clean:
 	rm -rf build build-san

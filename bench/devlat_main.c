@@ -37,7 +37,7 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
-#define IO_BYTES (128u * 1024)
+#define IO_BYTES  (128u * 1024)
 #define IO_BLOCKS (IO_BYTES / CSQ_LBA_SIZE)
 
 /* Read nTotal bytes of the image through the device with depth commands in
@@ -164,8 +164,8 @@ int main(int argc, char **argv) {
     return 1;
   }
 
-  printf("devlat: image %s, %llu MiB, backend %s, %u engines\n", zPath,
-         (unsigned long long)nMiB, dev_backend_name(d), dev_caps(d)->n_engines);
+  printf("devlat: image %s, %llu MiB, backend %s, %u engines\n", zPath, (unsigned long long)nMiB,
+         dev_backend_name(d), dev_caps(d)->n_engines);
 
   /* 1. Round trip of a 1-block read (warm). */
   for (k = 0; k < 2000; k++) dev_nvm_read(q, (uint64_t)k % 64, 1, pBuf);

@@ -76,7 +76,8 @@ typedef struct gen_table {
   int nCol;
   size_t szRow;
 } gen_table;
-#define GEN_TABLE(name, cols, S) {name, cols, (int)(sizeof(cols) / sizeof(cols[0])), sizeof(S)}
+#define GEN_TABLE(name, cols, S)                                                                   \
+  { name, cols, (int)(sizeof(cols) / sizeof(cols[0])), sizeof(S) }
 
 /* ---- calendar ---------------------------------------------------------- */
 

@@ -42,10 +42,10 @@ struct dev_agg {
   uint32_t aOff[CSQ_AGG_MAX_AGGS]; /* state offset of each aggregate in a group's block */
   uint32_t stride;
   uint32_t nGroup, nAlloc;
-  ag_hv *aKey;      /* nGroup x nKey */
-  uint64_t *aHash;  /* per group */
-  uint8_t *aState;  /* nGroup x stride */
-  uint32_t *aSlot;  /* group + 1, 0 empty */
+  ag_hv *aKey;     /* nGroup x nKey */
+  uint64_t *aHash; /* per group */
+  uint8_t *aState; /* nGroup x stride */
+  uint32_t *aSlot; /* group + 1, 0 empty */
   uint32_t nSlot;
   char *aHeap;
   uint64_t nHeap, nHeapAlloc;
@@ -82,7 +82,8 @@ static void vec_val(const csq_vec *p, uint32_t r, ag_hv *v, const uint8_t **pz) 
 /* Hash under SQLite equality: an integral REAL hashes as the integer. */
 static uint64_t hv_hash(const ag_hv *v, const uint8_t *z) {
   switch (v->cls) {
-  case CSQ_INT: return mix64((uint64_t)v->u.i);
+  case CSQ_INT:
+    return mix64((uint64_t)v->u.i);
   case CSQ_REAL: {
     double r = v->u.r;
     if (r >= -9223372036854775808.0 && r < 9223372036854775808.0 && r == floor(r))
@@ -91,13 +92,18 @@ static uint64_t hv_hash(const ag_hv *v, const uint8_t *z) {
     memcpy(&u, &r, 8);
     return mix64(u ^ 0x5bd1e9955bd1e995ull);
   }
-  case CSQ_TEXT: return XXH3_64bits(z, v->n) ^ 0x27d4eb2f165667c5ull;
-  case CSQ_BLOB: return XXH3_64bits(z, v->n) ^ 0x94d049bb133111ebull;
-  default: return 0x9e3779b97f4a7c15ull;
+  case CSQ_TEXT:
+    return XXH3_64bits(z, v->n) ^ 0x27d4eb2f165667c5ull;
+  case CSQ_BLOB:
+    return XXH3_64bits(z, v->n) ^ 0x94d049bb133111ebull;
+  default:
+    return 0x9e3779b97f4a7c15ull;
   }
 }
 
-static int is_num(int c) { return c == CSQ_INT || c == CSQ_REAL; }
+static int is_num(int c) {
+  return c == CSQ_INT || c == CSQ_REAL;
+}
 
 /* SQLite's order of two non-NULL values, TEXT under collation coll
 ** (CSQ_TF_BINARY / NOCASE / RTRIM). */
@@ -214,8 +220,9 @@ int dev_agg_new(const uint8_t *prog, size_t nProg, dev_agg **pp, char **pzErr) {
       if (bSum != (pass == 0)) continue;
       a->aOff[i] = off;
       int fn = a->prog.aAgg[i].fn;
-      off += bSum ? (uint32_t)sizeof(ag_hsum)
-                  : fn == CSQ_AGG_MIN || fn == CSQ_AGG_MAX ? (uint32_t)sizeof(ag_hv) : 8;
+      off += bSum                                     ? (uint32_t)sizeof(ag_hsum)
+             : fn == CSQ_AGG_MIN || fn == CSQ_AGG_MAX ? (uint32_t)sizeof(ag_hv)
+                                                      : 8;
     }
   a->stride = (off + 15) & ~15u;
   if (!a->stride) a->stride = 16;
@@ -223,9 +230,15 @@ int dev_agg_new(const uint8_t *prog, size_t nProg, dev_agg **pp, char **pzErr) {
   return 0;
 }
 
-int dev_agg_npartial(const dev_agg *a) { return a->nPartial; }
-int dev_agg_ncol(const dev_agg *a) { return a->nKey + a->nAgg; }
-uint64_t dev_agg_ngroups(const dev_agg *a) { return a->nGroup; }
+int dev_agg_npartial(const dev_agg *a) {
+  return a->nPartial;
+}
+int dev_agg_ncol(const dev_agg *a) {
+  return a->nKey + a->nAgg;
+}
+uint64_t dev_agg_ngroups(const dev_agg *a) {
+  return a->nGroup;
+}
 
 /* A new group with keys aK (bytes az): its index, or -1 on OOM. */
 static int64_t group_new(dev_agg *a, const ag_hv *aK, const uint8_t *const *az, uint64_t h) {
@@ -296,7 +309,9 @@ static void kbn_add(double *ps, double *pc, double x) {
 }
 
 /* Class check of a state cell: 1 if column p's row r is of class cls. */
-static int cell_is(const csq_vec *p, uint32_t r, int cls) { return p->aCls[r] == cls; }
+static int cell_is(const csq_vec *p, uint32_t r, int cls) {
+  return p->aCls[r] == cls;
+}
 
 int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) {
   ag_hv aK[CSQ_AGG_MAX_KEYS];
@@ -304,7 +319,8 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
   *pzErr = NULL;
   for (int c = 0; c < a->nPartial; c++)
     if (aPart[c].n < nRows) {
-      *pzErr = dev_mprintf("partial aggregate: column %d holds %u of %u rows", c, aPart[c].n, nRows);
+      *pzErr =
+          dev_mprintf("partial aggregate: column %d holds %u of %u rows", c, aPart[c].n, nRows);
       return -EINVAL;
     }
   for (uint32_t r = 0; r < nRows; r++) {
@@ -331,7 +347,8 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
         const uint8_t *z;
         vec_val(&aPart[c], r, &v, &z);
         if (v.cls == CSQ_NULL) break;
-        int x = best->cls ? hv_cmp(&v, z, best, hv_bytes(a, best), pa->flags & CSQ_TF_COLL_MASK) : 0;
+        int x =
+            best->cls ? hv_cmp(&v, z, best, hv_bytes(a, best), pa->flags & CSQ_TF_COLL_MASK) : 0;
         if (!best->cls || (pa->fn == CSQ_AGG_MIN ? x < 0 : x > 0)) {
           if (hv_store(a, best, &v, z)) {
             *pzErr = dev_mprintf("out of memory merging partial aggregates");
@@ -349,8 +366,10 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
           int64_t b = aPart[c + k].aVal[r].i;
           if (b < 0) goto bad;
           unsigned __int128 u = b == INT64_MAX ? (unsigned __int128)1 << 64 : (uint64_t)b;
-          if (k == 6) s->upos += u;
-          else s->uneg += u;
+          if (k == 6)
+            s->upos += u;
+          else
+            s->uneg += u;
         }
         s->cnt += aPart[c].aVal[r].i;
         s->nReal += aPart[c + 1].aVal[r].i;
@@ -434,11 +453,15 @@ static int push_real(csq_vec *v, double r) {
 
 static int push_hv(dev_agg *a, csq_vec *v, const ag_hv *x) {
   switch (x->cls) {
-  case CSQ_INT: return csq_vec_push_int(v, x->u.i);
-  case CSQ_REAL: return csq_vec_push_real(v, x->u.r);
+  case CSQ_INT:
+    return csq_vec_push_int(v, x->u.i);
+  case CSQ_REAL:
+    return csq_vec_push_real(v, x->u.r);
   case CSQ_TEXT:
-  case CSQ_BLOB: return csq_vec_push_bytes(v, x->cls, hv_bytes(a, x), x->n);
-  default: return csq_vec_push_null(v);
+  case CSQ_BLOB:
+    return csq_vec_push_bytes(v, x->cls, hv_bytes(a, x), x->n);
+  default:
+    return csq_vec_push_null(v);
   }
 }
 
@@ -449,7 +472,8 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
   for (int c = 0; c < nCol; c++) csq_vec_reset(&aOut[c]);
   if (a->nKey == 0 && a->nGroup == 0 && group_find(a, NULL, NULL) < 0) return -ENOMEM;
   for (uint32_t g = 0; g < a->nGroup && rc == 0; g++) {
-    for (int j = 0; j < a->nKey && rc == 0; j++) rc = push_hv(a, &aOut[j], &a->aKey[(size_t)g * a->nKey + j]);
+    for (int j = 0; j < a->nKey && rc == 0; j++)
+      rc = push_hv(a, &aOut[j], &a->aKey[(size_t)g * a->nKey + j]);
     const uint8_t *pS = a->aState + (size_t)g * a->stride;
     for (int i = 0; i < a->nAgg && rc == 0; i++) {
       const uint8_t *p = pS + a->aOff[i];
@@ -457,9 +481,13 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       const ag_hsum *s = (const ag_hsum *)p;
       switch (a->prog.aAgg[i].fn) {
       case CSQ_AGG_COUNT_STAR:
-      case CSQ_AGG_COUNT: rc = csq_vec_push_int(v, *(const int64_t *)p); break;
+      case CSQ_AGG_COUNT:
+        rc = csq_vec_push_int(v, *(const int64_t *)p);
+        break;
       case CSQ_AGG_MIN:
-      case CSQ_AGG_MAX: rc = push_hv(a, v, (const ag_hv *)p); break;
+      case CSQ_AGG_MAX:
+        rc = push_hv(a, v, (const ag_hv *)p);
+        break;
       case CSQ_AGG_SUM:
         /* SQLite raises "integer overflow" when a running sum of the
         ** integers met before the first REAL leaves int64, which depends on
@@ -469,15 +497,20 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
           *pzErr = dev_mprintf("a SUM may overflow in row order: run on the host");
           return -EDOM;
         }
-        if (s->cnt == 0) rc = csq_vec_push_null(v);
-        else if (s->nReal) rc = push_real(v, sum_real(s));
-        else if (s->isum >= INT64_MIN && s->isum <= INT64_MAX) rc = csq_vec_push_int(v, (int64_t)s->isum);
+        if (s->cnt == 0)
+          rc = csq_vec_push_null(v);
+        else if (s->nReal)
+          rc = push_real(v, sum_real(s));
+        else if (s->isum >= INT64_MIN && s->isum <= INT64_MAX)
+          rc = csq_vec_push_int(v, (int64_t)s->isum);
         else {
           *pzErr = dev_mprintf("integer overflow");
           return -ERANGE;
         }
         break;
-      case CSQ_AGG_TOTAL: rc = push_real(v, s->cnt ? sum_real(s) : 0.0); break;
+      case CSQ_AGG_TOTAL:
+        rc = push_real(v, s->cnt ? sum_real(s) : 0.0);
+        break;
       default: /* AVG */
         rc = s->cnt ? push_real(v, sum_real(s) / (double)s->cnt) : csq_vec_push_null(v);
         break;

@@ -29,7 +29,9 @@ void sbuf_put(store_buf *b, const void *p, size_t n) {
   memcpy(b->a + b->n, p, n);
   b->n += n;
 }
-void sbuf_u8(store_buf *b, uint8_t v) { sbuf_put(b, &v, 1); }
+void sbuf_u8(store_buf *b, uint8_t v) {
+  sbuf_put(b, &v, 1);
+}
 void sbuf_u16(store_buf *b, uint16_t v) {
   uint8_t a[2] = {(uint8_t)v, (uint8_t)(v >> 8)};
   sbuf_put(b, a, 2);
@@ -262,7 +264,6 @@ int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOu
   *pnOut = b.n;
   return 0;
 }
-
 
 int store_cat_decode(const uint8_t *p, size_t n, store_snap **ppSnap, uint32_t *pNextTabId,
                      char **pzErr) {

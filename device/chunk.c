@@ -44,7 +44,9 @@
 
 #define BLOCK 1024 /* values per unpack block: fits L1 with its output */
 
-static inline uint64_t pad8(uint64_t x) { return (x + 7) & ~(uint64_t)7; }
+static inline uint64_t pad8(uint64_t x) {
+  return (x + 7) & ~(uint64_t)7;
+}
 
 static inline uint64_t ld64(const uint8_t *p) {
   uint64_t x;
@@ -85,7 +87,9 @@ static inline uint64_t dbl2bits(double r) {
   return b;
 }
 /* Bits needed for x (0 for 0). */
-static inline unsigned bitlen(uint64_t x) { return x ? 64u - (unsigned)__builtin_clzll(x) : 0u; }
+static inline unsigned bitlen(uint64_t x) {
+  return x ? 64u - (unsigned)__builtin_clzll(x) : 0u;
+}
 
 /* BINARY collation: memcmp, then the shorter is smaller. */
 static inline int cmp_bytes(const void *a, uint64_t na, const void *b, uint64_t nb) {
@@ -106,8 +110,8 @@ static inline int cmp_bytes(const void *a, uint64_t na, const void *b, uint64_t 
 ** load, a shift and a mask. The extra byte load for w > 56 stays inside the
 ** section thanks to its 8 bytes of slack.
 */
-static inline __attribute__((always_inline)) void unpack_groups(const uint8_t *base, uint32_t nGroup,
-                                                                uint64_t *out, const unsigned w) {
+static inline __attribute__((always_inline)) void
+unpack_groups(const uint8_t *base, uint32_t nGroup, uint64_t *out, const unsigned w) {
   const uint64_t mask = w == 64 ? ~(uint64_t)0 : ((uint64_t)1 << w) - 1;
   for (uint32_t g = 0; g < nGroup; g++, base += w, out += 8) {
 #pragma GCC unroll 8
@@ -144,13 +148,17 @@ void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, 
   if (nGroup) {
     const uint8_t *base = packed + ((uint64_t)(i0 + k) / 8) * w;
     switch (w) {
-#define W(x) \
-  case x: unpack_groups(base, nGroup, out + k, x); break;
-      W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8) W(9) W(10) W(11) W(12) W(13) W(14) W(15) W(16)
-      W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30)
-      W(31) W(32) W(33) W(34) W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44)
-      W(45) W(46) W(47) W(48) W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58)
-      W(59) W(60) W(61) W(62) W(63) W(64)
+#define W(x)                                                                                       \
+  case x:                                                                                          \
+    unpack_groups(base, nGroup, out + k, x);                                                       \
+    break;
+      W(1)
+      W(2)
+      W(3) W(4) W(5) W(6) W(7) W(8) W(9) W(10) W(11) W(12) W(13) W(14) W(15) W(16) W(17) W(18) W(19)
+          W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30) W(31) W(32) W(33) W(34)
+              W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44) W(45) W(46) W(47) W(48)
+                  W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58) W(59) W(60) W(61)
+                      W(62) W(63) W(64)
 #undef W
     }
     k += nGroup * 8;
@@ -253,19 +261,28 @@ static void zone_scan(csq_zone *z, const csq_vec *v, uint32_t i0, uint32_t n) {
     uint8_t c = v->aCls[i];
     if (c == CSQ_INT) {
       int64_t x = v->aVal[i].i;
-      if (!bInt) z->iMin = z->iMax = x, bInt = 1;
-      else if (x < z->iMin) z->iMin = x;
-      else if (x > z->iMax) z->iMax = x;
+      if (!bInt)
+        z->iMin = z->iMax = x, bInt = 1;
+      else if (x < z->iMin)
+        z->iMin = x;
+      else if (x > z->iMax)
+        z->iMax = x;
       double r = (double)x;
-      if (!bNum) z->rMin = z->rMax = r, bNum = 1;
-      else if (r < z->rMin) z->rMin = r;
-      else if (r > z->rMax) z->rMax = r;
+      if (!bNum)
+        z->rMin = z->rMax = r, bNum = 1;
+      else if (r < z->rMin)
+        z->rMin = r;
+      else if (r > z->rMax)
+        z->rMax = r;
     } else if (c == CSQ_REAL) {
       double r = v->aVal[i].r;
       if (isnan(r)) continue;
-      if (!bNum) z->rMin = z->rMax = r, bNum = 1;
-      else if (r < z->rMin) z->rMin = r;
-      else if (r > z->rMax) z->rMax = r;
+      if (!bNum)
+        z->rMin = z->rMax = r, bNum = 1;
+      else if (r < z->rMin)
+        z->rMin = r;
+      else if (r > z->rMax)
+        z->rMax = r;
     } else if (c == kTxt) {
       const char *p = csq_vec_bytes(v, i);
       uint32_t len = v->aLen[i];
@@ -326,7 +343,8 @@ static uint8_t *chunk_alloc(const enc_plan *pl, const csq_vec *v, uint32_t i0, u
   if (bNulls) {
     uint8_t *m = p + CSQ_CHUNK_HDR;
     const uint8_t *aCls = v->aCls + i0;
-    for (uint32_t k = 0; k < pl->nVal; k++) m[k >> 3] |= (uint8_t)((aCls[k] == CSQ_NULL) << (k & 7));
+    for (uint32_t k = 0; k < pl->nVal; k++)
+      m[k >> 3] |= (uint8_t)((aCls[k] == CSQ_NULL) << (k & 7));
   }
   *pnBytes = nBytes;
   *piPay = CSQ_CHUNK_HDR + nMap;
@@ -355,9 +373,8 @@ static inline void pack_one(uint8_t *base, unsigned w, uint64_t i, uint64_t x) {
   if (s + w > 64) st64(q + 8, ld64(q + 8) | x >> (64 - s));
 }
 
-static inline __attribute__((always_inline)) void pack_groups(uint8_t *base, const uint64_t *a,
-                                                              uint32_t nGroup, uint64_t ref,
-                                                              const unsigned w) {
+static inline __attribute__((always_inline)) void
+pack_groups(uint8_t *base, const uint64_t *a, uint32_t nGroup, uint64_t ref, const unsigned w) {
   const uint64_t mask = w == 64 ? ~(uint64_t)0 : ((uint64_t)1 << w) - 1;
   for (uint32_t g = 0; g < nGroup; g++, base += w, a += 8) {
     uint64_t t[9] = {0};
@@ -377,18 +394,23 @@ static inline __attribute__((always_inline)) void pack_groups(uint8_t *base, con
 static void pack_codes(packer *pk, const uint64_t *a, uint32_t n, unsigned w, uint64_t ref) {
   const uint64_t mask = w == 64 ? ~(uint64_t)0 : ((uint64_t)1 << w) - 1;
   uint32_t k = 0;
-  for (; k < n && (pk->pos & 7); k++, pk->pos++) pack_one(pk->base, w, pk->pos, (a[k] - ref) & mask);
+  for (; k < n && (pk->pos & 7); k++, pk->pos++)
+    pack_one(pk->base, w, pk->pos, (a[k] - ref) & mask);
   uint32_t nGroup = (n - k) / 8;
   if (nGroup) {
     uint8_t *base = pk->base + (pk->pos / 8) * w;
     switch (w) {
-#define W(x) \
-  case x: pack_groups(base, a + k, nGroup, ref, x); break;
-      W(1) W(2) W(3) W(4) W(5) W(6) W(7) W(8) W(9) W(10) W(11) W(12) W(13) W(14) W(15) W(16)
-      W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30)
-      W(31) W(32) W(33) W(34) W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44)
-      W(45) W(46) W(47) W(48) W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58)
-      W(59) W(60) W(61) W(62) W(63) W(64)
+#define W(x)                                                                                       \
+  case x:                                                                                          \
+    pack_groups(base, a + k, nGroup, ref, x);                                                      \
+    break;
+      W(1)
+      W(2)
+      W(3) W(4) W(5) W(6) W(7) W(8) W(9) W(10) W(11) W(12) W(13) W(14) W(15) W(16) W(17) W(18) W(19)
+          W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30) W(31) W(32) W(33) W(34)
+              W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44) W(45) W(46) W(47) W(48)
+                  W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58) W(59) W(60) W(61)
+                      W(62) W(63) W(64)
 #undef W
     }
     k += nGroup * 8;
@@ -641,7 +663,8 @@ typedef struct dict_ctx {
 static int dict_cmp(const void *pa, const void *pb, void *pCtx) {
   const dict_ctx *c = pCtx;
   uint32_t ia = c->aFirst[*(const uint32_t *)pa], ib = c->aFirst[*(const uint32_t *)pb];
-  return cmp_bytes(csq_vec_bytes(c->v, ia), c->v->aLen[ia], csq_vec_bytes(c->v, ib), c->v->aLen[ib]);
+  return cmp_bytes(csq_vec_bytes(c->v, ia), c->v->aLen[ia], csq_vec_bytes(c->v, ib),
+                   c->v->aLen[ib]);
 }
 
 /*
@@ -674,8 +697,8 @@ static int encode_bytes(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNul
   int bConst = 1;
   for (uint32_t k = k0 + 1; k < n && bConst; k++) {
     uint32_t i = i0 + k;
-    bConst = aCls[k] == CSQ_NULL ||
-             (v->aLen[i] == nFirst && (nFirst == 0 || !memcmp(csq_vec_bytes(v, i), zFirst, nFirst)));
+    bConst = aCls[k] == CSQ_NULL || (v->aLen[i] == nFirst &&
+                                     (nFirst == 0 || !memcmp(csq_vec_bytes(v, i), zFirst, nFirst)));
   }
 
   if (!bConst && cls == CSQ_TEXT && nNonNull >= 4) {
@@ -820,7 +843,8 @@ static int encode_bytes(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNul
     uint64_t aBuf[BLOCK];
     for (uint32_t k = 0; k < n; k += BLOCK) {
       uint32_t m = n - k < BLOCK ? n - k : BLOCK;
-      for (uint32_t j = 0; j < m; j++) aBuf[j] = aProv[k + j] == UINT32_MAX ? 0 : aRank[aProv[k + j]];
+      for (uint32_t j = 0; j < m; j++)
+        aBuf[j] = aProv[k + j] == UINT32_MAX ? 0 : aRank[aProv[k + j]];
       pack_codes(&pk, aBuf, m, pl.width, 0);
     }
   } else {
@@ -856,8 +880,12 @@ static int encode_tagged(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNu
     uint32_t i = i0 + k;
     uint64_t s = 0;
     switch (v->aCls[i]) {
-    case CSQ_INT: s = (uint64_t)v->aVal[i].i; break;
-    case CSQ_REAL: s = dbl2bits(v->aVal[i].r); break;
+    case CSQ_INT:
+      s = (uint64_t)v->aVal[i].i;
+      break;
+    case CSQ_REAL:
+      s = dbl2bits(v->aVal[i].r);
+      break;
     case CSQ_TEXT:
     case CSQ_BLOB:
       s = v->aLen[i];
@@ -916,7 +944,7 @@ int csq_chunk_encode(const csq_vec *v, uint32_t i0, uint32_t n, uint8_t **ppOut,
   uint8_t *p = 0;
   uint64_t nBytes = 0;
   int rc;
-  uint8_t only = mask & (uint8_t)~(1u << CSQ_NULL);
+  uint8_t only = mask & (uint8_t) ~(1u << CSQ_NULL);
   if (only == 0) { /* empty, or all NULL */
     enc_plan pl = {.enc = CSQ_ENC_CONST, .cls = CSQ_NULL, .nVal = n, .nNull = n};
     uint64_t iPay;
@@ -1288,15 +1316,21 @@ int csq_chunk_decode(const uint8_t *p, size_t n, csq_vec *pOut) {
       uint64_t s = ld64(w.aSlot + 8 * (uint64_t)k);
       aLen[k] = 0;
       switch (aCls[k]) {
-      case CSQ_INT: aVal[k].i = (int64_t)s; break;
-      case CSQ_REAL: aVal[k].r = bits2dbl(s); break;
+      case CSQ_INT:
+        aVal[k].i = (int64_t)s;
+        break;
+      case CSQ_REAL:
+        aVal[k].r = bits2dbl(s);
+        break;
       case CSQ_TEXT:
       case CSQ_BLOB:
         aVal[k].off = o;
         aLen[k] = (uint32_t)s;
         o += s;
         break;
-      default: aVal[k].i = 0; break;
+      default:
+        aVal[k].i = 0;
+        break;
       }
     }
     break;

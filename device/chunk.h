@@ -7,7 +7,8 @@
 ** (magic, encoding, value count, sizes, XXH3-64 of everything after the
 ** checksum field), then the null bitmap, then the encoded payload. Encodings are chosen per chunk
 ** from the values: frame-of-reference bit-packing for integers, dictionary
-** and plain for text, decimal-scaled integers or plain for reals, plain for blobs, run-length where runs pay,
+** and plain for text, decimal-scaled integers or plain for reals, plain for blobs, run-length where
+*runs pay,
 ** and a tagged encoding for chunks that mix storage classes (slower, exact).
 **
 ** The zone map (csq_zone) of a chunk is kept in the catalog, beside the
@@ -43,23 +44,23 @@ static inline double csq_pow10(unsigned s) {
 
 /* Zone map of a chunk: what a predicate may know without reading it. */
 typedef struct csq_zone {
-  uint32_t nVal;    /* values, NULLs included */
+  uint32_t nVal; /* values, NULLs included */
   uint32_t nNull;
-  uint8_t clsMask;  /* OR of (1 << class) */
+  uint8_t clsMask;              /* OR of (1 << class) */
   uint8_t bMinTrunc, bMaxTrunc; /* text/blob min/max prefix was truncated */
   uint8_t nMinTxt, nMaxTxt;     /* bytes in zMinTxt / zMaxTxt */
   uint8_t pad[3];
-  int64_t iMin, iMax;  /* over INT values (valid if clsMask has CSQ_INT) */
-  double rMin, rMax;   /* over INT and REAL values as doubles (valid if any number) */
+  int64_t iMin, iMax;            /* over INT values (valid if clsMask has CSQ_INT) */
+  double rMin, rMax;             /* over INT and REAL values as doubles (valid if any number) */
   char zMinTxt[CSQ_ZONE_PREFIX]; /* smallest TEXT (or BLOB if no TEXT) value, prefix */
   char zMaxTxt[CSQ_ZONE_PREFIX]; /* largest, prefix; if bMaxTrunc, the true max starts
                                     with these bytes and may be longer */
 } csq_zone;
 
 typedef struct csq_chunk_info {
-  uint8_t enc;      /* encoding chosen */
-  uint64_t nBytes;  /* encoded size, header included */
-  uint64_t xxh3;    /* XXH3-64 of the whole encoded chunk (header included) */
+  uint8_t enc;     /* encoding chosen */
+  uint64_t nBytes; /* encoded size, header included */
+  uint64_t xxh3;   /* XXH3-64 of the whole encoded chunk (header included) */
   csq_zone zone;
 } csq_chunk_info;
 
@@ -105,7 +106,7 @@ void csq_zone_merge(csq_zone *a, const csq_zone *b);
 /* Largest value count of one chunk; bounds what decoding may allocate when
 ** counts do not come with bytes (CONST, INT_RLE). */
 #define CSQ_CHUNK_MAX_VALS (1u << 20)
-#define CSQ_CHUNK_HDR 56 /* bytes of the fixed header */
+#define CSQ_CHUNK_HDR      56 /* bytes of the fixed header */
 
 typedef struct csq_chunk_desc {
   uint8_t enc;     /* CSQ_ENC_* */
@@ -115,13 +116,14 @@ typedef struct csq_chunk_desc {
   uint32_t nVal, nNull;
   uint32_t nAux;   /* INT_RLE: runs; TEXT_DICT: dictionary entries; REAL_DEC: the scale; else 0 */
   uint64_t nBytes; /* bytes of the chunk, header included (may be less than the buffer) */
-  int64_t iRef;    /* INT_FOR, INT_RLE, REAL_DEC: value = iRef + code (mod 2^64); CONST INT: the value */
-  double rConst;   /* CONST REAL: the value, bit-exact */
-  uint64_t nVar;   /* bytes at aVar */
+  int64_t
+      iRef; /* INT_FOR, INT_RLE, REAL_DEC: value = iRef + code (mod 2^64); CONST INT: the value */
+  double rConst;          /* CONST REAL: the value, bit-exact */
+  uint64_t nVar;          /* bytes at aVar */
   const uint8_t *aNull;   /* bit i (byte i/8, bit i%8) set = value i is NULL; NULL when nNull
                              is 0 or nVal (then no slot or every slot is NULL) */
-  const uint8_t *aPacked; /* INT_FOR, TEXT_DICT, REAL_DEC: nVal codes; INT_RLE: nAux run-value codes;
-                             read with csq_unpack_u64(aPacked, width, ...) */
+  const uint8_t *aPacked; /* INT_FOR, TEXT_DICT, REAL_DEC: nVal codes; INT_RLE: nAux run-value
+                             codes; read with csq_unpack_u64(aPacked, width, ...) */
   const uint8_t *aRunEnd; /* INT_RLE: nAux u32, exclusive end slot of each run, strictly
                              ascending, the last = nVal */
   const uint8_t *aReal;   /* REAL_PLAIN: nVal doubles (IEEE bits) */
@@ -143,8 +145,7 @@ int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pDesc);
 ** words; a section of nTotal codes occupies csq_packed_size(nTotal, width)
 ** bytes (8 bytes of slack at the end let the unpacker use whole-word loads),
 ** and i0+n must not exceed nTotal. Fast for any width (specialised loops). */
-void csq_unpack_u64(const uint8_t *packed, unsigned width, uint32_t i0, uint32_t n,
-                    uint64_t *out);
+void csq_unpack_u64(const uint8_t *packed, unsigned width, uint32_t i0, uint32_t n, uint64_t *out);
 
 static inline uint64_t csq_packed_size(uint32_t nTotal, unsigned width) {
   return width == 0 ? 0 : ((uint64_t)nTotal * width + 63) / 64 * 8 + 8;

@@ -35,16 +35,16 @@
 
 /* Submission queue entry, 64 bytes, NVMe common command format. */
 typedef struct csq_sqe {
-  uint8_t opcode;   /* CDW0[7:0] */
-  uint8_t flags;    /* CDW0[15:8]: FUSE/PSDT, always 0 here */
-  uint16_t cid;     /* CDW0[31:16]: command identifier, set by the queue */
-  uint32_t nsid;    /* CDW1 */
-  uint32_t cdw2;    /* CDW2 */
-  uint32_t cdw3;    /* CDW3 */
-  uint64_t mptr;    /* CDW4-5: metadata pointer, unused */
-  uint64_t prp1;    /* CDW6-7: data pointer (host buffer address) */
-  uint64_t prp2;    /* CDW8-9: second data pointer, unused (one buffer per command) */
-  uint32_t cdw10;   /* command specific */
+  uint8_t opcode; /* CDW0[7:0] */
+  uint8_t flags;  /* CDW0[15:8]: FUSE/PSDT, always 0 here */
+  uint16_t cid;   /* CDW0[31:16]: command identifier, set by the queue */
+  uint32_t nsid;  /* CDW1 */
+  uint32_t cdw2;  /* CDW2 */
+  uint32_t cdw3;  /* CDW3 */
+  uint64_t mptr;  /* CDW4-5: metadata pointer, unused */
+  uint64_t prp1;  /* CDW6-7: data pointer (host buffer address) */
+  uint64_t prp2;  /* CDW8-9: second data pointer, unused (one buffer per command) */
+  uint32_t cdw10; /* command specific */
   uint32_t cdw11;
   uint32_t cdw12;
   uint32_t cdw13;
@@ -88,10 +88,10 @@ _Static_assert(sizeof(csq_cqe) == 16, "a CQE is 16 bytes");
 **   must arrive in order, offset 0 first - a chunk at offset 0 restarts the
 **   load; an unregistered program type fails with CSQ_SC_INVALID_PROGRAM.)
 */
-#define CSQ_ADM_IDENTIFY            0x06
-#define CSQ_ADM_LOAD_PROGRAM        0x85
-#define CSQ_ADM_PROGRAM_ACTIVATION  0x88
-#define CSQ_ADM_MRS_MGMT            0x89
+#define CSQ_ADM_IDENTIFY           0x06
+#define CSQ_ADM_LOAD_PROGRAM       0x85
+#define CSQ_ADM_PROGRAM_ACTIVATION 0x88
+#define CSQ_ADM_MRS_MGMT           0x89
 
 /* ---- NVM namespace I/O opcodes (NSID 1) -----------------------------------
 ** CSQ_NVM_WRITE / CSQ_NVM_READ: CDW10-11 SLBA, CDW12[15:0] NLB (0-based),
@@ -139,18 +139,18 @@ _Static_assert(sizeof(csq_cqe) == 16, "a CQE is 16 bytes");
 /* A memory range descriptor, 32 bytes (MRS entries, inline Execute ranges,
 ** SLM-format Memory Copy sources). */
 typedef struct csq_mrange {
-  uint32_t nsid;   /* memory namespace: CSQ_NSID_SLM */
+  uint32_t nsid; /* memory namespace: CSQ_NSID_SLM */
   uint32_t rsvd;
-  uint64_t len;    /* bytes */
-  uint64_t addr;   /* starting byte in that namespace */
+  uint64_t len;  /* bytes */
+  uint64_t addr; /* starting byte in that namespace */
   uint64_t rsvd2;
 } csq_mrange;
 _Static_assert(sizeof(csq_mrange) == 32, "a memory range is 32 bytes");
 
 /* An NVM LBA range for Memory Copy, 16 bytes. */
 typedef struct csq_lba_range {
-  uint32_t nsid;   /* CSQ_NSID_NVM */
-  uint32_t nlb;    /* number of logical blocks, 1-based here (0 is invalid) */
+  uint32_t nsid; /* CSQ_NSID_NVM */
+  uint32_t nlb;  /* number of logical blocks, 1-based here (0 is invalid) */
   uint64_t slba;
 } csq_lba_range;
 _Static_assert(sizeof(csq_lba_range) == 16, "an LBA range is 16 bytes");
@@ -180,44 +180,48 @@ typedef struct csq_id_vs {
 ** csq_status() builds the 15-bit field; DNR (bit 14) set for errors that a
 ** retry will not fix.
 */
-#define CSQ_SCT_GENERIC 0x0
-#define CSQ_SCT_CMD     0x1
-#define CSQ_SCT_MEDIA   0x2
-#define CSQ_SCT_VENDOR  0x7
-#define CSQ_DNR         0x4000
+#define CSQ_SCT_GENERIC     0x0
+#define CSQ_SCT_CMD         0x1
+#define CSQ_SCT_MEDIA       0x2
+#define CSQ_SCT_VENDOR      0x7
+#define CSQ_DNR             0x4000
 #define CSQ_STATUS(sct, sc) ((uint16_t)(((sct) << 8) | (sc)))
 
-#define CSQ_SC_SUCCESS          CSQ_STATUS(0, 0x00)
-#define CSQ_SC_INVALID_OPCODE   CSQ_STATUS(0, 0x01)
-#define CSQ_SC_INVALID_FIELD    CSQ_STATUS(0, 0x02)
-#define CSQ_SC_CID_CONFLICT     CSQ_STATUS(0, 0x03)
-#define CSQ_SC_DATA_XFER_ERROR  CSQ_STATUS(0, 0x04)
-#define CSQ_SC_INTERNAL         CSQ_STATUS(0, 0x06)
-#define CSQ_SC_ABORTED          CSQ_STATUS(0, 0x07)
-#define CSQ_SC_INVALID_NS       CSQ_STATUS(0, 0x0B)
-#define CSQ_SC_LBA_RANGE        CSQ_STATUS(0, 0x80)
-#define CSQ_SC_CAPACITY         CSQ_STATUS(0, 0x81)
-#define CSQ_SC_RESV_CONFLICT    CSQ_STATUS(0, 0x83)
+#define CSQ_SC_SUCCESS         CSQ_STATUS(0, 0x00)
+#define CSQ_SC_INVALID_OPCODE  CSQ_STATUS(0, 0x01)
+#define CSQ_SC_INVALID_FIELD   CSQ_STATUS(0, 0x02)
+#define CSQ_SC_CID_CONFLICT    CSQ_STATUS(0, 0x03)
+#define CSQ_SC_DATA_XFER_ERROR CSQ_STATUS(0, 0x04)
+#define CSQ_SC_INTERNAL        CSQ_STATUS(0, 0x06)
+#define CSQ_SC_ABORTED         CSQ_STATUS(0, 0x07)
+#define CSQ_SC_INVALID_NS      CSQ_STATUS(0, 0x0B)
+#define CSQ_SC_LBA_RANGE       CSQ_STATUS(0, 0x80)
+#define CSQ_SC_CAPACITY        CSQ_STATUS(0, 0x81)
+#define CSQ_SC_RESV_CONFLICT   CSQ_STATUS(0, 0x83)
 /* Computational Programs, command specific (SCT 1). */
-#define CSQ_SC_INVALID_PIND     CSQ_STATUS(1, 0xC0)
-#define CSQ_SC_NO_PROGRAM       CSQ_STATUS(1, 0xC1)
-#define CSQ_SC_PROGRAM_IN_USE   CSQ_STATUS(1, 0xC2)
-#define CSQ_SC_INVALID_PROGRAM  CSQ_STATUS(1, 0xC3) /* the verifier refused it */
-#define CSQ_SC_PROGRAM_TOO_BIG  CSQ_STATUS(1, 0xC4)
-#define CSQ_SC_MAX_ACTIVE       CSQ_STATUS(1, 0xC5)
-#define CSQ_SC_NOT_ACTIVATED    CSQ_STATUS(1, 0xC6)
-#define CSQ_SC_INVALID_MRS      CSQ_STATUS(1, 0xC7)
-#define CSQ_SC_MAX_RANGES       CSQ_STATUS(1, 0xC8)
-#define CSQ_SC_SLM_RANGE        CSQ_STATUS(1, 0xC9) /* outside SLM or not 4-byte aligned */
-#define CSQ_SC_PROGRAM_FAULT    CSQ_STATUS(1, 0xCA) /* a program failed at run time; DW0 = reason */
+#define CSQ_SC_INVALID_PIND    CSQ_STATUS(1, 0xC0)
+#define CSQ_SC_NO_PROGRAM      CSQ_STATUS(1, 0xC1)
+#define CSQ_SC_PROGRAM_IN_USE  CSQ_STATUS(1, 0xC2)
+#define CSQ_SC_INVALID_PROGRAM CSQ_STATUS(1, 0xC3) /* the verifier refused it */
+#define CSQ_SC_PROGRAM_TOO_BIG CSQ_STATUS(1, 0xC4)
+#define CSQ_SC_MAX_ACTIVE      CSQ_STATUS(1, 0xC5)
+#define CSQ_SC_NOT_ACTIVATED   CSQ_STATUS(1, 0xC6)
+#define CSQ_SC_INVALID_MRS     CSQ_STATUS(1, 0xC7)
+#define CSQ_SC_MAX_RANGES      CSQ_STATUS(1, 0xC8)
+#define CSQ_SC_SLM_RANGE       CSQ_STATUS(1, 0xC9) /* outside SLM or not 4-byte aligned */
+#define CSQ_SC_PROGRAM_FAULT   CSQ_STATUS(1, 0xCA) /* a program failed at run time; DW0 = reason */
 /* Media errors (SCT 2). */
-#define CSQ_SC_WRITE_FAULT      CSQ_STATUS(2, 0x80)
-#define CSQ_SC_READ_ERROR       CSQ_STATUS(2, 0x81)
+#define CSQ_SC_WRITE_FAULT CSQ_STATUS(2, 0x80)
+#define CSQ_SC_READ_ERROR  CSQ_STATUS(2, 0x81)
 /* Host-side statuses never sent by a device, used by the driver. */
-#define CSQ_SC_HOST_TIMEOUT     CSQ_STATUS(7, 0xF0)
+#define CSQ_SC_HOST_TIMEOUT CSQ_STATUS(7, 0xF0)
 
-static inline uint16_t csq_cqe_sf(const csq_cqe *c) { return (uint16_t)(c->status >> 1); }
-static inline int csq_cqe_ok(const csq_cqe *c) { return (csq_cqe_sf(c) & 0x7FF) == 0; }
+static inline uint16_t csq_cqe_sf(const csq_cqe *c) {
+  return (uint16_t)(c->status >> 1);
+}
+static inline int csq_cqe_ok(const csq_cqe *c) {
+  return (csq_cqe_sf(c) & 0x7FF) == 0;
+}
 
 /* Human-readable name of a status field, for error messages. */
 const char *csq_status_name(uint16_t sf);

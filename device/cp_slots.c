@@ -110,7 +110,8 @@ static uint16_t cp_load(dev_cp *cp, const csq_sqe *p, uint64_t *pResult, dev_io_
     char zErr[200] = "";
     slot_clear(s);
     if (pt->xVerify(s->aLoad, s->nLoadTotal, &pCompiled, zErr, sizeof(zErr))) {
-      snprintf(zDetail, nDetail, "program rejected by the verifier: %s", zErr[0] ? zErr : "invalid");
+      snprintf(zDetail, nDetail, "program rejected by the verifier: %s",
+               zErr[0] ? zErr : "invalid");
       slot_load_abort(s);
       return CSQ_SC_INVALID_PROGRAM;
     }
@@ -165,8 +166,7 @@ static uint16_t cp_mrs(dev_cp *cp, const csq_sqe *p, uint64_t *pResult, dev_io_a
       if (!dev_cp_slm_ok(cp->nSlm, a[i].addr, a[i].len))
         return slm_range_err(cp, (int)i, &a[i], zDetail, nDetail);
     }
-    for (id = 0; id < DEV_CP_MAX_MRS && cp->aMrs[id].bUsed; id++) {
-    }
+    for (id = 0; id < DEV_CP_MAX_MRS && cp->aMrs[id].bUsed; id++) {}
     if (id == DEV_CP_MAX_MRS) {
       snprintf(zDetail, nDetail, "all %d memory range sets are in use", DEV_CP_MAX_MRS);
       return CSQ_SC_INVALID_MRS;
@@ -196,9 +196,15 @@ uint16_t dev_cp_admin(dev_cp *cp, const csq_sqe *p, uint64_t *pResult, dev_io_ac
   *pResult = 0;
   pthread_mutex_lock(&cp->mu);
   switch (p->opcode) {
-  case CSQ_ADM_LOAD_PROGRAM: sf = cp_load(cp, p, pResult, pAcct, zDetail, nDetail); break;
-  case CSQ_ADM_PROGRAM_ACTIVATION: sf = cp_activate(cp, p, zDetail, nDetail); break;
-  case CSQ_ADM_MRS_MGMT: sf = cp_mrs(cp, p, pResult, pAcct, zDetail, nDetail); break;
+  case CSQ_ADM_LOAD_PROGRAM:
+    sf = cp_load(cp, p, pResult, pAcct, zDetail, nDetail);
+    break;
+  case CSQ_ADM_PROGRAM_ACTIVATION:
+    sf = cp_activate(cp, p, zDetail, nDetail);
+    break;
+  case CSQ_ADM_MRS_MGMT:
+    sf = cp_mrs(cp, p, pResult, pAcct, zDetail, nDetail);
+    break;
   }
   pthread_mutex_unlock(&cp->mu);
   return sf;
@@ -214,12 +220,17 @@ uint16_t dev_cp_exec_begin(dev_cp *cp, const csq_sqe *p, dev_cp_run *pRun, dev_i
   pthread_mutex_lock(&cp->mu);
   dev_cp_slot *s = &cp->aSlot[pind];
   const csq_mrange *aSrc = NULL;
-  if (!s->pType) sf = CSQ_SC_NO_PROGRAM;
-  else if (!s->bActive) sf = CSQ_SC_NOT_ACTIVATED;
+  if (!s->pType)
+    sf = CSQ_SC_NO_PROGRAM;
+  else if (!s->bActive)
+    sf = CSQ_SC_NOT_ACTIVATED;
   else if (mrsId == 0xFFFF) {
-    if (nInline > DEV_CP_MAX_RANGES) sf = CSQ_SC_MAX_RANGES;
-    else if (nInline > 0 && !p->prp1) sf = CSQ_SC_INVALID_FIELD;
-    else pRun->nRange = (int)nInline;
+    if (nInline > DEV_CP_MAX_RANGES)
+      sf = CSQ_SC_MAX_RANGES;
+    else if (nInline > 0 && !p->prp1)
+      sf = CSQ_SC_INVALID_FIELD;
+    else
+      pRun->nRange = (int)nInline;
     aSrc = (const csq_mrange *)(uintptr_t)p->prp1;
   } else if (mrsId == 0 || mrsId > DEV_CP_MAX_MRS || !cp->aMrs[mrsId - 1].bUsed) {
     sf = CSQ_SC_INVALID_MRS;
@@ -229,14 +240,17 @@ uint16_t dev_cp_exec_begin(dev_cp *cp, const csq_sqe *p, dev_cp_run *pRun, dev_i
   }
   if (sf == 0 && pRun->nRange > 0) {
     pRun->aRange = malloc(pRun->nRange * sizeof(csq_mrange));
-    if (!pRun->aRange) sf = CSQ_SC_INTERNAL;
-    else memcpy(pRun->aRange, aSrc, pRun->nRange * sizeof(csq_mrange));
+    if (!pRun->aRange)
+      sf = CSQ_SC_INTERNAL;
+    else
+      memcpy(pRun->aRange, aSrc, pRun->nRange * sizeof(csq_mrange));
   }
   if (sf == 0 && mrsId == 0xFFFF) {
     /* inline ranges are the command's data: they crossed the link */
     pAcct->fromHost += (uint64_t)pRun->nRange * sizeof(csq_mrange);
     for (int i = 0; i < pRun->nRange && sf == 0; i++) {
-      if (pRun->aRange[i].nsid != CSQ_NSID_SLM) sf = CSQ_SC_INVALID_NS;
+      if (pRun->aRange[i].nsid != CSQ_NSID_SLM)
+        sf = CSQ_SC_INVALID_NS;
       else if (!dev_cp_slm_ok(cp->nSlm, pRun->aRange[i].addr, pRun->aRange[i].len))
         sf = slm_range_err(cp, i, &pRun->aRange[i], zDetail, nDetail);
     }
@@ -263,8 +277,8 @@ void dev_cp_exec_end(dev_cp *cp, dev_cp_run *pRun) {
   pRun->aRange = NULL;
 }
 
-uint16_t dev_cp_run_program(const dev_cp_run *pRun, const csq_sqe *p, uint8_t *pSlm,
-                            uint64_t nSlm, int iEngine,
+uint16_t dev_cp_run_program(const dev_cp_run *pRun, const csq_sqe *p, uint8_t *pSlm, uint64_t nSlm,
+                            int iEngine,
                             int (*xReadLba)(dev_exec_ctx *, const csq_lba_range *, int, void *),
                             void *pDevPriv, dev_stats *pLocal, uint64_t *pRet, char *zDetail,
                             size_t nDetail) {

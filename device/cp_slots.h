@@ -30,10 +30,10 @@
 typedef struct dev_cp_slot {
   const dev_ptype *pType; /* NULL: empty */
   void *pCompiled;
-  uint64_t id;            /* 64-bit program identifier */
+  uint64_t id; /* 64-bit program identifier */
   uint32_t nByte;
   int bActive;
-  int nRunning;           /* Executes in progress */
+  int nRunning; /* Executes in progress */
   /* a load in progress (chunks arrive in order) */
   uint8_t *aLoad;
   uint32_t nLoadTotal, nLoadHave;
@@ -52,8 +52,8 @@ typedef struct dev_cp {
   dev_cp_slot aSlot[DEV_CP_MAX_PROGRAMS];
   int nActive;
   dev_cp_mrs aMrs[DEV_CP_MAX_MRS];
-  uint64_t nSlm;          /* SLM size, for range checks */
-  const char *zWho;       /* "this device", "the host engine": for messages */
+  uint64_t nSlm;    /* SLM size, for range checks */
+  const char *zWho; /* "this device", "the host engine": for messages */
 } dev_cp;
 
 /* An Execute that passed its checks: what to run, on which ranges. */
@@ -61,7 +61,7 @@ typedef struct dev_cp_run {
   uint16_t pind;
   const dev_ptype *pType;
   void *pCompiled;
-  csq_mrange *aRange;     /* private copy (an MRS may be deleted meanwhile) */
+  csq_mrange *aRange; /* private copy (an MRS may be deleted meanwhile) */
   int nRange;
 } dev_cp_run;
 
@@ -92,8 +92,8 @@ void dev_cp_exec_end(dev_cp *cp, dev_cp_run *pRun);
 ** it and counts programs_executed and engine_ns into *pLocal (zeroed
 ** first). Returns 0 or the status field (a program fault), *pRet = the
 ** program's return value. */
-uint16_t dev_cp_run_program(const dev_cp_run *pRun, const csq_sqe *p, uint8_t *pSlm,
-                            uint64_t nSlm, int iEngine,
+uint16_t dev_cp_run_program(const dev_cp_run *pRun, const csq_sqe *p, uint8_t *pSlm, uint64_t nSlm,
+                            int iEngine,
                             int (*xReadLba)(dev_exec_ctx *, const csq_lba_range *, int, void *),
                             void *pDevPriv, dev_stats *pLocal, uint64_t *pRet, char *zDetail,
                             size_t nDetail);

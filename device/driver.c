@@ -27,7 +27,7 @@
 #include "fault.h"
 #include "queue.h"
 
-#define ULL(x) ((unsigned long long)(x))
+#define ULL(x)    ((unsigned long long)(x))
 #define N_ABANDON 64
 
 typedef struct slm_ext {
@@ -35,16 +35,16 @@ typedef struct slm_ext {
 } slm_ext;
 
 struct dev_device {
-  char *zPath;                /* canonical path (the registry key) or ":memory:" */
+  char *zPath; /* canonical path (the registry key) or ":memory:" */
   const dev_backend_ops *pOps;
   dev_backend *pB;
-  int nRef;                   /* guarded by the registry mutex */
+  int nRef; /* guarded by the registry mutex */
   int bRegistered;
   dev_device *pNext;
   csq_id_vs caps;
   uint64_t nBlocks;
   uint32_t nDepth;
-  int timeoutMs;              /* atomic: dev_set_timeout may change it */
+  int timeoutMs; /* atomic: dev_set_timeout may change it */
   /* SLM allocator: sorted free extents and live allocations */
   pthread_mutex_t slmMutex;
   slm_ext *aFree, *aUsed;
@@ -62,16 +62,16 @@ struct dev_queue {
   dev_bqueue *pB;
   dev_stats stats;
   uint32_t nDepth;
-  int nBits;          /* slot bits of a cid */
+  int nBits; /* slot bits of a cid */
   cid_slot *aSlot;
   uint16_t *aGen;
   uint16_t *aFreeSlot;
   uint32_t nFreeSlot;
   uint32_t nLive;
-  int64_t tLow;       /* no live deadline is earlier than this */
+  int64_t tLow; /* no live deadline is earlier than this */
   uint16_t aAbandon[N_ABANDON];
   int nAbandon, iAbandon;
-  csq_cqe *aStash;    /* completions reaped by dev_exec for other commands */
+  csq_cqe *aStash; /* completions reaped by dev_exec for other commands */
   uint32_t nStash, iStash;
   char zErr[640];
 };
@@ -88,7 +88,9 @@ static void registry_atfork_child(void) {
   pthread_mutex_init(&registryMutex, NULL);
   pRegistry = NULL;
 }
-static void registry_install_atfork(void) { pthread_atfork(NULL, NULL, registry_atfork_child); }
+static void registry_install_atfork(void) {
+  pthread_atfork(NULL, NULL, registry_atfork_child);
+}
 
 void dev_options_default(dev_options *p) {
   memset(p, 0, sizeof(*p));
@@ -116,7 +118,8 @@ static char *canonical_path(const char *zPath, int bCreate, int *prc, char **pzE
   }
   *prc = -errno;
   if (errno == ENOENT && !bCreate)
-    *pzErr = dev_mprintf("device image %s does not exist (open it with bCreate to create it)", zPath);
+    *pzErr =
+        dev_mprintf("device image %s does not exist (open it with bCreate to create it)", zPath);
   else
     *pzErr = dev_mprintf("cannot open device image %s: %s", zPath, strerror(errno));
   return NULL;
@@ -226,7 +229,8 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
   rc = pOps->xOpen(zBackendPath, &opt, &d->pB, &zErr);
   if (rc) {
     d->pB = NULL;
-    if (!zErr) zErr = dev_mprintf("cannot open device %s: %s", zPath, rc < 0 ? strerror(-rc) : "error");
+    if (!zErr)
+      zErr = dev_mprintf("cannot open device %s: %s", zPath, rc < 0 ? strerror(-rc) : "error");
     goto unlock;
   }
   rc = pOps->xIdentify(d->pB, 1, 0, pId);
@@ -238,7 +242,7 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
   }
   if (rc) {
     zErr = dev_mprintf("cannot identify device %s: %s", zPath,
-                      rc < 0 ? strerror(-rc) : csq_status_name((uint16_t)rc));
+                       rc < 0 ? strerror(-rc) : csq_status_name((uint16_t)rc));
     goto unlock;
   }
   memcpy(&d->nBlocks, pId, sizeof(uint64_t)); /* nvme_id_ns.nsze, little endian */
@@ -256,8 +260,10 @@ done:
   free(zKey);
   if (rc) {
     if (d) device_free(d);
-    if (pzErr) *pzErr = zErr ? zErr : dev_mprintf("cannot open device %s", zPath ? zPath : "");
-    else free(zErr);
+    if (pzErr)
+      *pzErr = zErr ? zErr : dev_mprintf("cannot open device %s", zPath ? zPath : "");
+    else
+      free(zErr);
     return rc;
   }
   free(zErr);
@@ -289,11 +295,21 @@ void dev_unref(dev_device *d) {
   if (bClose) device_free(d);
 }
 
-const char *dev_path(const dev_device *d) { return d->zPath; }
-const char *dev_backend_name(const dev_device *d) { return d->pOps->zName; }
-const csq_id_vs *dev_caps(const dev_device *d) { return &d->caps; }
-uint64_t dev_nvm_blocks(const dev_device *d) { return d->nBlocks; }
-void dev_device_stats(dev_device *d, dev_stats *pOut) { d->pOps->xStats(d->pB, pOut); }
+const char *dev_path(const dev_device *d) {
+  return d->zPath;
+}
+const char *dev_backend_name(const dev_device *d) {
+  return d->pOps->zName;
+}
+const csq_id_vs *dev_caps(const dev_device *d) {
+  return &d->caps;
+}
+uint64_t dev_nvm_blocks(const dev_device *d) {
+  return d->nBlocks;
+}
+void dev_device_stats(dev_device *d, dev_stats *pOut) {
+  d->pOps->xStats(d->pB, pOut);
+}
 
 /* ---- runtime settings ---------------------------------------------------- */
 
@@ -303,7 +319,8 @@ int dev_set_fault(dev_device *d, const char *zSpec, char **pzPrev, char **pzErr)
   if (d->pOps != &dev_emu_backend) {
     if (pzErr)
       *pzErr = dev_mprintf("device %s uses the %s backend: fault injection is a feature of the "
-                           "emulated device (emu) only", d->zPath, d->pOps->zName);
+                           "emulated device (emu) only",
+                           d->zPath, d->pOps->zName);
     return -ENOTSUP;
   }
   char *zErr = NULL;
@@ -321,7 +338,9 @@ int dev_set_timeout(dev_device *d, int ms) {
   return __atomic_exchange_n(&d->timeoutMs, ms, __ATOMIC_RELAXED);
 }
 
-int dev_timeout(const dev_device *d) { return __atomic_load_n(&d->timeoutMs, __ATOMIC_RELAXED); }
+int dev_timeout(const dev_device *d) {
+  return __atomic_load_n(&d->timeoutMs, __ATOMIC_RELAXED);
+}
 
 /* ---- counters (backend.h) -------------------------------------------------- */
 
@@ -404,9 +423,15 @@ void dev_queue_close(dev_queue *q) {
   free(q);
 }
 
-dev_device *dev_queue_device(dev_queue *q) { return q->pDev; }
-dev_stats *dev_queue_stats(dev_queue *q) { return &q->stats; }
-const char *dev_errmsg(dev_queue *q) { return q ? q->zErr : "no queue"; }
+dev_device *dev_queue_device(dev_queue *q) {
+  return q->pDev;
+}
+dev_stats *dev_queue_stats(dev_queue *q) {
+  return &q->stats;
+}
+const char *dev_errmsg(dev_queue *q) {
+  return q ? q->zErr : "no queue";
+}
 
 /* Describe a command for an error message: "Read of LBAs 8..15". */
 static void describe_cmd(const csq_sqe *p, char *z, size_t n) {
@@ -415,7 +440,8 @@ static void describe_cmd(const csq_sqe *p, char *z, size_t n) {
   if (dev_sqe_is_admin(p)) {
     if (p->opcode == CSQ_ADM_LOAD_PROGRAM || p->opcode == CSQ_ADM_PROGRAM_ACTIVATION)
       snprintf(z, n, "%s (slot %u)", zName, p->cdw10 & 0xFFFF);
-    else snprintf(z, n, "%s", zName);
+    else
+      snprintf(z, n, "%s", zName);
   } else if (p->nsid == CSQ_NSID_NVM && (p->opcode == CSQ_NVM_READ || p->opcode == CSQ_NVM_WRITE)) {
     snprintf(z, n, "%s of LBAs %llu..%llu", zName, ULL(a), ULL(a + (p->cdw12 & 0xFFFF)));
   } else if (p->nsid == CSQ_NSID_SLM && p->opcode == CSQ_SLM_COPY) {
@@ -450,8 +476,8 @@ int dev_submit(dev_queue *q, csq_sqe *pSqe) {
   uint16_t genMask = (uint16_t)(0xFFFFu >> q->nBits);
   int rc, k, i;
   if (q->nFreeSlot == 0) {
-    snprintf(q->zErr, sizeof(q->zErr), "queue full: %u commands in flight on device %s",
-             q->nDepth, q->pDev->zPath);
+    snprintf(q->zErr, sizeof(q->zErr), "queue full: %u commands in flight on device %s", q->nDepth,
+             q->pDev->zPath);
     return -EAGAIN;
   }
   slot = q->aFreeSlot[q->nFreeSlot - 1];
@@ -459,8 +485,7 @@ int dev_submit(dev_queue *q, csq_sqe *pSqe) {
   for (k = 0; k <= N_ABANDON; k++) {
     q->aGen[slot] = (uint16_t)((q->aGen[slot] + 1) & genMask);
     cid = (uint16_t)((q->aGen[slot] << q->nBits) | slot);
-    for (i = 0; i < q->nAbandon && q->aAbandon[i] != cid; i++) {
-    }
+    for (i = 0; i < q->nAbandon && q->aAbandon[i] != cid; i++) {}
     if (i == q->nAbandon) break;
   }
   pSqe->cid = cid;
@@ -508,8 +533,10 @@ static int expire(dev_queue *q, int64_t now, csq_cqe *pCqe) {
     q->iAbandon = (q->iAbandon + 1) % N_ABANDON;
     if (q->nAbandon < N_ABANDON) q->nAbandon++;
     slot_release(q, (uint16_t)i);
-    if (n == 0) *pCqe = c;
-    else q->aStash[(q->iStash + q->nStash++) % q->nDepth] = c;
+    if (n == 0)
+      *pCqe = c;
+    else
+      q->aStash[(q->iStash + q->nStash++) % q->nDepth] = c;
     n++;
   }
   q->tLow = tLow;
@@ -692,8 +719,7 @@ int dev_slm_alloc(dev_device *d, uint64_t nBytes, uint64_t *pAddr) {
   for (i = 0; i < d->nFree; i++) {
     if (d->aFree[i].len < n) continue;
     slm_ext e = {d->aFree[i].addr, n};
-    for (j = 0; j < d->nUsed && d->aUsed[j].addr < e.addr; j++) {
-    }
+    for (j = 0; j < d->nUsed && d->aUsed[j].addr < e.addr; j++) {}
     rc = ext_insert(&d->aUsed, &d->nUsed, &d->nUsedAlloc, j, e);
     if (rc) break;
     d->aFree[i].addr += n;
@@ -713,8 +739,7 @@ void dev_slm_free(dev_device *d, uint64_t addr) {
   int i, j;
   slm_ext e;
   pthread_mutex_lock(&d->slmMutex);
-  for (i = 0; i < d->nUsed && d->aUsed[i].addr != addr; i++) {
-  }
+  for (i = 0; i < d->nUsed && d->aUsed[i].addr != addr; i++) {}
   if (i == d->nUsed) { /* not allocated: ignore */
     pthread_mutex_unlock(&d->slmMutex);
     return;
@@ -722,8 +747,7 @@ void dev_slm_free(dev_device *d, uint64_t addr) {
   e = d->aUsed[i];
   memmove(&d->aUsed[i], &d->aUsed[i + 1], (d->nUsed - i - 1) * sizeof(slm_ext));
   d->nUsed--;
-  for (j = 0; j < d->nFree && d->aFree[j].addr < e.addr; j++) {
-  }
+  for (j = 0; j < d->nFree && d->aFree[j].addr < e.addr; j++) {}
   /* Coalesce with the neighbours, else insert. */
   if (j > 0 && d->aFree[j - 1].addr + d->aFree[j - 1].len == e.addr) {
     d->aFree[j - 1].len += e.len;

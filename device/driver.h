@@ -43,22 +43,22 @@ typedef struct dev_stats {
   uint64_t errors;              /* completions with a non-zero status */
   uint64_t programs_executed;
   uint64_t row_groups_scanned;
-  uint64_t row_groups_skipped;  /* by zone maps */
+  uint64_t row_groups_skipped; /* by zone maps */
   uint64_t rows_scanned;
   uint64_t rows_returned;
-  uint64_t engine_ns;           /* compute engine busy time */
+  uint64_t engine_ns;             /* compute engine busy time */
   uint64_t cmd_by_opcode[3][256]; /* [0] admin, [1] NVM/CP, [2] SLM */
 } dev_stats;
 
 typedef struct dev_options {
-  int nEngines;        /* compute engines; 0 = one per online core */
-  int nQueueDepth;     /* entries per queue pair; 0 = 256 (>= 64) */
-  int timeoutMs;       /* a command not completed by then fails with
-                          CSQ_SC_HOST_TIMEOUT; 0 = 30000 */
-  int bCreate;         /* create the image if it does not exist */
-  int bDirect;         /* try O_DIRECT for the media (falls back to buffered) */
-  const char *zFault;  /* fault injection, emu only; see device/fault.h; NULL = none */
-  uint64_t nSlmBytes;  /* SLM size; 0 = 256 MiB */
+  int nEngines;       /* compute engines; 0 = one per online core */
+  int nQueueDepth;    /* entries per queue pair; 0 = 256 (>= 64) */
+  int timeoutMs;      /* a command not completed by then fails with
+                         CSQ_SC_HOST_TIMEOUT; 0 = 30000 */
+  int bCreate;        /* create the image if it does not exist */
+  int bDirect;        /* try O_DIRECT for the media (falls back to buffered) */
+  const char *zFault; /* fault injection, emu only; see device/fault.h; NULL = none */
+  uint64_t nSlmBytes; /* SLM size; 0 = 256 MiB */
 } dev_options;
 
 /* Fill *p with the defaults. */

@@ -42,7 +42,8 @@ void emu_complete(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t resu
 }
 
 /* Hand a command to the engine pool. */
-static void job_push(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe, const dev_fault_hit *pHit) {
+static void job_push(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe,
+                     const dev_fault_hit *pHit) {
   emu_job *j = malloc(sizeof(*j));
   if (!j) {
     emu_complete(q, pSqe, CSQ_SC_INTERNAL, 0, NULL, "device out of memory");
@@ -54,8 +55,10 @@ static void job_push(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe, const d
   j->bHit = pHit != NULL;
   if (pHit) j->hit = *pHit;
   pthread_mutex_lock(&d->jobMutex);
-  if (d->pJobTail) d->pJobTail->pNext = j;
-  else d->pJobHead = j;
+  if (d->pJobTail)
+    d->pJobTail->pNext = j;
+  else
+    d->pJobHead = j;
   d->pJobTail = j;
   pthread_cond_signal(&d->jobCond);
   pthread_mutex_unlock(&d->jobMutex);
@@ -212,8 +215,8 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   if (d->pSlm == MAP_FAILED) {
     d->pSlm = NULL;
     rc = -ENOMEM;
-    if (pzErr && asprintf(pzErr, "cannot map %llu bytes of SLM for %s",
-                          (unsigned long long)d->nSlm, zPath) < 0)
+    if (pzErr && asprintf(pzErr, "cannot map %llu bytes of SLM for %s", (unsigned long long)d->nSlm,
+                          zPath) < 0)
       *pzErr = NULL;
     goto fail;
   }
@@ -294,8 +297,7 @@ static int emu_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, de
   q->pDev = d;
   q->pStats = pStats;
   pthread_mutex_lock(&d->qMutex);
-  for (i = 0; i < EMU_MAX_QUEUES && d->apQ[i]; i++) {
-  }
+  for (i = 0; i < EMU_MAX_QUEUES && d->apQ[i]; i++) {}
   if (i == EMU_MAX_QUEUES) {
     pthread_mutex_unlock(&d->qMutex);
     free(q);
@@ -329,9 +331,13 @@ static void emu_queue_close(dev_bqueue *q) {
   free(q);
 }
 
-dev_fault *dev_emu_fault(dev_backend *d) { return d->pFault; }
+dev_fault *dev_emu_fault(dev_backend *d) {
+  return d->pFault;
+}
 
-static int emu_submit(dev_bqueue *q, const csq_sqe *pSqe) { return dev_qp_submit(&q->qp, pSqe); }
+static int emu_submit(dev_bqueue *q, const csq_sqe *pSqe) {
+  return dev_qp_submit(&q->qp, pSqe);
+}
 
 static int emu_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs) {
   return dev_qp_wait(&q->qp, pCqe, timeoutNs);
@@ -341,11 +347,15 @@ static int emu_identify_op(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBu
   return emu_identify(d, cns, nsid, pBuf);
 }
 
-static void emu_stats(dev_backend *d, dev_stats *pOut) { dev_stats_snapshot(pOut, &d->stats); }
+static void emu_stats(dev_backend *d, dev_stats *pOut) {
+  dev_stats_snapshot(pOut, &d->stats);
+}
 
-static const char *emu_detail(dev_bqueue *q) { return q->zDetail; }
+static const char *emu_detail(dev_bqueue *q) {
+  return q->zDetail;
+}
 
 const dev_backend_ops dev_emu_backend = {
-    "emu",         emu_open,  emu_close, emu_identify_op, emu_queue_open, emu_queue_close,
-    emu_submit,    emu_reap,  emu_stats, emu_detail,
+    "emu",           emu_open,   emu_close, emu_identify_op, emu_queue_open,
+    emu_queue_close, emu_submit, emu_reap,  emu_stats,       emu_detail,
 };

@@ -70,7 +70,7 @@ struct dev_backend {
   int bStop;
   pthread_mutex_t qMutex; /* held by the controller during a pass over apQ */
   dev_bqueue *apQ[EMU_MAX_QUEUES];
-  int nQ;                 /* high-water mark of apQ */
+  int nQ; /* high-water mark of apQ */
 
   /* compute engines */
   int nEngine;

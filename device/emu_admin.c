@@ -37,7 +37,7 @@ int emu_identify(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf) {
     c->sqes = 0x66;               /* 64-byte SQEs */
     c->cqes = 0x44;               /* 16-byte CQEs */
     c->nn = htole32(3);
-    c->mdts = 0;                  /* no transfer size limit */
+    c->mdts = 0; /* no transfer size limit */
     memset(&vs, 0, sizeof(vs));
     vs.magic = CSQ_ID_MAGIC;
     vs.version = 1;
@@ -59,14 +59,18 @@ int emu_identify(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf) {
   if (cns == NVME_IDENTIFY_CNS_NS) {
     struct nvme_id_ns *ns = pBuf;
     uint64_t nsze;
-    if (nsid == CSQ_NSID_NVM) nsze = d->nBlocks;
-    else if (nsid == CSQ_NSID_SLM) nsze = d->nSlm / 4096; /* SLM reported in 4 KiB units */
-    else if (nsid == CSQ_NSID_CP) nsze = 0;
-    else return CSQ_SC_INVALID_NS;
+    if (nsid == CSQ_NSID_NVM)
+      nsze = d->nBlocks;
+    else if (nsid == CSQ_NSID_SLM)
+      nsze = d->nSlm / 4096; /* SLM reported in 4 KiB units */
+    else if (nsid == CSQ_NSID_CP)
+      nsze = 0;
+    else
+      return CSQ_SC_INVALID_NS;
     ns->nsze = htole64(nsze);
     ns->ncap = htole64(nsze);
     ns->nuse = htole64(nsid == CSQ_NSID_NVM ? dev_media_used_blocks(d->pMedia) : 0);
-    ns->nlbaf = 0;  /* one format */
+    ns->nlbaf = 0; /* one format */
     ns->flbas = 0;
     ns->lbaf[0].ds = 12; /* 2^12 = 4096-byte blocks */
     return CSQ_SC_SUCCESS;
@@ -87,7 +91,8 @@ uint16_t emu_admin(dev_bqueue *q, const csq_sqe *p, uint64_t *pResult, dev_io_ac
     return sf;
   case CSQ_ADM_LOAD_PROGRAM:
   case CSQ_ADM_PROGRAM_ACTIVATION:
-  case CSQ_ADM_MRS_MGMT: return dev_cp_admin(&d->cp, p, pResult, pAcct, zDetail, nDetail);
+  case CSQ_ADM_MRS_MGMT:
+    return dev_cp_admin(&d->cp, p, pResult, pAcct, zDetail, nDetail);
   }
   return CSQ_SC_INVALID_OPCODE;
 }

@@ -164,8 +164,8 @@ static uint16_t check_lba_ranges(dev_backend *d, const csq_lba_range *a, int n, 
 
 static uint16_t slm_range_err(dev_backend *d, uint64_t addr, uint64_t n, char *zDetail,
                               size_t nDetail) {
-  snprintf(zDetail, nDetail, "%llu bytes at SLM 0x%llx (SLM is %llu bytes, 4-byte aligned)",
-           ULL(n), ULL(addr), ULL(d->nSlm));
+  snprintf(zDetail, nDetail, "%llu bytes at SLM 0x%llx (SLM is %llu bytes, 4-byte aligned)", ULL(n),
+           ULL(addr), ULL(d->nSlm));
   return CSQ_SC_SLM_RANGE;
 }
 
@@ -253,7 +253,8 @@ static int exec_read_lba(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void 
   char zIgnore[8];
   uint16_t sf = check_lba_ranges(pp->d, a, n, &nByte, zIgnore, sizeof(zIgnore));
   if (sf) return sf;
-  if (pD < ctx->pSlm || pD > ctx->pSlm + ctx->nSlm || nByte > (uint64_t)(ctx->pSlm + ctx->nSlm - pD))
+  if (pD < ctx->pSlm || pD > ctx->pSlm + ctx->nSlm ||
+      nByte > (uint64_t)(ctx->pSlm + ctx->nSlm - pD))
     return CSQ_SC_SLM_RANGE;
   if (dev_mio_read(pp->pMio, a, n, pDst)) return CSQ_SC_READ_ERROR;
   ctx->pStats->media_bytes_read += nByte;
@@ -268,8 +269,8 @@ static uint16_t io_execute(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, int i
   if (sf) return sf;
   dev_stats local;
   exec_priv priv = {d, pMio};
-  sf = dev_cp_run_program(&run, p, d->pSlm, d->nSlm, iEngine, exec_read_lba, &priv, &local,
-                          pResult, zDetail, nDetail);
+  sf = dev_cp_run_program(&run, p, d->pSlm, d->nSlm, iEngine, exec_read_lba, &priv, &local, pResult,
+                          zDetail, nDetail);
   dev_stats_add(q->pStats, &local);
   dev_stats_add(&d->stats, &local);
   dev_cp_exec_end(&d->cp, &run);
@@ -283,12 +284,18 @@ void emu_io(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit 
   char zDetail[256] = "";
   uint16_t sf;
   switch (p->nsid) {
-  case CSQ_NSID_NVM: sf = io_nvm(q, p, pMio, pHit, &acct, zDetail, sizeof(zDetail)); break;
-  case CSQ_NSID_SLM: sf = io_slm(q, p, pMio, pHit, &acct, zDetail, sizeof(zDetail)); break;
+  case CSQ_NSID_NVM:
+    sf = io_nvm(q, p, pMio, pHit, &acct, zDetail, sizeof(zDetail));
+    break;
+  case CSQ_NSID_SLM:
+    sf = io_slm(q, p, pMio, pHit, &acct, zDetail, sizeof(zDetail));
+    break;
   case CSQ_NSID_CP:
     sf = io_execute(q, p, pMio, iEngine, &result, &acct, zDetail, sizeof(zDetail));
     break;
-  default: sf = CSQ_SC_INVALID_NS; break;
+  default:
+    sf = CSQ_SC_INVALID_NS;
+    break;
   }
   if (pHit && pHit->action == DEV_FAULT_DELAY) usleep(pHit->delayMs * 1000u);
   emu_complete(q, p, sf, result, &acct, zDetail);

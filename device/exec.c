@@ -838,8 +838,7 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
     const uint64_t ref = (uint64_t)c->d.iRef;
     const double p10 = csq_pow10(c->d.nAux);
     for (uint32_t i = 0; i < n; i++) c->aR[i] = (double)(int64_t)(c->aCode[i] + ref) / p10;
-  }
-  else
+  } else
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
 }
 
@@ -1382,9 +1381,7 @@ static int arith_one(int op, const ex_val *x, const ex_val *y, ex_val *po) {
 
 /* o = x op y over n rows. 0 or CSQ_FAULT_NOT_NUMERIC. */
 /* (vectorised even at -O2: these loops are the executor's arithmetic) */
-EX_VECTORIZE static int ev_arith(int op, const ex_ev *x,
-                                                                const ex_ev *y, ex_ev *o,
-                                                                uint32_t n) {
+EX_VECTORIZE static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n) {
   uint32_t k;
   if (x->cls == CSQ_NULL || y->cls == CSQ_NULL) {
     o->cls = CSQ_NULL;

@@ -13,13 +13,13 @@
 #include "fault.h"
 
 typedef struct fault_rule {
-  char zOp[16];      /* "" = any */
+  char zOp[16]; /* "" = any */
   int bLba;
   uint64_t lba;
-  uint64_t nth;      /* 0 = not used */
-  double prob;       /* < 0 = not used */
-  uint64_t rng;      /* xorshift state */
-  uint64_t nLimit;   /* max firings, 0 = no limit */
+  uint64_t nth;    /* 0 = not used */
+  double prob;     /* < 0 = not used */
+  uint64_t rng;    /* xorshift state */
+  uint64_t nLimit; /* max firings, 0 = no limit */
   uint64_t nSeen, nFired;
   dev_fault_hit hit;
 } fault_rule;
@@ -31,39 +31,54 @@ struct dev_fault {
   pthread_mutex_t mutex;
   int nRule;
   fault_rule *aRule;
-  char *zSpec;       /* the spec the rules came from (malloc'd), NULL = none */
+  char *zSpec; /* the spec the rules came from (malloc'd), NULL = none */
 };
 
-static const char *const azOp[] = {"identify", "load", "activate", "mrs", "nvm_read",
-                                   "nvm_write", "nvm_flush", "resv_acquire", "resv_release",
-                                   "execute", "slm_copy", "slm_read", "slm_write", "slm_fill"};
+static const char *const azOp[] = {
+    "identify",     "load",         "activate", "mrs",      "nvm_read", "nvm_write", "nvm_flush",
+    "resv_acquire", "resv_release", "execute",  "slm_copy", "slm_read", "slm_write", "slm_fill"};
 
 const char *dev_fault_op_name(const csq_sqe *p) {
   if (dev_sqe_is_admin(p)) {
     switch (p->opcode) {
-    case CSQ_ADM_IDENTIFY: return "identify";
-    case CSQ_ADM_LOAD_PROGRAM: return "load";
-    case CSQ_ADM_PROGRAM_ACTIVATION: return "activate";
-    default: return "mrs";
+    case CSQ_ADM_IDENTIFY:
+      return "identify";
+    case CSQ_ADM_LOAD_PROGRAM:
+      return "load";
+    case CSQ_ADM_PROGRAM_ACTIVATION:
+      return "activate";
+    default:
+      return "mrs";
     }
   }
   if (p->nsid == CSQ_NSID_CP) return p->opcode == CSQ_CP_EXECUTE ? "execute" : "cp_other";
   if (p->nsid == CSQ_NSID_SLM) {
     switch (p->opcode) {
-    case CSQ_SLM_COPY: return "slm_copy";
-    case CSQ_SLM_READ: return "slm_read";
-    case CSQ_SLM_WRITE: return "slm_write";
-    case CSQ_SLM_FILL: return "slm_fill";
-    default: return "slm_other";
+    case CSQ_SLM_COPY:
+      return "slm_copy";
+    case CSQ_SLM_READ:
+      return "slm_read";
+    case CSQ_SLM_WRITE:
+      return "slm_write";
+    case CSQ_SLM_FILL:
+      return "slm_fill";
+    default:
+      return "slm_other";
     }
   }
   switch (p->opcode) {
-  case CSQ_NVM_READ: return "nvm_read";
-  case CSQ_NVM_WRITE: return "nvm_write";
-  case CSQ_NVM_FLUSH: return "nvm_flush";
-  case CSQ_NVM_RESV_ACQUIRE: return "resv_acquire";
-  case CSQ_NVM_RESV_RELEASE: return "resv_release";
-  default: return "nvm_other";
+  case CSQ_NVM_READ:
+    return "nvm_read";
+  case CSQ_NVM_WRITE:
+    return "nvm_write";
+  case CSQ_NVM_FLUSH:
+    return "nvm_flush";
+  case CSQ_NVM_RESV_ACQUIRE:
+    return "resv_acquire";
+  case CSQ_NVM_RESV_RELEASE:
+    return "resv_release";
+  default:
+    return "nvm_other";
   }
 }
 
@@ -111,9 +126,10 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
       int bOk = strcmp(zVal, "any") == 0;
       for (i = 0; !bOk && i < sizeof(azOp) / sizeof(azOp[0]); i++) bOk = strcmp(zVal, azOp[i]) == 0;
       if (!bOk)
-        return fault_err(pzErr, "fault rule %d: unknown op '%s' (expected any, identify, load, "
-                                "activate, mrs, nvm_read, nvm_write, nvm_flush, resv_acquire, "
-                                "resv_release, execute, slm_copy, slm_read, slm_write, slm_fill)",
+        return fault_err(pzErr,
+                         "fault rule %d: unknown op '%s' (expected any, identify, load, "
+                         "activate, mrs, nvm_read, nvm_write, nvm_flush, resv_acquire, "
+                         "resv_release, execute, slm_copy, slm_read, slm_write, slm_fill)",
                          iRule, zVal);
       snprintf(r->zOp, sizeof(r->zOp), "%s", strcmp(zVal, "any") ? zVal : "");
     } else if (strcmp(zKey, "nth") == 0) {
@@ -138,8 +154,10 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
       if (strncmp(zVal, "status:", 7) == 0) {
         uint64_t sf;
         if (!parse_u64(zVal + 7, &sf) || sf == 0 || sf > 0x7FFF)
-          return fault_err(pzErr, "fault rule %d: '%s': status must be a non-zero 15-bit status "
-                                  "field such as 0x281", iRule, zVal);
+          return fault_err(pzErr,
+                           "fault rule %d: '%s': status must be a non-zero 15-bit status "
+                           "field such as 0x281",
+                           iRule, zVal);
         r->hit.action = DEV_FAULT_STATUS;
         r->hit.status = (uint16_t)sf;
       } else if (strcmp(zVal, "timeout") == 0) {
@@ -155,12 +173,16 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
         r->hit.action = DEV_FAULT_DELAY;
         r->hit.delayMs = (uint32_t)ms;
       } else {
-        return fault_err(pzErr, "fault rule %d: unknown action '%s' (expected status:SF, timeout, "
-                                "corrupt, short, delay:MS)", iRule, zVal);
+        return fault_err(pzErr,
+                         "fault rule %d: unknown action '%s' (expected status:SF, timeout, "
+                         "corrupt, short, delay:MS)",
+                         iRule, zVal);
       }
     } else {
-      return fault_err(pzErr, "fault rule %d: unknown key '%s' (expected op, lba, nth, prob, "
-                              "seed, count, action)", iRule, zKey);
+      return fault_err(pzErr,
+                       "fault rule %d: unknown key '%s' (expected op, lba, nth, prob, "
+                       "seed, count, action)",
+                       iRule, zKey);
     }
   }
   if (r->hit.action == DEV_FAULT_NONE)
@@ -170,8 +192,10 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
   if (r->hit.action == DEV_FAULT_CORRUPT && r->zOp[0] && strcmp(r->zOp, "nvm_read") &&
       strcmp(r->zOp, "nvm_write") && strcmp(r->zOp, "slm_read") && strcmp(r->zOp, "slm_write") &&
       strcmp(r->zOp, "slm_copy"))
-    return fault_err(pzErr, "fault rule %d: corrupt applies to nvm_read, nvm_write, slm_read, "
-                            "slm_write, slm_copy only", iRule);
+    return fault_err(pzErr,
+                     "fault rule %d: corrupt applies to nvm_read, nvm_write, slm_read, "
+                     "slm_write, slm_copy only",
+                     iRule);
   if (r->hit.action == DEV_FAULT_SHORT && strcmp(r->zOp, "nvm_write"))
     return fault_err(pzErr, "fault rule %d: short applies to op=nvm_write only", iRule);
   if (r->nth && !r->nLimit) r->nLimit = 1;
@@ -271,8 +295,10 @@ int dev_fault_set(dev_fault *f, const char *zSpec, char **pzPrev, char **pzErr) 
     dev_fault_free(pNew);
   }
   free(aOld);
-  if (pzPrev) *pzPrev = zOld;
-  else free(zOld);
+  if (pzPrev)
+    *pzPrev = zOld;
+  else
+    free(zOld);
   return 0;
 }
 
@@ -314,9 +340,12 @@ int dev_fault_check(dev_fault *f, const csq_sqe *pSqe, dev_fault_hit *pHit) {
     if (r->bLba && !covers_lba(pSqe, r->lba)) continue;
     r->nSeen++;
     if (r->nLimit && r->nFired >= r->nLimit) continue;
-    if (r->nth) bFire = r->nSeen == r->nth;
-    else if (r->prob >= 0) bFire = (double)(xorshift(&r->rng) >> 11) * (1.0 / 9007199254740992.0) < r->prob;
-    else bFire = 1;
+    if (r->nth)
+      bFire = r->nSeen == r->nth;
+    else if (r->prob >= 0)
+      bFire = (double)(xorshift(&r->rng) >> 11) * (1.0 / 9007199254740992.0) < r->prob;
+    else
+      bFire = 1;
     if (bFire) {
       r->nFired++;
       *pHit = r->hit;

@@ -17,15 +17,15 @@
 
 /* Memory media geometry: 256 KiB segments, 4096 per second-level table,
 ** 1024 tables: 1 TiB addressable, 8 KiB of top-level table. */
-#define SEG_BYTES   (256u * 1024)
-#define SEG_BLOCKS  (SEG_BYTES / CSQ_LBA_SIZE)
-#define L2_ENTRIES  4096u
-#define L1_ENTRIES  1024u
+#define SEG_BYTES  (256u * 1024)
+#define SEG_BLOCKS (SEG_BYTES / CSQ_LBA_SIZE)
+#define L2_ENTRIES 4096u
+#define L1_ENTRIES 1024u
 
 struct dev_media {
-  int fd;            /* -1: memory */
+  int fd; /* -1: memory */
   int bDirect;
-  uint64_t nBlocks;  /* nominal capacity */
+  uint64_t nBlocks;          /* nominal capacity */
   uint8_t **aL1[L1_ENTRIES]; /* memory: lazily allocated tables of segments */
   uint64_t nSegUsed;
 };
@@ -111,9 +111,15 @@ void dev_media_close(dev_media *m) {
   free(m);
 }
 
-uint64_t dev_media_blocks(const dev_media *m) { return m->nBlocks; }
-int dev_media_fd(const dev_media *m) { return m->fd; }
-int dev_media_is_direct(const dev_media *m) { return m->bDirect; }
+uint64_t dev_media_blocks(const dev_media *m) {
+  return m->nBlocks;
+}
+int dev_media_fd(const dev_media *m) {
+  return m->fd;
+}
+int dev_media_is_direct(const dev_media *m) {
+  return m->bDirect;
+}
 
 uint64_t dev_media_used_blocks(dev_media *m) {
   struct stat st;
@@ -299,8 +305,10 @@ static int xfer_run(dev_mio *io, mio_xfer *x, int bWrite) {
         p->iSlot = -2 - aFree[--nFree];
       }
       if (p->iSlot >= 0 && io->bFixed) {
-        if (bWrite) io_uring_prep_write_fixed(sqe, fd, pBuf, p->len, p->off, p->iSlot);
-        else io_uring_prep_read_fixed(sqe, fd, pBuf, p->len, p->off, p->iSlot);
+        if (bWrite)
+          io_uring_prep_write_fixed(sqe, fd, pBuf, p->len, p->off, p->iSlot);
+        else
+          io_uring_prep_read_fixed(sqe, fd, pBuf, p->len, p->off, p->iSlot);
       } else if (bWrite) {
         io_uring_prep_write(sqe, fd, pBuf, p->len, p->off);
       } else {

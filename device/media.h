@@ -21,8 +21,8 @@
 
 #define DEV_MEDIA_FILE_BLOCKS (1ull << 28) /* 1 TiB of 4 KiB blocks */
 #define DEV_MEDIA_MEM_BLOCKS  (1ull << 28)
-#define DEV_MIO_DEPTH 16                   /* reads/writes in flight per dev_mio */
-#define DEV_MIO_CHUNK (128u * 1024)        /* bytes per I/O request */
+#define DEV_MIO_DEPTH         16            /* reads/writes in flight per dev_mio */
+#define DEV_MIO_CHUNK         (128u * 1024) /* bytes per I/O request */
 
 typedef struct dev_media dev_media;
 typedef struct dev_mio dev_mio;
@@ -32,13 +32,13 @@ typedef struct dev_mio dev_mio;
 ** O_DIRECT. 0, or -errno with *pzErr = malloc'd message. */
 int dev_media_open(const char *zPath, int bCreate, int bDirect, dev_media **pp, char **pzErr);
 void dev_media_close(dev_media *m);
-uint64_t dev_media_blocks(const dev_media *m);      /* nominal capacity, LBAs */
-uint64_t dev_media_used_blocks(dev_media *m);       /* file size / segments written */
-int dev_media_fd(const dev_media *m);               /* -1 for memory */
+uint64_t dev_media_blocks(const dev_media *m); /* nominal capacity, LBAs */
+uint64_t dev_media_used_blocks(dev_media *m);  /* file size / segments written */
+int dev_media_fd(const dev_media *m);          /* -1 for memory */
 int dev_media_is_direct(const dev_media *m);
-int dev_media_flush(dev_media *m);                  /* fdatasync; 0 or -errno */
+int dev_media_flush(dev_media *m); /* fdatasync; 0 or -errno */
 
-int dev_mio_open(dev_media *m, dev_mio **pp);       /* 0 or -errno */
+int dev_mio_open(dev_media *m, dev_mio **pp); /* 0 or -errno */
 void dev_mio_close(dev_mio *io);
 /* Read LBA ranges back to back into pDst; 0 or -errno. Ranges must be in
 ** capacity (the caller checks). */

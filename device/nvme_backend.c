@@ -64,9 +64,9 @@
 
 #define ULL(x) ((unsigned long long)(x))
 
-#define NVB_RING_ENTRIES   256
-#define NVB_ENGINE_RING    64
-#define NVB_EVENT_TAG      UINT64_MAX
+#define NVB_RING_ENTRIES 256
+#define NVB_ENGINE_RING  64
+#define NVB_EVENT_TAG    UINT64_MAX
 
 typedef struct nvb_job nvb_job;
 struct nvb_job {
@@ -111,18 +111,18 @@ struct dev_backend {
 typedef struct nvb_cmd {
   csq_sqe sqe;
   int bLive;
-  int bQueued;         /* in the queue's work FIFO */
-  int bAdmin;          /* its parts go to the admin queue */
-  uint8_t nvmeOp;      /* NVMe opcode of the parts */
+  int bQueued;    /* in the queue's work FIFO */
+  int bAdmin;     /* its parts go to the admin queue */
+  uint8_t nvmeOp; /* NVMe opcode of the parts */
   uint32_t nPart, iNext, nOut;
-  int res;             /* first failing part's result */
-  uint64_t result;     /* last part's dwords 0-1 */
-  uint64_t nByte;      /* bytes the parts move */
+  int res;               /* first failing part's result */
+  uint64_t result;       /* last part's dwords 0-1 */
+  uint64_t nByte;        /* bytes the parts move */
   csq_lba_range *aRange; /* Memory Copy: private copy of the descriptors */
   int nRange, iRange;
   uint32_t iRangePart;
-  uint64_t dst;        /* Memory Copy: SLM offset of the current range */
-  uint32_t nsid;       /* Identify: the csq nsid asked for */
+  uint64_t dst;  /* Memory Copy: SLM offset of the current range */
+  uint32_t nsid; /* Identify: the csq nsid asked for */
 } nvb_cmd;
 
 struct dev_bqueue {
@@ -287,10 +287,12 @@ static int exec_read_lba(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void 
   int i, rc;
   for (i = 0; i < n; i++) {
     if (a[i].nsid != CSQ_NSID_NVM) return CSQ_SC_INVALID_NS;
-    if (!lba_ok(pp->d, a[i].slba, a[i].nlb)) return a[i].nlb ? CSQ_SC_LBA_RANGE : CSQ_SC_INVALID_FIELD;
+    if (!lba_ok(pp->d, a[i].slba, a[i].nlb))
+      return a[i].nlb ? CSQ_SC_LBA_RANGE : CSQ_SC_INVALID_FIELD;
     nByte += (uint64_t)a[i].nlb * CSQ_LBA_SIZE;
   }
-  if (pD < ctx->pSlm || pD > ctx->pSlm + ctx->nSlm || nByte > (uint64_t)(ctx->pSlm + ctx->nSlm - pD))
+  if (pD < ctx->pSlm || pD > ctx->pSlm + ctx->nSlm ||
+      nByte > (uint64_t)(ctx->pSlm + ctx->nSlm - pD))
     return CSQ_SC_SLM_RANGE;
   if (!pp->ring) return CSQ_SC_INTERNAL;
   rc = read_ranges_sync(pp->d, pp->ring, a, n, pD);
@@ -371,8 +373,10 @@ static uint16_t host_execute(dev_bqueue *q, const csq_sqe *p, dev_io_acct *pAcct
   }
   __atomic_fetch_add(&q->nJobs, 1, __ATOMIC_ACQUIRE);
   pthread_mutex_lock(&d->jobMutex);
-  if (d->pJobTail) d->pJobTail->pNext = j;
-  else d->pJobHead = j;
+  if (d->pJobTail)
+    d->pJobTail->pNext = j;
+  else
+    d->pJobHead = j;
   d->pJobTail = j;
   pthread_cond_signal(&d->jobCond);
   pthread_mutex_unlock(&d->jobMutex);
@@ -446,7 +450,8 @@ static void pump(dev_bqueue *q) {
   }
   if (nPrep) {
     int rc = dev_nvme_ring_submit(q->ring);
-    if (rc < 0) snprintf(q->zDetail, sizeof(q->zDetail), "io_uring submit failed: %s", strerror(-rc));
+    if (rc < 0)
+      snprintf(q->zDetail, sizeof(q->zDetail), "io_uring submit failed: %s", strerror(-rc));
   }
 }
 
@@ -504,7 +509,8 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
     switch (p->opcode) {
     case CSQ_ADM_IDENTIFY: {
       uint8_t cns = (uint8_t)(p->cdw10 & 0xFF);
-      if (!p->prp1) sf = CSQ_SC_INVALID_FIELD;
+      if (!p->prp1)
+        sf = CSQ_SC_INVALID_FIELD;
       else if (cns == NVME_IDENTIFY_CNS_NS && (p->nsid == CSQ_NSID_SLM || p->nsid == CSQ_NSID_CP))
         id_host_ns(d, p->nsid, (void *)(uintptr_t)p->prp1);
       else if (cns != NVME_IDENTIFY_CNS_NS && cns != NVME_IDENTIFY_CNS_CTRL)
@@ -588,7 +594,8 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
       }
       pthread_mutex_unlock(&d->resvMutex);
       break;
-    default: sf = CSQ_SC_INVALID_OPCODE;
+    default:
+      sf = CSQ_SC_INVALID_OPCODE;
     }
   } else if (p->nsid == CSQ_NSID_SLM) {
     uint64_t n = p->cdw12;
@@ -621,8 +628,10 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
       if (fmt == 1) { /* SLM -> SLM */
         const csq_mrange *a = (const csq_mrange *)(uintptr_t)p->prp1;
         for (i = 0; i < nRange && sf == 0; i++) {
-          if (a[i].nsid != CSQ_NSID_SLM) sf = CSQ_SC_INVALID_NS;
-          else if (!slm_ok(d, a[i].addr, a[i].len)) sf = CSQ_SC_SLM_RANGE;
+          if (a[i].nsid != CSQ_NSID_SLM)
+            sf = CSQ_SC_INVALID_NS;
+          else if (!slm_ok(d, a[i].addr, a[i].len))
+            sf = CSQ_SC_SLM_RANGE;
           nByte += a[i].len;
         }
         if (sf == 0 && !slm_ok(d, addr, nByte)) sf = CSQ_SC_SLM_RANGE;
@@ -642,7 +651,8 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
       c->nRange = nRange;
       for (i = 0; i < nRange && sf == 0; i++) {
         const csq_lba_range *r = &c->aRange[i];
-        if (r->nsid != CSQ_NSID_NVM) sf = CSQ_SC_INVALID_NS;
+        if (r->nsid != CSQ_NSID_NVM)
+          sf = CSQ_SC_INVALID_NS;
         else if (!lba_ok(d, r->slba, r->nlb)) {
           snprintf(zDetail, sizeof(zDetail),
                    "range %d: %u blocks at LBA %llu, namespace has %llu blocks", i, r->nlb,
@@ -668,7 +678,8 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
       c->dst = addr;
       return 0;
     }
-    default: sf = CSQ_SC_INVALID_OPCODE;
+    default:
+      sf = CSQ_SC_INVALID_OPCODE;
     }
   } else if (p->nsid == CSQ_NSID_CP) {
     sf = host_execute(q, p, &acct, zDetail, sizeof(zDetail));
@@ -731,7 +742,8 @@ static int nvb_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs) {
     now = dev_now_ns();
     if (now >= tEnd) return -ETIMEDOUT;
     if (__atomic_load_n(&q->nJobs, __ATOMIC_ACQUIRE) > 0 && !q->bEvArmed) {
-      if (dev_nvme_ring_prep_read(q->ring, q->evfd, &q->evBuf, sizeof(q->evBuf), NVB_EVENT_TAG) == 0) {
+      if (dev_nvme_ring_prep_read(q->ring, q->evfd, &q->evBuf, sizeof(q->evBuf), NVB_EVENT_TAG) ==
+          0) {
         q->bEvArmed = 1;
         dev_nvme_ring_submit(q->ring);
         continue; /* the engine may have posted meanwhile */
@@ -825,7 +837,8 @@ static void nvb_queue_close(dev_bqueue *q) {
 
 static void nvb_close(dev_backend *d);
 
-static int fail_msg(char **pzErr, int rc, const char *zFmt, ...) __attribute__((format(printf, 3, 4)));
+static int fail_msg(char **pzErr, int rc, const char *zFmt, ...)
+    __attribute__((format(printf, 3, 4)));
 static int fail_msg(char **pzErr, int rc, const char *zFmt, ...) {
   va_list ap;
   if (pzErr && !*pzErr) {
@@ -873,12 +886,15 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
     fail_msg(pzErr, rc, "cannot open NVMe namespace %s: %s%s", zPath, strerror(-rc),
              rc == -EACCES || rc == -EPERM
                  ? " (passthrough needs read-write access to the /dev/ngXnY node)"
-                 : rc == -ENOENT ? " (the generic namespace nodes are /dev/ngXnY, Linux 5.13+)" : "");
+             : rc == -ENOENT ? " (the generic namespace nodes are /dev/ngXnY, Linux 5.13+)"
+                             : "");
     goto fail;
   }
   if (fstat(d->fd, &st) == 0 && !S_ISCHR(st.st_mode)) {
-    rc = fail_msg(pzErr, -ENOTTY, "%s is not an NVMe generic char device: use /dev/ngXnY (for "
-                                  "/dev/nvmeXnY the node is /dev/ngXnY)", zPath);
+    rc = fail_msg(pzErr, -ENOTTY,
+                  "%s is not an NVMe generic char device: use /dev/ngXnY (for "
+                  "/dev/nvmeXnY the node is /dev/ngXnY)",
+                  zPath);
     goto fail;
   }
   nsid = dev_nvme_ioctl_nsid(d->fd);
@@ -927,8 +943,10 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
       goto fail;
     }
     if (ms != 0) {
-      rc = fail_msg(pzErr, -EINVAL, "%s is formatted with %u bytes of metadata per LBA; csq needs "
-                                    "a format without metadata: reformat the namespace", zPath, ms);
+      rc = fail_msg(pzErr, -EINVAL,
+                    "%s is formatted with %u bytes of metadata per LBA; csq needs "
+                    "a format without metadata: reformat the namespace",
+                    zPath, ms);
       goto fail;
     }
     d->nBlocks = le64toh(ns->nsze) >> (12 - d->g.lbaShift);
@@ -936,8 +954,10 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   /* Passthrough on io_uring needs 128-byte SQEs (Linux 5.19+). */
   rc = dev_nvme_ring_open(4, &probe);
   if (rc) {
-    fail_msg(pzErr, rc, "cannot set up io_uring passthrough for %s: %s (needs Linux 5.19+ with "
-                        "IORING_SETUP_SQE128)", zPath, strerror(-rc));
+    fail_msg(pzErr, rc,
+             "cannot set up io_uring passthrough for %s: %s (needs Linux 5.19+ with "
+             "IORING_SETUP_SQE128)",
+             zPath, strerror(-rc));
     goto fail;
   }
   dev_nvme_ring_close(probe);
@@ -997,13 +1017,19 @@ static void nvb_close(dev_backend *d) {
   free(d);
 }
 
-static void nvb_stats(dev_backend *d, dev_stats *pOut) { dev_stats_snapshot(pOut, &d->stats); }
+static void nvb_stats(dev_backend *d, dev_stats *pOut) {
+  dev_stats_snapshot(pOut, &d->stats);
+}
 
-static const char *nvb_detail(dev_bqueue *q) { return q->zDetail; }
+static const char *nvb_detail(dev_bqueue *q) {
+  return q->zDetail;
+}
 
 const dev_backend_ops dev_nvme_backend = {
-    "nvme",     nvb_open, nvb_close, nvb_identify, nvb_queue_open, nvb_queue_close,
-    nvb_submit, nvb_reap, nvb_stats, nvb_detail,
+    "nvme",          nvb_open,   nvb_close, nvb_identify, nvb_queue_open,
+    nvb_queue_close, nvb_submit, nvb_reap,  nvb_stats,    nvb_detail,
 };
 
-const struct dev_backend_ops *dev_nvme_backend_get(void) { return &dev_nvme_backend; }
+const struct dev_backend_ops *dev_nvme_backend_get(void) {
+  return &dev_nvme_backend;
+}

@@ -90,7 +90,6 @@ int dev_nvme_discover(dev_nvme_nsinfo **paNs, int *pnNs, char **pzErr) {
   return 0;
 fail:
   free(a);
-  if (pzErr && asprintf(pzErr, "cannot list NVMe namespaces: %s", strerror(-rc)) < 0)
-    *pzErr = NULL;
+  if (pzErr && asprintf(pzErr, "cannot list NVMe namespaces: %s", strerror(-rc)) < 0) *pzErr = NULL;
   return rc;
 }

@@ -14,10 +14,10 @@ typedef struct dev_nvme_nsinfo {
   char zCtrl[64];    /* controller, "nvme0" (its char device /dev/nvme0 takes admin commands) */
   char zModel[64];   /* controller model, trimmed */
   uint32_t nsid;
-  int csi;           /* command set identifier: 0 NVM, 2 ZNS, ... */
-  uint32_t lbaSize;  /* bytes per LBA */
-  uint64_t nLba;     /* capacity in LBAs */
-  int bUsable;       /* NVM command set, generic device present, LBA 512..4096 */
+  int csi;          /* command set identifier: 0 NVM, 2 ZNS, ... */
+  uint32_t lbaSize; /* bytes per LBA */
+  uint64_t nLba;    /* capacity in LBAs */
+  int bUsable;      /* NVM command set, generic device present, LBA 512..4096 */
 } dev_nvme_nsinfo;
 
 /* Scan the topology. On success returns 0 with *paNs a malloc'd array of

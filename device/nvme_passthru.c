@@ -26,8 +26,7 @@ _Static_assert(offsetof(dev_nvme_cmd, addr) == offsetof(struct nvme_uring_cmd, a
 _Static_assert(offsetof(dev_nvme_cmd, data_len) == offsetof(struct nvme_uring_cmd, data_len),
                "data_len");
 _Static_assert(offsetof(dev_nvme_cmd, cdw10) == offsetof(struct nvme_uring_cmd, cdw10), "cdw10");
-_Static_assert(offsetof(dev_nvme_cmd, timeout_ms) ==
-                   offsetof(struct nvme_uring_cmd, timeout_ms),
+_Static_assert(offsetof(dev_nvme_cmd, timeout_ms) == offsetof(struct nvme_uring_cmd, timeout_ms),
                "timeout_ms");
 _Static_assert(offsetof(struct nvme_passthru_cmd64, result) == sizeof(struct nvme_uring_cmd),
                "nvme_passthru_cmd64 = nvme_uring_cmd + result");
@@ -87,8 +86,8 @@ int dev_nvme_map_nvm(const dev_nvme_geom *g, const csq_sqe *p, dev_nvme_cmd *pOu
   if (p->opcode == CSQ_NVM_READ || p->opcode == CSQ_NVM_WRITE) {
     uint64_t slba = (uint64_t)p->cdw10 | ((uint64_t)p->cdw11 << 32);
     uint32_t nlb = (p->cdw12 & 0xFFFF) + 1;
-    dev_nvme_rw_part(g, p->opcode == CSQ_NVM_READ ? DEV_NVME_OP_READ : DEV_NVME_OP_WRITE, slba,
-                     nlb, p->prp1, 0, pOut);
+    dev_nvme_rw_part(g, p->opcode == CSQ_NVM_READ ? DEV_NVME_OP_READ : DEV_NVME_OP_WRITE, slba, nlb,
+                     p->prp1, 0, pOut);
     return 0;
   }
   if (p->opcode == CSQ_NVM_FLUSH) {
@@ -114,14 +113,19 @@ uint16_t dev_nvme_status_sf(int res) {
   if (res > 0) return (uint16_t)(res & 0x7FFF);
   switch (-res) {
   case EINVAL:
-  case EFAULT: return CSQ_SC_INVALID_FIELD | CSQ_DNR;
+  case EFAULT:
+    return CSQ_SC_INVALID_FIELD | CSQ_DNR;
   case ENOTTY:
-  case EOPNOTSUPP: return CSQ_SC_INVALID_OPCODE | CSQ_DNR;
+  case EOPNOTSUPP:
+    return CSQ_SC_INVALID_OPCODE | CSQ_DNR;
   case EINTR:
   case ECANCELED:
-  case ETIMEDOUT: return CSQ_SC_ABORTED;
-  case ENOSPC: return CSQ_SC_CAPACITY | CSQ_DNR;
-  default: return CSQ_SC_INTERNAL | CSQ_DNR;
+  case ETIMEDOUT:
+    return CSQ_SC_ABORTED;
+  case ENOSPC:
+    return CSQ_SC_CAPACITY | CSQ_DNR;
+  default:
+    return CSQ_SC_INTERNAL | CSQ_DNR;
   }
 }
 
@@ -147,14 +151,18 @@ void dev_nvme_describe(int bAdmin, uint8_t opcode, int res, char *z, size_t n) {
              "programs must run on the host engine",
              bAdmin ? "admin" : "I/O", opcode, (unsigned)res);
   } else if (res > 0) {
-    snprintf(z, n, "NVMe %s (opcode 0x%02x): %s (status 0x%04x)", zOp, opcode,
-             csq_status_name(sf), (unsigned)res);
+    snprintf(z, n, "NVMe %s (opcode 0x%02x): %s (status 0x%04x)", zOp, opcode, csq_status_name(sf),
+             (unsigned)res);
   } else if (res == -ENOTTY && bAdmin) {
-    snprintf(z, n, "NVMe %s (opcode 0x%02x): admin passthrough is refused on this device node "
-                   "(use the controller, /dev/nvmeX)", zOp, opcode);
+    snprintf(z, n,
+             "NVMe %s (opcode 0x%02x): admin passthrough is refused on this device node "
+             "(use the controller, /dev/nvmeX)",
+             zOp, opcode);
   } else if (res == -EACCES || res == -EPERM) {
-    snprintf(z, n, "NVMe %s (opcode 0x%02x): %s (passthrough needs read-write access to the "
-                   "device node; admin commands need CAP_SYS_ADMIN)", zOp, opcode, strerror(-res));
+    snprintf(z, n,
+             "NVMe %s (opcode 0x%02x): %s (passthrough needs read-write access to the "
+             "device node; admin commands need CAP_SYS_ADMIN)",
+             zOp, opcode, strerror(-res));
   } else {
     snprintf(z, n, "NVMe %s (opcode 0x%02x): %s", zOp, opcode, strerror(-res));
   }
@@ -189,7 +197,9 @@ void dev_nvme_ring_close(dev_nvme_ring *r) {
   free(r);
 }
 
-unsigned dev_nvme_ring_space(dev_nvme_ring *r) { return io_uring_sq_space_left(&r->ring); }
+unsigned dev_nvme_ring_space(dev_nvme_ring *r) {
+  return io_uring_sq_space_left(&r->ring);
+}
 
 int dev_nvme_ring_prep(dev_nvme_ring *r, int fd, int bAdmin, const dev_nvme_cmd *pCmd,
                        uint64_t userData) {

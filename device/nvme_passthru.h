@@ -46,9 +46,9 @@ typedef struct dev_nvme_cmd {
 _Static_assert(sizeof(dev_nvme_cmd) == 72, "struct nvme_uring_cmd is 72 bytes");
 
 /* NVMe base / NVM command set opcodes the backend sends. */
-#define DEV_NVME_OP_FLUSH    0x00
-#define DEV_NVME_OP_WRITE    0x01
-#define DEV_NVME_OP_READ     0x02
+#define DEV_NVME_OP_FLUSH     0x00
+#define DEV_NVME_OP_WRITE     0x01
+#define DEV_NVME_OP_READ      0x02
 #define DEV_NVME_ADM_IDENTIFY 0x06
 
 /* Largest transfer per NVMe command the backend uses even if the device

@@ -20,9 +20,15 @@
 #include "program.h"
 #include "store.h"
 
-static uint16_t rd16(const uint8_t *p) { return (uint16_t)(p[0] | p[1] << 8); }
-static uint32_t rd32(const uint8_t *p) { return csq_le32(p); }
-static uint64_t rd64(const uint8_t *p) { return csq_le64(p); }
+static uint16_t rd16(const uint8_t *p) {
+  return (uint16_t)(p[0] | p[1] << 8);
+}
+static uint32_t rd32(const uint8_t *p) {
+  return csq_le32(p);
+}
+static uint64_t rd64(const uint8_t *p) {
+  return csq_le64(p);
+}
 
 static void wr16(uint8_t *p, uint16_t v) {
   p[0] = (uint8_t)v;
@@ -37,22 +43,34 @@ static void wr64(uint8_t *p, uint64_t v) {
 
 const char *csq_fault_name(uint64_t r) {
   switch (r) {
-  case CSQ_FAULT_BAD_RANGES: return "the command's memory ranges are missing or too small";
-  case CSQ_FAULT_BAD_JOB: return "the job descriptor is malformed";
-  case CSQ_FAULT_CHUNK_RANGE: return "a chunk lies outside the input area";
-  case CSQ_FAULT_CHECKSUM: return "a column chunk is damaged (checksum mismatch)";
-  case CSQ_FAULT_CORRUPT_CHUNK: return "a column chunk does not decode";
-  case CSQ_FAULT_SHORT_CHUNK: return "a column chunk holds fewer values than the row group";
-  case CSQ_FAULT_OUTPUT_FULL: return "the output area cannot hold one row";
-  case CSQ_FAULT_NOMEM: return "the compute engine ran out of memory";
-  case CSQ_FAULT_STALE_PROGRAM: return "the program slot holds another program";
+  case CSQ_FAULT_BAD_RANGES:
+    return "the command's memory ranges are missing or too small";
+  case CSQ_FAULT_BAD_JOB:
+    return "the job descriptor is malformed";
+  case CSQ_FAULT_CHUNK_RANGE:
+    return "a chunk lies outside the input area";
+  case CSQ_FAULT_CHECKSUM:
+    return "a column chunk is damaged (checksum mismatch)";
+  case CSQ_FAULT_CORRUPT_CHUNK:
+    return "a column chunk does not decode";
+  case CSQ_FAULT_SHORT_CHUNK:
+    return "a column chunk holds fewer values than the row group";
+  case CSQ_FAULT_OUTPUT_FULL:
+    return "the output area cannot hold one row";
+  case CSQ_FAULT_NOMEM:
+    return "the compute engine ran out of memory";
+  case CSQ_FAULT_STALE_PROGRAM:
+    return "the program slot holds another program";
   case CSQ_FAULT_NOT_NUMERIC:
     return "arithmetic or a sum met a TEXT or BLOB value (run the aggregate on the host)";
-  default: return "unknown fault";
+  default:
+    return "unknown fault";
   }
 }
 
-uint64_t csq_prog_id(const uint8_t *p, size_t n) { return XXH3_64bits(p, n); }
+uint64_t csq_prog_id(const uint8_t *p, size_t n) {
+  return XXH3_64bits(p, n);
+}
 
 uint64_t csq_job_hash(const uint8_t *p, size_t n) {
   static const uint8_t aZero[8] = {0};
@@ -109,7 +127,7 @@ void csq_prog_clear(csq_prog *p) {
 }
 
 static const char *op_name(int op) {
-  static const char *az[] = {"?",  "EQ",      "NE",    "LT", "LE",   "GT",     "GE",     "IS",
+  static const char *az[] = {"?",     "EQ",     "NE",      "LT",      "LE", "GT",   "GE",  "IS",
                              "ISNOT", "ISNULL", "NOTNULL", "BETWEEN", "IN", "LIKE", "GLOB"};
   return op >= 0 && op <= CSQ_OP_MAX ? az[op] : "?";
 }
@@ -139,8 +157,8 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   if (t->slot >= nIn)
     return verr(zErr, nErr, "%s %u (%s): input slot %u out of range (%u inputs)", zWhat, i, zOp,
                 t->slot, nIn);
-  int bNot = t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE ||
-             t->op == CSQ_OP_GLOB;
+  int bNot =
+      t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB;
   if ((t->flags & CSQ_TF_NOT) && !bNot)
     return verr(zErr, nErr, "%s %u (%s): NOT flag not allowed", zWhat, i, zOp);
   if ((t->flags & CSQ_TF_BLOB_TEXT) && t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB)
@@ -155,14 +173,19 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
   switch (t->op) {
   case CSQ_OP_ISNULL:
-  case CSQ_OP_NOTNULL: need0 = 0; break;
-  case CSQ_OP_BETWEEN: need1 = 1; break;
+  case CSQ_OP_NOTNULL:
+    need0 = 0;
+    break;
+  case CSQ_OP_BETWEEN:
+    need1 = 1;
+    break;
   case CSQ_OP_IN:
     if (t->k1 == 0 || (uint32_t)t->k0 + t->k1 > nConst)
       return verr(zErr, nErr, "%s %u (IN): constants [%u, +%u) out of range (%u constants)", zWhat,
                   i, t->k0, t->k1, nConst);
     break;
-  default: break;
+  default:
+    break;
   }
   if (!need0 && t->k0)
     return verr(zErr, nErr, "%s %u (%s): constant index must be 0", zWhat, i, zOp);
@@ -201,8 +224,7 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
   if (nAgg > CSQ_AGG_MAX_AGGS)
     return verr(zErr, nErr, "aggregation: %u aggregates (limit %d)", nAgg, CSQ_AGG_MAX_AGGS);
   if (nCond > CSQ_AGG_MAX_CONDS)
-    return verr(zErr, nErr, "aggregation: %u condition terms (limit %d)", nCond,
-                CSQ_AGG_MAX_CONDS);
+    return verr(zErr, nErr, "aggregation: %u condition terms (limit %d)", nCond, CSQ_AGG_MAX_CONDS);
   if (nKey + nAgg == 0) return verr(zErr, nErr, "aggregation: no group key and no aggregate");
   if (agg_bytes(nExpr, nKey, nAgg, nCond) != n - off)
     return verr(zErr, nErr, "aggregation section of %zu bytes, its counts need %llu", n - off,
@@ -233,14 +255,18 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
       break;
     case CSQ_EX_CONST:
       if (e->a >= (uint32_t)pOut->nConst)
-        return verr(zErr, nErr, "expression %u (CONST): constant %u out of range (%d constants)",
-                    i, e->a, pOut->nConst);
+        return verr(zErr, nErr, "expression %u (CONST): constant %u out of range (%d constants)", i,
+                    e->a, pOut->nConst);
       break;
     case CSQ_EX_ADD:
     case CSQ_EX_SUB:
     case CSQ_EX_MUL:
-    case CSQ_EX_DIV: nArg = 2; break;
-    case CSQ_EX_NEG: nArg = 1; break;
+    case CSQ_EX_DIV:
+      nArg = 2;
+      break;
+    case CSQ_EX_NEG:
+      nArg = 1;
+      break;
     case CSQ_EX_CASE:
       if (e->a >= nCond)
         return verr(zErr, nErr, "expression %u (CASE): condition %u out of range (%u conditions)",
@@ -248,7 +274,8 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
       if (e->b >= i || e->c >= i)
         return verr(zErr, nErr, "expression %u (CASE): branch is not an earlier instruction", i);
       break;
-    default: return verr(zErr, nErr, "expression %u: unknown operator %u", i, e->op);
+    default:
+      return verr(zErr, nErr, "expression %u: unknown operator %u", i, e->op);
     }
     if (nArg >= 1 && e->a >= i)
       return verr(zErr, nErr, "expression %u: operand %u is not an earlier instruction", i, e->a);
@@ -299,7 +326,8 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
 ** p[0..n) or allocate more than the limits allow. */
 int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_t nErr) {
   memset(pOut, 0, sizeof(*pOut));
-  if (!p || n < CSQ_PROG_HDR) return verr(zErr, nErr, "program of %zu bytes is shorter than its header", n);
+  if (!p || n < CSQ_PROG_HDR)
+    return verr(zErr, nErr, "program of %zu bytes is shorter than its header", n);
   if (n > CSQ_PROG_MAX_BYTES)
     return verr(zErr, nErr, "program of %zu bytes exceeds the limit of %u", n, CSQ_PROG_MAX_BYTES);
   if (rd32(p) != CSQ_PROG_MAGIC) return verr(zErr, nErr, "bad magic (not a csq program)");
@@ -344,7 +372,8 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   }
   for (uint32_t i = 0; i < nOut; i++, q += 4) {
     uint32_t s = rd32(q);
-    if (s >= nIn) return verr(zErr, nErr, "output %u: input slot %u out of range (%u inputs)", i, s, nIn);
+    if (s >= nIn)
+      return verr(zErr, nErr, "output %u: input slot %u out of range (%u inputs)", i, s, nIn);
     pOut->aOut[i] = (uint16_t)s;
   }
   int rc = -ENOMEM;
@@ -383,7 +412,9 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
       goto fail;
     }
     switch (k->cls) {
-    case CSQ_INT: k->i = (int64_t)v; break;
+    case CSQ_INT:
+      k->i = (int64_t)v;
+      break;
     case CSQ_REAL:
       memcpy(&k->r, &v, 8);
       if (isnan(k->r)) {
@@ -406,7 +437,9 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
         goto fail;
       }
       break;
-    default: rc = verr(zErr, nErr, "constant %u: unknown class %u", i, k->cls); goto fail;
+    default:
+      rc = verr(zErr, nErr, "constant %u: unknown class %u", i, k->cls);
+      goto fail;
     }
     if (k->cls != CSQ_TEXT && k->cls != CSQ_BLOB && k->len) {
       rc = verr(zErr, nErr, "constant %u: length on a non TEXT/BLOB value", i);
@@ -461,7 +494,9 @@ struct csq_pb {
   int nCond;
 };
 
-csq_pb *csq_pb_new(void) { return calloc(1, sizeof(csq_pb)); }
+csq_pb *csq_pb_new(void) {
+  return calloc(1, sizeof(csq_pb));
+}
 
 void csq_pb_free(csq_pb *b) {
   if (!b) return;
@@ -525,8 +560,12 @@ static int pb_const(csq_pb *b, int cls, uint64_t v, const void *p, uint32_t n) {
   return b->nConst++;
 }
 
-int csq_pb_const_null(csq_pb *b) { return pb_const(b, CSQ_NULL, 0, NULL, 0); }
-int csq_pb_const_int(csq_pb *b, int64_t v) { return pb_const(b, CSQ_INT, (uint64_t)v, NULL, 0); }
+int csq_pb_const_null(csq_pb *b) {
+  return pb_const(b, CSQ_NULL, 0, NULL, 0);
+}
+int csq_pb_const_int(csq_pb *b, int64_t v) {
+  return pb_const(b, CSQ_INT, (uint64_t)v, NULL, 0);
+}
 int csq_pb_const_real(csq_pb *b, double v) {
   uint64_t u;
   if (isnan(v)) return csq_pb_const_null(b); /* SQLite stores NaN as NULL */
@@ -589,7 +628,9 @@ int csq_pb_expr(csq_pb *b, int op, int a, int bb, int c) {
 }
 
 /* 1 if e names an instruction already emitted. */
-static int pb_expr_ok(const csq_pb *b, int e) { return e >= 0 && e < b->nExpr; }
+static int pb_expr_ok(const csq_pb *b, int e) {
+  return e >= 0 && e < b->nExpr;
+}
 
 int csq_pb_expr_col(csq_pb *b, int slot) {
   if (!b->rc && (slot < 0 || slot >= b->nIn)) return pb_fail(b, -EINVAL);
@@ -630,8 +671,10 @@ int csq_pb_group(csq_pb *b, int e) {
 }
 int csq_pb_agg(csq_pb *b, int fn, int flags, int e) {
   if (b->rc) return b->rc;
-  if (fn == CSQ_AGG_COUNT_STAR) e = 0;
-  else if (!pb_expr_ok(b, e)) return pb_fail(b, -EINVAL);
+  if (fn == CSQ_AGG_COUNT_STAR)
+    e = 0;
+  else if (!pb_expr_ok(b, e))
+    return pb_fail(b, -EINVAL);
   if (b->nAgg >= CSQ_AGG_MAX_AGGS || fn < 1 || fn > CSQ_AGG_FN_MAX || flags < 0 || flags > 0xFF)
     return pb_fail(b, -EINVAL);
   uint8_t *a = b->aAgg[b->nAgg];
@@ -677,7 +720,8 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   for (int i = 0; i < b->nIn; i++, q += 4) wr32(q, b->aIn[i]);
   for (int i = 0; i < b->nOut; i++, q += 4) wr32(q, b->aOut[i]);
   for (int i = 0; i < nClause; i++, q += 4) wr32(q, b->aClause[i]);
-  for (int i = 0; i < b->nTerm; i++, q += CSQ_PROG_TERM_SZ) memcpy(q, b->aTerm[i], CSQ_PROG_TERM_SZ);
+  for (int i = 0; i < b->nTerm; i++, q += CSQ_PROG_TERM_SZ)
+    memcpy(q, b->aTerm[i], CSQ_PROG_TERM_SZ);
   if (b->nConst) memcpy(q, b->aConst, (size_t)b->nConst * CSQ_PROG_CONST_SZ);
   q += (size_t)b->nConst * CSQ_PROG_CONST_SZ;
   if (b->nHeap) memcpy(q, b->aHeap, b->nHeap);
@@ -692,7 +736,8 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
     for (int i = 0; i < b->nKey; i++, q += 4) wr16(q, b->aKey[i]);
     for (int i = 0; i < b->nAgg; i++, q += 4) memcpy(q, b->aAgg[i], 4);
     q += (4 * (b->nKey + b->nAgg)) % 8;
-    for (int i = 0; i < b->nCond; i++, q += CSQ_PROG_TERM_SZ) memcpy(q, b->aCond[i], CSQ_PROG_TERM_SZ);
+    for (int i = 0; i < b->nCond; i++, q += CSQ_PROG_TERM_SZ)
+      memcpy(q, b->aCond[i], CSQ_PROG_TERM_SZ);
   }
   *pp = p;
   *pn = n;
@@ -763,8 +808,10 @@ static int zone_bounds(const csq_zone *z, int g, const csq_pconst *c, int *pLo, 
   m = nMax < c->len ? nMax : c->len;
   x = m ? memcmp(z->zMaxTxt, c->z, m) : 0;
   if (x == 0) {
-    if (z->bMaxTrunc) x = 1; /* the true max extends the prefix: >= any c sharing it */
-    else x = nMax < c->len ? -1 : nMax > c->len;
+    if (z->bMaxTrunc)
+      x = 1; /* the true max extends the prefix: >= any c sharing it */
+    else
+      x = nMax < c->len ? -1 : nMax > c->len;
   }
   *pHi = x < 0 ? -1 : x > 0;
   return 1;
@@ -776,13 +823,20 @@ static int zone_may(const csq_zone *z, int g, int op, const csq_pconst *c) {
   if (c->cls == CSQ_NULL) return 0;
   if (!zone_bounds(z, g, c, &lo, &hi)) return 1;
   switch (op) {
-  case CSQ_OP_EQ: return lo <= 0 && hi >= 0;
-  case CSQ_OP_NE: return !(lo == 0 && hi == 0 && g == G_INT);
-  case CSQ_OP_LT: return lo < 0;
-  case CSQ_OP_LE: return lo <= 0;
-  case CSQ_OP_GT: return hi > 0;
-  case CSQ_OP_GE: return hi >= 0;
-  default: return 1;
+  case CSQ_OP_EQ:
+    return lo <= 0 && hi >= 0;
+  case CSQ_OP_NE:
+    return !(lo == 0 && hi == 0 && g == G_INT);
+  case CSQ_OP_LT:
+    return lo < 0;
+  case CSQ_OP_LE:
+    return lo <= 0;
+  case CSQ_OP_GT:
+    return hi > 0;
+  case CSQ_OP_GE:
+    return hi >= 0;
+  default:
+    return 1;
   }
 }
 
@@ -791,8 +845,10 @@ static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
   if (z->nVal == 0) return 0;
   const csq_pconst *a = &pp->aConst[t->k0];
   switch (t->op) {
-  case CSQ_OP_ISNULL: return bNull;
-  case CSQ_OP_NOTNULL: return bVal;
+  case CSQ_OP_ISNULL:
+    return bNull;
+  case CSQ_OP_NOTNULL:
+    return bVal;
   case CSQ_OP_IS:
     if (a->cls == CSQ_NULL) return bNull;
     break;
@@ -800,7 +856,8 @@ static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
     if (a->cls == CSQ_NULL) return bVal;
     if (bNull) return 1;
     break;
-  default: break;
+  default:
+    break;
   }
   if (!bVal) return 0;
   int aG[4], nG = 0;
@@ -844,7 +901,8 @@ static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
       for (int k = 0; k < t->k1; k++)
         if (zone_may(z, g, CSQ_OP_EQ, &pp->aConst[t->k0 + k])) return 1;
       break;
-    default: return 1; /* LIKE, GLOB (NOT LIKE of a BLOB is true even for a NULL pattern) */
+    default:
+      return 1; /* LIKE, GLOB (NOT LIKE of a BLOB is true even for a NULL pattern) */
     }
   }
   return 0;

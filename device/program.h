@@ -244,13 +244,13 @@
 #define CSQ_JOB_MAGIC    0x4A515343u /* "CSQJ" */
 #define CSQ_RES_MAGIC    0x52515343u /* "CSQR" */
 
-#define CSQ_PROG_HDR        32
-#define CSQ_PROG_TERM_SZ    16
-#define CSQ_PROG_CONST_SZ   16
-#define CSQ_JOB_HDR         24
-#define CSQ_JOB_CHUNK_SZ    24
-#define CSQ_RES_HDR         24
-#define CSQ_RES_COL_SZ      16
+#define CSQ_PROG_HDR      32
+#define CSQ_PROG_TERM_SZ  16
+#define CSQ_PROG_CONST_SZ 16
+#define CSQ_JOB_HDR       24
+#define CSQ_JOB_CHUNK_SZ  24
+#define CSQ_RES_HDR       24
+#define CSQ_RES_COL_SZ    16
 
 #define CSQ_PROG_MAX_BYTES  (256u * 1024)
 #define CSQ_PROG_MAX_IN     1024
@@ -314,29 +314,29 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_OP_MAX     14
 
 /* Term flags. */
-#define CSQ_TF_NOT        0x01 /* negate BETWEEN / IN / LIKE / GLOB */
-#define CSQ_TF_COLL_MASK  0x06 /* collation for TEXT comparisons: */
-#define CSQ_TF_BINARY     0x00
-#define CSQ_TF_NOCASE     0x02
-#define CSQ_TF_RTRIM      0x04
-#define CSQ_TF_LIKE_CASE  0x08 /* LIKE is case sensitive (PRAGMA case_sensitive_like) */
-#define CSQ_TF_AFF_MASK   0x30 /* affinity the planner applied (informative): */
-#define CSQ_TF_AFF_NONE   0x00
+#define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB */
+#define CSQ_TF_COLL_MASK   0x06 /* collation for TEXT comparisons: */
+#define CSQ_TF_BINARY      0x00
+#define CSQ_TF_NOCASE      0x02
+#define CSQ_TF_RTRIM       0x04
+#define CSQ_TF_LIKE_CASE   0x08 /* LIKE is case sensitive (PRAGMA case_sensitive_like) */
+#define CSQ_TF_AFF_MASK    0x30 /* affinity the planner applied (informative): */
+#define CSQ_TF_AFF_NONE    0x00
 #define CSQ_TF_AFF_NUMERIC 0x10
-#define CSQ_TF_AFF_TEXT   0x20
-#define CSQ_TF_BLOB_TEXT  0x40 /* LIKE/GLOB see a BLOB's bytes as text (see below) */
-#define CSQ_TF_ALL        0x7F
+#define CSQ_TF_AFF_TEXT    0x20
+#define CSQ_TF_BLOB_TEXT   0x40 /* LIKE/GLOB see a BLOB's bytes as text (see below) */
+#define CSQ_TF_ALL         0x7F
 
 /* Fault reasons (DW0-DW1 of a CSQ_SC_PROGRAM_FAULT completion). */
-#define CSQ_FAULT_BAD_RANGES    1 /* fewer than 3 ranges, or one too small */
-#define CSQ_FAULT_BAD_JOB       2 /* job descriptor malformed */
-#define CSQ_FAULT_CHUNK_RANGE   3 /* a chunk lies outside the input area */
-#define CSQ_FAULT_CHECKSUM      4 /* a chunk's XXH3 differs from the job's */
-#define CSQ_FAULT_CORRUPT_CHUNK 5 /* a chunk does not decode */
-#define CSQ_FAULT_SHORT_CHUNK   6 /* a chunk has fewer values than the row group */
-#define CSQ_FAULT_OUTPUT_FULL   7 /* not even one row fits in the output area */
-#define CSQ_FAULT_NOMEM         8 /* the engine ran out of memory */
-#define CSQ_FAULT_STALE_PROGRAM 9 /* aParam[0] is not this program's identifier */
+#define CSQ_FAULT_BAD_RANGES    1  /* fewer than 3 ranges, or one too small */
+#define CSQ_FAULT_BAD_JOB       2  /* job descriptor malformed */
+#define CSQ_FAULT_CHUNK_RANGE   3  /* a chunk lies outside the input area */
+#define CSQ_FAULT_CHECKSUM      4  /* a chunk's XXH3 differs from the job's */
+#define CSQ_FAULT_CORRUPT_CHUNK 5  /* a chunk does not decode */
+#define CSQ_FAULT_SHORT_CHUNK   6  /* a chunk has fewer values than the row group */
+#define CSQ_FAULT_OUTPUT_FULL   7  /* not even one row fits in the output area */
+#define CSQ_FAULT_NOMEM         8  /* the engine ran out of memory */
+#define CSQ_FAULT_STALE_PROGRAM 9  /* aParam[0] is not this program's identifier */
 #define CSQ_FAULT_NOT_NUMERIC   10 /* arithmetic/SUM met a TEXT or BLOB value */
 const char *csq_fault_name(uint64_t reason);
 
@@ -344,10 +344,10 @@ const char *csq_fault_name(uint64_t reason);
 ** outlive it), used by the device executor and by host-side helpers. */
 typedef struct csq_pconst {
   uint8_t cls;
-  uint32_t len;      /* TEXT/BLOB bytes */
-  int64_t i;         /* INT */
-  double r;          /* REAL */
-  const uint8_t *z;  /* TEXT/BLOB bytes (inside the program) */
+  uint32_t len;     /* TEXT/BLOB bytes */
+  int64_t i;        /* INT */
+  double r;         /* REAL */
+  const uint8_t *z; /* TEXT/BLOB bytes (inside the program) */
 } csq_pconst;
 
 typedef struct csq_pterm {
@@ -369,19 +369,19 @@ typedef struct csq_pagg {
 typedef struct csq_prog {
   uint32_t nTotal;
   int nIn, nOut, nClause, nTerm, nConst;
-  uint16_t aIn[CSQ_PROG_MAX_IN];    /* chunk index per input slot */
-  uint16_t aOut[CSQ_PROG_MAX_OUT];  /* input slot per output column */
-  uint16_t *aClause;                /* nClause term counts (malloc'd) */
-  csq_pterm *aTerm;                 /* nTerm (malloc'd) */
-  csq_pconst *aConst;               /* nConst (malloc'd) */
+  uint16_t aIn[CSQ_PROG_MAX_IN];   /* chunk index per input slot */
+  uint16_t aOut[CSQ_PROG_MAX_OUT]; /* input slot per output column */
+  uint16_t *aClause;               /* nClause term counts (malloc'd) */
+  csq_pterm *aTerm;                /* nTerm (malloc'd) */
+  csq_pconst *aConst;              /* nConst (malloc'd) */
   /* Aggregation (version 2 with CSQ_PF_AGG; else bAgg = 0 and all empty). */
   int bAgg;
   int nExpr, nKey, nAgg, nCond;
-  csq_pexpr *aExpr;                 /* nExpr (malloc'd) */
-  uint16_t aKey[CSQ_AGG_MAX_KEYS];  /* instruction per key */
+  csq_pexpr *aExpr;                /* nExpr (malloc'd) */
+  uint16_t aKey[CSQ_AGG_MAX_KEYS]; /* instruction per key */
   csq_pagg aAgg[CSQ_AGG_MAX_AGGS];
-  csq_pterm *aCond;                 /* nCond (malloc'd) */
-  int nResCol;                      /* columns of a result: nOut, or the aggregation's */
+  csq_pterm *aCond; /* nCond (malloc'd) */
+  int nResCol;      /* columns of a result: nOut, or the aggregation's */
 } csq_prog;
 
 /* Verify program p[0..n) and parse it into *pOut (free with
@@ -408,7 +408,7 @@ static inline uint32_t csq_res_check(const uint8_t *p, size_t n) {
 ** on success, or a negative errno (-EINVAL for an argument out of range or a
 ** limit reached, -ENOMEM); after an error csq_pb_finish fails too. */
 typedef struct csq_pb csq_pb;
-csq_pb *csq_pb_new(void);         /* NULL on OOM */
+csq_pb *csq_pb_new(void); /* NULL on OOM */
 void csq_pb_free(csq_pb *b);
 /* The input slot of chunk iChunk (0 rowid, 1+c column c), added if new. */
 int csq_pb_input(csq_pb *b, uint32_t iChunk);
@@ -432,7 +432,7 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn);
 /* Aggregation (version 2). Expressions return their instruction index; an
 ** operand is an index returned earlier. Errors as above (-EINVAL for an
 ** index out of range or a limit reached). */
-int csq_pb_expr(csq_pb *b, int op, int a, int bb, int c);   /* raw instruction */
+int csq_pb_expr(csq_pb *b, int op, int a, int bb, int c); /* raw instruction */
 int csq_pb_expr_col(csq_pb *b, int slot);                 /* input slot's value */
 int csq_pb_expr_const(csq_pb *b, int k);                  /* constant k */
 int csq_pb_expr_arith(csq_pb *b, int op, int e1, int e2); /* CSQ_EX_ADD/SUB/MUL/DIV */

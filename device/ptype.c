@@ -16,8 +16,10 @@ int dev_ptype_register(const dev_ptype *p) {
   int rc = 0;
   if (!p || !p->xVerify || !p->xRun) return -EINVAL;
   pthread_mutex_lock(&ptypeMutex);
-  if (apType[p->type] && apType[p->type] != p) rc = -EEXIST;
-  else __atomic_store_n(&apType[p->type], p, __ATOMIC_RELEASE);
+  if (apType[p->type] && apType[p->type] != p)
+    rc = -EEXIST;
+  else
+    __atomic_store_n(&apType[p->type], p, __ATOMIC_RELEASE);
   pthread_mutex_unlock(&ptypeMutex);
   return rc;
 }

@@ -37,9 +37,9 @@ struct dev_exec_ctx {
   uint64_t nSlm;            /* its size in bytes */
   const csq_mrange *aRange; /* memory ranges of the command (MRS or inline) */
   int nRange;
-  uint64_t aParam[2];       /* program parameters 0 and 1 (CDW12-13, CDW14-15) */
-  uint16_t pind;            /* program slot */
-  int iEngine;              /* which compute engine runs this (0-based) */
+  uint64_t aParam[2]; /* program parameters 0 and 1 (CDW12-13, CDW14-15) */
+  uint16_t pind;      /* program slot */
+  int iEngine;        /* which compute engine runs this (0-based) */
   /* Counters of this execution, zeroed before xRun: the program adds
   ** rows_scanned, rows_returned, row_groups_scanned/skipped, ...; the device
   ** adds them to the queue's and the device's totals afterwards, together
@@ -49,7 +49,7 @@ struct dev_exec_ctx {
   ** several reads in flight; counts media_bytes_read. Returns 0 or a CSQ
   ** status field (LBA_RANGE, READ_ERROR). */
   int (*xReadLba)(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void *pDst);
-  void *pDevPriv;           /* the device's, for xReadLba */
+  void *pDevPriv; /* the device's, for xReadLba */
 };
 
 typedef struct dev_ptype {

@@ -16,8 +16,8 @@
 
 #include "queue.h"
 
-#define LOAD_ACQ(p) __atomic_load_n((p), __ATOMIC_ACQUIRE)
-#define LOAD_RLX(p) __atomic_load_n((p), __ATOMIC_RELAXED)
+#define LOAD_ACQ(p)     __atomic_load_n((p), __ATOMIC_ACQUIRE)
+#define LOAD_RLX(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
 /* How long the host spins on its CQ before sleeping. Long enough to cover a

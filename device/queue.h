@@ -39,7 +39,7 @@ void dev_bell_ring(dev_bell *b);
 int64_t dev_now_ns(void); /* CLOCK_MONOTONIC */
 
 typedef struct dev_qp {
-  uint32_t nSlot;   /* ring size = depth + 1 */
+  uint32_t nSlot; /* ring size = depth + 1 */
   uint16_t qid;
   csq_sqe *aSq;
   csq_cqe *aCq;
@@ -47,8 +47,8 @@ typedef struct dev_qp {
   /* host-owned */
   __attribute__((aligned(64))) uint32_t sqTail;
   uint32_t cqHead;
-  uint16_t cqPhase;  /* phase the host expects next */
-  dev_bell cqBell;   /* the host sleeps here */
+  uint16_t cqPhase; /* phase the host expects next */
+  dev_bell cqBell;  /* the host sleeps here */
   /* device-owned */
   __attribute__((aligned(64))) uint32_t sqHead;
   uint32_t cqTail;

@@ -37,30 +37,31 @@
 #include "scan.h"
 
 #define SCAN_SLOTS 2
-#define SCAN_RETRY 32 /* re-executions after a stale/unloaded program (another connection
-                          ** may replace ours between Load and Execute) */
+#define SCAN_RETRY                                                                                 \
+  32 /* re-executions after a stale/unloaded program (another connection                           \
+      ** may replace ours between Load and Execute) */
 #define MAX_COPY_RANGES 256
 
 enum { S_FREE, S_COPY, S_EXEC, S_READ, S_READY };
 
 typedef struct scan_slot {
   int state;
-  int iRg;            /* index in apRg */
-  int nPend;          /* commands in flight */
+  int iRg;   /* index in apRg */
+  int nPend; /* commands in flight */
   uint16_t aCid[8];
   int nCid;
-  uint64_t slm;       /* SLM base of this slot */
+  uint64_t slm; /* SLM base of this slot */
   uint64_t offIn, offOut, nOutCap;
-  uint8_t *aJob;      /* job descriptor (host copy) */
+  uint8_t *aJob; /* job descriptor (host copy) */
   uint32_t nJob;
   csq_lba_range *aLba;
   int nLba;
   csq_mrange aMr[3];
-  uint8_t *aRes;      /* result read back */
+  uint8_t *aRes; /* result read back */
   uint64_t nRes, nResAlloc;
-  uint32_t resCheck;  /* csq_res_check() of the result, as Execute reported it */
-  uint32_t nRow;      /* rows of the row group */
-  uint32_t startRow;  /* aParam[1] of the Execute in flight */
+  uint32_t resCheck; /* csq_res_check() of the result, as Execute reported it */
+  uint32_t nRow;     /* rows of the row group */
+  uint32_t startRow; /* aParam[1] of the Execute in flight */
   int nRetry;
 } scan_slot;
 
@@ -71,33 +72,33 @@ struct dev_scan {
   const store_table *pTab;
   store_rg **apRg;
   int nRg;
-  int iNext;          /* next row group to consider */
+  int iNext; /* next row group to consider */
   uint8_t *aProg;
   size_t nProg;
   uint64_t id;
   uint16_t pind;
-  int bActivated;   /* pind holds our program, activated by this scan */
+  int bActivated; /* pind holds our program, activated by this scan */
   csq_prog prog;
   int nSlot;
   scan_slot aSlot[SCAN_SLOTS];
-  int iHead;          /* slot to deliver next (slots are used round robin) */
-  int iTail;          /* slot to fill next */
+  int iHead; /* slot to deliver next (slots are used round robin) */
+  int iTail; /* slot to fill next */
   int nBusy;
   int iLastRg;
   int rcErr;
-  uint64_t fault;     /* CSQ_FAULT_* of a failed Execute, 0 if none */
+  uint64_t fault; /* CSQ_FAULT_* of a failed Execute, 0 if none */
   char *zErr;
-  csq_cqe *aMail;     /* completions reaped by another scan of this queue */
+  csq_cqe *aMail; /* completions reaped by another scan of this queue */
   int nMail, nMailAlloc;
   dev_scan *pNextOpen;
   /* the host engine, for row groups too big for a slot (see the banner) */
-  scan_slot host;     /* S_FREE or S_READY; its aRes points into aHostBuf */
-  uint8_t *aHostBuf;  /* [job | input | output], 4 KiB aligned */
+  scan_slot host;    /* S_FREE or S_READY; its aRes points into aHostBuf */
+  uint8_t *aHostBuf; /* [job | input | output], 4 KiB aligned */
   uint64_t nHostBuf;
   const dev_ptype *pHostType;
-  void *pHostProg;    /* the program as the host engine's xVerify compiled it */
-  int bHostMore;      /* the host slot's row group has more to run (from startRow) */
-  int nLbaCap;        /* LBA ranges a device slot's aLba holds */
+  void *pHostProg; /* the program as the host engine's xVerify compiled it */
+  int bHostMore;   /* the host slot's row group has more to run (from startRow) */
+  int nLbaCap;     /* LBA ranges a device slot's aLba holds */
 };
 
 /* ---- registry of open scans (completion routing) ---- */
@@ -188,12 +189,12 @@ int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, cha
   *pzErr = NULL;
   if (nSlots == 0) {
     *pzErr = dev_mprintf("device %s has no csq compute (no program slots)",
-                          dev_path(dev_queue_device(q)));
+                         dev_path(dev_queue_device(q)));
     return -ENOTSUP;
   }
   if (caps->max_prog_bytes && n > caps->max_prog_bytes) {
-    *pzErr = dev_mprintf("program of %zu bytes exceeds the device limit of %u", n,
-                          caps->max_prog_bytes);
+    *pzErr =
+        dev_mprintf("program of %zu bytes exceeds the device limit of %u", n, caps->max_prog_bytes);
     return -E2BIG;
   }
   /* Pass 0 looks for a slot holding this program or a free one and never
@@ -223,14 +224,18 @@ int dev_prog_load(dev_queue *q, const uint8_t *p, size_t n, uint16_t *pPind, cha
     if (rc && rc != CSQ_SC_PROGRAM_IN_USE && rc != CSQ_SC_MAX_ACTIVE) break;
   }
   *pzErr = dev_mprintf("loading a program on %s: %s", dev_path(dev_queue_device(q)),
-                        rc ? dev_errmsg(q) : "no free program slot");
+                       rc ? dev_errmsg(q) : "no free program slot");
   return rc ? rc : -ENOSPC;
 }
 
 /* ---- sizing ---- */
 
-static uint64_t pad8(uint64_t n) { return (n + 7) & ~(uint64_t)7; }
-static uint64_t pad4k(uint64_t n) { return (n + 4095) & ~(uint64_t)4095; }
+static uint64_t pad8(uint64_t n) {
+  return (n + 7) & ~(uint64_t)7;
+}
+static uint64_t pad4k(uint64_t n) {
+  return (n + 4095) & ~(uint64_t)4095;
+}
 
 static uint64_t job_bytes(const dev_scan *s, const store_rg *pRg) {
   uint64_t n = CSQ_JOB_HDR + (uint64_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn;
@@ -253,8 +258,8 @@ static uint64_t close_range(csq_lba_range *aLba, int n, uint64_t lba, uint64_t r
 /* Block ranges covering the program's chunks, merged, in ascending order;
 ** aOff[i] receives input slot i's byte offset in the input area. Returns the
 ** number of ranges (aLba may be NULL to count), or -1 if a chunk is missing. */
-static int chunk_ranges(const dev_scan *s, const store_rg *pRg, csq_lba_range *aLba,
-                        uint64_t *aOff, uint64_t *pnBytes) {
+static int chunk_ranges(const dev_scan *s, const store_rg *pRg, csq_lba_range *aLba, uint64_t *aOff,
+                        uint64_t *pnBytes) {
   int nIn = s->prog.nIn, n = 0;
   uint64_t aB0[CSQ_PROG_MAX_IN], aB1[CSQ_PROG_MAX_IN];
   int aOrd[CSQ_PROG_MAX_IN];
@@ -324,9 +329,8 @@ static int scan_fail(dev_scan *s, int rc, const store_rg *pRg, int iRg, const ch
                      const char *zWhy) {
   if (s->rcErr) return s->rcErr;
   s->rcErr = rc ? rc : -EIO;
-  s->zErr = dev_mprintf("table '%s', row group %d (block %llu) on %s: %s: %s", s->pTab->zName,
-                         iRg, pRg ? (unsigned long long)pRg->lba : 0ull, dev_path(s->pDev), zWhat,
-                         zWhy);
+  s->zErr = dev_mprintf("table '%s', row group %d (block %llu) on %s: %s: %s", s->pTab->zName, iRg,
+                        pRg ? (unsigned long long)pRg->lba : 0ull, dev_path(s->pDev), zWhat, zWhy);
   return s->rcErr;
 }
 
@@ -377,7 +381,8 @@ static int submit_exec(dev_scan *s, scan_slot *t) {
 
 /* Write the job descriptor of pRg (job_bytes(s, pRg) bytes) to j; aOff are
 ** the chunks' offsets in the input area (chunk_ranges). */
-static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t *aOff, uint8_t *j) {
+static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t *aOff,
+                          uint8_t *j) {
   uint32_t nJob = (uint32_t)job_bytes(s, pRg);
   memset(j, 0, nJob);
   uint32_t delBytes = pRg->nDel && pRg->aDel ? (pRg->nRow + 7) / 8 : 0;
@@ -388,7 +393,8 @@ static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t
     uint64_t v64[3] = {aOff[i], pC->len, pC->xxh3};
     memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
   }
-  if (delBytes) memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn, pRg->aDel, delBytes);
+  if (delBytes)
+    memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn, pRg->aDel, delBytes);
   uint64_t h = csq_job_hash(j, CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn + delBytes);
   memcpy(j + 16, &h, 8);
   return nJob;
@@ -452,7 +458,9 @@ static int slot_start(dev_scan *s, scan_slot *t, int iRg) {
 }
 
 static const char *op_of(int state) {
-  return state == S_COPY ? "Memory Copy / SLM Write" : state == S_EXEC ? "Execute Program" : "SLM Read";
+  return state == S_COPY   ? "Memory Copy / SLM Write"
+         : state == S_EXEC ? "Execute Program"
+                           : "SLM Read";
 }
 
 /* A completion for slot t. */
@@ -487,7 +495,8 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
     if (sf == CSQ_SC_PROGRAM_FAULT && !s->rcErr) s->fault = ret;
     if (sf == CSQ_SC_PROGRAM_FAULT)
       snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
-    else snprintf(zWhy, sizeof(zWhy), "%s", dev_errmsg(s->q));
+    else
+      snprintf(zWhy, sizeof(zWhy), "%s", dev_errmsg(s->q));
     return scan_fail(s, (int)sf, pRg, t->iRg, "Execute Program", zWhy);
   }
   if (sf) return scan_fail(s, (int)sf, pRg, t->iRg, op_of(t->state), dev_errmsg(s->q));
@@ -545,8 +554,10 @@ static int pump_one(dev_scan *s) {
   while (!bHave) {
     int rc = dev_reap(s->q, &c, -1);
     if (rc) return scan_fail(s, rc, NULL, -1, "waiting for the device", dev_errmsg(s->q));
-    if (slot_of_cid(s, c.cid)) bHave = 1;
-    else route_foreign(s, &c); /* another scan's, or nobody's: dropped */
+    if (slot_of_cid(s, c.cid))
+      bHave = 1;
+    else
+      route_foreign(s, &c); /* another scan's, or nobody's: dropped */
   }
   scan_slot *t = slot_of_cid(s, c.cid);
   if (!t) return 0;
@@ -599,7 +610,8 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
     csq_vec *v = &aOut[j];
     csq_vec_reset(v);
     if (csq_vec_reserve(v, nRows ? nRows : 1, nHeap ? nHeap : 1)) return -ENOMEM;
-    uint64_t need = (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(nHeap);
+    uint64_t need =
+        (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(nHeap);
     if (need > n - q || clsMask & 0xC1) return -EBADMSG;
     const uint8_t *aCls = bCls ? p + q : NULL;
     const uint8_t *aVal = p + q + (bCls ? pad8(nRows) : 0);
@@ -674,11 +686,14 @@ static int host_exec(dev_scan *s) {
   if (rc) {
     char zWhy[128];
     if (rc == CSQ_SC_PROGRAM_FAULT && !s->rcErr) s->fault = ret;
-    if (rc == CSQ_SC_PROGRAM_FAULT) snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
-    else snprintf(zWhy, sizeof(zWhy), "%s", csq_status_name((uint16_t)rc));
+    if (rc == CSQ_SC_PROGRAM_FAULT)
+      snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
+    else
+      snprintf(zWhy, sizeof(zWhy), "%s", csq_status_name((uint16_t)rc));
     return scan_fail(s, rc > 0 && rc <= 0x7FFF ? rc : CSQ_SC_PROGRAM_FAULT, pRg, t->iRg,
                      "running the program on the host (the row group does not fit the device's "
-                     "local memory)", zWhy);
+                     "local memory)",
+                     zWhy);
   }
   uint64_t nBytes = ret >> 32;
   if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (nBytes & 3))
@@ -712,9 +727,11 @@ static int host_next(dev_scan *s) {
   if (!s->pHostType) {
     char zErr[256] = "";
     s->pHostType = dev_ptype_find(CSQ_PTYPE_CSQ);
-    if (!s->pHostType || s->pHostType->xVerify(s->aProg, s->nProg, &s->pHostProg, zErr, sizeof(zErr))) {
+    if (!s->pHostType ||
+        s->pHostType->xVerify(s->aProg, s->nProg, &s->pHostProg, zErr, sizeof(zErr))) {
       s->pHostType = NULL;
-      return scan_fail(s, -ENOSPC, pRg, iRg, "no room in the device's local memory for this row "
+      return scan_fail(s, -ENOSPC, pRg, iRg,
+                       "no room in the device's local memory for this row "
                        "group, and the host engine cannot run the program",
                        zErr[0] ? zErr : "no executor in this build");
     }
@@ -741,7 +758,8 @@ static int host_next(dev_scan *s) {
   uint8_t *pIn = s->aHostBuf + t->offIn;
   for (int i = 0; i < n; i++) {
     int rc = dev_nvm_read(s->q, t->aLba[i].slba, t->aLba[i].nlb, pIn);
-    if (rc) return scan_fail(s, rc, pRg, iRg, "reading chunks for the host engine", dev_errmsg(s->q));
+    if (rc)
+      return scan_fail(s, rc, pRg, iRg, "reading chunks for the host engine", dev_errmsg(s->q));
     pIn += (uint64_t)t->aLba[i].nlb * CSQ_LBA_SIZE;
   }
   uint32_t nJob = build_job(s, pRg, aOff, s->aHostBuf);
@@ -826,9 +844,15 @@ fail:
   return s->rcErr ? s->rcErr : -EIO;
 }
 
-int dev_scan_ncol(const dev_scan *s) { return s->prog.nResCol; }
-int dev_scan_rg(const dev_scan *s) { return s->iLastRg; }
-uint64_t dev_scan_fault(const dev_scan *s) { return s->fault; }
+int dev_scan_ncol(const dev_scan *s) {
+  return s->prog.nResCol;
+}
+int dev_scan_rg(const dev_scan *s) {
+  return s->iLastRg;
+}
+uint64_t dev_scan_fault(const dev_scan *s) {
+  return s->fault;
+}
 
 void dev_scan_close(dev_scan *s) {
   if (!s) return;
@@ -933,8 +957,8 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
       int n = chunk_ranges(s, pRg, NULL, NULL, &nIn);
       if (n < 0) {
         *pzErr = dev_mprintf("table '%s', row group %d: the program reads a column the table "
-                              "does not have",
-                              pTab->zName, i);
+                             "does not have",
+                             pTab->zName, i);
         rc = -EINVAL;
         goto fail;
       }

@@ -31,29 +31,29 @@ struct store {
   dev_device *pDev;
   pthread_mutex_t mu;
   pthread_mutex_t writer;
-  store_snap *pCur;     /* newest committed snapshot known */
-  store_sb sb;          /* its superblock */
+  store_snap *pCur; /* newest committed snapshot known */
+  store_sb sb;      /* its superblock */
   uint32_t nextTabId;
   store_freemap space;
-  int bSpaceValid;      /* space describes pCur (else rebuild before writing) */
-  store_extent *aPend;  /* deferred frees, gen = generation that freed them */
+  int bSpaceValid;     /* space describes pCur (else rebuild before writing) */
+  store_extent *aPend; /* deferred frees, gen = generation that freed them */
   int nPend, nPendAlloc;
-  store_snap *pLive;    /* snapshots still referenced */
-  int bShared;          /* other processes may open the image: re-read superblocks */
-  store *pNext;         /* registry */
+  store_snap *pLive; /* snapshots still referenced */
+  int bShared;       /* other processes may open the image: re-read superblocks */
+  store *pNext;      /* registry */
 };
 
 struct store_txn {
   store *p;
   dev_queue *q;
   store_snap *pBase;
-  store_sb sbBase;      /* superblock of pBase: its catalog is freed at commit */
+  store_sb sbBase; /* superblock of pBase: its catalog is freed at commit */
   int nTab;
-  store_table **apTab;  /* working copies, owned */
+  store_table **apTab; /* working copies, owned */
   uint32_t nextTabId;
   store_extent *aAlloc; /* allocated by this transaction */
   int nAlloc, nAllocAlloc;
-  store_extent *aFree;  /* committed extents this transaction frees at commit */
+  store_extent *aFree; /* committed extents this transaction frees at commit */
   int nFree, nFreeAlloc;
   int bDirty;
 };
@@ -197,8 +197,8 @@ static int load_delmaps(store *p, dev_queue *q, store_snap *s, char **pzErr) {
       if (XXH3_64bits(buf, pRg->delBytes) != pRg->delXxh3) {
         free(buf);
         *pzErr = dev_mprintf("device %s: table '%s': the delete bitmap at block %llu is "
-                               "damaged (checksum mismatch)",
-                               dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->delLba);
+                             "damaged (checksum mismatch)",
+                             dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->delLba);
         return -EBADMSG;
       }
       pRg->aDel = buf;
@@ -236,11 +236,11 @@ static int read_superblock(store *p, dev_queue *q, store_sb *pSb, int *pbEmpty, 
   }
   if (rcs[0] == -ENOENT && rcs[1] == -ENOENT) {
     *pzErr = dev_mprintf("%s is not a csq device image (no csq superblock in blocks 0-1)",
-                           dev_path(p->pDev));
+                         dev_path(p->pDev));
     return -EINVAL;
   }
   *pzErr = dev_mprintf("device image %s: both superblocks (blocks 0 and 1) are damaged",
-                         dev_path(p->pDev));
+                       dev_path(p->pDev));
   return -EBADMSG;
 }
 
@@ -257,9 +257,9 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
   }
   if (XXH3_64bits(buf, pSb->catBytes) != pSb->catXxh3) {
     *pzErr = dev_mprintf("device image %s: the catalog (blocks %llu-%llu) is damaged "
-                           "(checksum mismatch)",
-                           dev_path(p->pDev), (unsigned long long)pSb->catLba,
-                           (unsigned long long)(pSb->catLba + pSb->catBlocks - 1));
+                         "(checksum mismatch)",
+                         dev_path(p->pDev), (unsigned long long)pSb->catLba,
+                         (unsigned long long)(pSb->catLba + pSb->catBlocks - 1));
     free(buf);
     return -EBADMSG;
   }
@@ -275,7 +275,7 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
     store_snap_free_tables(*ppSnap);
     free(*ppSnap);
     *pzErr = dev_mprintf("device image %s: catalog generation does not match the superblock",
-                           dev_path(p->pDev));
+                         dev_path(p->pDev));
     return -EBADMSG;
   }
   rc = load_delmaps(p, q, *ppSnap, pzErr);
@@ -289,8 +289,8 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
 /* Write a snapshot's catalog to fresh space and return its superblock.
 ** Called with the writer lock; allocations recorded in pTxn (may be NULL when
 ** formatting). */
-static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTabId,
-                         store_sb *pSb, store_txn *pTxn, char **pzErr) {
+static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTabId, store_sb *pSb,
+                         store_txn *pTxn, char **pzErr) {
   uint8_t *a = NULL;
   size_t n = 0;
   int rc = store_cat_encode(s, nextTabId, &a, &n);
@@ -315,8 +315,10 @@ static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTab
   }
   if (pTxn) ext_push(&pTxn->aAlloc, &pTxn->nAlloc, &pTxn->nAllocAlloc, lba, nblk, 0);
   rc = io_write(q, lba, nblk, buf);
-  if (rc) *pzErr = io_errmsg(p, q, rc, "writing the catalog");
-  else rc = verify_write(p, q, lba, nblk, buf, "writing the catalog", pzErr);
+  if (rc)
+    *pzErr = io_errmsg(p, q, rc, "writing the catalog");
+  else
+    rc = verify_write(p, q, lba, nblk, buf, "writing the catalog", pzErr);
   if (rc == 0) {
     pSb->gen = s->gen;
     pSb->catLba = lba;
@@ -343,8 +345,10 @@ static int write_superblocks(store *p, dev_queue *q, const store_sb *pSb, char *
     rc = dev_nvm_write(q, (uint64_t)i, 1, buf);
     if (pbMaybe && (i > 0 || rc == 0 || rc == CSQ_SC_HOST_TIMEOUT)) *pbMaybe = 1;
     if (rc == 0) rc = dev_nvm_flush(q);
-    if (rc) *pzErr = io_errmsg(p, q, rc, "writing the superblock");
-    else rc = verify_write(p, q, (uint64_t)i, 1, buf, "writing the superblock", pzErr);
+    if (rc)
+      *pzErr = io_errmsg(p, q, rc, "writing the superblock");
+    else
+      rc = verify_write(p, q, (uint64_t)i, 1, buf, "writing the superblock", pzErr);
   }
   free(buf);
   return rc;
@@ -546,7 +550,9 @@ void store_unref(store *p) {
   free(p);
 }
 
-dev_device *store_device(store *p) { return p->pDev; }
+dev_device *store_device(store *p) {
+  return p->pDev;
+}
 
 void store_space(store *p, uint64_t *pnUsed, uint64_t *pnHigh) {
   pthread_mutex_lock(&p->mu);
@@ -573,8 +579,10 @@ static const uint8_t *rg_raw(store *p, dev_queue *q, const store_rg *pRgConst) {
     return NULL; /* the chunk-by-chunk path reports the error */
   }
   pthread_mutex_lock(&p->mu);
-  if (pRg->aRaw) free(a);
-  else pRg->aRaw = a;
+  if (pRg->aRaw)
+    free(a);
+  else
+    pRg->aRaw = a;
   a = pRg->aRaw;
   pthread_mutex_unlock(&p->mu);
   return a;
@@ -605,11 +613,11 @@ static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, con
   }
   const uint8_t *pChunk = buf + (pC->off - first * CSQ_LBA_SIZE);
   if (XXH3_64bits(pChunk, pC->len) != pC->xxh3) {
-    *pzErr = dev_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
-                           "%llu-%llu is damaged (checksum mismatch)",
-                           dev_path(p->pDev), pTab->zName, zCol,
-                           (unsigned long long)(pRg->lba + first),
-                           (unsigned long long)(pRg->lba + last - 1));
+    *pzErr =
+        dev_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
+                    "%llu-%llu is damaged (checksum mismatch)",
+                    dev_path(p->pDev), pTab->zName, zCol, (unsigned long long)(pRg->lba + first),
+                    (unsigned long long)(pRg->lba + last - 1));
     free(buf);
     return -EBADMSG;
   }
@@ -631,15 +639,15 @@ int store_read_chunks(store *p, dev_queue *q, const store_table *pTab, const sto
     free(buf);
     if (rc) {
       if (rc != -ENOMEM)
-        *pzErr = dev_mprintf("device image %s: table '%s': the chunk of column %d at block %llu "
-                               "does not decode",
-                               dev_path(p->pDev), pTab->zName, aiCol[i],
-                               (unsigned long long)pRg->lba);
+        *pzErr =
+            dev_mprintf("device image %s: table '%s': the chunk of column %d at block %llu "
+                        "does not decode",
+                        dev_path(p->pDev), pTab->zName, aiCol[i], (unsigned long long)pRg->lba);
       return rc;
     }
     if (aOut[i].n < pRg->nRow) {
       *pzErr = dev_mprintf("device image %s: table '%s': row group at block %llu is short",
-                             dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->lba);
+                           dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->lba);
       return -EBADMSG;
     }
   }
@@ -780,7 +788,9 @@ store_table *store_txn_table(store_txn *t, const char *zName) {
   return NULL;
 }
 
-int store_txn_dirty(const store_txn *t) { return t->bDirty; }
+int store_txn_dirty(const store_txn *t) {
+  return t->bDirty;
+}
 
 int store_txn_create_table(store_txn *t, const char *zName, int nCol, const store_col *aCol,
                            char **pzErr) {
@@ -938,8 +948,8 @@ static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32
     off = (off + anEnc[c] + 7) & ~(uint64_t)7;
     if (off > UINT32_MAX - CSQ_LBA_SIZE) {
       *pzErr = dev_mprintf("table %s: a row group would exceed 4 GiB; insert fewer rows per "
-                             "transaction or use a smaller rowgroup= option",
-                             pTab->zName);
+                           "transaction or use a smaller rowgroup= option",
+                           pTab->zName);
       rc = -EFBIG;
       goto done;
     }
@@ -1064,8 +1074,10 @@ int store_txn_find(store_txn *t, store_table *pTab, int64_t iRowid, int bDeleted
       uint32_t lo = 0, hi = pRg->nRow;
       while (lo < hi) {
         uint32_t mid = lo + (hi - lo) / 2;
-        if (a[mid] < iRowid) lo = mid + 1;
-        else hi = mid;
+        if (a[mid] < iRowid)
+          lo = mid + 1;
+        else
+          hi = mid;
       }
       if (lo < pRg->nRow && a[lo] == iRowid && (bDeleted || !store_rg_deleted(pRg, lo))) {
         *piRg = g;
@@ -1115,7 +1127,7 @@ int store_txn_delete(store_txn *t, store_table *pTab, int iRg, uint32_t iRow, in
     pRg->aDel[iRow >> 3] |= (uint8_t)(1u << (iRow & 7));
     pRg->nDel++;
   } else {
-    pRg->aDel[iRow >> 3] &= (uint8_t)~(1u << (iRow & 7));
+    pRg->aDel[iRow >> 3] &= (uint8_t) ~(1u << (iRow & 7));
     pRg->nDel--;
   }
   if (pRg->txnState == 0) pRg->txnState = 1;
@@ -1141,7 +1153,9 @@ static void txn_free(store_txn *t, int bCommitted) {
   free(t);
 }
 
-void store_txn_rollback(store_txn *t) { txn_free(t, 0); }
+void store_txn_rollback(store_txn *t) {
+  txn_free(t, 0);
+}
 
 /* Write the delete bitmaps that changed; drop row groups whose rows are all
 ** deleted. */
@@ -1232,7 +1246,8 @@ int store_txn_commit(store_txn *t, char **pzErr) {
       /* say so: the caller cannot tell from the error alone */
       char *z = dev_mprintf("%s; the commit may have taken effect (a superblock copy "
                             "with it may be on the media): the database holds the state "
-                            "before or after this transaction, whole", *pzErr);
+                            "before or after this transaction, whole",
+                            *pzErr);
       if (z) {
         free(*pzErr);
         *pzErr = z;

@@ -35,10 +35,10 @@ typedef struct store_txn store_txn;
 
 /* Where one column chunk of a row group lives, and what it holds. */
 typedef struct store_chunk {
-  uint32_t off;   /* byte offset inside the row group's extent */
-  uint32_t len;   /* encoded bytes */
-  uint64_t xxh3;  /* checksum of the encoded chunk */
-  uint8_t enc;    /* CSQ_ENC_* */
+  uint32_t off;  /* byte offset inside the row group's extent */
+  uint32_t len;  /* encoded bytes */
+  uint64_t xxh3; /* checksum of the encoded chunk */
+  uint8_t enc;   /* CSQ_ENC_* */
   csq_zone zone;
 } store_chunk;
 
@@ -48,27 +48,27 @@ typedef struct store_chunk {
 ** (reference counted). */
 struct store_rg {
   int nRef;
-  uint64_t lba;      /* first block */
-  uint32_t nblk;     /* blocks in the extent */
-  uint32_t nRow;     /* rows stored, deleted included */
-  uint32_t nDel;     /* rows marked deleted */
-  uint64_t delLba;   /* extent of the delete bitmap (0 = none) */
+  uint64_t lba;    /* first block */
+  uint32_t nblk;   /* blocks in the extent */
+  uint32_t nRow;   /* rows stored, deleted included */
+  uint32_t nDel;   /* rows marked deleted */
+  uint64_t delLba; /* extent of the delete bitmap (0 = none) */
   uint32_t delBytes;
   uint64_t delXxh3;
-  uint8_t *aDel;     /* delete bitmap, nRow bits (NULL if nDel == 0), loaded with the snapshot */
-  int nChunk;        /* columns + 1 */
+  uint8_t *aDel; /* delete bitmap, nRow bits (NULL if nDel == 0), loaded with the snapshot */
+  int nChunk;    /* columns + 1 */
   store_chunk *aChunk;
-  int64_t *aRowid;   /* lazy: decoded rowids (see store_rg_rowids) */
-  int bSorted;       /* lazy: aRowid ascending */
-  uint8_t *aRaw;     /* lazy: the whole extent of a small row group, read once
-                        (see STORE_RAW_CACHE_BLOCKS in store.c) */
-  int txnState;      /* 0 committed (shared, immutable), 1 committed but its delete
-                        bitmap changed in the open transaction, 2 written by it */
+  int64_t *aRowid; /* lazy: decoded rowids (see store_rg_rowids) */
+  int bSorted;     /* lazy: aRowid ascending */
+  uint8_t *aRaw;   /* lazy: the whole extent of a small row group, read once
+                      (see STORE_RAW_CACHE_BLOCKS in store.c) */
+  int txnState;    /* 0 committed (shared, immutable), 1 committed but its delete
+                      bitmap changed in the open transaction, 2 written by it */
 };
 
 typedef struct store_col {
   char *zName;
-  char *zType;       /* declared type, "" if none */
+  char *zType; /* declared type, "" if none */
   int bNotNull;
 } store_col;
 
@@ -85,10 +85,10 @@ struct store_table {
 
 struct store_snap {
   int nRef;
-  uint64_t gen;       /* generation */
+  uint64_t gen; /* generation */
   int nTab;
   store_table **apTab;
-  store *pStore;      /* owner; a snapshot must be released before the store */
+  store *pStore;         /* owner; a snapshot must be released before the store */
   store_snap *pNextLive; /* the store's list of snapshots still referenced */
 };
 

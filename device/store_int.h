@@ -10,10 +10,10 @@
 
 #include "store.h"
 
-#define CSQ_SB_MAGIC    "CSQIMG\0\1"
-#define CSQ_CAT_MAGIC   "CSQCAT01"
+#define CSQ_SB_MAGIC       "CSQIMG\0\1"
+#define CSQ_CAT_MAGIC      "CSQCAT01"
 #define CSQ_FORMAT_VERSION 1u
-#define CSQ_SB_COPIES   2        /* blocks 0 and 1 */
+#define CSQ_SB_COPIES      2 /* blocks 0 and 1 */
 #define CSQ_FIRST_DATA_LBA 2
 
 typedef struct store_sb {
@@ -22,7 +22,7 @@ typedef struct store_sb {
   uint32_t catBlocks;
   uint64_t catBytes;
   uint64_t catXxh3;
-  uint64_t hwm;          /* first block never allocated */
+  uint64_t hwm; /* first block never allocated */
   uint8_t uuid[16];
   uint64_t created;
 } store_sb;
@@ -37,19 +37,19 @@ int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOu
 int store_cat_decode(const uint8_t *p, size_t n, store_snap **ppSnap, uint32_t *pNextTabId,
                      char **pzErr);
 void store_snap_free_tables(store_snap *pSnap);
-store_rg *store_rg_clone(const store_rg *pRg);           /* private copy, nRef = 1 */
+store_rg *store_rg_clone(const store_rg *pRg); /* private copy, nRef = 1 */
 
 /* space.c: extents of free blocks. */
 typedef struct store_extent {
   uint64_t lba;
   uint64_t nblk;
-  uint64_t gen;          /* for deferred frees: generation that freed it */
+  uint64_t gen; /* for deferred frees: generation that freed it */
 } store_extent;
 typedef struct store_freemap {
-  store_extent *a;       /* free extents, sorted by lba, coalesced */
+  store_extent *a; /* free extents, sorted by lba, coalesced */
   int n, nAlloc;
-  uint64_t hwm;          /* first block never allocated */
-  uint64_t nCap;         /* namespace capacity in blocks */
+  uint64_t hwm;  /* first block never allocated */
+  uint64_t nCap; /* namespace capacity in blocks */
 } store_freemap;
 int space_alloc(store_freemap *s, uint64_t nblk, uint64_t *pLba);
 int space_free(store_freemap *s, uint64_t lba, uint64_t nblk);
@@ -83,6 +83,5 @@ uint32_t srd_u32(store_rd *r);
 uint64_t srd_u64(store_rd *r);
 int srd_bytes(store_rd *r, void *p, size_t n);
 char *srd_str(store_rd *r); /* malloc'd, NUL-terminated; NULL when bad */
-
 
 #endif /* CSQ_DEVICE_STORE_INT_H */

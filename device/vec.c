@@ -15,7 +15,9 @@
 #define VEC_MIN_CAP  64
 #define VEC_MIN_HEAP 256
 
-void csq_vec_init(csq_vec *v) { memset(v, 0, sizeof(*v)); }
+void csq_vec_init(csq_vec *v) {
+  memset(v, 0, sizeof(*v));
+}
 
 void csq_vec_free(csq_vec *v) {
   free(v->aCls);

@@ -32,21 +32,21 @@ typedef union csq_val {
 } csq_val;
 
 typedef struct csq_vec {
-  uint32_t n;       /* values held */
-  uint32_t nCap;    /* capacity of aCls/aVal/aLen */
-  uint8_t *aCls;    /* storage class of each value */
-  csq_val *aVal;    /* the values */
-  uint32_t *aLen;   /* byte length of TEXT/BLOB values, 0 otherwise */
-  char *aHeap;      /* TEXT/BLOB bytes */
-  uint64_t nHeap;   /* bytes used in aHeap */
+  uint32_t n;     /* values held */
+  uint32_t nCap;  /* capacity of aCls/aVal/aLen */
+  uint8_t *aCls;  /* storage class of each value */
+  csq_val *aVal;  /* the values */
+  uint32_t *aLen; /* byte length of TEXT/BLOB values, 0 otherwise */
+  char *aHeap;    /* TEXT/BLOB bytes */
+  uint64_t nHeap; /* bytes used in aHeap */
   uint64_t nHeapCap;
-  uint8_t clsMask;  /* OR of (1 << class) over the n values */
+  uint8_t clsMask; /* OR of (1 << class) over the n values */
 } csq_vec;
 
 /* All return 0 or -ENOMEM. */
 void csq_vec_init(csq_vec *v);
-void csq_vec_free(csq_vec *v);             /* frees buffers, leaves v empty and reusable */
-void csq_vec_reset(csq_vec *v);            /* n = 0, keeps buffers */
+void csq_vec_free(csq_vec *v);  /* frees buffers, leaves v empty and reusable */
+void csq_vec_reset(csq_vec *v); /* n = 0, keeps buffers */
 int csq_vec_reserve(csq_vec *v, uint32_t nCap, uint64_t nHeapCap);
 int csq_vec_push_null(csq_vec *v);
 int csq_vec_push_int(csq_vec *v, int64_t i);

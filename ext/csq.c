@@ -13,7 +13,7 @@ SQLITE_EXTENSION_INIT1
 #ifdef _WIN32
 __declspec(dllexport)
 #endif
-int sqlite3_csq_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
+    int sqlite3_csq_init(sqlite3 *db, char **pzErrMsg, const sqlite3_api_routines *pApi) {
   SQLITE_EXTENSION_INIT2(pApi);
   vt_conn *pConn = vt_conn_new(db);
   if (!pConn) return SQLITE_NOMEM;

@@ -57,8 +57,10 @@ static int print_rows(shell *sh, sqlite3_stmt *pStmt, long long *pnRow) {
     for (int i = 0; i < nCol; i++) {
       if (i) fputs(sh->eMode == MODE_CSV ? "," : sh->eMode == MODE_TABLE ? " | " : "|", stdout);
       const char *z = (const char *)sqlite3_column_text(pStmt, i);
-      if (sh->eMode == MODE_CSV) print_csv_field(z);
-      else fputs(z ? z : (sh->eMode == MODE_TABLE ? "NULL" : ""), stdout);
+      if (sh->eMode == MODE_CSV)
+        print_csv_field(z);
+      else
+        fputs(z ? z : (sh->eMode == MODE_TABLE ? "NULL" : ""), stdout);
     }
     putchar('\n');
     nRow++;
@@ -110,7 +112,8 @@ static void run_select(shell *sh, const char *zSql, int nSql) {
   sqlite3_stmt *pStmt = NULL;
   int rc = sqlite3_exec(sh->db, zCreate, NULL, NULL, NULL);
   sqlite3_free(zCreate);
-  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(sh->db, "SELECT * FROM temp.csq_shell_q", -1, &pStmt, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(sh->db, "SELECT * FROM temp.csq_shell_q", -1, &pStmt, NULL);
   long long nRow = 0;
   if (rc == SQLITE_OK) rc = print_rows(sh, pStmt, &nRow);
   if (rc != SQLITE_OK) {
@@ -190,23 +193,32 @@ int main(int argc, char **argv) {
   memset(&sh, 0, sizeof(sh));
   const char *zDb = NULL, *zSql = NULL;
   for (int i = 1; i < argc; i++) {
-    if (strcmp(argv[i], "-header") == 0) sh.bHeader = 1;
-    else if (strcmp(argv[i], "-stats") == 0) sh.bStats = 1;
-    else if (strcmp(argv[i], "-explain") == 0) sh.bExplain = 1;
+    if (strcmp(argv[i], "-header") == 0)
+      sh.bHeader = 1;
+    else if (strcmp(argv[i], "-stats") == 0)
+      sh.bStats = 1;
+    else if (strcmp(argv[i], "-explain") == 0)
+      sh.bExplain = 1;
     else if (strcmp(argv[i], "-mode") == 0 && i + 1 < argc) {
       i++;
-      if (strcmp(argv[i], "csv") == 0) sh.eMode = MODE_CSV;
-      else if (strcmp(argv[i], "table") == 0) sh.eMode = MODE_TABLE;
-      else if (strcmp(argv[i], "list") == 0) sh.eMode = MODE_LIST;
+      if (strcmp(argv[i], "csv") == 0)
+        sh.eMode = MODE_CSV;
+      else if (strcmp(argv[i], "table") == 0)
+        sh.eMode = MODE_TABLE;
+      else if (strcmp(argv[i], "list") == 0)
+        sh.eMode = MODE_LIST;
       else {
         fprintf(stderr, "csq: unknown mode %s (list, csv, table)\n", argv[i]);
         return 2;
       }
     } else if (argv[i][0] == '-' && argv[i][1]) {
-      fprintf(stderr, "usage: csq [-header] [-mode list|csv|table] [-stats] [-explain] [DB] [SQL]\n");
+      fprintf(stderr,
+              "usage: csq [-header] [-mode list|csv|table] [-stats] [-explain] [DB] [SQL]\n");
       return 2;
-    } else if (!zDb) zDb = argv[i];
-    else if (!zSql) zSql = argv[i];
+    } else if (!zDb)
+      zDb = argv[i];
+    else if (!zSql)
+      zSql = argv[i];
   }
   if (sqlite3_open(zDb ? zDb : ":memory:", &sh.db) != SQLITE_OK) {
     fprintf(stderr, "csq: cannot open %s: %s\n", zDb, sqlite3_errmsg(sh.db));

@@ -31,8 +31,12 @@ static int add_const(csq_pb *b, sqlite3_value *v, char aff, int *pbNull) {
     if (!c) return -12;
     int k;
     switch (sqlite3_value_numeric_type(c)) {
-    case SQLITE_INTEGER: k = csq_pb_const_int(b, sqlite3_value_int64(c)); break;
-    case SQLITE_FLOAT: k = csq_pb_const_real(b, sqlite3_value_double(c)); break;
+    case SQLITE_INTEGER:
+      k = csq_pb_const_int(b, sqlite3_value_int64(c));
+      break;
+    case SQLITE_FLOAT:
+      k = csq_pb_const_real(b, sqlite3_value_double(c));
+      break;
     default:
       k = csq_pb_const_bytes(b, CSQ_TEXT, sqlite3_value_text(c), (uint32_t)sqlite3_value_bytes(c));
     }
@@ -48,8 +52,10 @@ static int add_const(csq_pb *b, sqlite3_value *v, char aff, int *pbNull) {
     return k;
   }
   switch (t) {
-  case SQLITE_INTEGER: return csq_pb_const_int(b, sqlite3_value_int64(v));
-  case SQLITE_FLOAT: return csq_pb_const_real(b, sqlite3_value_double(v));
+  case SQLITE_INTEGER:
+    return csq_pb_const_int(b, sqlite3_value_int64(v));
+  case SQLITE_FLOAT:
+    return csq_pb_const_real(b, sqlite3_value_double(v));
   case SQLITE_TEXT:
     return csq_pb_const_bytes(b, CSQ_TEXT, sqlite3_value_text(v), (uint32_t)sqlite3_value_bytes(v));
   default:
@@ -64,7 +70,8 @@ int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
   if (rc < 0) return rc;
   switch (c->op) {
   case CSQ_OP_ISNULL:
-  case CSQ_OP_NOTNULL: return csq_pb_term(b, c->op, 0, slot, 0, 0, 0);
+  case CSQ_OP_NOTNULL:
+    return csq_pb_term(b, c->op, 0, slot, 0, 0, 0);
   case CSQ_OP_IN: {
     int k0 = -1, nNonNull = 0;
     for (int i = 0; i < c->nVal; i++) {
@@ -89,8 +96,8 @@ int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
   }
 }
 
-int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp,
-                      size_t *pn, int *pbEmpty, char **pzErr) {
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp, size_t *pn,
+                      int *pbEmpty, char **pzErr) {
   *pp = NULL;
   *pn = 0;
   *pbEmpty = 0;

@@ -39,7 +39,7 @@ typedef struct pl_cons {
 struct csq_pb;
 int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
 
-int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp,
-                      size_t *pn, int *pbEmpty, char **pzErr);
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp, size_t *pn,
+                      int *pbEmpty, char **pzErr);
 
 #endif /* CSQ_PLANNER_FILTER_H */

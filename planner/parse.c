@@ -46,35 +46,96 @@ static void *pl_grow(void *p, size_t n) {
 ** only in context, as in SQLite's tokenizer, so they are not listed. */
 enum { C_RES = 1, C_FB, C_IDX, C_JOIN };
 
-#define PL_KEYWORDS(X)                                                                           \
-  X(ABORT, C_FB) X(ACTION, C_FB) X(ADD, C_RES) X(AFTER, C_FB) X(ALL, C_RES) X(ALTER, C_RES)      \
-  X(ALWAYS, C_FB) X(ANALYZE, C_FB) X(AND, C_RES) X(AS, C_RES) X(ASC, C_FB) X(ATTACH, C_FB)       \
-  X(AUTOINCREMENT, C_RES) X(BEFORE, C_FB) X(BEGIN, C_FB) X(BETWEEN, C_RES) X(BY, C_FB)           \
-  X(CASCADE, C_FB) X(CASE, C_RES) X(CAST, C_FB) X(CHECK, C_RES) X(COLLATE, C_RES)                \
-  X(COLUMN, C_FB) X(COMMIT, C_RES) X(CONFLICT, C_FB) X(CONSTRAINT, C_RES) X(CREATE, C_RES)       \
-  X(CROSS, C_JOIN) X(CURRENT, C_FB) X(CURRENT_DATE, C_FB) X(CURRENT_TIME, C_FB)                  \
-  X(CURRENT_TIMESTAMP, C_FB) X(DATABASE, C_FB) X(DEFAULT, C_RES) X(DEFERRABLE, C_RES)            \
-  X(DEFERRED, C_FB) X(DELETE, C_RES) X(DESC, C_FB) X(DETACH, C_FB) X(DISTINCT, C_RES)            \
-  X(DO, C_FB) X(DROP, C_RES) X(EACH, C_FB) X(ELSE, C_RES) X(END, C_FB) X(ESCAPE, C_RES)          \
-  X(EXCEPT, C_RES) X(EXCLUDE, C_FB) X(EXCLUSIVE, C_FB) X(EXISTS, C_RES) X(EXPLAIN, C_FB)         \
-  X(FAIL, C_FB) X(FIRST, C_FB) X(FOLLOWING, C_FB) X(FOR, C_FB) X(FOREIGN, C_RES)                 \
-  X(FROM, C_RES) X(FULL, C_JOIN) X(GENERATED, C_FB) X(GLOB, C_FB) X(GROUP, C_RES)                \
-  X(GROUPS, C_FB) X(HAVING, C_RES) X(IF, C_FB) X(IGNORE, C_FB) X(IMMEDIATE, C_FB) X(IN, C_RES)   \
-  X(INDEX, C_RES) X(INDEXED, C_IDX) X(INITIALLY, C_FB) X(INNER, C_JOIN) X(INSERT, C_RES)         \
-  X(INSTEAD, C_FB) X(INTERSECT, C_RES) X(INTO, C_RES) X(IS, C_RES) X(ISNULL, C_RES)              \
-  X(JOIN, C_RES) X(KEY, C_FB) X(LAST, C_FB) X(LEFT, C_JOIN) X(LIKE, C_FB) X(LIMIT, C_RES)        \
-  X(MATCH, C_FB) X(MATERIALIZED, C_FB) X(NATURAL, C_JOIN) X(NO, C_FB) X(NOT, C_RES)              \
-  X(NOTHING, C_RES) X(NOTNULL, C_RES) X(NULL, C_RES) X(NULLS, C_FB) X(OF, C_FB)                  \
-  X(OFFSET, C_FB) X(ON, C_RES) X(OR, C_RES) X(ORDER, C_RES) X(OTHERS, C_FB) X(OUTER, C_JOIN)     \
-  X(PARTITION, C_FB) X(PLAN, C_FB) X(PRAGMA, C_FB) X(PRECEDING, C_FB) X(PRIMARY, C_RES)          \
-  X(QUERY, C_FB) X(RAISE, C_FB) X(RANGE, C_FB) X(RECURSIVE, C_FB) X(REFERENCES, C_RES)           \
-  X(REGEXP, C_FB) X(REINDEX, C_FB) X(RELEASE, C_FB) X(RENAME, C_FB) X(REPLACE, C_FB)             \
-  X(RESTRICT, C_FB) X(RETURNING, C_RES) X(RIGHT, C_JOIN) X(ROLLBACK, C_FB) X(ROW, C_FB)          \
-  X(ROWS, C_FB) X(SAVEPOINT, C_FB) X(SELECT, C_RES) X(SET, C_RES) X(TABLE, C_RES)                \
-  X(TEMP, C_FB) X(TEMPORARY, C_FB) X(THEN, C_RES) X(TIES, C_FB) X(TO, C_RES)                     \
-  X(TRANSACTION, C_RES) X(TRIGGER, C_FB) X(UNBOUNDED, C_FB) X(UNION, C_RES) X(UNIQUE, C_RES)     \
-  X(UPDATE, C_RES) X(USING, C_RES) X(VACUUM, C_FB) X(VALUES, C_RES) X(VIEW, C_FB)                \
-  X(VIRTUAL, C_FB) X(WHEN, C_RES) X(WHERE, C_RES) X(WITH, C_FB) X(WITHOUT, C_FB)
+#define PL_KEYWORDS(X)                                                                                                    \
+  X(ABORT, C_FB)                                                                                                          \
+  X(ACTION, C_FB)                                                                                                         \
+  X(ADD, C_RES) X(AFTER, C_FB) X(ALL, C_RES) X(ALTER, C_RES) X(ALWAYS, C_FB) X(ANALYZE, C_FB) X(                          \
+      AND, C_RES) X(AS, C_RES) X(ASC, C_FB) X(ATTACH, C_FB) X(AUTOINCREMENT, C_RES)                                       \
+      X(BEFORE, C_FB) X(BEGIN, C_FB) X(BETWEEN, C_RES) X(BY, C_FB) X(CASCADE, C_FB) X(                                    \
+          CASE, C_RES) X(CAST, C_FB) X(CHECK, C_RES) X(COLLATE, C_RES) X(COLUMN, C_FB) X(COMMIT,                          \
+                                                                                         C_RES)                           \
+          X(CONFLICT, C_FB) X(CONSTRAINT, C_RES) X(CREATE, C_RES) X(CROSS, C_JOIN) X(                                     \
+              CURRENT, C_FB) X(CURRENT_DATE,                                                                              \
+                               C_FB) X(CURRENT_TIME, C_FB)                                                                \
+              X(CURRENT_TIMESTAMP, C_FB) X(DATABASE, C_FB) X(DEFAULT, C_RES) X(                                           \
+                  DEFERRABLE,                                                                                             \
+                  C_RES) X(DEFERRED, C_FB)                                                                                \
+                  X(DELETE, C_RES) X(DESC, C_FB) X(DETACH, C_FB) X(DISTINCT, C_RES) X(DO, C_FB) X(                        \
+                      DROP,                                                                                               \
+                      C_RES) X(EACH,                                                                                      \
+                               C_FB) X(ELSE,                                                                              \
+                                       C_RES) X(END, C_FB)                                                                \
+                      X(ESCAPE, C_RES) X(EXCEPT, C_RES) X(EXCLUDE, C_FB) X(EXCLUSIVE, C_FB) X(                            \
+                          EXISTS,                                                                                         \
+                          C_RES) X(EXPLAIN,                                                                               \
+                                   C_FB) X(FAIL, C_FB)                                                                    \
+                          X(FIRST, C_FB) X(FOLLOWING, C_FB) X(FOR, C_FB) X(FOREIGN, C_RES) X(                             \
+                              FROM,                                                                                       \
+                              C_RES) X(FULL, C_JOIN)                                                                      \
+                              X(GENERATED, C_FB) X(GLOB, C_FB) X(GROUP, C_RES) X(GROUPS, C_FB) X(                         \
+                                  HAVING,                                                                                 \
+                                  C_RES) X(IF,                                                                            \
+                                           C_FB) X(IGNORE,                                                                \
+                                                   C_FB) X(IMMEDIATE, C_FB)                                               \
+                                  X(IN, C_RES) X(INDEX, C_RES) X(INDEXED, C_IDX) X(                                       \
+                                      INITIALLY,                                                                          \
+                                      C_FB) X(INNER, C_JOIN)                                                              \
+                                      X(INSERT, C_RES) X(INSTEAD, C_FB) X(INTERSECT, C_RES) X(INTO, C_RES) X(             \
+                                          IS,                                                                             \
+                                          C_RES) X(ISNULL,                                                                \
+                                                   C_RES) X(JOIN, C_RES)                                                  \
+                                          X(KEY, C_FB) X(LAST, C_FB) X(LEFT, C_JOIN) X(LIKE, C_FB) X(                     \
+                                              LIMIT,                                                                      \
+                                              C_RES) X(MATCH,                                                             \
+                                                       C_FB) X(MATERIALIZED, C_FB)                                        \
+                                              X(NATURAL, C_JOIN) X(NO, C_FB) X(NOT, C_RES) X(                             \
+                                                  NOTHING,                                                                \
+                                                  C_RES) X(NOTNULL,                                                       \
+                                                           C_RES) X(NULL, C_RES)                                          \
+                                                  X(NULLS, C_FB) X(OF, C_FB) X(OFFSET, C_FB) X(ON, C_RES) X(OR, C_RES) X( \
+                                                      ORDER,                                                              \
+                                                      C_RES) X(OTHERS,                                                    \
+                                                               C_FB) X(OUTER, C_JOIN)                                     \
+                                                      X(PARTITION, C_FB) X(PLAN, C_FB) X(PRAGMA, C_FB) X(                 \
+                                                          PRECEDING, C_FB) X(PRIMARY, C_RES)                              \
+                                                          X(QUERY, C_FB) X(RAISE, C_FB) X(RANGE, C_FB) X(                 \
+                                                              RECURSIVE, C_FB) X(REFERENCES,                              \
+                                                                                 C_RES) X(REGEXP, C_FB)                   \
+                                                              X(REINDEX, C_FB) X(RELEASE, C_FB) X(RENAME, C_FB) X(        \
+                                                                  REPLACE, C_FB) X(RESTRICT,                              \
+                                                                                   C_FB) X(RETURNING,                     \
+                                                                                           C_RES)                         \
+                                                                  X(RIGHT, C_JOIN) X(ROLLBACK, C_FB) X(                   \
+                                                                      ROW, C_FB) X(ROWS,                                  \
+                                                                                   C_FB) X(SAVEPOINT,                     \
+                                                                                           C_FB)                          \
+                                                                      X(SELECT, C_RES) X(SET, C_RES) X(                   \
+                                                                          TABLE,                                          \
+                                                                          C_RES) X(TEMP,                                  \
+                                                                                   C_FB) X(TEMPORARY,                     \
+                                                                                           C_FB) X(THEN, C_RES)           \
+                                                                          X(TIES, C_FB) X(TO, C_RES) X(                   \
+                                                                              TRANSACTION,                                \
+                                                                              C_RES) X(TRIGGER,                           \
+                                                                                       C_FB)                              \
+                                                                              X(UNBOUNDED, C_FB) X(                       \
+                                                                                  UNION,                                  \
+                                                                                  C_RES) X(UNIQUE,                        \
+                                                                                           C_RES)                         \
+                                                                                  X(UPDATE, C_RES) X(                     \
+                                                                                      USING,                              \
+                                                                                      C_RES) X(VACUUM,                    \
+                                                                                               C_FB) X(VALUES,            \
+                                                                                                       C_RES)             \
+                                                                                      X(VIEW, C_FB) X(                    \
+                                                                                          VIRTUAL,                        \
+                                                                                          C_FB) X(WHEN, C_RES)            \
+                                                                                          X(WHERE,                        \
+                                                                                            C_RES)                        \
+                                                                                              X(WITH,                     \
+                                                                                                C_FB)                     \
+                                                                                                  X(WITHOUT,              \
+                                                                                                    C_FB)
 
 #define KW_ENUM(name, cls) K_##name,
 enum { K_NONE_, PL_KEYWORDS(KW_ENUM) K_COUNT_ };
@@ -97,9 +158,38 @@ static int keyword_code(const char *z, int n) {
 /* ------------------------------------------------------------------ */
 
 enum {
-  T_EOF, T_ILLEGAL, T_SEMI, T_LP, T_RP, T_COMMA, T_DOT, T_STAR, T_PLUS, T_MINUS, T_SLASH,
-  T_REM, T_CONCAT, T_PTR, T_EQ, T_NE, T_LT, T_LE, T_GT, T_GE, T_LSHIFT, T_RSHIFT, T_BITAND,
-  T_BITOR, T_BITNOT, T_INTEGER, T_FLOAT, T_STRING, T_BLOB, T_VARIABLE, T_ID, T_KW
+  T_EOF,
+  T_ILLEGAL,
+  T_SEMI,
+  T_LP,
+  T_RP,
+  T_COMMA,
+  T_DOT,
+  T_STAR,
+  T_PLUS,
+  T_MINUS,
+  T_SLASH,
+  T_REM,
+  T_CONCAT,
+  T_PTR,
+  T_EQ,
+  T_NE,
+  T_LT,
+  T_LE,
+  T_GT,
+  T_GE,
+  T_LSHIFT,
+  T_RSHIFT,
+  T_BITAND,
+  T_BITOR,
+  T_BITNOT,
+  T_INTEGER,
+  T_FLOAT,
+  T_STRING,
+  T_BLOB,
+  T_VARIABLE,
+  T_ID,
+  T_KW
 };
 
 typedef struct Tok {
@@ -110,9 +200,15 @@ typedef struct Tok {
 } Tok;
 
 /* SQLite's IdChar: letters, digits, _ and $, and every byte >= 0x80. */
-static int id_char(unsigned char c) { return isalnum(c) || c == '_' || c == '$' || c >= 0x80; }
-static int id_start(unsigned char c) { return isalpha(c) || c == '_' || c >= 0x80; }
-static int is_space(unsigned char c) { return c == ' ' || (c >= 0x09 && c <= 0x0d); }
+static int id_char(unsigned char c) {
+  return isalnum(c) || c == '_' || c == '$' || c >= 0x80;
+}
+static int id_start(unsigned char c) {
+  return isalpha(c) || c == '_' || c >= 0x80;
+}
+static int is_space(unsigned char c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0d);
+}
 
 /* The token starting at or after byte i of z (NUL-terminated): skips
 ** whitespace and comments. Never fails: bad input is a T_ILLEGAL token. */
@@ -137,17 +233,40 @@ static Tok lex(const char *zIn, int i) {
   int j = i + 1;
   unsigned char c = z[i];
   switch (c) {
-  case 0: t.type = T_EOF; j = i; break;
-  case ';': t.type = T_SEMI; break;
-  case '(': t.type = T_LP; break;
-  case ')': t.type = T_RP; break;
-  case ',': t.type = T_COMMA; break;
-  case '*': t.type = T_STAR; break;
-  case '+': t.type = T_PLUS; break;
-  case '/': t.type = T_SLASH; break;
-  case '%': t.type = T_REM; break;
-  case '&': t.type = T_BITAND; break;
-  case '~': t.type = T_BITNOT; break;
+  case 0:
+    t.type = T_EOF;
+    j = i;
+    break;
+  case ';':
+    t.type = T_SEMI;
+    break;
+  case '(':
+    t.type = T_LP;
+    break;
+  case ')':
+    t.type = T_RP;
+    break;
+  case ',':
+    t.type = T_COMMA;
+    break;
+  case '*':
+    t.type = T_STAR;
+    break;
+  case '+':
+    t.type = T_PLUS;
+    break;
+  case '/':
+    t.type = T_SLASH;
+    break;
+  case '%':
+    t.type = T_REM;
+    break;
+  case '&':
+    t.type = T_BITAND;
+    break;
+  case '~':
+    t.type = T_BITNOT;
+    break;
   case '-':
     if (z[i + 1] == '>') {
       t.type = T_PTR;
@@ -157,27 +276,38 @@ static Tok lex(const char *zIn, int i) {
     }
     break;
   case '|':
-    if (z[i + 1] == '|') t.type = T_CONCAT, j = i + 2;
-    else t.type = T_BITOR;
+    if (z[i + 1] == '|')
+      t.type = T_CONCAT, j = i + 2;
+    else
+      t.type = T_BITOR;
     break;
   case '=':
     t.type = T_EQ;
     if (z[i + 1] == '=') j = i + 2;
     break;
   case '!':
-    if (z[i + 1] == '=') t.type = T_NE, j = i + 2;
-    else t.type = T_ILLEGAL;
+    if (z[i + 1] == '=')
+      t.type = T_NE, j = i + 2;
+    else
+      t.type = T_ILLEGAL;
     break;
   case '<':
-    if (z[i + 1] == '=') t.type = T_LE, j = i + 2;
-    else if (z[i + 1] == '>') t.type = T_NE, j = i + 2;
-    else if (z[i + 1] == '<') t.type = T_LSHIFT, j = i + 2;
-    else t.type = T_LT;
+    if (z[i + 1] == '=')
+      t.type = T_LE, j = i + 2;
+    else if (z[i + 1] == '>')
+      t.type = T_NE, j = i + 2;
+    else if (z[i + 1] == '<')
+      t.type = T_LSHIFT, j = i + 2;
+    else
+      t.type = T_LT;
     break;
   case '>':
-    if (z[i + 1] == '=') t.type = T_GE, j = i + 2;
-    else if (z[i + 1] == '>') t.type = T_RSHIFT, j = i + 2;
-    else t.type = T_GT;
+    if (z[i + 1] == '=')
+      t.type = T_GE, j = i + 2;
+    else if (z[i + 1] == '>')
+      t.type = T_RSHIFT, j = i + 2;
+    else
+      t.type = T_GT;
     break;
   case '\'':
   case '"':
@@ -185,19 +315,24 @@ static Tok lex(const char *zIn, int i) {
     unsigned char d = c, e = 0;
     for (j = i + 1; (e = z[j]) != 0; j++) {
       if (e == d) {
-        if (z[j + 1] == d) j++;
-        else break;
+        if (z[j + 1] == d)
+          j++;
+        else
+          break;
       }
     }
-    if (e == 0) t.type = T_ILLEGAL;
-    else t.type = d == '\'' ? T_STRING : T_ID, j++;
+    if (e == 0)
+      t.type = T_ILLEGAL;
+    else
+      t.type = d == '\'' ? T_STRING : T_ID, j++;
     break;
   }
   case '[':
-    for (j = i + 1; z[j] && z[j] != ']'; j++) {
-    }
-    if (z[j] == ']') t.type = T_ID, j++;
-    else t.type = T_ILLEGAL;
+    for (j = i + 1; z[j] && z[j] != ']'; j++) {}
+    if (z[j] == ']')
+      t.type = T_ID, j++;
+    else
+      t.type = T_ILLEGAL;
     break;
   case '?':
     t.type = T_VARIABLE;
@@ -216,8 +351,10 @@ static Tok lex(const char *zIn, int i) {
       } else if (z[j] == '(' && n > 0) {
         do j++;
         while (z[j] && !is_space(z[j]) && z[j] != ')');
-        if (z[j] == ')') j++;
-        else t.type = T_ILLEGAL;
+        if (z[j] == ')')
+          j++;
+        else
+          t.type = T_ILLEGAL;
         break;
       } else if (z[j] == ':' && z[j + 1] == ':') {
         j++;
@@ -235,16 +372,22 @@ static Tok lex(const char *zIn, int i) {
     }
     /* .5 is a number */
     __attribute__((fallthrough));
-  case '0': case '1': case '2': case '3': case '4':
-  case '5': case '6': case '7': case '8': case '9':
+  case '0':
+  case '1':
+  case '2':
+  case '3':
+  case '4':
+  case '5':
+  case '6':
+  case '7':
+  case '8':
+  case '9':
     t.type = T_INTEGER;
     if (c == '0' && (z[i + 1] == 'x' || z[i + 1] == 'X') && isxdigit(z[i + 2])) {
-      for (j = i + 3; isxdigit(z[j]); j++) {
-      }
+      for (j = i + 3; isxdigit(z[j]); j++) {}
       break; /* SQLite stops here: 0x1g is 0x1 then g */
     }
-    for (j = i; isdigit(z[j]); j++) {
-    }
+    for (j = i; isdigit(z[j]); j++) {}
     if (z[j] == '.') {
       j++;
       while (isdigit(z[j])) j++;
@@ -262,8 +405,7 @@ static Tok lex(const char *zIn, int i) {
   case 'X':
     if (z[i + 1] == '\'') {
       t.type = T_BLOB;
-      for (j = i + 2; isxdigit(z[j]); j++) {
-      }
+      for (j = i + 2; isxdigit(z[j]); j++) {}
       if (z[j] != '\'' || (j - i) % 2 != 0) {
         t.type = T_ILLEGAL;
         while (z[j] && z[j] != '\'') j++;
@@ -277,8 +419,7 @@ static Tok lex(const char *zIn, int i) {
       t.type = T_ILLEGAL;
       break;
     }
-    for (j = i + 1; id_char(z[j]); j++) {
-    }
+    for (j = i + 1; id_char(z[j]); j++) {}
     t.kw = keyword_code((const char *)z + i, j - i);
     t.type = t.kw ? T_KW : T_ID;
     break;
@@ -299,9 +440,9 @@ typedef struct Parser {
   Tok t;         /* current token */
   int rc;        /* first failure, PL_OK while all is well */
   pl_err *pErr;
-  int depth;     /* recursion depth of the expression parser */
-  int ctx;       /* X_*: the clause being parsed */
-  int nAgg;      /* aggregate calls made so far */
+  int depth; /* recursion depth of the expression parser */
+  int ctx;   /* X_*: the clause being parsed */
+  int nAgg;  /* aggregate calls made so far */
   pl_ast *a;
 } Parser;
 
@@ -321,27 +462,38 @@ static void fail(Parser *p, int rc, int iPos, const char *zFmt, ...) {
   }
 }
 
-static void nomem(Parser *p) { fail(p, PL_NOMEM, p->t.iStart, "out of memory"); }
+static void nomem(Parser *p) {
+  fail(p, PL_NOMEM, p->t.iStart, "out of memory");
+}
 
 /* A syntax error at token t, worded like SQLite's. */
 static void syntax_err(Parser *p, const Tok *t) {
-  if (t->type == T_EOF) fail(p, PL_SYNTAX, t->iStart, "incomplete input (offset %d)", t->iStart);
+  if (t->type == T_EOF)
+    fail(p, PL_SYNTAX, t->iStart, "incomplete input (offset %d)", t->iStart);
   else if (t->type == T_ILLEGAL)
-    fail(p, PL_SYNTAX, t->iStart, "unrecognized token: \"%.*s\" (offset %d)",
-         t->n > 40 ? 40 : t->n, p->z + t->iStart, t->iStart);
+    fail(p, PL_SYNTAX, t->iStart, "unrecognized token: \"%.*s\" (offset %d)", t->n > 40 ? 40 : t->n,
+         p->z + t->iStart, t->iStart);
   else
-    fail(p, PL_SYNTAX, t->iStart, "near \"%.*s\": syntax error (offset %d)",
-         t->n > 40 ? 40 : t->n, p->z + t->iStart, t->iStart);
+    fail(p, PL_SYNTAX, t->iStart, "near \"%.*s\": syntax error (offset %d)", t->n > 40 ? 40 : t->n,
+         p->z + t->iStart, t->iStart);
 }
 
 static void unsupported(Parser *p, int iPos, const char *zWhat) {
   fail(p, PL_UNSUPPORTED, iPos, "not pushed down: %s (offset %d)", zWhat, iPos);
 }
 
-static void advance(Parser *p) { p->t = lex(p->z, p->t.iStart + p->t.n); }
-static Tok peek(Parser *p, const Tok *t) { return lex(p->z, t->iStart + t->n); }
-static int tok_end(const Tok *t) { return t->iStart + t->n; }
-static int is_kw(const Tok *t, int kw) { return t->type == T_KW && t->kw == kw; }
+static void advance(Parser *p) {
+  p->t = lex(p->z, p->t.iStart + p->t.n);
+}
+static Tok peek(Parser *p, const Tok *t) {
+  return lex(p->z, t->iStart + t->n);
+}
+static int tok_end(const Tok *t) {
+  return t->iStart + t->n;
+}
+static int is_kw(const Tok *t, int kw) {
+  return t->type == T_KW && t->kw == kw;
+}
 
 /* An unquoted identifier token spelled zWord (FILTER, OVER, TRUE...). */
 static int is_word(Parser *p, const Tok *t, const char *zWord) {
@@ -396,7 +548,8 @@ static char *dup_bytes(Parser *p, const char *z, int n) {
 static char *tok_name(Parser *p, const Tok *t) {
   const char *z = p->z + t->iStart;
   char q = z[0];
-  if (t->type == T_KW || (q != '\'' && q != '"' && q != '`' && q != '[')) return dup_bytes(p, z, t->n);
+  if (t->type == T_KW || (q != '\'' && q != '"' && q != '`' && q != '['))
+    return dup_bytes(p, z, t->n);
   char *r = pl_alloc((size_t)t->n);
   if (!r) {
     nomem(p);
@@ -447,7 +600,9 @@ static pl_expr *node(Parser *p, int op, int iStart, int iEnd) {
   return e;
 }
 
-static int height(const pl_expr *e) { return e ? e->nHeight : 0; }
+static int height(const pl_expr *e) {
+  return e ? e->nHeight : 0;
+}
 
 /* Set e's height from its children; a tree deeper than SQLite allows is
 ** left to SQLite (and keeps every recursive walk of an AST shallow).
@@ -515,7 +670,9 @@ static void list_free(List *l) {
 /* Literals                                                           */
 /* ------------------------------------------------------------------ */
 
-static int hexval(char c) { return isdigit((unsigned char)c) ? c - '0' : (tolower((unsigned char)c) - 'a' + 10); }
+static int hexval(char c) {
+  return isdigit((unsigned char)c) ? c - '0' : (tolower((unsigned char)c) - 'a' + 10);
+}
 
 static pl_expr *parse_number(Parser *p) {
   Tok t = p->t;
@@ -540,8 +697,10 @@ static pl_expr *parse_number(Parser *p) {
     int big = 0;
     for (int i = 0; i < t.n; i++) {
       unsigned d = (unsigned)(z[i] - '0');
-      if (u > (UINT64_MAX - d) / 10) big = 1;
-      else u = u * 10 + d;
+      if (u > (UINT64_MAX - d) / 10)
+        big = 1;
+      else
+        u = u * 10 + d;
     }
     if (big || u > (uint64_t)INT64_MAX) {
       /* too big for an integer: a REAL, except 9223372036854775808 under a
@@ -679,7 +838,18 @@ fail:
 
 /* Precedence levels, lowest first, from parse.y. */
 enum {
-  P_OR = 1, P_AND, P_NOT, P_EQ, P_LT, P_ESCAPE, P_BIT, P_ADD, P_MUL, P_CONCAT, P_COLLATE, P_UNARY
+  P_OR = 1,
+  P_AND,
+  P_NOT,
+  P_EQ,
+  P_LT,
+  P_ESCAPE,
+  P_BIT,
+  P_ADD,
+  P_MUL,
+  P_CONCAT,
+  P_COLLATE,
+  P_UNARY
 };
 
 static pl_expr *parse_expr(Parser *p, int minPrec);
@@ -691,14 +861,22 @@ static char affinity_of(const char *z) {
   char aff = 'C';
   for (; *z; z++) {
     h = (h << 8) + (uint32_t)tolower((unsigned char)*z);
-    if (h == (('c' << 24) + ('h' << 16) + ('a' << 8) + 'r')) aff = 'B';
-    else if (h == (('c' << 24) + ('l' << 16) + ('o' << 8) + 'b')) aff = 'B';
-    else if (h == (('t' << 24) + ('e' << 16) + ('x' << 8) + 't')) aff = 'B';
-    else if (h == (('b' << 24) + ('l' << 16) + ('o' << 8) + 'b') && (aff == 'C' || aff == 'E')) aff = 'A';
-    else if (h == (('r' << 24) + ('e' << 16) + ('a' << 8) + 'l') && aff == 'C') aff = 'E';
-    else if (h == (('f' << 24) + ('l' << 16) + ('o' << 8) + 'a') && aff == 'C') aff = 'E';
-    else if (h == (('d' << 24) + ('o' << 16) + ('u' << 8) + 'b') && aff == 'C') aff = 'E';
-    else if ((h & 0x00FFFFFF) == (('i' << 16) + ('n' << 8) + 't')) return 'D';
+    if (h == (('c' << 24) + ('h' << 16) + ('a' << 8) + 'r'))
+      aff = 'B';
+    else if (h == (('c' << 24) + ('l' << 16) + ('o' << 8) + 'b'))
+      aff = 'B';
+    else if (h == (('t' << 24) + ('e' << 16) + ('x' << 8) + 't'))
+      aff = 'B';
+    else if (h == (('b' << 24) + ('l' << 16) + ('o' << 8) + 'b') && (aff == 'C' || aff == 'E'))
+      aff = 'A';
+    else if (h == (('r' << 24) + ('e' << 16) + ('a' << 8) + 'l') && aff == 'C')
+      aff = 'E';
+    else if (h == (('f' << 24) + ('l' << 16) + ('o' << 8) + 'a') && aff == 'C')
+      aff = 'E';
+    else if (h == (('d' << 24) + ('o' << 16) + ('u' << 8) + 'b') && aff == 'C')
+      aff = 'E';
+    else if ((h & 0x00FFFFFF) == (('i' << 16) + ('n' << 8) + 't'))
+      return 'D';
   }
   return aff;
 }
@@ -796,11 +974,30 @@ fail:
 }
 
 /* Aggregate and window functions SQLite has that are not in the subset. */
-static const char *const azOtherAgg[] = {
-    "group_concat", "string_agg", "json_group_array", "json_group_object", "jsonb_group_array",
-    "jsonb_group_object", "row_number", "rank", "dense_rank", "percent_rank", "cume_dist", "ntile",
-    "lag", "lead", "first_value", "last_value", "nth_value", "median", "percentile",
-    "percentile_cont", "percentile_disc", "mode", "stddev", "variance"};
+static const char *const azOtherAgg[] = {"group_concat",
+                                         "string_agg",
+                                         "json_group_array",
+                                         "json_group_object",
+                                         "jsonb_group_array",
+                                         "jsonb_group_object",
+                                         "row_number",
+                                         "rank",
+                                         "dense_rank",
+                                         "percent_rank",
+                                         "cume_dist",
+                                         "ntile",
+                                         "lag",
+                                         "lead",
+                                         "first_value",
+                                         "last_value",
+                                         "nth_value",
+                                         "median",
+                                         "percentile",
+                                         "percentile_cont",
+                                         "percentile_disc",
+                                         "mode",
+                                         "stddev",
+                                         "variance"};
 
 /* name ( [DISTINCT|ALL] args | * ) : the current token is the name. */
 static pl_expr *parse_call(Parser *p) {
@@ -817,8 +1014,10 @@ static pl_expr *parse_call(Parser *p) {
     bStar = 1;
     advance(p);
   } else {
-    if (is_kw(&p->t, K_DISTINCT)) bDistinct = 1, advance(p);
-    else if (is_kw(&p->t, K_ALL)) advance(p);
+    if (is_kw(&p->t, K_DISTINCT))
+      bDistinct = 1, advance(p);
+    else if (is_kw(&p->t, K_ALL))
+      advance(p);
     if (p->t.type != T_RP) {
       for (;;) {
         pl_expr *x = parse_expr(p, 0);
@@ -846,12 +1045,18 @@ static pl_expr *parse_call(Parser *p) {
     }
   }
   int eAgg = 0;
-  if (!strcmp(zName, "count")) eAgg = PL_AGG_COUNT;
-  else if (!strcmp(zName, "sum")) eAgg = PL_AGG_SUM;
-  else if (!strcmp(zName, "total")) eAgg = PL_AGG_TOTAL;
-  else if (!strcmp(zName, "avg")) eAgg = PL_AGG_AVG;
-  else if (!strcmp(zName, "min") && l.n <= 1) eAgg = PL_AGG_MIN;
-  else if (!strcmp(zName, "max") && l.n <= 1) eAgg = PL_AGG_MAX;
+  if (!strcmp(zName, "count"))
+    eAgg = PL_AGG_COUNT;
+  else if (!strcmp(zName, "sum"))
+    eAgg = PL_AGG_SUM;
+  else if (!strcmp(zName, "total"))
+    eAgg = PL_AGG_TOTAL;
+  else if (!strcmp(zName, "avg"))
+    eAgg = PL_AGG_AVG;
+  else if (!strcmp(zName, "min") && l.n <= 1)
+    eAgg = PL_AGG_MIN;
+  else if (!strcmp(zName, "max") && l.n <= 1)
+    eAgg = PL_AGG_MAX;
   for (size_t i = 0; !eAgg && i < sizeof azOtherAgg / sizeof azOtherAgg[0]; i++) {
     if (!strcmp(zName, azOtherAgg[i])) {
       char zMsg[80];
@@ -878,8 +1083,9 @@ static pl_expr *parse_call(Parser *p) {
     p->nAgg++;
     p->a->bAgg = 1;
   } else if (bStar || bDistinct) {
-    unsupported(p, name.iStart, bStar ? "f(*) of a function other than count"
-                                      : "DISTINCT in a call of a non-aggregate function");
+    unsupported(p, name.iStart,
+                bStar ? "f(*) of a function other than count"
+                      : "DISTINCT in a call of a non-aggregate function");
     goto fail;
   }
   e = node(p, eAgg ? PL_E_AGG : PL_E_FUNC, name.iStart, iEnd);
@@ -935,9 +1141,12 @@ static pl_expr *parse_primary(Parser *p) {
   Tok t = p->t;
   switch (t.type) {
   case T_INTEGER:
-  case T_FLOAT: return parse_number(p);
-  case T_BLOB: return parse_blob(p);
-  case T_VARIABLE: return parse_param(p);
+  case T_FLOAT:
+    return parse_number(p);
+  case T_BLOB:
+    return parse_blob(p);
+  case T_VARIABLE:
+    return parse_param(p);
   case T_STRING:
     if (peek(p, &t).type == T_DOT) return parse_column(p);
     return parse_string(p);
@@ -967,11 +1176,19 @@ static pl_expr *parse_primary(Parser *p) {
   }
   case T_KW:
     switch (t.kw) {
-    case K_NULL: advance(p); return node(p, PL_E_NULL, t.iStart, tok_end(&t));
-    case K_CAST: return parse_cast(p);
-    case K_CASE: return parse_case(p);
-    case K_EXISTS: unsupported(p, t.iStart, "EXISTS subquery"); return NULL;
-    case K_RAISE: unsupported(p, t.iStart, "RAISE()"); return NULL;
+    case K_NULL:
+      advance(p);
+      return node(p, PL_E_NULL, t.iStart, tok_end(&t));
+    case K_CAST:
+      return parse_cast(p);
+    case K_CASE:
+      return parse_case(p);
+    case K_EXISTS:
+      unsupported(p, t.iStart, "EXISTS subquery");
+      return NULL;
+    case K_RAISE:
+      unsupported(p, t.iStart, "RAISE()");
+      return NULL;
     case K_CURRENT_DATE:
     case K_CURRENT_TIME:
     case K_CURRENT_TIMESTAMP: {
@@ -987,10 +1204,12 @@ static pl_expr *parse_primary(Parser *p) {
       advance(p);
       return e;
     }
-    default: break;
+    default:
+      break;
     }
     break;
-  default: break;
+  default:
+    break;
   }
   if (is_nm(&t)) {
     Tok nx = peek(p, &t);
@@ -1011,10 +1230,14 @@ static pl_expr *parse_primary(Parser *p) {
 static pl_expr *parse_unary(Parser *p) {
   Tok t = p->t;
   int op = 0;
-  if (is_kw(&t, K_NOT)) op = PL_E_NOT;
-  else if (t.type == T_MINUS) op = PL_E_NEG;
-  else if (t.type == T_PLUS) op = PL_E_POS;
-  else if (t.type == T_BITNOT) op = PL_E_BITNOT;
+  if (is_kw(&t, K_NOT))
+    op = PL_E_NOT;
+  else if (t.type == T_MINUS)
+    op = PL_E_NEG;
+  else if (t.type == T_PLUS)
+    op = PL_E_POS;
+  else if (t.type == T_BITNOT)
+    op = PL_E_BITNOT;
   if (!op) return parse_primary(p);
   if (++p->depth > 2 * PL_MAX_DEPTH) {
     unsupported(p, t.iStart, "expression nested too deeply");
@@ -1046,41 +1269,89 @@ static pl_expr *parse_unary(Parser *p) {
 static int binop(Parser *p, const Tok *t, int *pOp) {
   *pOp = 0;
   switch (t->type) {
-  case T_EQ: *pOp = PL_E_EQ; return P_EQ;
-  case T_NE: *pOp = PL_E_NE; return P_EQ;
-  case T_LT: *pOp = PL_E_LT; return P_LT;
-  case T_LE: *pOp = PL_E_LE; return P_LT;
-  case T_GT: *pOp = PL_E_GT; return P_LT;
-  case T_GE: *pOp = PL_E_GE; return P_LT;
-  case T_BITAND: *pOp = PL_E_BITAND; return P_BIT;
-  case T_BITOR: *pOp = PL_E_BITOR; return P_BIT;
-  case T_LSHIFT: *pOp = PL_E_LSHIFT; return P_BIT;
-  case T_RSHIFT: *pOp = PL_E_RSHIFT; return P_BIT;
-  case T_PLUS: *pOp = PL_E_ADD; return P_ADD;
-  case T_MINUS: *pOp = PL_E_SUB; return P_ADD;
-  case T_STAR: *pOp = PL_E_MUL; return P_MUL;
-  case T_SLASH: *pOp = PL_E_DIV; return P_MUL;
-  case T_REM: *pOp = PL_E_MOD; return P_MUL;
-  case T_CONCAT: *pOp = PL_E_CONCAT; return P_CONCAT;
-  case T_PTR: return P_CONCAT;
+  case T_EQ:
+    *pOp = PL_E_EQ;
+    return P_EQ;
+  case T_NE:
+    *pOp = PL_E_NE;
+    return P_EQ;
+  case T_LT:
+    *pOp = PL_E_LT;
+    return P_LT;
+  case T_LE:
+    *pOp = PL_E_LE;
+    return P_LT;
+  case T_GT:
+    *pOp = PL_E_GT;
+    return P_LT;
+  case T_GE:
+    *pOp = PL_E_GE;
+    return P_LT;
+  case T_BITAND:
+    *pOp = PL_E_BITAND;
+    return P_BIT;
+  case T_BITOR:
+    *pOp = PL_E_BITOR;
+    return P_BIT;
+  case T_LSHIFT:
+    *pOp = PL_E_LSHIFT;
+    return P_BIT;
+  case T_RSHIFT:
+    *pOp = PL_E_RSHIFT;
+    return P_BIT;
+  case T_PLUS:
+    *pOp = PL_E_ADD;
+    return P_ADD;
+  case T_MINUS:
+    *pOp = PL_E_SUB;
+    return P_ADD;
+  case T_STAR:
+    *pOp = PL_E_MUL;
+    return P_MUL;
+  case T_SLASH:
+    *pOp = PL_E_DIV;
+    return P_MUL;
+  case T_REM:
+    *pOp = PL_E_MOD;
+    return P_MUL;
+  case T_CONCAT:
+    *pOp = PL_E_CONCAT;
+    return P_CONCAT;
+  case T_PTR:
+    return P_CONCAT;
   case T_KW:
     switch (t->kw) {
-    case K_OR: *pOp = PL_E_OR; return P_OR;
-    case K_AND: *pOp = PL_E_AND; return P_AND;
-    case K_COLLATE: return P_COLLATE;
-    case K_IS: case K_IN: case K_LIKE: case K_GLOB: case K_MATCH: case K_REGEXP:
-    case K_BETWEEN: case K_ISNULL: case K_NOTNULL: return P_EQ;
+    case K_OR:
+      *pOp = PL_E_OR;
+      return P_OR;
+    case K_AND:
+      *pOp = PL_E_AND;
+      return P_AND;
+    case K_COLLATE:
+      return P_COLLATE;
+    case K_IS:
+    case K_IN:
+    case K_LIKE:
+    case K_GLOB:
+    case K_MATCH:
+    case K_REGEXP:
+    case K_BETWEEN:
+    case K_ISNULL:
+    case K_NOTNULL:
+      return P_EQ;
     case K_NOT: {
       Tok nx = peek(p, t);
-      if (nx.type == T_KW && (nx.kw == K_IN || nx.kw == K_LIKE || nx.kw == K_GLOB ||
-                              nx.kw == K_MATCH || nx.kw == K_REGEXP || nx.kw == K_BETWEEN ||
-                              nx.kw == K_NULL))
+      if (nx.type == T_KW &&
+          (nx.kw == K_IN || nx.kw == K_LIKE || nx.kw == K_GLOB || nx.kw == K_MATCH ||
+           nx.kw == K_REGEXP || nx.kw == K_BETWEEN || nx.kw == K_NULL))
         return P_EQ;
       return 0;
     }
-    default: return 0;
+    default:
+      return 0;
     }
-  default: return 0;
+  default:
+    return 0;
   }
 }
 
@@ -1167,8 +1438,10 @@ static pl_expr *parse_operator(Parser *p, pl_expr *lhs, int prec, int op) {
     List l = {0};
     advance(p);
     if (p->t.type != T_LP) {
-      if (is_nm(&p->t)) unsupported(p, p->t.iStart, "IN table");
-      else syntax_err(p, &p->t);
+      if (is_nm(&p->t))
+        unsupported(p, p->t.iStart, "IN table");
+      else
+        syntax_err(p, &p->t);
       goto fail;
     }
     Tok nx = peek(p, &p->t);
@@ -1441,8 +1714,7 @@ static int parse_from(Parser *p) {
     return 0;
   }
   Tok n = p->t;
-  if (n.type == T_COMMA || is_kw(&n, K_JOIN) ||
-      (n.type == T_KW && aKeyword[n.kw].cls == C_JOIN)) {
+  if (n.type == T_COMMA || is_kw(&n, K_JOIN) || (n.type == T_KW && aKeyword[n.kw].cls == C_JOIN)) {
     unsupported(p, n.iStart, "join");
     return 0;
   }
@@ -1514,12 +1786,16 @@ static int parse_terms(Parser *p, pl_term **pa, int *pn, int bOrder) {
     }
     t->pExpr = e;
     if (bOrder) {
-      if (is_kw(&p->t, K_ASC)) advance(p);
-      else if (is_kw(&p->t, K_DESC)) t->bDesc = 1, advance(p);
+      if (is_kw(&p->t, K_ASC))
+        advance(p);
+      else if (is_kw(&p->t, K_DESC))
+        t->bDesc = 1, advance(p);
       if (is_kw(&p->t, K_NULLS)) {
         advance(p);
-        if (is_kw(&p->t, K_FIRST)) t->eNulls = 1;
-        else if (is_kw(&p->t, K_LAST)) t->eNulls = 2;
+        if (is_kw(&p->t, K_FIRST))
+          t->eNulls = 1;
+        else if (is_kw(&p->t, K_LAST))
+          t->eNulls = 2;
         else {
           syntax_err(p, &p->t);
           return 0;
@@ -1536,11 +1812,16 @@ static int parse_select(Parser *p) {
   pl_ast *a = p->a;
   Tok t = p->t;
   if (!is_kw(&t, K_SELECT)) {
-    if (t.type == T_EOF || t.type == T_SEMI) unsupported(p, t.iStart, "empty statement");
-    else if (is_kw(&t, K_WITH)) unsupported(p, t.iStart, "WITH clause");
-    else if (is_kw(&t, K_VALUES)) unsupported(p, t.iStart, "VALUES");
-    else if (t.type == T_KW || t.type == T_ID) unsupported(p, t.iStart, "not a SELECT statement");
-    else syntax_err(p, &t);
+    if (t.type == T_EOF || t.type == T_SEMI)
+      unsupported(p, t.iStart, "empty statement");
+    else if (is_kw(&t, K_WITH))
+      unsupported(p, t.iStart, "WITH clause");
+    else if (is_kw(&t, K_VALUES))
+      unsupported(p, t.iStart, "VALUES");
+    else if (t.type == T_KW || t.type == T_ID)
+      unsupported(p, t.iStart, "not a SELECT statement");
+    else
+      syntax_err(p, &t);
     return 0;
   }
   advance(p);
@@ -1628,8 +1909,10 @@ int pl_parse(const char *zSql, int nSql, pl_ast **ppAst, pl_err *pErr) {
   p.pErr = pErr;
   size_t n = 0;
   if (!zSql) zSql = "";
-  if (nSql < 0) n = strlen(zSql);
-  else while (n < (size_t)nSql && zSql[n]) n++;
+  if (nSql < 0)
+    n = strlen(zSql);
+  else
+    while (n < (size_t)nSql && zSql[n]) n++;
   if (n > 0x3fffffff) {
     fail(&p, PL_UNSUPPORTED, 0, "not pushed down: statement too long");
     return p.rc;
@@ -1705,7 +1988,8 @@ int pl_expr_equal(const pl_expr *a, const pl_expr *b) {
     if (!name_eq(a->zName, b->zName) || !name_eq(a->zTab, b->zTab) || !name_eq(a->zDb, b->zDb))
       return 0;
     break;
-  default: break;
+  default:
+    break;
   }
   if (!pl_expr_equal(a->pLeft, b->pLeft) || !pl_expr_equal(a->pRight, b->pRight) ||
       !pl_expr_equal(a->pExtra, b->pExtra))
@@ -1792,22 +2076,56 @@ static void buf_printf(Buf *b, const char *zFmt, ...) {
   if (n < 0) n = 0;
   buf_append(b, tmp, (size_t)n < sizeof tmp ? (size_t)n : sizeof tmp - 1);
 }
-static void buf_puts(Buf *b, const char *z) { buf_append(b, z, strlen(z)); }
+static void buf_puts(Buf *b, const char *z) {
+  buf_append(b, z, strlen(z));
+}
 
 const char *pl_kind_name(int op) {
-  static const char *const az[] = {
-      [PL_E_INT] = "INT", [PL_E_REAL] = "REAL", [PL_E_STR] = "STR", [PL_E_BLOB] = "BLOB",
-      [PL_E_NULL] = "NULL", [PL_E_BOOL] = "BOOL", [PL_E_PARAM] = "PARAM",
-      [PL_E_COLUMN] = "COLUMN", [PL_E_STAR] = "STAR", [PL_E_AGG] = "agg", [PL_E_FUNC] = "fn",
-      [PL_E_OR] = "OR", [PL_E_AND] = "AND", [PL_E_NOT] = "NOT", [PL_E_EQ] = "=",
-      [PL_E_NE] = "!=", [PL_E_LT] = "<", [PL_E_LE] = "<=", [PL_E_GT] = ">", [PL_E_GE] = ">=",
-      [PL_E_IS] = "IS", [PL_E_ISNOT] = "IS NOT", [PL_E_ISNULL] = "ISNULL",
-      [PL_E_NOTNULL] = "NOTNULL", [PL_E_TRUTH] = "TRUTH", [PL_E_IN] = "IN",
-      [PL_E_BETWEEN] = "BETWEEN", [PL_E_LIKE] = "LIKE", [PL_E_GLOB] = "GLOB",
-      [PL_E_BITAND] = "&", [PL_E_BITOR] = "|", [PL_E_LSHIFT] = "<<", [PL_E_RSHIFT] = ">>",
-      [PL_E_ADD] = "+", [PL_E_SUB] = "-", [PL_E_MUL] = "*", [PL_E_DIV] = "/", [PL_E_MOD] = "%",
-      [PL_E_CONCAT] = "||", [PL_E_NEG] = "neg", [PL_E_POS] = "pos", [PL_E_BITNOT] = "~",
-      [PL_E_COLLATE] = "COLLATE", [PL_E_CAST] = "CAST", [PL_E_CASE] = "CASE"};
+  static const char *const az[] = {[PL_E_INT] = "INT",
+                                   [PL_E_REAL] = "REAL",
+                                   [PL_E_STR] = "STR",
+                                   [PL_E_BLOB] = "BLOB",
+                                   [PL_E_NULL] = "NULL",
+                                   [PL_E_BOOL] = "BOOL",
+                                   [PL_E_PARAM] = "PARAM",
+                                   [PL_E_COLUMN] = "COLUMN",
+                                   [PL_E_STAR] = "STAR",
+                                   [PL_E_AGG] = "agg",
+                                   [PL_E_FUNC] = "fn",
+                                   [PL_E_OR] = "OR",
+                                   [PL_E_AND] = "AND",
+                                   [PL_E_NOT] = "NOT",
+                                   [PL_E_EQ] = "=",
+                                   [PL_E_NE] = "!=",
+                                   [PL_E_LT] = "<",
+                                   [PL_E_LE] = "<=",
+                                   [PL_E_GT] = ">",
+                                   [PL_E_GE] = ">=",
+                                   [PL_E_IS] = "IS",
+                                   [PL_E_ISNOT] = "IS NOT",
+                                   [PL_E_ISNULL] = "ISNULL",
+                                   [PL_E_NOTNULL] = "NOTNULL",
+                                   [PL_E_TRUTH] = "TRUTH",
+                                   [PL_E_IN] = "IN",
+                                   [PL_E_BETWEEN] = "BETWEEN",
+                                   [PL_E_LIKE] = "LIKE",
+                                   [PL_E_GLOB] = "GLOB",
+                                   [PL_E_BITAND] = "&",
+                                   [PL_E_BITOR] = "|",
+                                   [PL_E_LSHIFT] = "<<",
+                                   [PL_E_RSHIFT] = ">>",
+                                   [PL_E_ADD] = "+",
+                                   [PL_E_SUB] = "-",
+                                   [PL_E_MUL] = "*",
+                                   [PL_E_DIV] = "/",
+                                   [PL_E_MOD] = "%",
+                                   [PL_E_CONCAT] = "||",
+                                   [PL_E_NEG] = "neg",
+                                   [PL_E_POS] = "pos",
+                                   [PL_E_BITNOT] = "~",
+                                   [PL_E_COLLATE] = "COLLATE",
+                                   [PL_E_CAST] = "CAST",
+                                   [PL_E_CASE] = "CASE"};
   if (op <= 0 || op >= PL_E_MAX_ || !az[op]) return "?";
   return az[op];
 }
@@ -1829,13 +2147,19 @@ static void dump(Buf *b, const pl_expr *e) {
     return;
   }
   switch (e->op) {
-  case PL_E_INT: buf_printf(b, "%lld", (long long)e->iVal); return;
-  case PL_E_REAL: dump_real(b, e->rVal); return;
+  case PL_E_INT:
+    buf_printf(b, "%lld", (long long)e->iVal);
+    return;
+  case PL_E_REAL:
+    dump_real(b, e->rVal);
+    return;
   case PL_E_STR:
     buf_puts(b, "'");
     for (int i = 0; i < e->n; i++) {
-      if (e->z[i] == '\'') buf_puts(b, "''");
-      else buf_append(b, e->z + i, 1);
+      if (e->z[i] == '\'')
+        buf_puts(b, "''");
+      else
+        buf_append(b, e->z + i, 1);
     }
     buf_puts(b, "'");
     return;
@@ -1844,11 +2168,17 @@ static void dump(Buf *b, const pl_expr *e) {
     for (int i = 0; i < e->n; i++) buf_printf(b, "%02X", (unsigned char)e->z[i]);
     buf_puts(b, "'");
     return;
-  case PL_E_NULL: buf_puts(b, "NULL"); return;
-  case PL_E_BOOL: buf_puts(b, e->iVal ? "TRUE" : "FALSE"); return;
+  case PL_E_NULL:
+    buf_puts(b, "NULL");
+    return;
+  case PL_E_BOOL:
+    buf_puts(b, e->iVal ? "TRUE" : "FALSE");
+    return;
   case PL_E_PARAM:
-    if (strcmp(e->zName, "?") == 0) buf_printf(b, "?#%lld", (long long)e->iVal);
-    else buf_printf(b, "%s#%lld", e->zName, (long long)e->iVal);
+    if (strcmp(e->zName, "?") == 0)
+      buf_printf(b, "?#%lld", (long long)e->iVal);
+    else
+      buf_printf(b, "%s#%lld", e->zName, (long long)e->iVal);
     return;
   case PL_E_COLUMN:
   case PL_E_STAR:
@@ -1856,7 +2186,8 @@ static void dump(Buf *b, const pl_expr *e) {
     if (e->zTab) buf_puts(b, e->zTab), buf_puts(b, ".");
     buf_puts(b, e->op == PL_E_STAR ? "*" : e->zName);
     return;
-  default: break;
+  default:
+    break;
   }
   buf_puts(b, "(");
   switch (e->op) {
@@ -1869,8 +2200,12 @@ static void dump(Buf *b, const pl_expr *e) {
   case PL_E_TRUTH:
     buf_printf(b, "IS%s %s", e->flags & PL_F_NOT ? " NOT" : "", e->iVal ? "TRUE" : "FALSE");
     break;
-  case PL_E_COLLATE: buf_printf(b, "COLLATE %s", e->zName); break;
-  case PL_E_CAST: buf_puts(b, "CAST "), buf_puts(b, e->zName), buf_printf(b, " %c", e->cAff); break;
+  case PL_E_COLLATE:
+    buf_printf(b, "COLLATE %s", e->zName);
+    break;
+  case PL_E_CAST:
+    buf_puts(b, "CAST "), buf_puts(b, e->zName), buf_printf(b, " %c", e->cAff);
+    break;
   default:
     if (e->flags & PL_F_NOT) buf_puts(b, "NOT ");
     buf_puts(b, pl_kind_name(e->op));
@@ -1911,8 +2246,10 @@ static void dump_terms(Buf *b, const char *zLabel, const pl_term *a, int n, int 
   for (int i = 0; i < n; i++) {
     buf_puts(b, i ? "; " : " ");
     dump(b, a[i].pExpr);
-    if (a[i].iCol) buf_printf(b, " =#%d", a[i].iCol);
-    else if (a[i].iPos) buf_printf(b, " @%d", a[i].iPos);
+    if (a[i].iCol)
+      buf_printf(b, " =#%d", a[i].iCol);
+    else if (a[i].iPos)
+      buf_printf(b, " @%d", a[i].iPos);
     if (bOrder && a[i].bDesc) buf_puts(b, " DESC");
     if (a[i].eNulls) buf_puts(b, a[i].eNulls == 1 ? " NULLS FIRST" : " NULLS LAST");
   }
@@ -1940,7 +2277,8 @@ char *pl_ast_dump(const pl_ast *a) {
   if (a->pOffset) buf_puts(&b, "OFFSET "), dump(&b, a->pOffset), buf_puts(&b, "\n");
   if (a->nParam) {
     buf_printf(&b, "PARAMS %d", a->nParam);
-    for (int i = 0; i < a->nParam; i++) buf_puts(&b, " "), buf_puts(&b, a->azParam[i] ? a->azParam[i] : "-");
+    for (int i = 0; i < a->nParam; i++)
+      buf_puts(&b, " "), buf_puts(&b, a->azParam[i] ? a->azParam[i] : "-");
     buf_puts(&b, "\n");
   }
   buf_append(&b, "", 0);

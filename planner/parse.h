@@ -115,15 +115,51 @@
 **                   [ELSE pRight] END; nArg is even.
 */
 enum pl_kind {
-  PL_E_INT = 1, PL_E_REAL, PL_E_STR, PL_E_BLOB, PL_E_NULL, PL_E_BOOL, PL_E_PARAM,
-  PL_E_COLUMN, PL_E_STAR, PL_E_AGG, PL_E_FUNC,
-  PL_E_OR, PL_E_AND, PL_E_NOT,
-  PL_E_EQ, PL_E_NE, PL_E_LT, PL_E_LE, PL_E_GT, PL_E_GE, PL_E_IS, PL_E_ISNOT,
-  PL_E_ISNULL, PL_E_NOTNULL, PL_E_TRUTH, PL_E_IN, PL_E_BETWEEN, PL_E_LIKE, PL_E_GLOB,
-  PL_E_BITAND, PL_E_BITOR, PL_E_LSHIFT, PL_E_RSHIFT,
-  PL_E_ADD, PL_E_SUB, PL_E_MUL, PL_E_DIV, PL_E_MOD, PL_E_CONCAT,
-  PL_E_NEG, PL_E_POS, PL_E_BITNOT,
-  PL_E_COLLATE, PL_E_CAST, PL_E_CASE,
+  PL_E_INT = 1,
+  PL_E_REAL,
+  PL_E_STR,
+  PL_E_BLOB,
+  PL_E_NULL,
+  PL_E_BOOL,
+  PL_E_PARAM,
+  PL_E_COLUMN,
+  PL_E_STAR,
+  PL_E_AGG,
+  PL_E_FUNC,
+  PL_E_OR,
+  PL_E_AND,
+  PL_E_NOT,
+  PL_E_EQ,
+  PL_E_NE,
+  PL_E_LT,
+  PL_E_LE,
+  PL_E_GT,
+  PL_E_GE,
+  PL_E_IS,
+  PL_E_ISNOT,
+  PL_E_ISNULL,
+  PL_E_NOTNULL,
+  PL_E_TRUTH,
+  PL_E_IN,
+  PL_E_BETWEEN,
+  PL_E_LIKE,
+  PL_E_GLOB,
+  PL_E_BITAND,
+  PL_E_BITOR,
+  PL_E_LSHIFT,
+  PL_E_RSHIFT,
+  PL_E_ADD,
+  PL_E_SUB,
+  PL_E_MUL,
+  PL_E_DIV,
+  PL_E_MOD,
+  PL_E_CONCAT,
+  PL_E_NEG,
+  PL_E_POS,
+  PL_E_BITNOT,
+  PL_E_COLLATE,
+  PL_E_CAST,
+  PL_E_CASE,
   PL_E_MAX_ /* one past the last kind */
 };
 
@@ -141,30 +177,30 @@ enum pl_agg { PL_AGG_COUNT = 1, PL_AGG_SUM, PL_AGG_TOTAL, PL_AGG_AVG, PL_AGG_MIN
 
 typedef struct pl_expr pl_expr;
 struct pl_expr {
-  int op;            /* PL_E_* */
-  int flags;         /* PL_F_* */
-  int iStart, iEnd;  /* source text: pl_ast.zSql[iStart..iEnd) */
-  int nHeight;       /* 1 for a leaf, 1 + the tallest child otherwise */
-  pl_expr *pLeft;    /* children: see the table above */
+  int op;           /* PL_E_* */
+  int flags;        /* PL_F_* */
+  int iStart, iEnd; /* source text: pl_ast.zSql[iStart..iEnd) */
+  int nHeight;      /* 1 for a leaf, 1 + the tallest child otherwise */
+  pl_expr *pLeft;   /* children: see the table above */
   pl_expr *pRight;
   pl_expr *pExtra;
   pl_expr **apArg;
   int nArg;
-  int eAgg;          /* PL_E_AGG: PL_AGG_* */
-  char *zName;       /* COLUMN, PARAM, AGG, FUNC, COLLATE, CAST */
-  char *zTab;        /* COLUMN, STAR: table qualifier or NULL */
-  char *zDb;         /* COLUMN: schema qualifier or NULL */
-  char *z;           /* STR, BLOB: the bytes (NUL-terminated) */
-  int n;             /* STR, BLOB: number of bytes */
-  int64_t iVal;      /* INT, BOOL, PARAM, TRUTH */
-  double rVal;       /* REAL */
-  char cAff;         /* CAST */
+  int eAgg;     /* PL_E_AGG: PL_AGG_* */
+  char *zName;  /* COLUMN, PARAM, AGG, FUNC, COLLATE, CAST */
+  char *zTab;   /* COLUMN, STAR: table qualifier or NULL */
+  char *zDb;    /* COLUMN: schema qualifier or NULL */
+  char *z;      /* STR, BLOB: the bytes (NUL-terminated) */
+  int n;        /* STR, BLOB: number of bytes */
+  int64_t iVal; /* INT, BOOL, PARAM, TRUTH */
+  double rVal;  /* REAL */
+  char cAff;    /* CAST */
 };
 
 /* A result column: pExpr [AS zAlias]; [iStart, iEnd) covers the alias too. */
 typedef struct pl_rescol {
   pl_expr *pExpr;
-  char *zAlias;      /* dequoted alias or NULL */
+  char *zAlias; /* dequoted alias or NULL */
   int iStart, iEnd;
 } pl_rescol;
 
@@ -176,40 +212,40 @@ typedef struct pl_rescol {
 ** mapped once * is expanded. */
 typedef struct pl_term {
   pl_expr *pExpr;
-  int iCol;          /* 1-based result column, or 0 */
-  int iPos;          /* the position number as written, or 0 */
-  int bDesc;         /* ORDER BY: DESC */
-  int eNulls;        /* ORDER BY: 0 default, 1 NULLS FIRST, 2 NULLS LAST */
+  int iCol;   /* 1-based result column, or 0 */
+  int iPos;   /* the position number as written, or 0 */
+  int bDesc;  /* ORDER BY: DESC */
+  int eNulls; /* ORDER BY: 0 default, 1 NULLS FIRST, 2 NULLS LAST */
 } pl_term;
 
 /* One parsed SELECT statement. */
 typedef struct pl_ast {
-  char *zSql;        /* private NUL-terminated copy of the statement text */
+  char *zSql; /* private NUL-terminated copy of the statement text */
   int nSql;
-  pl_rescol *aCol;   /* the result columns */
+  pl_rescol *aCol; /* the result columns */
   int nCol;
-  int bStar;         /* some result column is * or t.* */
-  char *zDb;         /* FROM [zDb.]zTable [AS zAlias]; zDb, zAlias may be NULL */
+  int bStar; /* some result column is * or t.* */
+  char *zDb; /* FROM [zDb.]zTable [AS zAlias]; zDb, zAlias may be NULL */
   char *zTable;
   char *zAlias;
   int iTabStart, iTabEnd; /* span of the FROM item */
-  pl_expr *pWhere;   /* or NULL */
-  pl_term *aGroup;   /* GROUP BY terms */
+  pl_expr *pWhere;        /* or NULL */
+  pl_term *aGroup;        /* GROUP BY terms */
   int nGroup;
-  pl_expr *pHaving;  /* or NULL */
-  pl_term *aOrder;   /* ORDER BY terms */
+  pl_expr *pHaving; /* or NULL */
+  pl_term *aOrder;  /* ORDER BY terms */
   int nOrder;
-  pl_expr *pLimit;   /* or NULL */
-  pl_expr *pOffset;  /* or NULL (LIMIT a, b: pLimit = b, pOffset = a) */
-  int bAgg;          /* an aggregate query: an aggregate call, or GROUP BY */
-  int nParam;        /* highest parameter number */
-  char **azParam;    /* azParam[i-1]: name of parameter i, NULL if anonymous */
+  pl_expr *pLimit;  /* or NULL */
+  pl_expr *pOffset; /* or NULL (LIMIT a, b: pLimit = b, pOffset = a) */
+  int bAgg;         /* an aggregate query: an aggregate call, or GROUP BY */
+  int nParam;       /* highest parameter number */
+  char **azParam;   /* azParam[i-1]: name of parameter i, NULL if anonymous */
 } pl_ast;
 
 /* Where and why a parse did not give PL_OK. */
 typedef struct pl_err {
-  int iPos;          /* byte offset in the statement */
-  char zMsg[240];    /* a message for a person */
+  int iPos;       /* byte offset in the statement */
+  char zMsg[240]; /* a message for a person */
 } pl_err;
 
 /* Parse the first nSql bytes of zSql (nSql < 0: up to the NUL; a NUL byte
@@ -240,15 +276,16 @@ int pl_expr_equal(const pl_expr *a, const pl_expr *b);
 
 /* Lists of nodes inside one expression (pointers into the AST, not owned). */
 typedef struct pl_refs {
-  pl_expr **aAgg;    /* aggregate calls (PL_E_AGG), in source order */
+  pl_expr **aAgg; /* aggregate calls (PL_E_AGG), in source order */
   int nAgg, nAggAlloc;
-  pl_expr **aCol;    /* column references (PL_E_COLUMN), in source order */
+  pl_expr **aCol; /* column references (PL_E_COLUMN), in source order */
   int nCol, nColAlloc;
 } pl_refs;
 
 /* pl_expr_refs() flags */
-#define PL_REFS_OUTER 1 /* skip column references inside aggregate arguments
-                        ** (what a host expression over merged partials needs) */
+#define PL_REFS_OUTER                                                                              \
+  1 /* skip column references inside aggregate arguments                                           \
+    ** (what a host expression over merged partials needs) */
 
 /* Append the aggregate calls and column references of p (NULL is fine) to
 ** *r, which starts zeroed or from an earlier call. Aggregate arguments are

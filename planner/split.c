@@ -47,7 +47,7 @@ typedef struct sp {
   int nParam;
   csq_pb *b;
   pl_plan *p;
-  int bFail;               /* not splittable: p->zWhy says why */
+  int bFail; /* not splittable: p->zWhy says why */
   const pl_expr *aKey[SP_MAX_KEY];
   char aKeyAff[SP_MAX_KEY];
   int nKey;
@@ -79,7 +79,8 @@ static void sp_fail_expr(sp *s, const char *zFmt, const pl_expr *e) {
 /* The chunk of a column reference (0 = rowid) and its affinity, or -1. */
 static int sp_column(sp *s, const pl_expr *e, char *pAff) {
   if (e->op != PL_E_COLUMN) return -1;
-  if (e->zTab && sqlite3_stricmp(e->zTab, s->a->zAlias ? s->a->zAlias : s->a->zTable) != 0) return -1;
+  if (e->zTab && sqlite3_stricmp(e->zTab, s->a->zAlias ? s->a->zAlias : s->a->zTable) != 0)
+    return -1;
   for (int i = 0; i < s->ti.nCol; i++) {
     if (sqlite3_stricmp(s->ti.azCol[i], e->zName) == 0) {
       if (i == s->ti.iIpk) {
@@ -90,9 +91,9 @@ static int sp_column(sp *s, const pl_expr *e, char *pAff) {
       return i + 1;
     }
   }
-  if (!(e->flags & PL_F_QUOTED) && (sqlite3_stricmp(e->zName, "rowid") == 0 ||
-                                    sqlite3_stricmp(e->zName, "oid") == 0 ||
-                                    sqlite3_stricmp(e->zName, "_rowid_") == 0)) {
+  if (!(e->flags & PL_F_QUOTED) &&
+      (sqlite3_stricmp(e->zName, "rowid") == 0 || sqlite3_stricmp(e->zName, "oid") == 0 ||
+       sqlite3_stricmp(e->zName, "_rowid_") == 0)) {
     *pAff = 'D';
     return 0;
   }
@@ -101,11 +102,11 @@ static int sp_column(sp *s, const pl_expr *e, char *pAff) {
 
 /* Deterministic scalar functions whose value SQLite computes once. */
 static int sp_det_func(const char *z) {
-  static const char *const az[] = {"date",  "time",   "datetime", "julianday", "strftime",
-                                   "abs",   "lower",  "upper",    "substr",    "length",
-                                   "round", "coalesce", "ifnull", "nullif",    "trim",
-                                   "ltrim", "rtrim",  "replace",  "printf",    "char",
-                                   "hex",   "instr",  "unicode",  "unixepoch", 0};
+  static const char *const az[] = {"date",  "time",     "datetime", "julianday", "strftime",
+                                   "abs",   "lower",    "upper",    "substr",    "length",
+                                   "round", "coalesce", "ifnull",   "nullif",    "trim",
+                                   "ltrim", "rtrim",    "replace",  "printf",    "char",
+                                   "hex",   "instr",    "unicode",  "unixepoch", 0};
   for (int i = 0; az[i]; i++)
     if (strcmp(az[i], z) == 0) return 1;
   return 0;
@@ -118,8 +119,10 @@ static int sp_is_const(const pl_expr *e, int bTop) {
   case PL_E_REAL:
   case PL_E_STR:
   case PL_E_BLOB:
-  case PL_E_NULL: return 1;
-  case PL_E_PARAM: return bTop; /* inside an expression it would need renumbering */
+  case PL_E_NULL:
+    return 1;
+  case PL_E_PARAM:
+    return bTop; /* inside an expression it would need renumbering */
   case PL_E_FUNC:
     if (!sp_det_func(e->zName)) return 0;
     for (int i = 0; i < e->nArg; i++)
@@ -129,9 +132,12 @@ static int sp_is_const(const pl_expr *e, int bTop) {
   case PL_E_SUB:
   case PL_E_MUL:
   case PL_E_DIV:
-  case PL_E_CONCAT: return sp_is_const(e->pLeft, 0) && sp_is_const(e->pRight, 0);
-  case PL_E_NEG: return sp_is_const(e->pLeft, 0);
-  default: return 0; /* CAST and columns carry affinity; the rest is not needed */
+  case PL_E_CONCAT:
+    return sp_is_const(e->pLeft, 0) && sp_is_const(e->pRight, 0);
+  case PL_E_NEG:
+    return sp_is_const(e->pLeft, 0);
+  default:
+    return 0; /* CAST and columns carry affinity; the rest is not needed */
   }
 }
 
@@ -182,25 +188,39 @@ static void sp_add_cons(sp *s, int iChunk, int op, char colAff, sqlite3_value **
 
 static int flip_op(int op) {
   switch (op) {
-  case CSQ_OP_LT: return CSQ_OP_GT;
-  case CSQ_OP_LE: return CSQ_OP_GE;
-  case CSQ_OP_GT: return CSQ_OP_LT;
-  case CSQ_OP_GE: return CSQ_OP_LE;
-  default: return op;
+  case CSQ_OP_LT:
+    return CSQ_OP_GT;
+  case CSQ_OP_LE:
+    return CSQ_OP_GE;
+  case CSQ_OP_GT:
+    return CSQ_OP_LT;
+  case CSQ_OP_GE:
+    return CSQ_OP_LE;
+  default:
+    return op;
   }
 }
 
 static int cmp_op(int k) {
   switch (k) {
-  case PL_E_EQ: return CSQ_OP_EQ;
-  case PL_E_NE: return CSQ_OP_NE;
-  case PL_E_LT: return CSQ_OP_LT;
-  case PL_E_LE: return CSQ_OP_LE;
-  case PL_E_GT: return CSQ_OP_GT;
-  case PL_E_GE: return CSQ_OP_GE;
-  case PL_E_IS: return CSQ_OP_IS;
-  case PL_E_ISNOT: return CSQ_OP_ISNOT;
-  default: return 0;
+  case PL_E_EQ:
+    return CSQ_OP_EQ;
+  case PL_E_NE:
+    return CSQ_OP_NE;
+  case PL_E_LT:
+    return CSQ_OP_LT;
+  case PL_E_LE:
+    return CSQ_OP_LE;
+  case PL_E_GT:
+    return CSQ_OP_GT;
+  case PL_E_GE:
+    return CSQ_OP_GE;
+  case PL_E_IS:
+    return CSQ_OP_IS;
+  case PL_E_ISNOT:
+    return CSQ_OP_ISNOT;
+  default:
+    return 0;
   }
 }
 
@@ -291,10 +311,10 @@ static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
     int x = sp_expr(s, e->pLeft, &a1, 1);
     int y = x < 0 ? -1 : sp_expr(s, e->pRight, &a2, 1);
     if (y < 0) return -1;
-    int op = e->op == PL_E_ADD ? CSQ_EX_ADD
-           : e->op == PL_E_SUB ? CSQ_EX_SUB
-           : e->op == PL_E_MUL ? CSQ_EX_MUL
-                               : CSQ_EX_DIV;
+    int op = e->op == PL_E_ADD   ? CSQ_EX_ADD
+             : e->op == PL_E_SUB ? CSQ_EX_SUB
+             : e->op == PL_E_MUL ? CSQ_EX_MUL
+                                 : CSQ_EX_DIV;
     r = csq_pb_expr_arith(s->b, op, x, y);
   } else {
     sp_fail_expr(s, "the expression %s does not run on the device", e);
@@ -314,13 +334,17 @@ static int sp_key_ok(sp *s, const pl_expr *e, int bInt) {
   char aff = 0;
   if (sp_column(s, e, &aff) >= 0) return bInt ? aff == 'D' : aff != 'A';
   switch (e->op) {
-  case PL_E_INT: return 1;
-  case PL_E_NEG: return sp_key_ok(s, e->pLeft, 1);
+  case PL_E_INT:
+    return 1;
+  case PL_E_NEG:
+    return sp_key_ok(s, e->pLeft, 1);
   case PL_E_ADD:
   case PL_E_SUB:
   case PL_E_MUL:
-  case PL_E_DIV: return sp_key_ok(s, e->pLeft, 1) && sp_key_ok(s, e->pRight, 1);
-  default: return 0;
+  case PL_E_DIV:
+    return sp_key_ok(s, e->pLeft, 1) && sp_key_ok(s, e->pRight, 1);
+  default:
+    return 0;
   }
 }
 
@@ -339,15 +363,28 @@ static int sp_find_agg(sp *s, const pl_expr *e) {
 static void sp_add_agg(sp *s, const pl_expr *e) {
   if (s->bFail || sp_find_agg(s, e) >= 0) return;
   if (s->nAgg >= SP_MAX_AGG) return sp_fail(s, "more than 64 aggregates%s", "");
-  if (e->flags & PL_F_DISTINCT) return sp_fail_expr(s, "%s: DISTINCT aggregates stay on the host", e);
+  if (e->flags & PL_F_DISTINCT)
+    return sp_fail_expr(s, "%s: DISTINCT aggregates stay on the host", e);
   int fn = 0;
   switch (e->eAgg) {
-  case PL_AGG_COUNT: fn = (e->flags & PL_F_STAR) ? CSQ_AGG_COUNT_STAR : CSQ_AGG_COUNT; break;
-  case PL_AGG_SUM: fn = CSQ_AGG_SUM; break;
-  case PL_AGG_TOTAL: fn = CSQ_AGG_TOTAL; break;
-  case PL_AGG_AVG: fn = CSQ_AGG_AVG; break;
-  case PL_AGG_MIN: fn = CSQ_AGG_MIN; break;
-  case PL_AGG_MAX: fn = CSQ_AGG_MAX; break;
+  case PL_AGG_COUNT:
+    fn = (e->flags & PL_F_STAR) ? CSQ_AGG_COUNT_STAR : CSQ_AGG_COUNT;
+    break;
+  case PL_AGG_SUM:
+    fn = CSQ_AGG_SUM;
+    break;
+  case PL_AGG_TOTAL:
+    fn = CSQ_AGG_TOTAL;
+    break;
+  case PL_AGG_AVG:
+    fn = CSQ_AGG_AVG;
+    break;
+  case PL_AGG_MIN:
+    fn = CSQ_AGG_MIN;
+    break;
+  case PL_AGG_MAX:
+    fn = CSQ_AGG_MAX;
+    break;
   }
   if (!fn) return sp_fail_expr(s, "%s is not a device aggregate", e);
   int x = -1;
@@ -400,8 +437,8 @@ static void sp_emit(sp *s, const pl_expr *e, int bCmp) {
       aChild[j] = aChild[j - 1];
       aChild[j - 1] = t;
     }
-  int bChildCmp = (e->op >= PL_E_EQ && e->op <= PL_E_ISNOT) || e->op == PL_E_IN ||
-                  e->op == PL_E_BETWEEN;
+  int bChildCmp =
+      (e->op >= PL_E_EQ && e->op <= PL_E_ISNOT) || e->op == PL_E_IN || e->op == PL_E_BETWEEN;
   int at = e->iStart;
   for (int i = 0; i < n; i++) {
     sqlite3_str_append(s->pHost, s->a->zSql + at, aChild[i]->iStart - at);
@@ -426,16 +463,17 @@ static void sp_aggs_of(sp *s, const pl_expr *e) {
 static void sp_plan(sp *s) {
   pl_ast *a = s->a;
   if (!a->bAgg)
-    return sp_fail(s, "cost: no aggregate, so the table's own filter pushdown moves only the rows "
-                      "that qualify%s",
+    return sp_fail(s,
+                   "cost: no aggregate, so the table's own filter pushdown moves only the rows "
+                   "that qualify%s",
                    "");
   if (a->bStar) return sp_fail(s, "SELECT * with aggregates stays on the host%s", "");
   /* WHERE */
   if (a->pWhere) sp_where_term(s, a->pWhere);
   /* GROUP BY keys */
   for (int i = 0; i < a->nGroup && !s->bFail; i++) {
-    const pl_expr *e = a->aGroup[i].iCol > 0 ? a->aCol[a->aGroup[i].iCol - 1].pExpr
-                                             : a->aGroup[i].pExpr;
+    const pl_expr *e =
+        a->aGroup[i].iCol > 0 ? a->aCol[a->aGroup[i].iCol - 1].pExpr : a->aGroup[i].pExpr;
     if (sp_find_key(s, e) >= 0) continue;
     if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 8 GROUP BY keys%s", "");
     if (!sp_key_ok(s, e, 0))
@@ -542,8 +580,10 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
   }
   s.b = csq_pb_new();
   s.pHost = sqlite3_str_new(db);
-  if (!s.b) rc = SQLITE_NOMEM;
-  else sp_plan(&s);
+  if (!s.b)
+    rc = SQLITE_NOMEM;
+  else
+    sp_plan(&s);
   char *zHost = sqlite3_str_finish(s.pHost);
   if (rc == SQLITE_OK && !s.bFail) {
     uint8_t *pProg = NULL;
@@ -567,9 +607,10 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
         p->zHost = zHost;
         zHost = NULL;
         if (s.ti.nEngines == 0)
-          snprintf(p->zWhy, sizeof(p->zWhy),
-                   "filter, GROUP BY and aggregates in csq's host engine: the device has no compute "
-                   "engines (still vectorised, and SQLite merges only partial rows)");
+          snprintf(
+              p->zWhy, sizeof(p->zWhy),
+              "filter, GROUP BY and aggregates in csq's host engine: the device has no compute "
+              "engines (still vectorised, and SQLite merges only partial rows)");
         else
           snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
       }

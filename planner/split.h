@@ -29,10 +29,10 @@ typedef struct pl_tabinfo {
   int iIpk;                 /* INTEGER PRIMARY KEY column, or -1 */
   /* For the cost model (the lookup leaves them as pl_plan_query set them,
   ** meaning "unknown", if it cannot tell): */
-  int ePush;                /* the table's pushdown= option: PL_PUSH_* */
-  int64_t nRows;            /* rows in the table, -1 unknown */
-  int nEngines;             /* compute engines of its device(s); 0 = none (csq's host
-                               engine runs the program over plain reads); -1 unknown */
+  int ePush;     /* the table's pushdown= option: PL_PUSH_* */
+  int64_t nRows; /* rows in the table, -1 unknown */
+  int nEngines;  /* compute engines of its device(s); 0 = none (csq's host
+                    engine runs the program over plain reads); -1 unknown */
 } pl_tabinfo;
 
 #define PL_PUSH_AUTO   0 /* the same numbers as the vtab's VT_PUSH_* */
@@ -46,16 +46,16 @@ typedef struct pl_tabinfo {
 typedef int (*pl_lookup_fn)(void *pArg, const char *zDb, const char *zTable, pl_tabinfo *pInfo);
 
 typedef struct pl_plan {
-  int bPush;          /* 1: run pProg on the device, then zHost */
-  char zWhy[320];     /* bPush 0: why not; else a short description */
-  char *zTable;       /* the csq table (sqlite3_malloc'd) */
-  uint8_t *pProg;     /* the device program (sqlite3_malloc'd) */
+  int bPush;      /* 1: run pProg on the device, then zHost */
+  char zWhy[320]; /* bPush 0: why not; else a short description */
+  char *zTable;   /* the csq table (sqlite3_malloc'd) */
+  uint8_t *pProg; /* the device program (sqlite3_malloc'd) */
   size_t nProg;
-  int bEmpty;         /* the filter can never be true (a comparison with NULL) */
-  int nKey, nAgg;     /* merged row layout: nKey keys, then nAgg aggregates */
-  char *zHost;        /* SELECT ... FROM csq_rows(?iRows) ... (sqlite3_malloc'd) */
-  int iRows;          /* parameter number of the row set in zHost */
-  char *zDevice;      /* what the device runs, for csq_explain (sqlite3_malloc'd) */
+  int bEmpty;     /* the filter can never be true (a comparison with NULL) */
+  int nKey, nAgg; /* merged row layout: nKey keys, then nAgg aggregates */
+  char *zHost;    /* SELECT ... FROM csq_rows(?iRows) ... (sqlite3_malloc'd) */
+  int iRows;      /* parameter number of the row set in zHost */
+  char *zDevice;  /* what the device runs, for csq_explain (sqlite3_malloc'd) */
 } pl_plan;
 
 /* Plan zSql with parameter values aParam[0..nParam) (NULL = not given).

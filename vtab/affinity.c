@@ -50,8 +50,10 @@ int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff) {
     return csq_vec_push_bytes(pVec, CSQ_TEXT, z, (uint32_t)sqlite3_value_bytes(pVal));
   }
   switch (t) {
-  case SQLITE_INTEGER: return csq_vec_push_int(pVec, sqlite3_value_int64(pVal));
-  case SQLITE_FLOAT: return csq_vec_push_real(pVec, sqlite3_value_double(pVal));
+  case SQLITE_INTEGER:
+    return csq_vec_push_int(pVec, sqlite3_value_int64(pVal));
+  case SQLITE_FLOAT:
+    return csq_vec_push_real(pVec, sqlite3_value_double(pVal));
   case SQLITE_TEXT: {
     const unsigned char *z = sqlite3_value_text(pVal);
     int n = sqlite3_value_bytes(pVal);

@@ -46,16 +46,24 @@ void vt_conn_free(void *pArg) {
 /* Map a device/store return code to SQLite's. */
 int vt_rc_from(int rc) {
   switch (rc) {
-  case 0: return SQLITE_OK;
-  case -ENOMEM: return SQLITE_NOMEM;
-  case -EBUSY: return SQLITE_BUSY;
-  case -EBADMSG: return SQLITE_CORRUPT;
-  case -ENOSPC: return SQLITE_FULL;
+  case 0:
+    return SQLITE_OK;
+  case -ENOMEM:
+    return SQLITE_NOMEM;
+  case -EBUSY:
+    return SQLITE_BUSY;
+  case -EBADMSG:
+    return SQLITE_CORRUPT;
+  case -ENOSPC:
+    return SQLITE_FULL;
   case -EACCES:
   case -EPERM:
-  case -EROFS: return SQLITE_CANTOPEN;
-  case -ENOENT: return SQLITE_CANTOPEN;
-  default: return SQLITE_ERROR;
+  case -EROFS:
+    return SQLITE_CANTOPEN;
+  case -ENOENT:
+    return SQLITE_CANTOPEN;
+  default:
+    return SQLITE_ERROR;
   }
 }
 
@@ -142,7 +150,8 @@ void vt_conn_stats(vt_conn *pConn, dev_stats *pOut) {
 
 void vt_conn_stats_reset(vt_conn *pConn) {
   memset(&pConn->closed, 0, sizeof(pConn->closed));
-  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) memset(dev_queue_stats(d->pQ), 0, sizeof(dev_stats));
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext)
+    memset(dev_queue_stats(d->pQ), 0, sizeof(dev_stats));
 }
 
 /* The default device of a schema: "X-csd" beside database file X; NULL (the

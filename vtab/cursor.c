@@ -33,21 +33,21 @@ typedef struct vt_cursor {
   store_rg **apRg;          /* row groups to read (referenced), every member's */
   int *aRgMem;              /* member of apRg[i] */
   int nRg;
-  int iRg;                  /* current row group; nRg = the buffer copy */
+  int iRg; /* current row group; nRg = the buffer copy */
   uint32_t iRow;
-  uint32_t nRow;            /* rows in the current row group or buffer */
-  const uint8_t *aDel;      /* deleted rows of the current source */
-  csq_vec *aVec;            /* nCol + 1 vectors, [0] = rowids */
-  uint8_t *aLoaded;         /* aVec[i] holds the current source's column */
-  csq_vec *aBuf;            /* copy of the transaction's buffered rows */
+  uint32_t nRow;       /* rows in the current row group or buffer */
+  const uint8_t *aDel; /* deleted rows of the current source */
+  csq_vec *aVec;       /* nCol + 1 vectors, [0] = rowids */
+  uint8_t *aLoaded;    /* aVec[i] holds the current source's column */
+  csq_vec *aBuf;       /* copy of the transaction's buffered rows */
   uint8_t *aBufDel;
   uint32_t nBuf;
-  dev_scan **apScan;        /* idxNum 2: the device program's scan on each member */
-  int iScan;                /* member whose scan gives the next batch */
-  csq_vec *aOut;            /* its output columns: rowids, then the used columns */
+  dev_scan **apScan; /* idxNum 2: the device program's scan on each member */
+  int iScan;         /* member whose scan gives the next batch */
+  csq_vec *aOut;     /* its output columns: rowids, then the used columns */
   int nOut;
-  int *aOutOf;              /* nCol + 1: output index of aVec's slot, -1 if not fetched */
-  int64_t iLookup;          /* idxNum 1: the rowid sought */
+  int *aOutOf;     /* nCol + 1: output index of aVec's slot, -1 if not fetched */
+  int64_t iLookup; /* idxNum 1: the rowid sought */
   int bLookup;
   int bEof;
   uint64_t colUsed;
@@ -89,30 +89,44 @@ typedef struct vt_cursor {
 ** effects: it only reads the row count of the last look at the table.
 */
 
-static const char *const azOp[] = {"",    "eq",    "ne",     "lt",      "le", "gt",   "ge",  "is",
-                                   "isnot", "isnull", "notnull", "between", "in", "like", "glob"};
+static const char *const azOp[] = {"",        "eq",      "ne", "lt",    "le",
+                                   "gt",      "ge",      "is", "isnot", "isnull",
+                                   "notnull", "between", "in", "like",  "glob"};
 
 static int map_op(unsigned char op) {
   switch (op) {
-  case SQLITE_INDEX_CONSTRAINT_EQ: return CSQ_OP_EQ;
-  case SQLITE_INDEX_CONSTRAINT_NE: return CSQ_OP_NE;
-  case SQLITE_INDEX_CONSTRAINT_LT: return CSQ_OP_LT;
-  case SQLITE_INDEX_CONSTRAINT_LE: return CSQ_OP_LE;
-  case SQLITE_INDEX_CONSTRAINT_GT: return CSQ_OP_GT;
-  case SQLITE_INDEX_CONSTRAINT_GE: return CSQ_OP_GE;
-  case SQLITE_INDEX_CONSTRAINT_IS: return CSQ_OP_IS;
-  case SQLITE_INDEX_CONSTRAINT_ISNOT: return CSQ_OP_ISNOT;
-  case SQLITE_INDEX_CONSTRAINT_ISNULL: return CSQ_OP_ISNULL;
-  case SQLITE_INDEX_CONSTRAINT_ISNOTNULL: return CSQ_OP_NOTNULL;
-  case SQLITE_INDEX_CONSTRAINT_LIKE: return CSQ_OP_LIKE;
-  case SQLITE_INDEX_CONSTRAINT_GLOB: return CSQ_OP_GLOB;
-  default: return 0;
+  case SQLITE_INDEX_CONSTRAINT_EQ:
+    return CSQ_OP_EQ;
+  case SQLITE_INDEX_CONSTRAINT_NE:
+    return CSQ_OP_NE;
+  case SQLITE_INDEX_CONSTRAINT_LT:
+    return CSQ_OP_LT;
+  case SQLITE_INDEX_CONSTRAINT_LE:
+    return CSQ_OP_LE;
+  case SQLITE_INDEX_CONSTRAINT_GT:
+    return CSQ_OP_GT;
+  case SQLITE_INDEX_CONSTRAINT_GE:
+    return CSQ_OP_GE;
+  case SQLITE_INDEX_CONSTRAINT_IS:
+    return CSQ_OP_IS;
+  case SQLITE_INDEX_CONSTRAINT_ISNOT:
+    return CSQ_OP_ISNOT;
+  case SQLITE_INDEX_CONSTRAINT_ISNULL:
+    return CSQ_OP_ISNULL;
+  case SQLITE_INDEX_CONSTRAINT_ISNOTNULL:
+    return CSQ_OP_NOTNULL;
+  case SQLITE_INDEX_CONSTRAINT_LIKE:
+    return CSQ_OP_LIKE;
+  case SQLITE_INDEX_CONSTRAINT_GLOB:
+    return CSQ_OP_GLOB;
+  default:
+    return 0;
   }
 }
 
 /* Decide one constraint: returns 1 and fills the term text if it is pushed. */
-static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *pTerms,
-                     int *pbOmit, double *pSel) {
+static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *pTerms, int *pbOmit,
+                     double *pSel) {
   const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
   int op = map_op(c->op);
   if (!op) return 0;
@@ -122,9 +136,12 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
   int bNumeric = aff >= VT_AFF_NUMERIC;
   int flags = 0;
   const char *zColl = sqlite3_vtab_collation(pInfo, i);
-  if (zColl && sqlite3_stricmp(zColl, "NOCASE") == 0) flags = CSQ_TF_NOCASE;
-  else if (zColl && sqlite3_stricmp(zColl, "RTRIM") == 0) flags = CSQ_TF_RTRIM;
-  else if (zColl && sqlite3_stricmp(zColl, "BINARY") != 0) return 0;
+  if (zColl && sqlite3_stricmp(zColl, "NOCASE") == 0)
+    flags = CSQ_TF_NOCASE;
+  else if (zColl && sqlite3_stricmp(zColl, "RTRIM") == 0)
+    flags = CSQ_TF_RTRIM;
+  else if (zColl && sqlite3_stricmp(zColl, "BINARY") != 0)
+    return 0;
   char cAff = PL_AFF_NONE;
   int bOmit = 1;
   double sel = 0.3;
@@ -146,9 +163,12 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
     sel = 0.25;
     break;
   default:
-    if (bNumeric) cAff = PL_AFF_NUMERIC;
-    else if (bConst) cAff = aff == VT_AFF_TEXT ? PL_AFF_TEXT : PL_AFF_NONE;
-    else return 0;
+    if (bNumeric)
+      cAff = PL_AFF_NUMERIC;
+    else if (bConst)
+      cAff = aff == VT_AFF_TEXT ? PL_AFF_TEXT : PL_AFF_NONE;
+    else
+      return 0;
     if (op == CSQ_OP_EQ && bNumeric && sqlite3_vtab_in(pInfo, i, -1)) {
       sqlite3_vtab_in(pInfo, i, 1); /* every IN value in one xFilter */
       op = CSQ_OP_IN;
@@ -317,8 +337,8 @@ static int load_column(vt_cursor *c, vt_tab *p, int iCol) {
   int ai = iCol - 1;
   char *zErr = NULL;
   int k = c->aRgMem[c->iRg];
-  int rc = store_read_chunks(p->apMem[k]->pStore, p->apMem[k]->pQ, c->aTab[k], c->apRg[c->iRg],
-                             &ai, 1, &c->aVec[iCol], &zErr);
+  int rc = store_read_chunks(p->apMem[k]->pStore, p->apMem[k]->pQ, c->aTab[k], c->apRg[c->iRg], &ai,
+                             1, &c->aVec[iCol], &zErr);
   if (rc) return vt_err(&p->base, rc, zErr);
   c->aLoaded[iCol] = 1;
   return SQLITE_OK;
@@ -515,8 +535,10 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
   }
   int nKeep = 0;
   for (int i = 0; i < nTerm; i++)
-    if (keep_term(&aTerm[i])) aTerm[nKeep++] = aTerm[i];
-    else free_terms(&aTerm[i], 1);
+    if (keep_term(&aTerm[i]))
+      aTerm[nKeep++] = aTerm[i];
+    else
+      free_terms(&aTerm[i], 1);
   nTerm = nKeep;
   /* outputs: rowids, then every column the statement reads */
   int nOut = 0;
@@ -659,7 +681,9 @@ int vt_next(sqlite3_vtab_cursor *pCur) {
   return settle(c, (vt_tab *)pCur->pVtab);
 }
 
-int vt_eof(sqlite3_vtab_cursor *pCur) { return ((vt_cursor *)pCur)->bEof; }
+int vt_eof(sqlite3_vtab_cursor *pCur) {
+  return ((vt_cursor *)pCur)->bEof;
+}
 
 int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   vt_cursor *c = (vt_cursor *)pCur;

@@ -107,8 +107,10 @@ static void fault_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     free(zErr);
     return;
   }
-  if (zPrev) sqlite3_result_text(ctx, zPrev, -1, SQLITE_TRANSIENT);
-  else sqlite3_result_null(ctx);
+  if (zPrev)
+    sqlite3_result_text(ctx, zPrev, -1, SQLITE_TRANSIENT);
+  else
+    sqlite3_result_null(ctx);
   free(zPrev);
 }
 
@@ -119,8 +121,10 @@ static void timeout_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   sqlite3_int64 ms = sqlite3_value_int64(argv[0]);
   int t = sqlite3_value_numeric_type(argv[0]);
   if ((t != SQLITE_INTEGER && t != SQLITE_FLOAT) || ms < 1 || ms > 86400000) {
-    sqlite3_result_error(ctx, "csq_timeout: the timeout must be a number of milliseconds "
-                              "from 1 to 86400000", -1);
+    sqlite3_result_error(ctx,
+                         "csq_timeout: the timeout must be a number of milliseconds "
+                         "from 1 to 86400000",
+                         -1);
     return;
   }
   if (fault_device(ctx, argc, argv, 1, &pDev)) return;

@@ -27,9 +27,9 @@ typedef struct q_tab {
   sqlite3_vtab base; /* must be first */
   sqlite3 *db;
   vt_conn *pConn;
-  char *zSql;        /* the query */
-  int nCol;          /* result columns */
-  int nParam;        /* ?1..?nParam: hidden columns after the result columns */
+  char *zSql; /* the query */
+  int nCol;   /* result columns */
+  int nParam; /* ?1..?nParam: hidden columns after the result columns */
 } q_tab;
 
 typedef struct q_cursor {
@@ -44,7 +44,8 @@ typedef struct q_cursor {
 static char *dequote_arg(const char *z) {
   while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r') z++;
   size_t n = strlen(z);
-  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t' || z[n - 1] == '\n' || z[n - 1] == '\r')) n--;
+  while (n > 0 && (z[n - 1] == ' ' || z[n - 1] == '\t' || z[n - 1] == '\n' || z[n - 1] == '\r'))
+    n--;
   if (n < 2 || (z[0] != '\'' && z[0] != '"') || z[n - 1] != z[0]) return NULL;
   char q = z[0];
   char *zOut = sqlite3_malloc64(n);
@@ -58,8 +59,8 @@ static char *dequote_arg(const char *z) {
   return zOut;
 }
 
-static int q_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
-                  sqlite3_vtab **ppVtab, char **pzErr) {
+static int q_init(sqlite3 *db, void *pAux, int argc, const char *const *argv, sqlite3_vtab **ppVtab,
+                  char **pzErr) {
   if (argc != 4) {
     *pzErr = sqlite3_mprintf("csq_query: usage: CREATE VIRTUAL TABLE name USING "
                              "csq_query('SELECT ...')");
@@ -97,8 +98,10 @@ static int q_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
       int nDup = 0;
       for (int j = 0; j < i; j++)
         if (sqlite3_stricmp(sqlite3_column_name(pStmt, j), zName) == 0) nDup++;
-      if (nDup) sqlite3_str_appendf(pDecl, "%s\"%w:%d\"", i ? ", " : "", zName, nDup);
-      else sqlite3_str_appendf(pDecl, "%s\"%w\"", i ? ", " : "", zName);
+      if (nDup)
+        sqlite3_str_appendf(pDecl, "%s\"%w:%d\"", i ? ", " : "", zName, nDup);
+      else
+        sqlite3_str_appendf(pDecl, "%s\"%w\"", i ? ", " : "", zName);
     }
     for (int i = 1; i <= nParam; i++) sqlite3_str_appendf(pDecl, ", \"p%d\" HIDDEN", i);
     sqlite3_str_appendall(pDecl, ")");
@@ -312,7 +315,8 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   char *zErr = NULL;
   dev_agg *pAgg = NULL;
   int e = 0;
-  if (!aTab || !aSnap || !aCopy) e = -12;
+  if (!aTab || !aSnap || !aCopy)
+    e = -12;
   else {
     memset(aSnap, 0, sizeof(store_snap *) * (size_t)n);
     memset(aCopy, 0, sizeof(store_table *) * (size_t)n);
@@ -333,7 +337,8 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   if (e == 0) {
     int nCol = dev_agg_ncol(pAgg);
     c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nCol);
-    if (!c->rows.aCol) e = -12;
+    if (!c->rows.aCol)
+      e = -12;
     else {
       c->rows.nCol = nCol;
       for (int i = 0; i < nCol; i++) csq_vec_init(&c->rows.aCol[i]);
@@ -358,7 +363,8 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
     p->base.zErrMsg = sqlite3_mprintf("%s", zErr ? zErr : "csq: the device part failed");
     free(zErr);
     return e == -34 /* -ERANGE: integer overflow, SQLite's own error */ ? SQLITE_ERROR
-                                                                        : vt_rc_from(e < 0 ? e : -5);
+                                                                        : vt_rc_from(e < 0 ? e
+                                                                                           : -5);
   }
   return SQLITE_OK;
 }
@@ -387,7 +393,8 @@ static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) 
   if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, plan->zHost, -1, &c->pStmt, NULL);
   for (int k = 0; rc == SQLITE_OK && k < nParam; k++)
     if (aParam[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aParam[k]);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
   if (rc && !p->base.zErrMsg) {
     sqlite3_free(p->base.zErrMsg);
     p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
@@ -418,7 +425,9 @@ static int q_next(sqlite3_vtab_cursor *pCur) {
   return q_step(c, (q_tab *)pCur->pVtab);
 }
 
-static int q_eof(sqlite3_vtab_cursor *pCur) { return ((q_cursor *)pCur)->bEof; }
+static int q_eof(sqlite3_vtab_cursor *pCur) {
+  return ((q_cursor *)pCur)->bEof;
+}
 
 static int q_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   q_cursor *c = (q_cursor *)pCur;
@@ -433,10 +442,18 @@ static int q_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
 }
 
 static sqlite3_module q_module = {
-    .xCreate = q_init,   .xConnect = q_init,         .xBestIndex = q_best_index,
-    .xDisconnect = q_disconnect, .xDestroy = q_disconnect, .xOpen = q_open,
-    .xClose = q_close,   .xFilter = q_filter,        .xNext = q_next,
-    .xEof = q_eof,       .xColumn = q_column,        .xRowid = q_rowid,
+    .xCreate = q_init,
+    .xConnect = q_init,
+    .xBestIndex = q_best_index,
+    .xDisconnect = q_disconnect,
+    .xDestroy = q_disconnect,
+    .xOpen = q_open,
+    .xClose = q_close,
+    .xFilter = q_filter,
+    .xNext = q_next,
+    .xEof = q_eof,
+    .xColumn = q_column,
+    .xRowid = q_rowid,
 };
 
 int vt_query_register(sqlite3 *db, vt_conn *pConn) {
@@ -540,8 +557,9 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
     x_add(c, "program_bytes", sqlite3_mprintf("%lld", (long long)plan->nProg));
     x_add(c, "table_rows", sqlite3_mprintf("%lld", (long long)nRows));
     if (l.pFound && l.pFound->nMem > 1)
-      x_add(c, "devices", sqlite3_mprintf("%d members, each runs its part: %s", l.pFound->nMem,
-                                          l.pFound->s.zDevices));
+      x_add(c, "devices",
+            sqlite3_mprintf("%d members, each runs its part: %s", l.pFound->nMem,
+                            l.pFound->s.zDevices));
     x_add(c, "host", sqlite3_mprintf("%s", plan->zHost));
   } else {
     x_add(c, "host", sqlite3_mprintf("the query as written; csq tables in it push their filters"));
@@ -562,15 +580,23 @@ static int x_eof(sqlite3_vtab_cursor *pCur) {
 
 static int x_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   x_cursor *c = (x_cursor *)pCur;
-  if (i == 0) sqlite3_result_text(ctx, c->azPart[c->i], -1, SQLITE_TRANSIENT);
-  else if (i == 1) sqlite3_result_text(ctx, c->azDetail[c->i], -1, SQLITE_TRANSIENT);
+  if (i == 0)
+    sqlite3_result_text(ctx, c->azPart[c->i], -1, SQLITE_TRANSIENT);
+  else if (i == 1)
+    sqlite3_result_text(ctx, c->azDetail[c->i], -1, SQLITE_TRANSIENT);
   return SQLITE_OK;
 }
 
 static sqlite3_module x_module = {
-    .xConnect = x_connect, .xBestIndex = x_best_index, .xDisconnect = q_disconnect,
-    .xOpen = x_open,       .xClose = x_close,          .xFilter = x_filter,
-    .xNext = x_next,       .xEof = x_eof,              .xColumn = x_column,
+    .xConnect = x_connect,
+    .xBestIndex = x_best_index,
+    .xDisconnect = q_disconnect,
+    .xOpen = x_open,
+    .xClose = x_close,
+    .xFilter = x_filter,
+    .xNext = x_next,
+    .xEof = x_eof,
+    .xColumn = x_column,
     .xRowid = q_rowid,
 };
 

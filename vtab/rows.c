@@ -14,7 +14,7 @@
 #include <string.h>
 #include "vtab/vtab.h"
 
-#define ROWS_MAX_COL 64
+#define ROWS_MAX_COL  64
 #define ROWS_PTR_TYPE "csq_rowset"
 
 typedef struct rows_cursor {
@@ -101,13 +101,20 @@ static int rows_eof(sqlite3_vtab_cursor *pCur) {
 ** text and blobs are copied, SQLite may keep them past the next row). */
 void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r) {
   switch (v->aCls[r]) {
-  case CSQ_INT: sqlite3_result_int64(ctx, v->aVal[r].i); break;
-  case CSQ_REAL: sqlite3_result_double(ctx, v->aVal[r].r); break;
+  case CSQ_INT:
+    sqlite3_result_int64(ctx, v->aVal[r].i);
+    break;
+  case CSQ_REAL:
+    sqlite3_result_double(ctx, v->aVal[r].r);
+    break;
   case CSQ_TEXT:
     sqlite3_result_text64(ctx, csq_vec_bytes(v, r), v->aLen[r], SQLITE_TRANSIENT, SQLITE_UTF8);
     break;
-  case CSQ_BLOB: sqlite3_result_blob64(ctx, csq_vec_bytes(v, r), v->aLen[r], SQLITE_TRANSIENT); break;
-  default: break; /* NULL */
+  case CSQ_BLOB:
+    sqlite3_result_blob64(ctx, csq_vec_bytes(v, r), v->aLen[r], SQLITE_TRANSIENT);
+    break;
+  default:
+    break; /* NULL */
   }
 }
 
@@ -124,9 +131,15 @@ static int rows_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
 }
 
 static sqlite3_module rows_module = {
-    .xConnect = rows_connect, .xBestIndex = rows_best_index, .xDisconnect = rows_disconnect,
-    .xOpen = rows_open,       .xClose = rows_close,          .xFilter = rows_filter,
-    .xNext = rows_next,       .xEof = rows_eof,              .xColumn = rows_column,
+    .xConnect = rows_connect,
+    .xBestIndex = rows_best_index,
+    .xDisconnect = rows_disconnect,
+    .xOpen = rows_open,
+    .xClose = rows_close,
+    .xFilter = rows_filter,
+    .xNext = rows_next,
+    .xEof = rows_eof,
+    .xColumn = rows_column,
     .xRowid = rows_rowid,
 };
 

@@ -23,10 +23,14 @@ char vt_affinity(const char *zType) {
   char *z = sqlite3_malloc64(n + 1);
   if (!z) return VT_AFF_NUMERIC;
   for (size_t i = 0; i <= n; i++) z[i] = (char)toupper((unsigned char)zType[i]);
-  if (strstr(z, "INT")) aff = VT_AFF_INTEGER;
-  else if (strstr(z, "CHAR") || strstr(z, "CLOB") || strstr(z, "TEXT")) aff = VT_AFF_TEXT;
-  else if (strstr(z, "BLOB")) aff = VT_AFF_BLOB;
-  else if (strstr(z, "REAL") || strstr(z, "FLOA") || strstr(z, "DOUB")) aff = VT_AFF_REAL;
+  if (strstr(z, "INT"))
+    aff = VT_AFF_INTEGER;
+  else if (strstr(z, "CHAR") || strstr(z, "CLOB") || strstr(z, "TEXT"))
+    aff = VT_AFF_TEXT;
+  else if (strstr(z, "BLOB"))
+    aff = VT_AFF_BLOB;
+  else if (strstr(z, "REAL") || strstr(z, "FLOA") || strstr(z, "DOUB"))
+    aff = VT_AFF_REAL;
   sqlite3_free(z);
   return aff;
 }
@@ -121,9 +125,9 @@ static char *tok_ident(tok t) {
   return sqlite3_mprintf("%.*s", t.n, t.z);
 }
 
-static const char *azConstraint[] = {"CONSTRAINT", "PRIMARY", "NOT",     "NULL",
-                                     "UNIQUE",     "CHECK",   "DEFAULT", "COLLATE",
-                                     "REFERENCES", "GENERATED", "AS",    "HIDDEN", 0};
+static const char *azConstraint[] = {"CONSTRAINT", "PRIMARY", "NOT",     "NULL",       "UNIQUE",
+                                     "CHECK",      "DEFAULT", "COLLATE", "REFERENCES", "GENERATED",
+                                     "AS",         "HIDDEN",  0};
 
 static int is_constraint_kw(tok t) {
   for (int i = 0; azConstraint[i]; i++)
@@ -239,16 +243,19 @@ static int parse_option(const char *zArg, int nKey, vt_schema *pS, char **pzErr)
     char *zEnd = NULL;
     long n = strtol(zVal, &zEnd, 10);
     if (!zVal[0] || *zEnd || n < 16 || n > 1048576) {
-      *pzErr = sqlite3_mprintf("csq: rowgroup='%s' must be a number of rows from 16 to 1048576",
-                               zVal);
+      *pzErr =
+          sqlite3_mprintf("csq: rowgroup='%s' must be a number of rows from 16 to 1048576", zVal);
       rc = SQLITE_ERROR;
     } else {
       pS->nRowGroup = (int)n;
     }
   } else if (kn == 8 && sqlite3_strnicmp(zKey, "pushdown", 8) == 0) {
-    if (sqlite3_stricmp(zVal, "auto") == 0) pS->ePush = VT_PUSH_AUTO;
-    else if (sqlite3_stricmp(zVal, "always") == 0) pS->ePush = VT_PUSH_ALWAYS;
-    else if (sqlite3_stricmp(zVal, "never") == 0) pS->ePush = VT_PUSH_NEVER;
+    if (sqlite3_stricmp(zVal, "auto") == 0)
+      pS->ePush = VT_PUSH_AUTO;
+    else if (sqlite3_stricmp(zVal, "always") == 0)
+      pS->ePush = VT_PUSH_ALWAYS;
+    else if (sqlite3_stricmp(zVal, "never") == 0)
+      pS->ePush = VT_PUSH_NEVER;
     else {
       *pzErr = sqlite3_mprintf("csq: pushdown='%s' must be auto, always or never", zVal);
       rc = SQLITE_ERROR;
@@ -273,8 +280,8 @@ static int parse_column(const char *zArg, vt_col *pCol, sqlite3_str *pDecl, char
   }
   if (t.z[0] == '\'' || !(isalpha((unsigned char)t.z[0]) || t.z[0] == '_' || t.z[0] == '"' ||
                           t.z[0] == '`' || t.z[0] == '[' || (unsigned char)t.z[0] >= 0x80)) {
-    *pzErr = sqlite3_mprintf("csq: malformed column definition '%s' (expected a column name)",
-                             zArg);
+    *pzErr =
+        sqlite3_mprintf("csq: malformed column definition '%s' (expected a column name)", zArg);
     return SQLITE_ERROR;
   }
   pCol->zName = tok_ident(t);
@@ -295,8 +302,8 @@ static int parse_column(const char *zArg, vt_col *pCol, sqlite3_str *pDecl, char
     if (!zType0) zType0 = t.z;
     zTypeEnd = t.z + t.n;
   }
-  pCol->zType = zType0 ? sqlite3_mprintf("%.*s", (int)(zTypeEnd - zType0), zType0)
-                       : sqlite3_mprintf("");
+  pCol->zType =
+      zType0 ? sqlite3_mprintf("%.*s", (int)(zTypeEnd - zType0), zType0) : sqlite3_mprintf("");
   if (!pCol->zType) return SQLITE_NOMEM;
   pCol->aff = vt_affinity(pCol->zType);
   /* constraints */

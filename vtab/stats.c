@@ -22,7 +22,7 @@ typedef struct kv_row {
 typedef struct kv_tab {
   sqlite3_vtab base; /* must be first */
   vt_conn *pConn;
-  int bDevices;      /* csq_devices rather than csq_stats */
+  int bDevices; /* csq_devices rather than csq_stats */
 } kv_tab;
 
 typedef struct kv_cursor {
@@ -106,12 +106,18 @@ static int stats_rows(kv_cursor *c, vt_conn *pConn) {
     const char *z;
     uint64_t v;
   } a[] = {
-      {"media_bytes_read", s.media_bytes_read},   {"media_bytes_written", s.media_bytes_written},
-      {"bytes_to_host", s.bytes_to_host},         {"bytes_from_host", s.bytes_from_host},
-      {"commands", s.commands},                   {"admin_commands", s.admin_commands},
-      {"errors", s.errors},                       {"programs_executed", s.programs_executed},
-      {"row_groups_scanned", s.row_groups_scanned}, {"row_groups_skipped", s.row_groups_skipped},
-      {"rows_scanned", s.rows_scanned},           {"rows_returned", s.rows_returned},
+      {"media_bytes_read", s.media_bytes_read},
+      {"media_bytes_written", s.media_bytes_written},
+      {"bytes_to_host", s.bytes_to_host},
+      {"bytes_from_host", s.bytes_from_host},
+      {"commands", s.commands},
+      {"admin_commands", s.admin_commands},
+      {"errors", s.errors},
+      {"programs_executed", s.programs_executed},
+      {"row_groups_scanned", s.row_groups_scanned},
+      {"row_groups_skipped", s.row_groups_skipped},
+      {"rows_scanned", s.rows_scanned},
+      {"rows_returned", s.rows_returned},
       {"engine_ns", s.engine_ns},
   };
   for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
@@ -178,15 +184,27 @@ static int kv_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
 }
 
 static sqlite3_module stats_module = {
-    .xConnect = stats_connect, .xBestIndex = kv_best_index, .xDisconnect = kv_disconnect,
-    .xOpen = kv_open,          .xClose = kv_close,          .xFilter = kv_filter,
-    .xNext = kv_next,          .xEof = kv_eof,              .xColumn = kv_column,
+    .xConnect = stats_connect,
+    .xBestIndex = kv_best_index,
+    .xDisconnect = kv_disconnect,
+    .xOpen = kv_open,
+    .xClose = kv_close,
+    .xFilter = kv_filter,
+    .xNext = kv_next,
+    .xEof = kv_eof,
+    .xColumn = kv_column,
     .xRowid = kv_rowid,
 };
 static sqlite3_module devices_module = {
-    .xConnect = devices_connect, .xBestIndex = kv_best_index, .xDisconnect = kv_disconnect,
-    .xOpen = kv_open,            .xClose = kv_close,          .xFilter = kv_filter,
-    .xNext = kv_next,            .xEof = kv_eof,              .xColumn = kv_column,
+    .xConnect = devices_connect,
+    .xBestIndex = kv_best_index,
+    .xDisconnect = kv_disconnect,
+    .xOpen = kv_open,
+    .xClose = kv_close,
+    .xFilter = kv_filter,
+    .xNext = kv_next,
+    .xEof = kv_eof,
+    .xColumn = kv_column,
     .xRowid = kv_rowid,
 };
 

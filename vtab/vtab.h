@@ -25,10 +25,10 @@
 extern const sqlite3_api_routines *sqlite3_api;
 #endif
 
-#define VT_ROWGROUP_ROWS 65536  /* rows per row group (default) */
+#define VT_ROWGROUP_ROWS  65536 /* rows per row group (default) */
 #define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
-#define VT_BUSY_MS 5000         /* wait for another writer this long */
-#define VT_PUSH_MIN_ROWS 8192   /* pushdown=auto: smaller tables filter on the host */
+#define VT_BUSY_MS        5000  /* wait for another writer this long */
+#define VT_PUSH_MIN_ROWS  8192  /* pushdown=auto: smaller tables filter on the host */
 
 #define VT_PUSH_AUTO   0
 #define VT_PUSH_ALWAYS 1
@@ -41,14 +41,14 @@ typedef struct vt_tab vt_tab;
 /* A device as one connection uses it: its own queue pair, the shared store,
 ** and the connection's open write transaction on it, if any. */
 struct vt_dev {
-  char *zKey;          /* path as given, or ":memory:" */
+  char *zKey; /* path as given, or ":memory:" */
   dev_device *pDev;
   dev_queue *pQ;
   store *pStore;
-  store_txn *pTxn;     /* open write transaction, or NULL */
+  store_txn *pTxn;       /* open write transaction, or NULL */
   store_snap *pStmtSnap; /* the snapshot the running statement reads */
-  uint64_t stmtKey;    /* which statement run it belongs to (see vt_visible_members) */
-  int nRef;            /* tables of this connection using it */
+  uint64_t stmtKey;      /* which statement run it belongs to (see vt_visible_members) */
+  int nRef;              /* tables of this connection using it */
   vt_dev *pNext;
 };
 
@@ -56,10 +56,10 @@ struct vt_dev {
 struct vt_conn {
   sqlite3 *db;
   vt_dev *pDevs;
-  vt_dev *pMem;        /* the connection's in-memory device (":memory:" dbs) */
-  dev_stats closed;    /* counters of queues already closed */
-  vt_tab *pTabs;       /* every open csq table of this connection */
-  int bLikeBlob;       /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
+  vt_dev *pMem;     /* the connection's in-memory device (":memory:" dbs) */
+  dev_stats closed; /* counters of queues already closed */
+  vt_tab *pTabs;    /* every open csq table of this connection */
+  int bLikeBlob;    /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -71,65 +71,65 @@ struct vt_conn {
 
 typedef struct vt_col {
   char *zName;
-  char *zType;         /* declared type ("" if none) */
-  char aff;            /* VT_AFF_* */
+  char *zType; /* declared type ("" if none) */
+  char aff;    /* VT_AFF_* */
   int bNotNull;
-  int bIpk;            /* INTEGER PRIMARY KEY: an alias of the rowid */
+  int bIpk; /* INTEGER PRIMARY KEY: an alias of the rowid */
 } vt_col;
 
 /* Parsed module arguments. */
 typedef struct vt_schema {
   int nCol;
   vt_col *aCol;
-  char *zDeclare;      /* CREATE TABLE x(...) for sqlite3_declare_vtab */
-  char *zDevice;       /* device= (NULL: the default device) */
-  int nDevice;         /* devices= with two or more paths: a striped table */
-  char **azDevice;     /* its paths, in member order (nDevice entries) */
-  char *zDevices;      /* the same list joined with ',' as stored in each member */
-  int nRowGroup;       /* rowgroup= */
-  int ePush;           /* pushdown=: VT_PUSH_AUTO, VT_PUSH_ALWAYS, VT_PUSH_NEVER */
-  int iIpk;            /* column that aliases the rowid, or -1 */
+  char *zDeclare;  /* CREATE TABLE x(...) for sqlite3_declare_vtab */
+  char *zDevice;   /* device= (NULL: the default device) */
+  int nDevice;     /* devices= with two or more paths: a striped table */
+  char **azDevice; /* its paths, in member order (nDevice entries) */
+  char *zDevices;  /* the same list joined with ',' as stored in each member */
+  int nRowGroup;   /* rowgroup= */
+  int ePush;       /* pushdown=: VT_PUSH_AUTO, VT_PUSH_ALWAYS, VT_PUSH_NEVER */
+  int iIpk;        /* column that aliases the rowid, or -1 */
 } vt_schema;
 
 /* A row inserted by an open transaction is named by its insert sequence
 ** number; spans map sequence numbers to the row groups they were written to. */
 typedef struct vt_span {
-  store_rg *pRg;       /* a row group this transaction wrote (txnState 2) */
-  int iMem;            /* on member iMem */
-  int64_t seq0;        /* sequence number of its row 0 */
+  store_rg *pRg; /* a row group this transaction wrote (txnState 2) */
+  int iMem;      /* on member iMem */
+  int64_t seq0;  /* sequence number of its row 0 */
   uint32_t n;
 } vt_span;
 
 /* One delete done by the open transaction, for ROLLBACK TO. */
 typedef struct vt_undo {
-  store_rg *pRg;       /* committed row group (its private clone), or NULL */
-  int iMem;            /* member pRg belongs to */
-  uint32_t iRow;       /* row in pRg */
-  int64_t seq;         /* when pRg == NULL: the inserted row's sequence number */
+  store_rg *pRg; /* committed row group (its private clone), or NULL */
+  int iMem;      /* member pRg belongs to */
+  uint32_t iRow; /* row in pRg */
+  int64_t seq;   /* when pRg == NULL: the inserted row's sequence number */
 } vt_undo;
 
 typedef struct vt_mark {
   int iSavepoint;
-  int64_t seq;         /* inserts before this mark survive */
+  int64_t seq; /* inserts before this mark survive */
   int nUndo;
 } vt_mark;
 
 struct vt_tab {
-  sqlite3_vtab base;   /* must be first */
+  sqlite3_vtab base; /* must be first */
   vt_conn *pConn;
-  vt_dev *pDev;        /* == apMem[0]: the only device, or a stripe's coordinator */
-  int nMem;            /* devices the table lives on: 1, or nDevice of devices= */
-  vt_dev **apMem;      /* member k's device (see vtab/stripe.c) */
+  vt_dev *pDev;   /* == apMem[0]: the only device, or a stripe's coordinator */
+  int nMem;       /* devices the table lives on: 1, or nDevice of devices= */
+  vt_dev **apMem; /* member k's device (see vtab/stripe.c) */
   char *zName;
   char *zDb;
   vt_schema s;
-  int64_t nRowEst;     /* rows at the last look, for xBestIndex */
+  int64_t nRowEst; /* rows at the last look, for xBestIndex */
   /* write state of the open transaction */
-  csq_vec *aBuf;       /* nCol + 1 vectors, [0] = rowids: rows not yet written */
-  uint8_t *aBufDel;    /* deleted flags of buffered rows */
+  csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
+  uint8_t *aBufDel; /* deleted flags of buffered rows */
   uint32_t nBufDelAlloc;
-  int64_t bufSeq0;     /* sequence number of aBuf row 0 */
-  int64_t nSeq;        /* inserts so far in this transaction */
+  int64_t bufSeq0; /* sequence number of aBuf row 0 */
+  int64_t nSeq;    /* inserts so far in this transaction */
   vt_span *aSpan;
   int nSpan, nSpanAlloc;
   vt_undo *aUndo;
@@ -137,8 +137,8 @@ struct vt_tab {
   vt_mark *aSave;
   int nSave, nSaveAlloc;
   int bInTxn;
-  int bStripeTxn;      /* a striped table written in the open transaction: its commit
-                          sequence is raised at commit (kept until then, unlike bInTxn) */
+  int bStripeTxn; /* a striped table written in the open transaction: its commit
+                     sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_tab *pNextTab;
 };
 
@@ -150,7 +150,7 @@ void vt_dev_release(vt_conn *pConn, vt_dev *pDev);
 void vt_conn_stats(vt_conn *pConn, dev_stats *pOut);
 void vt_conn_stats_reset(vt_conn *pConn);
 char *vt_default_device(sqlite3 *db, const char *zDb); /* sqlite3_malloc'd, or NULL = memory */
-int vt_rc_from(int rc); /* device/store return -> SQLite code */
+int vt_rc_from(int rc);                                /* device/store return -> SQLite code */
 
 /* schema.c */
 int vt_schema_parse(int argc, const char *const *argv, vt_schema *pS, char **pzErr);
@@ -216,8 +216,8 @@ int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid);
 
 /* rows.c: csq_rows(?1), rows csq computed, for SQLite to finish a query. */
 typedef struct vt_rowset {
-  int nCol;            /* at most 64 */
-  csq_vec *aCol;       /* nCol vectors of nRow values (sqlite3_malloc'd array) */
+  int nCol;      /* at most 64 */
+  csq_vec *aCol; /* nCol vectors of nRow values (sqlite3_malloc'd array) */
   uint32_t nRow;
 } vt_rowset;
 int vt_rows_register(sqlite3 *db);

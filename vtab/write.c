@@ -96,7 +96,9 @@ static int ensure_txn(vt_tab *p, store_table **ppTab) {
   return SQLITE_OK;
 }
 
-static uint32_t buf_rows(const vt_tab *p) { return p->aBuf ? p->aBuf[0].n : 0; }
+static uint32_t buf_rows(const vt_tab *p) {
+  return p->aBuf ? p->aBuf[0].n : 0;
+}
 
 static int grow(void **pa, int *pnAlloc, int n, size_t sz) {
   if (n < *pnAlloc) return SQLITE_OK;
@@ -230,8 +232,7 @@ static int delete_row(vt_tab *p, int64_t iRowid) {
   return undo_push(p, k, pTab->apRg[iRg], iRow, -1);
 }
 
-static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv,
-                      sqlite3_int64 *pRowid) {
+static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, sqlite3_int64 *pRowid) {
   vt_schema *s = &p->s;
   int64_t iRowid = 0;
   int bExplicit = 0;
@@ -303,8 +304,10 @@ static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   }
   int e = csq_vec_push_int(&p->aBuf[0], iRowid);
   for (int i = 0; i < s->nCol && e == 0; i++) {
-    if (i == s->iIpk) e = csq_vec_push_null(&p->aBuf[i + 1]);
-    else e = vt_push_value(&p->aBuf[i + 1], argv[2 + i], s->aCol[i].aff);
+    if (i == s->iIpk)
+      e = csq_vec_push_null(&p->aBuf[i + 1]);
+    else
+      e = vt_push_value(&p->aBuf[i + 1], argv[2 + i], s->aCol[i].aff);
   }
   if (e) {
     /* keep the columns aligned: drop the partial row */
@@ -337,8 +340,10 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   int64_t iNew = iOld;
   sqlite3_value *pIpk = p->s.iIpk >= 0 ? argv[2 + p->s.iIpk] : NULL;
   if (pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL) {
-    if (sqlite3_value_numeric_type(pIpk) == SQLITE_INTEGER) iNew = sqlite3_value_int64(pIpk);
-    else iNew = iOld + 1; /* not an integer: insert_row reports the mismatch */
+    if (sqlite3_value_numeric_type(pIpk) == SQLITE_INTEGER)
+      iNew = sqlite3_value_int64(pIpk);
+    else
+      iNew = iOld + 1; /* not an integer: insert_row reports the mismatch */
   } else if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
     iNew = sqlite3_value_int64(argv[1]);
   }
@@ -381,8 +386,10 @@ static int commit_all(vt_conn *pConn, char **pzErr) {
       if (!d->pTxn || vt_stripe_is_coordinator(pConn, d) != pass) continue;
       store_txn *t = d->pTxn;
       d->pTxn = NULL;
-      if (rc) store_txn_rollback(t);
-      else rc = store_txn_commit(t, pzErr);
+      if (rc)
+        store_txn_rollback(t);
+      else
+        rc = store_txn_commit(t, pzErr);
     }
   }
   for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab) p->bStripeTxn = 0;
@@ -477,8 +484,8 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
           store_table *pTab = member_table(p, sp->iMem);
           int g = pTab ? rg_index(pTab, sp->pRg) : -1;
           if (g >= 0)
-            rc = store_txn_delete(p->apMem[sp->iMem]->pTxn, pTab, g,
-                                  (uint32_t)(u->seq - sp->seq0), 0, &zErr);
+            rc = store_txn_delete(p->apMem[sp->iMem]->pTxn, pTab, g, (uint32_t)(u->seq - sp->seq0),
+                                  0, &zErr);
         }
       }
     }

@@ -26,18 +26,18 @@ static int same_vec(const csq_vec *a, const csq_vec *b) {
   for (uint32_t i = 0; i < a->n; i++) {
     if (a->aCls[i] != b->aCls[i]) return 0;
     switch (a->aCls[i]) {
-      case CSQ_INT:
-      case CSQ_REAL:
-        if (a->aVal[i].i != b->aVal[i].i) return 0;
-        break;
-      case CSQ_TEXT:
-      case CSQ_BLOB:
-        if (a->aLen[i] != b->aLen[i] ||
-            memcmp(a->aHeap + a->aVal[i].off, b->aHeap + b->aVal[i].off, a->aLen[i]) != 0)
-          return 0;
-        break;
-      default:
-        break;
+    case CSQ_INT:
+    case CSQ_REAL:
+      if (a->aVal[i].i != b->aVal[i].i) return 0;
+      break;
+    case CSQ_TEXT:
+    case CSQ_BLOB:
+      if (a->aLen[i] != b->aLen[i] ||
+          memcmp(a->aHeap + a->aVal[i].off, b->aHeap + b->aVal[i].off, a->aLen[i]) != 0)
+        return 0;
+      break;
+    default:
+      break;
     }
   }
   return 1;
@@ -61,7 +61,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   csq_chunk_desc d;
   int rcView = csq_chunk_view(p, n, &d);
   if ((rc == 0) != (rcView == 0) && rc != -ENOMEM) abort(); /* decode and view must agree */
-  if (csq_chunk_verify(p, n) != 0 && rc == 0) abort();        /* decode implies verify */
+  if (csq_chunk_verify(p, n) != 0 && rc == 0) abort();      /* decode implies verify */
   if (rc == 0) {
     uint8_t *q = NULL;
     size_t nq = 0;
@@ -70,7 +70,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       csq_vec w;
       csq_vec_init(&w);
       if (csq_chunk_decode(q, nq, &w) != 0) abort(); /* our own encoding must decode */
-      if (!same_vec(&v, &w)) abort();                 /* ... to the same values */
+      if (!same_vec(&v, &w)) abort();                /* ... to the same values */
       csq_vec_free(&w);
       free(q);
     }

@@ -39,14 +39,21 @@ static void setup(void) {
   if (!g_buf) abort();
 }
 
-static uint32_t clamp(uint32_t v, uint32_t max) { return v > max ? v % (max + 1) : v; }
+static uint32_t clamp(uint32_t v, uint32_t max) {
+  return v > max ? v % (max + 1) : v;
+}
 
 /* Make the transfer the command implies fit DATA_BYTES (see cmd.h). */
 static void bound(csq_sqe *e) {
   switch (e->opcode) {
-    case CSQ_ADM_LOAD_PROGRAM: e->cdw12 = clamp(e->cdw12, DATA_BYTES); break;
-    case CSQ_ADM_MRS_MGMT: e->cdw11 = clamp(e->cdw11, DATA_BYTES / sizeof(csq_mrange)); break;
-    default: break;
+  case CSQ_ADM_LOAD_PROGRAM:
+    e->cdw12 = clamp(e->cdw12, DATA_BYTES);
+    break;
+  case CSQ_ADM_MRS_MGMT:
+    e->cdw11 = clamp(e->cdw11, DATA_BYTES / sizeof(csq_mrange));
+    break;
+  default:
+    break;
   }
   if (e->nsid == CSQ_NSID_NVM && (e->opcode == CSQ_NVM_READ || e->opcode == CSQ_NVM_WRITE))
     e->cdw12 = (e->cdw12 & ~0xFFFFu) | clamp(e->cdw12 & 0xFFFF, DATA_BYTES / CSQ_LBA_SIZE - 1);

@@ -60,14 +60,16 @@ static void chunks(void) {
   chunk_seed("all_null", &v);
   csq_vec_reset(&v);
   chunk_seed("empty", &v);
-  for (int i = 0; i < 100; i++) (i % 7) ? csq_vec_push_real(&v, i * 0.25 - 3) : csq_vec_push_null(&v);
+  for (int i = 0; i < 100; i++)
+    (i % 7) ? csq_vec_push_real(&v, i * 0.25 - 3) : csq_vec_push_null(&v);
   chunk_seed("real", &v); /* quarters: REAL_DEC */
   csq_vec_reset(&v);
   for (int i = 0; i < 100; i++) (i % 9) ? csq_vec_push_real(&v, i / 3.0) : csq_vec_push_null(&v);
   chunk_seed("real_plain", &v);
   csq_vec_reset(&v);
   static const char *az[] = {"apple", "banana", "cherry", "apple", "", "banana"};
-  for (int i = 0; i < 120; i++) csq_vec_push_bytes(&v, CSQ_TEXT, az[i % 6], (uint32_t)strlen(az[i % 6]));
+  for (int i = 0; i < 120; i++)
+    csq_vec_push_bytes(&v, CSQ_TEXT, az[i % 6], (uint32_t)strlen(az[i % 6]));
   chunk_seed("text_dict", &v);
   csq_vec_reset(&v);
   for (int i = 0; i < 50; i++) {
@@ -85,11 +87,20 @@ static void chunks(void) {
   csq_vec_reset(&v);
   for (int i = 0; i < 60; i++) {
     switch (i % 5) {
-      case 0: csq_vec_push_int(&v, -i); break;
-      case 1: csq_vec_push_real(&v, i / 3.0); break;
-      case 2: csq_vec_push_bytes(&v, CSQ_TEXT, "mixed", 5); break;
-      case 3: csq_vec_push_bytes(&v, CSQ_BLOB, "\x01\x02", 2); break;
-      default: csq_vec_push_null(&v);
+    case 0:
+      csq_vec_push_int(&v, -i);
+      break;
+    case 1:
+      csq_vec_push_real(&v, i / 3.0);
+      break;
+    case 2:
+      csq_vec_push_bytes(&v, CSQ_TEXT, "mixed", 5);
+      break;
+    case 3:
+      csq_vec_push_bytes(&v, CSQ_BLOB, "\x01\x02", 2);
+      break;
+    default:
+      csq_vec_push_null(&v);
     }
   }
   chunk_seed("tagged", &v);
@@ -174,25 +185,57 @@ static void devcmds(void) {
   memset(blk, 0xA5, sizeof(blk));
   /* identify, media I/O */
   g_nSeq = 0;
-  e = sqe(CSQ_ADM_IDENTIFY, 0); e.cdw10 = 1; rec(&e, NULL, 0);
-  e = sqe(CSQ_ADM_IDENTIFY, 1); e.cdw10 = 0; rec(&e, NULL, 0);
-  e = sqe(CSQ_NVM_WRITE, CSQ_NSID_NVM); e.cdw10 = 5; e.cdw12 = 0; rec(&e, blk, 64);
-  e = sqe(CSQ_NVM_READ, CSQ_NSID_NVM); e.cdw10 = 5; e.cdw12 = 1; rec(&e, NULL, 0);
-  e = sqe(CSQ_NVM_FLUSH, CSQ_NSID_NVM); rec(&e, NULL, 0);
-  e = sqe(CSQ_NVM_RESV_ACQUIRE, CSQ_NSID_NVM); rec(&e, NULL, 0);
-  e = sqe(CSQ_NVM_RESV_RELEASE, CSQ_NSID_NVM); rec(&e, NULL, 0);
+  e = sqe(CSQ_ADM_IDENTIFY, 0);
+  e.cdw10 = 1;
+  rec(&e, NULL, 0);
+  e = sqe(CSQ_ADM_IDENTIFY, 1);
+  e.cdw10 = 0;
+  rec(&e, NULL, 0);
+  e = sqe(CSQ_NVM_WRITE, CSQ_NSID_NVM);
+  e.cdw10 = 5;
+  e.cdw12 = 0;
+  rec(&e, blk, 64);
+  e = sqe(CSQ_NVM_READ, CSQ_NSID_NVM);
+  e.cdw10 = 5;
+  e.cdw12 = 1;
+  rec(&e, NULL, 0);
+  e = sqe(CSQ_NVM_FLUSH, CSQ_NSID_NVM);
+  rec(&e, NULL, 0);
+  e = sqe(CSQ_NVM_RESV_ACQUIRE, CSQ_NSID_NVM);
+  rec(&e, NULL, 0);
+  e = sqe(CSQ_NVM_RESV_RELEASE, CSQ_NSID_NVM);
+  rec(&e, NULL, 0);
   save("devcmd", "nvm", g_seq, g_nSeq);
   /* SLM */
   g_nSeq = 0;
-  e = sqe(CSQ_SLM_WRITE, CSQ_NSID_SLM); e.cdw10 = 4096; e.cdw12 = 256; rec(&e, blk, 256);
-  e = sqe(CSQ_SLM_READ, CSQ_NSID_SLM); e.cdw10 = 4096; e.cdw12 = 256; rec(&e, NULL, 0);
-  e = sqe(CSQ_SLM_FILL, CSQ_NSID_SLM); e.cdw10 = 8192; e.cdw12 = 128; e.cdw13 = 7; rec(&e, NULL, 0);
+  e = sqe(CSQ_SLM_WRITE, CSQ_NSID_SLM);
+  e.cdw10 = 4096;
+  e.cdw12 = 256;
+  rec(&e, blk, 256);
+  e = sqe(CSQ_SLM_READ, CSQ_NSID_SLM);
+  e.cdw10 = 4096;
+  e.cdw12 = 256;
+  rec(&e, NULL, 0);
+  e = sqe(CSQ_SLM_FILL, CSQ_NSID_SLM);
+  e.cdw10 = 8192;
+  e.cdw12 = 128;
+  e.cdw13 = 7;
+  rec(&e, NULL, 0);
   {
     csq_lba_range r = {CSQ_NSID_NVM, 2, 5};
-    e = sqe(CSQ_SLM_COPY, CSQ_NSID_SLM); e.cdw10 = 16384; e.cdw12 = 0; rec(&e, &r, sizeof(r));
+    e = sqe(CSQ_SLM_COPY, CSQ_NSID_SLM);
+    e.cdw10 = 16384;
+    e.cdw12 = 0;
+    rec(&e, &r, sizeof(r));
     csq_mrange m = {CSQ_NSID_SLM, 0, 256, 4096, 0};
-    e = sqe(CSQ_SLM_COPY, CSQ_NSID_SLM); e.cdw10 = 32768; e.cdw12 = 1u << 8; rec(&e, &m, sizeof(m));
-    e = sqe(CSQ_ADM_MRS_MGMT, 0); e.cdw10 = 0; e.cdw11 = 1; rec(&e, &m, sizeof(m));
+    e = sqe(CSQ_SLM_COPY, CSQ_NSID_SLM);
+    e.cdw10 = 32768;
+    e.cdw12 = 1u << 8;
+    rec(&e, &m, sizeof(m));
+    e = sqe(CSQ_ADM_MRS_MGMT, 0);
+    e.cdw10 = 0;
+    e.cdw11 = 1;
+    rec(&e, &m, sizeof(m));
   }
   save("devcmd", "slm", g_seq, g_nSeq);
   /* a whole Execute: chunk + job in SLM, program loaded and activated */
@@ -224,23 +267,45 @@ static void devcmds(void) {
     size_t np;
     build_prog(1, &p, &np);
     uint64_t id = csq_prog_id(p, np);
-    e = sqe(CSQ_SLM_WRITE, CSQ_NSID_SLM); e.cdw10 = 0; e.cdw12 = sizeof(job); rec(&e, job, sizeof(job));
+    e = sqe(CSQ_SLM_WRITE, CSQ_NSID_SLM);
+    e.cdw10 = 0;
+    e.cdw12 = sizeof(job);
+    rec(&e, job, sizeof(job));
     uint32_t nIn4 = (uint32_t)((t1[0] + n1 + 3) & ~3ull);
-    e = sqe(CSQ_SLM_WRITE, CSQ_NSID_SLM); e.cdw10 = 4096; e.cdw12 = nIn4; rec(&e, in, (uint16_t)nIn4);
+    e = sqe(CSQ_SLM_WRITE, CSQ_NSID_SLM);
+    e.cdw10 = 4096;
+    e.cdw12 = nIn4;
+    rec(&e, in, (uint16_t)nIn4);
     e = sqe(CSQ_ADM_LOAD_PROGRAM, 0);
-    e.cdw10 = 3 | ((uint32_t)CSQ_PTYPE_CSQ << 24); e.cdw11 = (uint32_t)np; e.cdw12 = (uint32_t)np;
-    e.cdw13 = 0; e.cdw14 = (uint32_t)id; e.cdw15 = (uint32_t)(id >> 32);
+    e.cdw10 = 3 | ((uint32_t)CSQ_PTYPE_CSQ << 24);
+    e.cdw11 = (uint32_t)np;
+    e.cdw12 = (uint32_t)np;
+    e.cdw13 = 0;
+    e.cdw14 = (uint32_t)id;
+    e.cdw15 = (uint32_t)(id >> 32);
     rec(&e, p, (uint16_t)np);
-    e = sqe(CSQ_ADM_PROGRAM_ACTIVATION, 0); e.cdw10 = 3 | 1u << 16; rec(&e, NULL, 0);
+    e = sqe(CSQ_ADM_PROGRAM_ACTIVATION, 0);
+    e.cdw10 = 3 | 1u << 16;
+    rec(&e, NULL, 0);
     csq_mrange r[3] = {{CSQ_NSID_SLM, 0, 4096, 0, 0},
                        {CSQ_NSID_SLM, 0, 16384, 4096, 0},
                        {CSQ_NSID_SLM, 0, 65536, 65536, 0}};
     e = sqe(CSQ_CP_EXECUTE, CSQ_NSID_CP);
-    e.cdw10 = 3 | 0xFFFFu << 16; e.cdw11 = 3; e.cdw12 = (uint32_t)id; e.cdw13 = (uint32_t)(id >> 32);
+    e.cdw10 = 3 | 0xFFFFu << 16;
+    e.cdw11 = 3;
+    e.cdw12 = (uint32_t)id;
+    e.cdw13 = (uint32_t)(id >> 32);
     rec(&e, r, sizeof(r));
-    e = sqe(CSQ_SLM_READ, CSQ_NSID_SLM); e.cdw10 = 65536; e.cdw12 = 4096; rec(&e, NULL, 0);
-    e = sqe(CSQ_ADM_PROGRAM_ACTIVATION, 0); e.cdw10 = 3; rec(&e, NULL, 0);
-    e = sqe(CSQ_ADM_LOAD_PROGRAM, 0); e.cdw10 = 3 | 1u << 16; rec(&e, NULL, 0);
+    e = sqe(CSQ_SLM_READ, CSQ_NSID_SLM);
+    e.cdw10 = 65536;
+    e.cdw12 = 4096;
+    rec(&e, NULL, 0);
+    e = sqe(CSQ_ADM_PROGRAM_ACTIVATION, 0);
+    e.cdw10 = 3;
+    rec(&e, NULL, 0);
+    e = sqe(CSQ_ADM_LOAD_PROGRAM, 0);
+    e.cdw10 = 3 | 1u << 16;
+    rec(&e, NULL, 0);
     free(p);
     free(c0);
     free(c1);

@@ -26,17 +26,17 @@ static __attribute__((unused)) void check_note(const char *zFmt, ...) {
   va_end(ap);
 }
 
-#define CHECK(cond, ...)                                         \
-  do {                                                           \
-    nCheck++;                                                    \
-    if (!(cond)) {                                               \
-      if (nFail < 50) {                                          \
-        printf("FAIL %s:%d: %s", __FILE__, __LINE__, #cond);     \
-        check_note("" __VA_ARGS__);                              \
-        printf("\n");                                            \
-      }                                                          \
-      nFail++;                                                   \
-    }                                                            \
+#define CHECK(cond, ...)                                                                           \
+  do {                                                                                             \
+    nCheck++;                                                                                      \
+    if (!(cond)) {                                                                                 \
+      if (nFail < 50) {                                                                            \
+        printf("FAIL %s:%d: %s", __FILE__, __LINE__, #cond);                                       \
+        check_note("" __VA_ARGS__);                                                                \
+        printf("\n");                                                                              \
+      }                                                                                            \
+      nFail++;                                                                                     \
+    }                                                                                              \
   } while (0)
 
 /* xorshift64*: reproducible test data; a test may reseed rng. */
@@ -47,6 +47,8 @@ static __attribute__((unused)) uint64_t rnd(void) {
   rng ^= rng >> 27;
   return rng * 0x2545F4914F6CDD1Dull;
 }
-static __attribute__((unused)) uint64_t rndn(uint64_t n) { return n ? rnd() % n : 0; }
+static __attribute__((unused)) uint64_t rndn(uint64_t n) {
+  return n ? rnd() % n : 0;
+}
 
 #endif /* CSQ_TESTS_CHECK_H */

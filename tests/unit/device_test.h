@@ -15,15 +15,15 @@
 #include "device/driver.h"
 #include "check.h"
 
-#define CHECK_RC(expr, want)                                                         \
-  do {                                                                               \
-    long long got_ = (long long)(expr);                                              \
-    nCheck++;                                                                        \
-    if (got_ != (long long)(want)) {                                                 \
-      nFail++;                                                                       \
-      printf("FAIL %s:%d: %s = %lld (0x%llx), want %lld (0x%llx)\n", __FILE__, __LINE__, \
-             #expr, got_, got_, (long long)(want), (long long)(want));               \
-    }                                                                                \
+#define CHECK_RC(expr, want)                                                                       \
+  do {                                                                                             \
+    long long got_ = (long long)(expr);                                                            \
+    nCheck++;                                                                                      \
+    if (got_ != (long long)(want)) {                                                               \
+      nFail++;                                                                                     \
+      printf("FAIL %s:%d: %s = %lld (0x%llx), want %lld (0x%llx)\n", __FILE__, __LINE__, #expr,    \
+             got_, got_, (long long)(want), (long long)(want));                                    \
+    }                                                                                              \
   } while (0)
 
 static __attribute__((unused)) int test_done(const char *zName) {

@@ -33,21 +33,21 @@
 #include "device/ptype.h"
 #include "check.h"
 
-#define CHECK_RC(rc, q)                                                    \
-  do {                                                                     \
-    int rc_ = (rc);                                                        \
-    if (rc_ != 0) {                                                        \
-      printf("FAIL %s:%d: %s = %d: %s\n", __FILE__, __LINE__, #rc, rc_,    \
-             dev_errmsg(q));                                               \
-      nFail++;                                                             \
-    }                                                                      \
+#define CHECK_RC(rc, q)                                                                            \
+  do {                                                                                             \
+    int rc_ = (rc);                                                                                \
+    if (rc_ != 0) {                                                                                \
+      printf("FAIL %s:%d: %s = %d: %s\n", __FILE__, __LINE__, #rc, rc_, dev_errmsg(q));            \
+      nFail++;                                                                                     \
+    }                                                                                              \
   } while (0)
 
 static void fill_pattern(uint8_t *p, uint64_t slba, uint32_t nlb, uint32_t seed) {
   uint32_t i, b;
   for (b = 0; b < nlb; b++) {
     uint32_t *w = (uint32_t *)(p + (size_t)b * CSQ_LBA_SIZE);
-    for (i = 0; i < CSQ_LBA_SIZE / 4; i++) w[i] = (uint32_t)((slba + b) * 2654435761u) ^ (i * 40503u) ^ seed;
+    for (i = 0; i < CSQ_LBA_SIZE / 4; i++)
+      w[i] = (uint32_t)((slba + b) * 2654435761u) ^ (i * 40503u) ^ seed;
   }
 }
 
@@ -82,7 +82,8 @@ static int toy_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   if (mode == 1) {
     csq_lba_range r = {CSQ_NSID_NVM, (uint32_t)ctx->aParam[1], ctx->aParam[0]};
     int rc;
-    if (ctx->nRange < 1 || ctx->aRange[0].len < (uint64_t)r.nlb * CSQ_LBA_SIZE) return CSQ_SC_INVALID_FIELD;
+    if (ctx->nRange < 1 || ctx->aRange[0].len < (uint64_t)r.nlb * CSQ_LBA_SIZE)
+      return CSQ_SC_INVALID_FIELD;
     rc = ctx->xReadLba(ctx, &r, 1, ctx->pSlm + ctx->aRange[0].addr);
     if (rc) {
       *pRet = (uint64_t)rc;
@@ -92,12 +93,15 @@ static int toy_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     ctx->pStats->rows_scanned += r.nlb;
     return 0;
   }
-  for (i = 0; i < ctx->nRange; i++) s += sum_u32(ctx->pSlm + ctx->aRange[i].addr, ctx->aRange[i].len);
+  for (i = 0; i < ctx->nRange; i++)
+    s += sum_u32(ctx->pSlm + ctx->aRange[i].addr, ctx->aRange[i].len);
   *pRet = s;
   return 0;
 }
 
-static void toy_free(void *p) { (void)p; }
+static void toy_free(void *p) {
+  (void)p;
+}
 
 static const dev_ptype toyType = {TOY_PTYPE, "toy-sum", toy_verify, toy_run, toy_free};
 
@@ -200,7 +204,8 @@ static void test_identify(dev_queue *q, uint64_t nBlocks) {
 
 static void test_rw(dev_queue *q, uint64_t nBlocks) {
   uint32_t nBig = 300; /* > the 256 KiB per NVMe command: split into parts */
-  uint8_t *w = aligned_alloc(4096, (size_t)nBig * 4096), *r = aligned_alloc(4096, (size_t)nBig * 4096);
+  uint8_t *w = aligned_alloc(4096, (size_t)nBig * 4096),
+          *r = aligned_alloc(4096, (size_t)nBig * 4096);
   int i, rc;
   fill_pattern(w, 100, 16, 1);
   CHECK_RC(dev_nvm_write(q, 100, 16, w), q);

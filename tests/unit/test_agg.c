@@ -33,7 +33,7 @@
 /* expression texts are short (depth <= 2); a truncated one would only fail a check */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
 
-#define NCOL 4
+#define NCOL   4
 #define MAXROW 200000
 
 typedef struct val {
@@ -49,39 +49,71 @@ static int *aDel;
 static int nRow;
 static sqlite3 *db;
 
-static const char *azWord[] = {"apple", "Apple", "b", "banana", "", "zeta ", "zeta", "x\xc3\xa9",
-                               "10", "1.5"};
+static const char *azWord[] = {"apple", "Apple", "b",         "banana", "",
+                               "zeta ", "zeta",  "x\xc3\xa9", "10",     "1.5"};
 #define NWORD ((int)(sizeof(azWord) / sizeof(azWord[0])))
 static const double arReal[] = {1.5, -2.25, 10.0, 1e15, 0.1, 3.0, -0.5, 2.0, 123456.125, 7.0};
 #define NREAL ((int)(sizeof(arReal) / sizeof(arReal[0])))
 
 /* Column modes: how a column's values are drawn (and so its encoding). */
-enum { M_INT, M_INTNULL, M_RUNS, M_REAL, M_NUM, M_TEXT, M_UTEXT, M_BLOB, M_MIXED, M_CONST,
-       M_NULL, M_BIG, M_WIDE, M_NMODE };
+enum {
+  M_INT,
+  M_INTNULL,
+  M_RUNS,
+  M_REAL,
+  M_NUM,
+  M_TEXT,
+  M_UTEXT,
+  M_BLOB,
+  M_MIXED,
+  M_CONST,
+  M_NULL,
+  M_BIG,
+  M_WIDE,
+  M_NMODE
+};
 static int aMode[NCOL];
 
 static int mode_numeric(int m) {
-  return m == M_INT || m == M_INTNULL || m == M_RUNS || m == M_REAL || m == M_NUM ||
-         m == M_CONST || m == M_NULL || m == M_BIG || m == M_WIDE;
+  return m == M_INT || m == M_INTNULL || m == M_RUNS || m == M_REAL || m == M_NUM || m == M_CONST ||
+         m == M_NULL || m == M_BIG || m == M_WIDE;
 }
 
 static void draw(val *v, int mode, int r, const val *prev) {
   memset(v, 0, sizeof(*v));
   switch (mode) {
-  case M_INT: v->cls = CSQ_INT; v->i = (int64_t)rndn(13) - 4; break;
-  case M_INTNULL: v->cls = rndn(6) ? CSQ_INT : CSQ_NULL; v->i = (int64_t)rndn(9) - 3; break;
+  case M_INT:
+    v->cls = CSQ_INT;
+    v->i = (int64_t)rndn(13) - 4;
+    break;
+  case M_INTNULL:
+    v->cls = rndn(6) ? CSQ_INT : CSQ_NULL;
+    v->i = (int64_t)rndn(9) - 3;
+    break;
   case M_RUNS:
     if (r % 61 == 0 || !prev) {
       v->cls = CSQ_INT;
       v->i = (int64_t)rndn(5);
-    } else *v = *prev;
+    } else
+      *v = *prev;
     break;
-  case M_REAL: v->cls = CSQ_REAL; v->r = arReal[rndn(NREAL)]; break;
+  case M_REAL:
+    v->cls = CSQ_REAL;
+    v->r = arReal[rndn(NREAL)];
+    break;
   case M_NUM: /* ints, reals and NULLs */
     switch (rndn(4)) {
-    case 0: v->cls = CSQ_NULL; break;
-    case 1: v->cls = CSQ_REAL; v->r = arReal[rndn(NREAL)]; break;
-    default: v->cls = CSQ_INT; v->i = (int64_t)rndn(21) - 10; break;
+    case 0:
+      v->cls = CSQ_NULL;
+      break;
+    case 1:
+      v->cls = CSQ_REAL;
+      v->r = arReal[rndn(NREAL)];
+      break;
+    default:
+      v->cls = CSQ_INT;
+      v->i = (int64_t)rndn(21) - 10;
+      break;
     }
     break;
   case M_TEXT:
@@ -99,15 +131,36 @@ static void draw(val *v, int mode, int r, const val *prev) {
     break;
   case M_MIXED:
     switch (rndn(5)) {
-    case 0: v->cls = CSQ_NULL; break;
-    case 1: v->cls = CSQ_REAL; v->r = rndn(2) ? 2.0 : arReal[rndn(NREAL)]; break;
-    case 2: v->cls = CSQ_TEXT; v->n = 1; v->z[0] = "ab2"[rndn(3)]; break;
-    case 3: v->cls = CSQ_BLOB; v->n = 1; v->z[0] = "ab"[rndn(2)]; break;
-    default: v->cls = CSQ_INT; v->i = (int64_t)rndn(5); break;
+    case 0:
+      v->cls = CSQ_NULL;
+      break;
+    case 1:
+      v->cls = CSQ_REAL;
+      v->r = rndn(2) ? 2.0 : arReal[rndn(NREAL)];
+      break;
+    case 2:
+      v->cls = CSQ_TEXT;
+      v->n = 1;
+      v->z[0] = "ab2"[rndn(3)];
+      break;
+    case 3:
+      v->cls = CSQ_BLOB;
+      v->n = 1;
+      v->z[0] = "ab"[rndn(2)];
+      break;
+    default:
+      v->cls = CSQ_INT;
+      v->i = (int64_t)rndn(5);
+      break;
     }
     break;
-  case M_CONST: v->cls = CSQ_INT; v->i = 7; break;
-  case M_NULL: v->cls = CSQ_NULL; break;
+  case M_CONST:
+    v->cls = CSQ_INT;
+    v->i = 7;
+    break;
+  case M_NULL:
+    v->cls = CSQ_NULL;
+    break;
   case M_BIG: /* large positive integers: sums overflow in some groups */
     v->cls = CSQ_INT;
     v->i = rndn(3) ? (int64_t)rndn(1000) : INT64_MAX / 4 + (int64_t)rndn(1000000);
@@ -115,11 +168,21 @@ static void draw(val *v, int mode, int r, const val *prev) {
   default: /* M_WIDE: integers of every size, and the extremes */
     v->cls = CSQ_INT;
     switch (rndn(6)) {
-    case 0: v->i = INT64_MAX - (int64_t)rndn(3); break;
-    case 1: v->i = INT64_MIN + (int64_t)rndn(3); break;
-    case 2: v->i = (int64_t)(rnd() >> rndn(64)); break;
-    case 3: v->i = -1; break;
-    default: v->i = (int64_t)rndn(2000000) - 1000000; break;
+    case 0:
+      v->i = INT64_MAX - (int64_t)rndn(3);
+      break;
+    case 1:
+      v->i = INT64_MIN + (int64_t)rndn(3);
+      break;
+    case 2:
+      v->i = (int64_t)(rnd() >> rndn(64));
+      break;
+    case 3:
+      v->i = -1;
+      break;
+    default:
+      v->i = (int64_t)rndn(2000000) - 1000000;
+      break;
     }
     break;
   }
@@ -127,37 +190,60 @@ static void draw(val *v, int mode, int r, const val *prev) {
 
 static void bind_val(sqlite3_stmt *st, int i, const val *v) {
   switch (v->cls) {
-  case CSQ_INT: sqlite3_bind_int64(st, i, v->i); break;
-  case CSQ_REAL: sqlite3_bind_double(st, i, v->r); break;
-  case CSQ_TEXT: sqlite3_bind_text(st, i, v->z, v->n, SQLITE_TRANSIENT); break;
-  case CSQ_BLOB: sqlite3_bind_blob(st, i, v->z, v->n, SQLITE_TRANSIENT); break;
-  default: sqlite3_bind_null(st, i); break;
+  case CSQ_INT:
+    sqlite3_bind_int64(st, i, v->i);
+    break;
+  case CSQ_REAL:
+    sqlite3_bind_double(st, i, v->r);
+    break;
+  case CSQ_TEXT:
+    sqlite3_bind_text(st, i, v->z, v->n, SQLITE_TRANSIENT);
+    break;
+  case CSQ_BLOB:
+    sqlite3_bind_blob(st, i, v->z, v->n, SQLITE_TRANSIENT);
+    break;
+  default:
+    sqlite3_bind_null(st, i);
+    break;
   }
 }
 
 static void push_val(csq_vec *v, const val *x) {
   switch (x->cls) {
-  case CSQ_INT: csq_vec_push_int(v, x->i); break;
-  case CSQ_REAL: csq_vec_push_real(v, x->r); break;
+  case CSQ_INT:
+    csq_vec_push_int(v, x->i);
+    break;
+  case CSQ_REAL:
+    csq_vec_push_real(v, x->r);
+    break;
   case CSQ_TEXT:
-  case CSQ_BLOB: csq_vec_push_bytes(v, x->cls, x->z, (uint32_t)x->n); break;
-  default: csq_vec_push_null(v); break;
+  case CSQ_BLOB:
+    csq_vec_push_bytes(v, x->cls, x->z, (uint32_t)x->n);
+    break;
+  default:
+    csq_vec_push_null(v);
+    break;
   }
 }
 
 static int pb_val(csq_pb *b, const val *v) {
   switch (v->cls) {
-  case CSQ_INT: return csq_pb_const_int(b, v->i);
-  case CSQ_REAL: return csq_pb_const_real(b, v->r);
+  case CSQ_INT:
+    return csq_pb_const_int(b, v->i);
+  case CSQ_REAL:
+    return csq_pb_const_real(b, v->r);
   case CSQ_TEXT:
-  case CSQ_BLOB: return csq_pb_const_bytes(b, v->cls, v->z, (uint32_t)v->n);
-  default: return csq_pb_const_null(b);
+  case CSQ_BLOB:
+    return csq_pb_const_bytes(b, v->cls, v->z, (uint32_t)v->n);
+  default:
+    return csq_pb_const_null(b);
   }
 }
 
 static void load_sqlite(void) {
-  sqlite3_exec(db, "DROP TABLE IF EXISTS t; CREATE TABLE t(rid INTEGER PRIMARY KEY, c0, c1, c2, c3)",
-               0, 0, 0);
+  sqlite3_exec(db,
+               "DROP TABLE IF EXISTS t; CREATE TABLE t(rid INTEGER PRIMARY KEY, c0, c1, c2, c3)", 0,
+               0, 0);
   sqlite3_stmt *st;
   sqlite3_exec(db, "BEGIN", 0, 0, 0);
   sqlite3_prepare_v2(db, "INSERT INTO t VALUES(?1, ?2, ?3, ?4, ?5)", -1, &st, 0);
@@ -190,8 +276,10 @@ static void rg_build(rg_buf *g, uint32_t r0, uint32_t n, size_t nOut) {
     csq_vec v;
     csq_vec_init(&v);
     for (uint32_t r = r0; r < r0 + n; r++) {
-      if (c == 0) csq_vec_push_int(&v, r + 1);
-      else push_val(&v, &aData[r][c - 1]);
+      if (c == 0)
+        csq_vec_push_int(&v, r + 1);
+      else
+        push_val(&v, &aData[r][c - 1]);
     }
     csq_chunk_info info;
     csq_chunk_encode(&v, 0, n, &apC[c], &anC[c], &info);
@@ -252,7 +340,9 @@ static int decode(const uint8_t *o, csq_vec *aV, int nColWant, uint32_t *pnRows,
       memcpy(&u, aVal + 8 * k, 8);
       if (aLen) memcpy(&len, aLen + 4 * k, 4);
       switch (cls) {
-      case CSQ_INT: csq_vec_push_int(&aV[j], (int64_t)u); break;
+      case CSQ_INT:
+        csq_vec_push_int(&aV[j], (int64_t)u);
+        break;
       case CSQ_REAL: {
         double r;
         memcpy(&r, &u, 8);
@@ -264,7 +354,9 @@ static int decode(const uint8_t *o, csq_vec *aV, int nColWant, uint32_t *pnRows,
         if (u + len > nHeap) return -1;
         csq_vec_push_bytes(&aV[j], cls, aHeap + u, len);
         break;
-      default: csq_vec_push_null(&aV[j]); break;
+      default:
+        csq_vec_push_null(&aV[j]);
+        break;
       }
     }
   }
@@ -325,7 +417,7 @@ static int64_t run_rg(rg_buf *g, void *pc, uint64_t id, dev_agg *a, int *pnExec)
 typedef struct gen {
   csq_pb *b;
   int aSlot[NCOL + 1];
-  char *zSql;   /* being built */
+  char *zSql; /* being built */
   int nSql, nSqlAlloc;
   val aParam[512];
   int nParam;
@@ -343,20 +435,40 @@ static int param(gen *g, const val *v) {
 static int numeric_col2(int bSmall) {
   int a[NCOL], n = 0;
   for (int c = 0; c < NCOL; c++)
-    if (mode_numeric(aMode[c]) && !(bSmall && (aMode[c] == M_BIG || aMode[c] == M_WIDE))) a[n++] = c;
+    if (mode_numeric(aMode[c]) && !(bSmall && (aMode[c] == M_BIG || aMode[c] == M_WIDE)))
+      a[n++] = c;
   return n ? a[rndn(n)] : -1;
 }
-static int numeric_col(void) { return numeric_col2(0); }
+static int numeric_col(void) {
+  return numeric_col2(0);
+}
 
 static void rand_const(val *v, int bSmall) {
   memset(v, 0, sizeof(*v));
   switch (bSmall ? 5 + rndn(3) : rndn(8)) {
-  case 0: v->cls = CSQ_NULL; break;
-  case 1: v->cls = CSQ_REAL; v->r = arReal[rndn(NREAL)]; break;
-  case 2: v->cls = CSQ_INT; v->i = rndn(2) ? INT64_MAX - (int64_t)rndn(2) : INT64_MIN + (int64_t)rndn(2); break;
-  case 3: v->cls = CSQ_INT; v->i = 0; break;
-  case 4: v->cls = CSQ_REAL; v->r = rndn(2) ? 0.0 : 1e300; break;
-  default: v->cls = CSQ_INT; v->i = (int64_t)rndn(9) - 3; break;
+  case 0:
+    v->cls = CSQ_NULL;
+    break;
+  case 1:
+    v->cls = CSQ_REAL;
+    v->r = arReal[rndn(NREAL)];
+    break;
+  case 2:
+    v->cls = CSQ_INT;
+    v->i = rndn(2) ? INT64_MAX - (int64_t)rndn(2) : INT64_MIN + (int64_t)rndn(2);
+    break;
+  case 3:
+    v->cls = CSQ_INT;
+    v->i = 0;
+    break;
+  case 4:
+    v->cls = CSQ_REAL;
+    v->r = rndn(2) ? 0.0 : 1e300;
+    break;
+  default:
+    v->cls = CSQ_INT;
+    v->i = (int64_t)rndn(9) - 3;
+    break;
   }
 }
 
@@ -398,8 +510,10 @@ static int rand_expr(gen *g, int depth, char *z, size_t nz) {
                       : csq_pb_cond(g->b, aOp[o], 0, g->aSlot[c + 1], pb_val(g->b, &v), 0, 0);
     int e1 = rand_expr(g, depth - 1, za, sizeof(za));
     int e2 = rand_expr(g, depth - 1, zb, sizeof(zb));
-    if (o == 3) snprintf(z, nz, "(CASE WHEN c%d ISNULL THEN %s ELSE %s END)", c, za, zb);
-    else snprintf(z, nz, "(CASE WHEN c%d %s ?%d THEN %s ELSE %s END)", c, azOp[o], p, za, zb);
+    if (o == 3)
+      snprintf(z, nz, "(CASE WHEN c%d ISNULL THEN %s ELSE %s END)", c, za, zb);
+    else
+      snprintf(z, nz, "(CASE WHEN c%d %s ?%d THEN %s ELSE %s END)", c, azOp[o], p, za, zb);
     return csq_pb_expr_case(g->b, cond, e1, e2);
   }
   static const int aEx[] = {CSQ_EX_ADD, CSQ_EX_SUB, CSQ_EX_MUL, CSQ_EX_DIV};
@@ -429,19 +543,25 @@ typedef struct aggdef {
 /* Canonical text of a value for matching groups: numbers by value. */
 static void canon(int cls, int64_t i, double r, const void *z, int n, char *out, size_t nOut) {
   switch (cls) {
-  case CSQ_INT: snprintf(out, nOut, "N%lld", (long long)i); break;
+  case CSQ_INT:
+    snprintf(out, nOut, "N%lld", (long long)i);
+    break;
   case CSQ_REAL:
     if (r >= -9223372036854775808.0 && r < 9223372036854775808.0 && r == floor(r))
       snprintf(out, nOut, "N%lld", (long long)r);
-    else snprintf(out, nOut, "R%.17g", r);
+    else
+      snprintf(out, nOut, "R%.17g", r);
     break;
   case CSQ_TEXT:
   case CSQ_BLOB: {
     int o = snprintf(out, nOut, "%c", cls == CSQ_TEXT ? 'T' : 'B');
-    for (int k = 0; k < n && o + 3 < (int)nOut; k++) o += snprintf(out + o, nOut - o, "%02x", ((const uint8_t *)z)[k]);
+    for (int k = 0; k < n && o + 3 < (int)nOut; k++)
+      o += snprintf(out + o, nOut - o, "%02x", ((const uint8_t *)z)[k]);
     break;
   }
-  default: snprintf(out, nOut, "0"); break;
+  default:
+    snprintf(out, nOut, "0");
+    break;
   }
 }
 
@@ -531,8 +651,11 @@ static void one_query(rg_buf *aRg, int nRg) {
   static const char *azFn[] = {"", "count", "count", "sum", "total", "avg", "min", "max"};
   for (int i = 0; i < nAgg; i++) {
     const aggdef *d = &aA[i];
-    const char *zColl = d->coll == CSQ_TF_NOCASE ? " COLLATE NOCASE" : d->coll == CSQ_TF_RTRIM ? " COLLATE RTRIM" : "";
-    if (d->fn == CSQ_AGG_COUNT_STAR) o += snprintf(zSql + o, 65536 - o, "count(*), 0");
+    const char *zColl = d->coll == CSQ_TF_NOCASE  ? " COLLATE NOCASE"
+                        : d->coll == CSQ_TF_RTRIM ? " COLLATE RTRIM"
+                                                  : "";
+    if (d->fn == CSQ_AGG_COUNT_STAR)
+      o += snprintf(zSql + o, 65536 - o, "count(*), 0");
     else
       o += snprintf(zSql + o, 65536 - o, "%s(%s%s), total(abs(1.0*(%s)))", azFn[d->fn], d->zArg,
                     zColl, d->fn >= CSQ_AGG_SUM && d->fn <= CSQ_AGG_AVG ? d->zArg : "0");
@@ -541,7 +664,8 @@ static void one_query(rg_buf *aRg, int nRg) {
   o += snprintf(zSql + o, 65536 - o, " FROM t%s", zWhere);
   if (nKey) {
     o += snprintf(zSql + o, 65536 - o, " GROUP BY ");
-    for (int j = 0; j < nKey; j++) o += snprintf(zSql + o, 65536 - o, "%s%s", j ? ", " : "", azKey[j]);
+    for (int j = 0; j < nKey; j++)
+      o += snprintf(zSql + o, 65536 - o, "%s%s", j ? ", " : "", azKey[j]);
   }
   /* device + merge */
   void *pc = NULL;
@@ -578,14 +702,15 @@ static void one_query(rg_buf *aRg, int nRg) {
   uint32_t nGot = 0;
   int rcFin = fault ? 0 : dev_agg_finish(a, aOut, &nGot, &zE);
   /* our rows by canonical key */
-  char (*azCanon)[256] = calloc(nGot ? nGot : 1, 256);
+  char(*azCanon)[256] = calloc(nGot ? nGot : 1, 256);
   char *aUsed = calloc(nGot ? nGot : 1, 1);
   for (uint32_t r = 0; r < nGot && rcFin == 0; r++) {
     int oc = 0;
     for (int j = 0; j < nKey; j++) {
       const csq_vec *v = &aOut[j];
       char zc[128];
-      canon(v->aCls[r], v->aVal[r].i, v->aVal[r].r, v->aCls[r] == CSQ_TEXT || v->aCls[r] == CSQ_BLOB ? csq_vec_bytes(v, r) : NULL,
+      canon(v->aCls[r], v->aVal[r].i, v->aVal[r].r,
+            v->aCls[r] == CSQ_TEXT || v->aCls[r] == CSQ_BLOB ? csq_vec_bytes(v, r) : NULL,
             (int)v->aLen[r], zc, sizeof(zc));
       oc += snprintf(azCanon[r] + oc, 256 - oc, "%s|", zc);
     }
@@ -599,7 +724,8 @@ static void one_query(rg_buf *aRg, int nRg) {
       char zc[128];
       int cls = sqlite3_column_type(st, j);
       canon(cls, sqlite3_column_int64(st, j), sqlite3_column_double(st, j),
-            cls == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, j) : sqlite3_column_blob(st, j),
+            cls == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, j)
+                               : sqlite3_column_blob(st, j),
             sqlite3_column_bytes(st, j), zc, sizeof(zc));
       oc += snprintf(zk + oc, sizeof(zk) - oc, "%s|", zc);
     }
@@ -620,7 +746,8 @@ static void one_query(rg_buf *aRg, int nRg) {
         /* the tolerance helper is a total; AVG divides it */
         tol = tol + 1e-300;
       }
-      if (cls == SQLITE_NULL) ok = v->aCls[r] == CSQ_NULL;
+      if (cls == SQLITE_NULL)
+        ok = v->aCls[r] == CSQ_NULL;
       else if (cls == SQLITE_INTEGER && aA[i].fn != CSQ_AGG_MIN && aA[i].fn != CSQ_AGG_MAX)
         ok = v->aCls[r] == CSQ_INT && v->aVal[r].i == sqlite3_column_int64(st, jc);
       else if (cls == SQLITE_FLOAT && aA[i].fn != CSQ_AGG_MIN && aA[i].fn != CSQ_AGG_MAX) {
@@ -629,7 +756,8 @@ static void one_query(rg_buf *aRg, int nRg) {
       } else {
         char z1[128], z2[128];
         canon(cls, sqlite3_column_int64(st, jc), sqlite3_column_double(st, jc),
-              cls == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, jc) : sqlite3_column_blob(st, jc),
+              cls == SQLITE_TEXT ? (const void *)sqlite3_column_text(st, jc)
+                                 : sqlite3_column_blob(st, jc),
               sqlite3_column_bytes(st, jc), z1, sizeof(z1));
         canon(v->aCls[r], v->aVal[r].i, v->aVal[r].r,
               v->aCls[r] == CSQ_TEXT || v->aCls[r] == CSQ_BLOB ? csq_vec_bytes(v, r) : NULL,
@@ -640,8 +768,11 @@ static void one_query(rg_buf *aRg, int nRg) {
         }
       }
       if (!ok && !bBad) {
-        CHECK(0, "agg %d (fn %d) of group %s differs: sqlite cls %d %lld %.17g '%s' / ours cls %d %lld %.17g: %s", i,
-              aA[i].fn, zk, cls, (long long)sqlite3_column_int64(st, jc), sqlite3_column_double(st, jc),
+        CHECK(0,
+              "agg %d (fn %d) of group %s differs: sqlite cls %d %lld %.17g '%s' / ours cls %d "
+              "%lld %.17g: %s",
+              i, aA[i].fn, zk, cls, (long long)sqlite3_column_int64(st, jc),
+              sqlite3_column_double(st, jc),
               cls == SQLITE_TEXT ? (const char *)sqlite3_column_text(st, jc) : "", v->aCls[r],
               (long long)v->aVal[r].i, v->aVal[r].r, zSql);
         bBad = 1;
@@ -670,7 +801,8 @@ static void one_query(rg_buf *aRg, int nRg) {
           rcFin, zE ? zE : "", zSql);
     if (!bOk && getenv("CSQ_AGG_DEBUG")) {
       printf("  modes %d %d %d %d, %d params:", aMode[0], aMode[1], aMode[2], aMode[3], g->nParam);
-      for (int k = 0; k < g->nParam; k++) printf(" %d:%lld/%g", g->aParam[k].cls, (long long)g->aParam[k].i, g->aParam[k].r);
+      for (int k = 0; k < g->nParam; k++)
+        printf(" %d:%lld/%g", g->aParam[k].cls, (long long)g->aParam[k].i, g->aParam[k].r);
       printf("\n");
     }
     nOverflowSeen++;
@@ -779,24 +911,30 @@ static void test_many_groups(void) {
         continue;
       }
       int ok = aOut[1].aVal[r].i == sqlite3_column_int64(st, 1);
-      if (sqlite3_column_type(st, 2) == SQLITE_NULL) ok &= aOut[2].aCls[r] == CSQ_NULL;
-      else if (sqlite3_column_type(st, 2) == SQLITE_INTEGER) ok &= aOut[2].aCls[r] == CSQ_INT && aOut[2].aVal[r].i == sqlite3_column_int64(st, 2);
+      if (sqlite3_column_type(st, 2) == SQLITE_NULL)
+        ok &= aOut[2].aCls[r] == CSQ_NULL;
+      else if (sqlite3_column_type(st, 2) == SQLITE_INTEGER)
+        ok &= aOut[2].aCls[r] == CSQ_INT && aOut[2].aVal[r].i == sqlite3_column_int64(st, 2);
       else {
         double w = sqlite3_column_double(st, 2);
         ok &= aOut[2].aCls[r] == CSQ_REAL && fabs(aOut[2].aVal[r].r - w) <= 1e-9 * (fabs(w) + 1e16);
       }
-      if (sqlite3_column_type(st, 3) == SQLITE_NULL) ok &= aOut[3].aCls[r] == CSQ_NULL;
+      if (sqlite3_column_type(st, 3) == SQLITE_NULL)
+        ok &= aOut[3].aCls[r] == CSQ_NULL;
       else
-        ok &= aOut[3].aCls[r] == CSQ_TEXT && aOut[3].aLen[r] == (uint32_t)sqlite3_column_bytes(st, 3) &&
+        ok &= aOut[3].aCls[r] == CSQ_TEXT &&
+              aOut[3].aLen[r] == (uint32_t)sqlite3_column_bytes(st, 3) &&
               memcmp(csq_vec_bytes(&aOut[3], r), sqlite3_column_text(st, 3), aOut[3].aLen[r]) == 0;
       if (!ok && nBad == 0)
-        printf("  many groups: key %lld: count %lld/%lld sum cls %d %.17g / %d %.17g\n", (long long)k,
-               (long long)aOut[1].aVal[r].i, (long long)sqlite3_column_int64(st, 1), aOut[2].aCls[r],
-               aOut[2].aVal[r].r, sqlite3_column_type(st, 2), sqlite3_column_double(st, 2));
+        printf("  many groups: key %lld: count %lld/%lld sum cls %d %.17g / %d %.17g\n",
+               (long long)k, (long long)aOut[1].aVal[r].i, (long long)sqlite3_column_int64(st, 1),
+               aOut[2].aCls[r], aOut[2].aVal[r].r, sqlite3_column_type(st, 2),
+               sqlite3_column_double(st, 2));
       nBad += !ok;
     }
     sqlite3_finalize(st);
-    CHECK(nWant == (int)nGot && nWant > 65536 && nBad == 0, "many groups: %u vs %d, %d bad", nGot, nWant, nBad);
+    CHECK(nWant == (int)nGot && nWant > 65536 && nBad == 0, "many groups: %u vs %d, %d bad", nGot,
+          nWant, nBad);
     printf("many groups: %u groups from %d rows, %d Executes (output area %s)\n", nGot, n, nExec,
            pass ? "1 MiB" : "64 MiB");
     if (pass) CHECK(nExec > 1, "a small output area must split the result");
@@ -831,8 +969,8 @@ static void test_verifier(void) {
   csq_prog pr;
   char zErr[200];
   CHECK(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)) == 0, "parse: %s", zErr);
-  CHECK(pr.bAgg && pr.nKey == 1 && pr.nAgg == 3 && pr.nCond == 1 && pr.nResCol == 1 + CSQ_AGG_SUM_COLS + 1 + 1 &&
-            pr.nOut == 0,
+  CHECK(pr.bAgg && pr.nKey == 1 && pr.nAgg == 3 && pr.nCond == 1 &&
+            pr.nResCol == 1 + CSQ_AGG_SUM_COLS + 1 + 1 && pr.nOut == 0,
         "parsed fields");
   csq_prog_clear(&pr);
   int nOk = 0;
@@ -893,7 +1031,7 @@ static void test_edges(void) {
   rg_buf g;
   rg_build(&g, 0, 400, 1 << 20);
   static const int aFn[] = {CSQ_AGG_COUNT_STAR, CSQ_AGG_COUNT, CSQ_AGG_SUM, CSQ_AGG_TOTAL,
-                            CSQ_AGG_AVG, CSQ_AGG_MIN, CSQ_AGG_MAX};
+                            CSQ_AGG_AVG,        CSQ_AGG_MIN,   CSQ_AGG_MAX};
   for (int bEmpty = 0; bEmpty < 2; bEmpty++) {
     csq_pb *b = csq_pb_new();
     for (int c = 0; c <= NCOL; c++) csq_pb_input(b, (uint32_t)c);
@@ -955,15 +1093,18 @@ static void q1_row(int64_t r, csq_vec *v, int bNull) {
   csq_vec_push_bytes(&v[1], CSQ_TEXT, azF[f], 1);
   csq_vec_push_bytes(&v[2], CSQ_TEXT, azS[s], 1);
   int64_t qty = 1 + (int64_t)((x >> 16) % 50);
-  if (bNull && (x >> 40) % 97 == 0) csq_vec_push_null(&v[3]);
-  else csq_vec_push_int(&v[3], qty);
+  if (bNull && (x >> 40) % 97 == 0)
+    csq_vec_push_null(&v[3]);
+  else
+    csq_vec_push_int(&v[3], qty);
   double price = (double)qty * (900.0 + (double)((x >> 24) % 20000) / 100.0);
   csq_vec_push_real(&v[4], price);
   csq_vec_push_real(&v[5], (double)((x >> 32) % 11) / 100.0);
   csq_vec_push_real(&v[6], (double)((x >> 36) % 9) / 100.0);
   char zDate[16];
   int day = (int)((x >> 44) % 2500);
-  snprintf(zDate, sizeof(zDate), "%04d-%02d-%02d", 1992 + day / 365, 1 + (day % 365) / 31 % 12, 1 + day % 28);
+  snprintf(zDate, sizeof(zDate), "%04d-%02d-%02d", 1992 + day / 365, 1 + (day % 365) / 31 % 12,
+           1 + day % 28);
   csq_vec_push_bytes(&v[7], CSQ_TEXT, zDate, 10);
 }
 
@@ -971,9 +1112,9 @@ static int build_q1(store *st, dev_queue *q, const char *zName, int nRg, int nPe
   char *zErr = NULL;
   store_txn *t;
   int rc = store_txn_begin(st, q, 1000, &t, &zErr);
-  store_col aCol[7] = {{"l_returnflag", "TEXT", 0}, {"l_linestatus", "TEXT", 0},
+  store_col aCol[7] = {{"l_returnflag", "TEXT", 0},  {"l_linestatus", "TEXT", 0},
                        {"l_quantity", "INTEGER", 0}, {"l_extendedprice", "REAL", 0},
-                       {"l_discount", "REAL", 0},   {"l_tax", "REAL", 0},
+                       {"l_discount", "REAL", 0},    {"l_tax", "REAL", 0},
                        {"l_shipdate", "TEXT", 0}};
   if (rc == 0) rc = store_txn_create_table(t, zName, 7, aCol, &zErr);
   store_table *pTab = store_txn_table(t, zName);
@@ -989,8 +1130,10 @@ static int build_q1(store *st, dev_queue *q, const char *zName, int nRg, int nPe
     rc = store_txn_append(t, pTab, v, 0, nPer, &zErr);
   }
   for (int c = 0; c < 8; c++) csq_vec_free(&v[c]);
-  if (rc == 0) rc = store_txn_commit(t, &zErr);
-  else store_txn_rollback(t);
+  if (rc == 0)
+    rc = store_txn_commit(t, &zErr);
+  else
+    store_txn_rollback(t);
   CHECK(rc == 0, "build %s: %s", zName, zErr ? zErr : "");
   free(zErr);
   return rc;
@@ -1053,9 +1196,11 @@ static void test_end_to_end(void) {
   store_snapshot(st, q, &snap, &zErr);
   store_table *pTab = store_snap_table(snap, "li");
   /* the same rows in SQLite */
-  sqlite3_exec(db, "DROP TABLE IF EXISTS li; CREATE TABLE li(l_returnflag TEXT, l_linestatus TEXT, "
-               "l_quantity INTEGER, l_extendedprice REAL, l_discount REAL, l_tax REAL, l_shipdate TEXT)",
-               0, 0, 0);
+  sqlite3_exec(
+      db,
+      "DROP TABLE IF EXISTS li; CREATE TABLE li(l_returnflag TEXT, l_linestatus TEXT, "
+      "l_quantity INTEGER, l_extendedprice REAL, l_discount REAL, l_tax REAL, l_shipdate TEXT)",
+      0, 0, 0);
   sqlite3_exec(db, "BEGIN", 0, 0, 0);
   sqlite3_stmt *ins;
   sqlite3_prepare_v2(db, "INSERT INTO li VALUES(?,?,?,?,?,?,?)", -1, &ins, 0);
@@ -1065,10 +1210,14 @@ static void test_end_to_end(void) {
     for (int c = 0; c < 8; c++) csq_vec_reset(&v[c]);
     q1_row(r, v, 1);
     for (int c = 1; c < 8; c++) {
-      if (v[c].aCls[0] == CSQ_TEXT) sqlite3_bind_text(ins, c, csq_vec_bytes(&v[c], 0), (int)v[c].aLen[0], SQLITE_TRANSIENT);
-      else if (v[c].aCls[0] == CSQ_INT) sqlite3_bind_int64(ins, c, v[c].aVal[0].i);
-      else if (v[c].aCls[0] == CSQ_REAL) sqlite3_bind_double(ins, c, v[c].aVal[0].r);
-      else sqlite3_bind_null(ins, c);
+      if (v[c].aCls[0] == CSQ_TEXT)
+        sqlite3_bind_text(ins, c, csq_vec_bytes(&v[c], 0), (int)v[c].aLen[0], SQLITE_TRANSIENT);
+      else if (v[c].aCls[0] == CSQ_INT)
+        sqlite3_bind_int64(ins, c, v[c].aVal[0].i);
+      else if (v[c].aCls[0] == CSQ_REAL)
+        sqlite3_bind_double(ins, c, v[c].aVal[0].r);
+      else
+        sqlite3_bind_null(ins, c);
     }
     sqlite3_step(ins);
     sqlite3_reset(ins);
@@ -1153,7 +1302,8 @@ static void test_end_to_end(void) {
       uint64_t nRows = (uint64_t)nRgB * nPerB;
       double eng = (ps->engine_ns - e0) / 1e9;
       printf("bench Q1 (2 engines): %llu rows (built in %.1fs): wall %.3fs (%.1f M rows/s), engine "
-             "time %.3fs (%.3fs per engine, %.1f M rows/s per engine), media %.1f MB, to host %.1f KB, %llu groups\n",
+             "time %.3fs (%.3fs per engine, %.1f M rows/s per engine), media %.1f MB, to host %.1f "
+             "KB, %llu groups\n",
              (unsigned long long)nRows, t1 - t0, t3 - t2, nRows / (t3 - t2) / 1e6, eng, eng / 2,
              nRows / eng / 1e6, (ps->media_bytes_read - m0) / 1e6, (ps->bytes_to_host - h1) / 1e3,
              (unsigned long long)(a ? dev_agg_ngroups(a) : 0));

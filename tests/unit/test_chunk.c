@@ -18,9 +18,7 @@
 #include "device/chunk.h"
 #include "check.h"
 
-
 #define M(c) (uint8_t)(1u << (c))
-
 
 static double now(void) {
   struct timespec ts;
@@ -194,16 +192,15 @@ static int view_agrees(const uint8_t *p, size_t nBytes, const csq_vec *dec, uint
     ok = w.nAux <= CSQ_DEC_MAX_SCALE;
     csq_unpack_u64(w.aPacked, w.width, 0, n, aCode);
     for (uint32_t k = 0; k < n && ok; k++)
-      ok = dec->aCls[d0 + k] == CSQ_NULL ||
-           dbits((double)(int64_t)((uint64_t)w.iRef + aCode[k]) / csq_pow10(w.nAux)) ==
-               dbits(dec->aVal[d0 + k].r);
+      ok = dec->aCls[d0 + k] == CSQ_NULL || dbits((double)(int64_t)((uint64_t)w.iRef + aCode[k]) /
+                                                  csq_pow10(w.nAux)) == dbits(dec->aVal[d0 + k].r);
   }
   free(aCode);
   return ok;
 }
 
 static const char *enc_name(int e) {
-  static const char *a[] = {"?",         "CONST",     "INT_FOR",    "INT_RLE", "REAL_PLAIN",
+  static const char *a[] = {"?",          "CONST",     "INT_FOR",    "INT_RLE", "REAL_PLAIN",
                             "TEXT_PLAIN", "TEXT_DICT", "BLOB_PLAIN", "TAGGED",  "REAL_DEC"};
   return e >= 1 && e <= 9 ? a[e] : "?";
 }
@@ -213,7 +210,8 @@ static const char *enc_name(int e) {
 ** decode into a vector that already holds a value, compare, check the view.
 ** Returns the encoded size.
 */
-static size_t round_trip(const char *zName, const csq_vec *v, uint32_t i0, uint32_t n, int expectEnc) {
+static size_t round_trip(const char *zName, const csq_vec *v, uint32_t i0, uint32_t n,
+                         int expectEnc) {
   uint8_t *p = 0;
   size_t nP = 0;
   csq_chunk_info info;
@@ -221,8 +219,8 @@ static size_t round_trip(const char *zName, const csq_vec *v, uint32_t i0, uint3
   CHECK(rc == 0, "%s: encode rc=%d", zName, rc);
   if (rc) return 0;
   CHECK(info.nBytes == nP && info.xxh3 == XXH3_64bits(p, nP), "%s: info size/hash", zName);
-  CHECK(expectEnc == 0 || info.enc == expectEnc, "%s: enc %s, expected %s", zName, enc_name(info.enc),
-         enc_name(expectEnc));
+  CHECK(expectEnc == 0 || info.enc == expectEnc, "%s: enc %s, expected %s", zName,
+        enc_name(info.enc), enc_name(expectEnc));
   csq_zone z;
   brute_zone(v, i0, n, &z);
   CHECK(same_zone(&info.zone, &z, zName), "%s: zone", zName);
@@ -247,7 +245,7 @@ static size_t round_trip(const char *zName, const csq_vec *v, uint32_t i0, uint3
   memset(q + nP, 0xA5, 4096);
   csq_vec_reset(&d);
   CHECK(csq_chunk_decode(q, nP + 4096, &d) == 0 && d.n == n && same_values(v, i0, &d, 0, n),
-         "%s: decode from a longer buffer", zName);
+        "%s: decode from a longer buffer", zName);
   free(q);
   csq_vec_free(&d);
   free(p);
@@ -280,7 +278,8 @@ static void push_random(csq_vec *v, int c) {
     csq_vec_push_int(v, rndn(4) == 0 ? aI[rndn(7)] : (int64_t)rnd() >> rndn(64));
     break;
   case CSQ_REAL:
-    csq_vec_push_real(v, rndn(4) == 0 ? bitsd(aR[rndn(6)]) : (double)(int64_t)rnd() / (double)(1 + rndn(1000)));
+    csq_vec_push_real(v, rndn(4) == 0 ? bitsd(aR[rndn(6)])
+                                      : (double)(int64_t)rnd() / (double)(1 + rndn(1000)));
     break;
   case CSQ_TEXT:
   case CSQ_BLOB: {
@@ -289,7 +288,8 @@ static void push_random(csq_vec *v, int c) {
     csq_vec_push_bytes(v, c, buf, len);
     break;
   }
-  default: csq_vec_push_null(v);
+  default:
+    csq_vec_push_null(v);
   }
 }
 
@@ -312,7 +312,8 @@ static void test_round_trips(void) {
     csq_vec_push_int(&v, aI[k]);
     round_trip("single int", &v, 0, 1, CSQ_ENC_CONST);
   }
-  static const uint64_t aR[] = {0x8000000000000000ull, 0, 0x7FF8000000000001ull, 0xFFF0000000000000ull};
+  static const uint64_t aR[] = {0x8000000000000000ull, 0, 0x7FF8000000000001ull,
+                                0xFFF0000000000000ull};
   for (int k = 0; k < 4; k++) {
     csq_vec_reset(&v);
     csq_vec_push_real(&v, bitsd(aR[k]));
@@ -328,21 +329,28 @@ static void test_round_trips(void) {
   /* Empty strings next to NULLs stay distinct from NULL (CONST + bitmap). */
   csq_vec_reset(&v);
   for (int k = 0; k < 50; k++) {
-    if (k % 3) csq_vec_push_bytes(&v, CSQ_TEXT, "", 0);
-    else csq_vec_push_null(&v);
+    if (k % 3)
+      csq_vec_push_bytes(&v, CSQ_TEXT, "", 0);
+    else
+      csq_vec_push_null(&v);
   }
   round_trip("empty text + NULL", &v, 0, 50, CSQ_ENC_CONST);
   csq_vec_reset(&v);
   for (int k = 0; k < 50; k++) {
-    if (k % 3) csq_vec_push_bytes(&v, CSQ_BLOB, "", 0);
-    else csq_vec_push_null(&v);
+    if (k % 3)
+      csq_vec_push_bytes(&v, CSQ_BLOB, "", 0);
+    else
+      csq_vec_push_null(&v);
   }
   round_trip("empty blob + NULL", &v, 0, 50, CSQ_ENC_CONST);
   csq_vec_reset(&v);
   for (int k = 0; k < 50; k++) {
-    if (k % 3 == 0) csq_vec_push_null(&v);
-    else if (k % 3 == 1) csq_vec_push_bytes(&v, CSQ_BLOB, "", 0);
-    else csq_vec_push_bytes(&v, CSQ_TEXT, "", 0);
+    if (k % 3 == 0)
+      csq_vec_push_null(&v);
+    else if (k % 3 == 1)
+      csq_vec_push_bytes(&v, CSQ_BLOB, "", 0);
+    else
+      csq_vec_push_bytes(&v, CSQ_TEXT, "", 0);
   }
   round_trip("empty text + empty blob + NULL", &v, 0, 50, CSQ_ENC_TAGGED);
 
@@ -355,8 +363,10 @@ static void test_round_trips(void) {
   /* INT: CONST with NULLs, every FOR width, extreme spans. */
   csq_vec_reset(&v);
   for (int k = 0; k < 1000; k++) {
-    if (k % 7 == 3) csq_vec_push_null(&v);
-    else csq_vec_push_int(&v, -42);
+    if (k % 7 == 3)
+      csq_vec_push_null(&v);
+    else
+      csq_vec_push_int(&v, -42);
   }
   round_trip("const int + NULL", &v, 0, 1000, CSQ_ENC_CONST);
   for (unsigned wdt = 1; wdt <= 64; wdt++) {
@@ -369,8 +379,10 @@ static void test_round_trips(void) {
     csq_vec_push_int(&v, base);
     csq_vec_push_int(&v, (int64_t)((uint64_t)base + span));
     for (uint32_t k = 2; k < n + 2; k++) {
-      if (rndn(10) == 0) csq_vec_push_null(&v);
-      else csq_vec_push_int(&v, (int64_t)((uint64_t)base + (rnd() & span)));
+      if (rndn(10) == 0)
+        csq_vec_push_null(&v);
+      else
+        csq_vec_push_int(&v, (int64_t)((uint64_t)base + (rnd() & span)));
     }
     round_trip(zName, &v, 0, v.n, CSQ_ENC_INT_FOR);
     /* a slice starting at an odd offset (may lose the extremes: any enc) */
@@ -389,8 +401,10 @@ static void test_round_trips(void) {
     int64_t x = (int64_t)rnd();
     uint32_t len = 1 + (uint32_t)rndn(400);
     for (uint32_t k = 0; k < len; k++) {
-      if (rndn(20) == 0) csq_vec_push_null(&v);
-      else csq_vec_push_int(&v, x);
+      if (rndn(20) == 0)
+        csq_vec_push_null(&v);
+      else
+        csq_vec_push_int(&v, x);
     }
   }
   csq_vec_push_null(&v);
@@ -405,8 +419,10 @@ static void test_round_trips(void) {
   /* REAL random with edge values, NULLs. */
   csq_vec_reset(&v);
   for (int k = 0; k < 65536; k++) {
-    if (rndn(50) == 0) csq_vec_push_null(&v);
-    else push_random(&v, CSQ_REAL);
+    if (rndn(50) == 0)
+      csq_vec_push_null(&v);
+    else
+      push_random(&v, CSQ_REAL);
   }
   round_trip("64K reals", &v, 0, 65536, CSQ_ENC_REAL_PLAIN);
   csq_vec_reset(&v);
@@ -418,15 +434,18 @@ static void test_round_trips(void) {
   ** the values that must keep REAL_PLAIN (a -0.0, 0.1 + 0.2, beyond 2^53). */
   csq_vec_reset(&v);
   for (int k = 0; k < 65536; k++) {
-    if (rndn(40) == 0) csq_vec_push_null(&v);
-    else csq_vec_push_real(&v, (double)(int64_t)(rndn(10000000) + 90000) / 100);
+    if (rndn(40) == 0)
+      csq_vec_push_null(&v);
+    else
+      csq_vec_push_real(&v, (double)(int64_t)(rndn(10000000) + 90000) / 100);
   }
   round_trip("64K prices", &v, 0, 65536, CSQ_ENC_REAL_DEC);
   csq_vec_reset(&v);
   for (int k = 0; k < 4096; k++) csq_vec_push_real(&v, (double)rndn(11) / 100);
   round_trip("rates 0.00-0.10", &v, 0, 4096, CSQ_ENC_REAL_DEC);
-  static const double aDec[] = {1.5, 0.25, -0.125, 3.0, 12345.678, -99999.99, 0.00000001,
-                                1e15, -4503599627370496.0, 0.1, 0.7, 2.675};
+  static const double aDec[] = {
+      1.5, 0.25, -0.125, 3.0, 12345.678, -99999.99, 0.00000001, 1e15, -4503599627370496.0,
+      0.1, 0.7,  2.675};
   csq_vec_reset(&v);
   for (size_t k = 0; k < sizeof(aDec) / sizeof(aDec[0]); k++) csq_vec_push_real(&v, aDec[k]);
   csq_vec_push_null(&v);
@@ -443,8 +462,10 @@ static void test_round_trips(void) {
   /* TEXT: dictionary (dates), plain (unique), long values for truncation. */
   csq_vec_reset(&v);
   for (int k = 0; k < 65536; k++) {
-    if (rndn(100) == 0) csq_vec_push_null(&v);
-    else push_date(&v, (int)rndn(2500));
+    if (rndn(100) == 0)
+      csq_vec_push_null(&v);
+    else
+      push_date(&v, (int)rndn(2500));
   }
   round_trip("64K dates", &v, 0, 65536, CSQ_ENC_TEXT_DICT);
   csq_vec_reset(&v);
@@ -462,8 +483,10 @@ static void test_round_trips(void) {
   for (int k = 0; k < 4000; k++) {
     char buf[100];
     int r = (int)rndn(40);
-    if (r == 0) csq_vec_push_null(&v);
-    else if (r == 1) csq_vec_push_bytes(&v, CSQ_TEXT, "", 0);
+    if (r == 0)
+      csq_vec_push_null(&v);
+    else if (r == 1)
+      csq_vec_push_bytes(&v, CSQ_TEXT, "", 0);
     else {
       snprintf(buf, sizeof buf, "a-long-common-prefix-of-more-than-24-bytes-%d", r);
       push_text(&v, CSQ_TEXT, buf);
@@ -629,8 +652,10 @@ static void corrupt_one(const char *zName, const csq_vec *v, uint32_t i0, uint32
       reseal(q, nP);
       csq_vec_reset(&d);
       int rc = csq_chunk_decode(q, nP, &d);
-      if (rc == 0) nAccepted++;
-      else if (rc != -EBADMSG) nBadFlip++;
+      if (rc == 0)
+        nAccepted++;
+      else if (rc != -EBADMSG)
+        nBadFlip++;
       csq_chunk_desc w;
       rc = csq_chunk_view(q, nP, &w);
       if (rc != 0 && rc != -EBADMSG) nBadFlip++;
@@ -652,8 +677,9 @@ static void corrupt_header_fields(const csq_vec *v, uint32_t i0, uint32_t n) {
   uint8_t *q = malloc(nP);
   csq_vec d;
   csq_vec_init(&d);
-  static const uint64_t aBig[] = {0, 1, 7, 8, 0xFFFFFFFFull, 0x7FFFFFFFull, 0xFFFFFFFFFFFFFFFFull,
-                                  1u << 20, (1u << 20) + 1, 64};
+  static const uint64_t aBig[] = {
+      0, 1, 7, 8, 0xFFFFFFFFull, 0x7FFFFFFFull, 0xFFFFFFFFFFFFFFFFull, 1u << 20, (1u << 20) + 1,
+      64};
   static const int aOff[] = {13, 14, 15, 24, 28, 32, 36, 40, 48};
   static const int aSize[] = {1, 1, 1, 4, 4, 1, 4, 8, 8};
   int nBad = 0;
@@ -680,7 +706,7 @@ static void test_corruption(void) {
   struct {
     const char *zName;
     int kind;
-  } aCase[] = {{"const", 0}, {"for", 1}, {"rle", 2}, {"real", 3}, {"text", 4},
+  } aCase[] = {{"const", 0}, {"for", 1},  {"rle", 2},    {"real", 3}, {"text", 4},
                {"dict", 5},  {"blob", 6}, {"tagged", 7}, {"null", 8}, {"const text", 9}};
   for (unsigned c = 0; c < sizeof aCase / sizeof aCase[0]; c++) {
     csq_vec_reset(&v);
@@ -690,16 +716,36 @@ static void test_corruption(void) {
         continue;
       }
       switch (aCase[c].kind) {
-      case 0: csq_vec_push_int(&v, 5); break;
-      case 1: csq_vec_push_int(&v, (int64_t)rndn(1000) - 500); break;
-      case 2: csq_vec_push_int(&v, k / 12); break;
-      case 3: csq_vec_push_real(&v, k * 0.5); break;
-      case 4: push_random(&v, CSQ_TEXT); break;
-      case 5: push_text(&v, CSQ_TEXT, k % 3 ? "ab" : k % 2 ? "" : "abc"); break;
-      case 6: push_random(&v, CSQ_BLOB); break;
-      case 7: push_random(&v, CSQ_INT + k % 5); break;
-      case 8: csq_vec_push_null(&v); break;
-      case 9: push_text(&v, CSQ_TEXT, "same"); break;
+      case 0:
+        csq_vec_push_int(&v, 5);
+        break;
+      case 1:
+        csq_vec_push_int(&v, (int64_t)rndn(1000) - 500);
+        break;
+      case 2:
+        csq_vec_push_int(&v, k / 12);
+        break;
+      case 3:
+        csq_vec_push_real(&v, k * 0.5);
+        break;
+      case 4:
+        push_random(&v, CSQ_TEXT);
+        break;
+      case 5:
+        push_text(&v, CSQ_TEXT, k % 3 ? "ab" : k % 2 ? "" : "abc");
+        break;
+      case 6:
+        push_random(&v, CSQ_BLOB);
+        break;
+      case 7:
+        push_random(&v, CSQ_INT + k % 5);
+        break;
+      case 8:
+        csq_vec_push_null(&v);
+        break;
+      case 9:
+        push_text(&v, CSQ_TEXT, "same");
+        break;
       }
     }
     corrupt_one(aCase[c].zName, &v, 0, v.n);
@@ -780,7 +826,8 @@ static void test_throughput(void) {
   for (int k = 0; k < 65536; k++) csq_vec_push_real(&v, (double)rnd() / 3.0);
   throughput("doubles", &v);
   csq_vec_reset(&v);
-  for (int k = 0; k < 65536; k++) csq_vec_push_real(&v, (double)(int64_t)(rndn(10000000) + 90000) / 100);
+  for (int k = 0; k < 65536; k++)
+    csq_vec_push_real(&v, (double)(int64_t)(rndn(10000000) + 90000) / 100);
   throughput("prices (2 decimals)", &v);
   csq_vec_reset(&v);
   for (int k = 0; k < 65536; k++) {

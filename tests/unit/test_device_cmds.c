@@ -69,7 +69,9 @@ static int tp_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   return CSQ_SC_PROGRAM_FAULT;
 }
 
-static void tp_free(void *p) { free(p); }
+static void tp_free(void *p) {
+  free(p);
+}
 
 static const dev_ptype testType = {TEST_PTYPE, "test", tp_verify, tp_run, tp_free};
 
@@ -201,8 +203,8 @@ static void test_slm(dev_device *d, dev_queue *q) {
   CHECK_RC(dev_slm_write(q, 4096, w, 8192), 0);
   CHECK_RC(dev_slm_read(q, 4096, r, 8192), 0);
   CHECK(memcmp(w, r, 8192) == 0);
-  CHECK_RC(dev_slm_write(q, 2, w, 8), CSQ_SC_SLM_RANGE);  /* misaligned address */
-  CHECK_RC(dev_slm_write(q, 8, w, 6), CSQ_SC_SLM_RANGE);  /* misaligned length */
+  CHECK_RC(dev_slm_write(q, 2, w, 8), CSQ_SC_SLM_RANGE); /* misaligned address */
+  CHECK_RC(dev_slm_write(q, 8, w, 6), CSQ_SC_SLM_RANGE); /* misaligned length */
   CHECK_RC(dev_slm_read(q, nSlm - 4, r, 8), CSQ_SC_SLM_RANGE);
   CHECK_RC(dev_slm_read(q, nSlm - 8, r, 8), 0);
   CHECK_RC(dev_slm_read(q, UINT64_MAX - 3, r, 8), CSQ_SC_SLM_RANGE); /* overflow */
@@ -286,7 +288,8 @@ static void test_programs(dev_device *d, dev_queue *q) {
   st = dev_queue_stats(q);
   CHECK_RC(st->programs_executed - st0.programs_executed, 1);
   CHECK_RC(st->rows_scanned - st0.rows_scanned, 256);
-  CHECK(st->cmd_by_opcode[0][CSQ_ADM_LOAD_PROGRAM] - st0.cmd_by_opcode[0][CSQ_ADM_LOAD_PROGRAM] == 4);
+  CHECK(st->cmd_by_opcode[0][CSQ_ADM_LOAD_PROGRAM] - st0.cmd_by_opcode[0][CSQ_ADM_LOAD_PROGRAM] ==
+        4);
   /* Same identifier again: free. Different one into an active slot: refused. */
   CHECK_RC(load_program(q, 3, zProg, nProg, 0x1234, 64, &c), 0);
   CHECK_RC(c.dw0 & 1, 1);

@@ -78,7 +78,8 @@ static double ms_since(const struct timespec *t0) {
 }
 
 static void test_timeout(void) {
-  dev_device *d = open_fault("op=nvm_read,nth=2,action=timeout;op=slm_read,nth=1,action=timeout", 200);
+  dev_device *d =
+      open_fault("op=nvm_read,nth=2,action=timeout;op=slm_read,nth=1,action=timeout", 200);
   dev_queue *q = open_queue(d);
   uint8_t b[4096];
   struct timespec t0;
@@ -135,7 +136,8 @@ static void test_late_completion(void) {
 }
 
 static void test_corrupt(void) {
-  dev_device *d = open_fault("op=nvm_read,nth=1,action=corrupt;op=nvm_write,lba=50,action=corrupt", 0);
+  dev_device *d =
+      open_fault("op=nvm_read,nth=1,action=corrupt;op=nvm_write,lba=50,action=corrupt", 0);
   dev_queue *q = open_queue(d);
   uint8_t w[8192], r[8192];
   int i, nDiff = 0;
@@ -164,8 +166,10 @@ static int count_failures(const char *zSpec) {
   int i, n = 0;
   for (i = 0; i < 400; i++) {
     int rc = dev_nvm_read(q, 0, 1, b);
-    if (rc == CSQ_SC_INTERNAL) n++;
-    else CHECK_RC(rc, 0);
+    if (rc == CSQ_SC_INTERNAL)
+      n++;
+    else
+      CHECK_RC(rc, 0);
   }
   CHECK_RC(dev_nvm_write(q, 0, 1, b), 0); /* other ops unaffected */
   dev_queue_close(q);
@@ -196,9 +200,12 @@ static void *hammer_main(void *pArg) {
   uint8_t *b = malloc(8 * 4096);
   while (!h->bStop) {
     int rc = dev_nvm_read(q, 0, 8, b);
-    if (rc == 0) h->nOk++;
-    else if (rc == CSQ_SC_INTERNAL) h->nFault++;
-    else h->nOther++;
+    if (rc == 0)
+      h->nOk++;
+    else if (rc == CSQ_SC_INTERNAL)
+      h->nFault++;
+    else
+      h->nOther++;
   }
   free(b);
   dev_queue_close(q);

@@ -18,7 +18,6 @@
 #include "device/nvme_passthru.h"
 #include "check.h"
 
-
 static csq_sqe nvm_sqe(uint8_t op, uint64_t slba, uint32_t nlb, uint64_t addr) {
   csq_sqe s;
   memset(&s, 0, sizeof(s));

@@ -56,8 +56,10 @@ int main(int argc, char **argv) {
   ssize_t n = readlink("/proc/self/exe", zSelf, sizeof(zSelf) - 1);
   int i, nFail = 0;
   (void)argc;
-  if (n <= 0) snprintf(zSelf, sizeof(zSelf), "%s", argv[0]);
-  else zSelf[n] = 0;
+  if (n <= 0)
+    snprintf(zSelf, sizeof(zSelf), "%s", argv[0]);
+  else
+    zSelf[n] = 0;
   snprintf(zDir, sizeof(zDir), "%s", zSelf);
   snprintf(zGuest, sizeof(zGuest), "%s/nvme_vm_guest", dirname(zDir));
   if (access(zGuest, X_OK) != 0) {
@@ -69,15 +71,17 @@ int main(int argc, char **argv) {
     snprintf(zRunner, sizeof(zRunner), "%s", zEnv);
   } else {
     snprintf(zRunner, sizeof(zRunner), "%s/../../tools/qemu-nvme-run", zDir);
-    if (access(zRunner, X_OK) != 0) snprintf(zRunner, sizeof(zRunner), "/work/shared/tools/qemu-nvme-run");
+    if (access(zRunner, X_OK) != 0)
+      snprintf(zRunner, sizeof(zRunner), "/work/shared/tools/qemu-nvme-run");
   }
   if (access(zRunner, X_OK) != 0) {
     printf("SKIP: qemu-nvme-run not found (set QEMU_NVME_RUN)\n");
     return 77;
   }
   for (i = 0; i < (int)(sizeof(aRun) / sizeof(aRun[0])); i++) {
-    char *av[] = {zRunner, (char *)"--timeout", (char *)"120", zGuest, (char *)"/dev/ng0n1",
-                  (char *)aRun[i].zLba, NULL};
+    char *av[] = {zRunner, (char *)"--timeout",  (char *)"120",
+                  zGuest,  (char *)"/dev/ng0n1", (char *)aRun[i].zLba,
+                  NULL};
     int64_t t0 = now_ms();
     int rc;
     fflush(stdout);

@@ -27,8 +27,8 @@ static char *expr_dump(const char *zExpr, int *pRc, pl_err *pErr) {
   /* the top node's span is the whole expression text */
   int n;
   const char *zt = pl_expr_text(a, a->aCol[0].pExpr, &n);
-  CHECK(n == (int)strlen(zExpr) && memcmp(zt, zExpr, (size_t)n) == 0, "span of %s is %.*s", zExpr, n,
-        zt);
+  CHECK(n == (int)strlen(zExpr) && memcmp(zt, zExpr, (size_t)n) == 0, "span of %s is %.*s", zExpr,
+        n, zt);
   pl_ast_free(a);
   return z;
 }
@@ -187,12 +187,16 @@ static const struct {
     {"SELECT ALL a AS x, b y, c 'z', t.*, * FROM main.t AS u;",
      "SELECT a AS x; b AS y; c AS z; t.*; *\nFROM main.t AS u\n"},
     {"select a from t u where u.a > 1", "SELECT a\nFROM t AS u\nWHERE (> u.a 1)\n"},
-    {"select a desc, b asc, c first from t offset", "SELECT a AS desc; b AS asc; c AS first\nFROM t AS offset\n"},
+    {"select a desc, b asc, c first from t offset",
+     "SELECT a AS desc; b AS asc; c AS first\nFROM t AS offset\n"},
     {"select a, count(*) from t group by a having count(*) > 1 order by 2 desc, a",
-     "SELECT a; (agg count *)\nFROM t\nGROUP BY a =#1\nHAVING (> (agg count *) 1)\nORDER BY 2 =#2 DESC; a =#1\n"},
+     "SELECT a; (agg count *)\nFROM t\nGROUP BY a =#1\nHAVING (> (agg count *) 1)\nORDER BY 2 =#2 "
+     "DESC; a =#1\n"},
     {"select a as x, b from t order by x collate nocase desc nulls last, b nulls first, 1",
-     "SELECT a AS x; b\nFROM t\nORDER BY (COLLATE nocase x) =#1 DESC NULLS LAST; b =#2 NULLS FIRST; 1 =#1\n"},
-    {"select a from t order by -1 + 2, 99999999999", "SELECT a\nFROM t\nORDER BY (+ (neg 1) 2); 99999999999\n"},
+     "SELECT a AS x; b\nFROM t\nORDER BY (COLLATE nocase x) =#1 DESC NULLS LAST; b =#2 NULLS "
+     "FIRST; 1 =#1\n"},
+    {"select a from t order by -1 + 2, 99999999999",
+     "SELECT a\nFROM t\nORDER BY (+ (neg 1) 2); 99999999999\n"},
     {"select * from t order by 3", "SELECT *\nFROM t\nORDER BY 3 @3\n"},
     {"select a x from t group by x, 1", "SELECT a AS x\nFROM t\nGROUP BY x; 1 =#1\n"},
     {"select a from t limit 10", "SELECT a\nFROM t\nLIMIT 10\n"},
@@ -207,7 +211,8 @@ static const struct {
     {"select a from \"my table\" as [u]", "SELECT a\nFROM my table AS u\n"},
     {"select a from t window", "SELECT a\nFROM t AS window\n"},
     {"select 0x1g from t", "SELECT 1 AS g\nFROM t\n"},
-    {"select count(*) from t having count(*) > 0", "SELECT (agg count *)\nFROM t\nHAVING (> (agg count *) 0)\n"},
+    {"select count(*) from t having count(*) > 0",
+     "SELECT (agg count *)\nFROM t\nHAVING (> (agg count *) 0)\n"},
     /* TPC-H Q1 */
     {"select l_returnflag, l_linestatus, sum(l_quantity) as sum_qty,\n"
      "  sum(l_extendedprice) as sum_base_price,\n"
@@ -219,9 +224,12 @@ static const struct {
      "where l_shipdate <= date('1998-12-01', '-90 day')\n"
      "group by l_returnflag, l_linestatus\n"
      "order by l_returnflag, l_linestatus;",
-     "SELECT l_returnflag; l_linestatus; (agg sum l_quantity) AS sum_qty; (agg sum l_extendedprice) AS "
-     "sum_base_price; (agg sum (* l_extendedprice (- 1 l_discount))) AS sum_disc_price; (agg sum (* (* "
-     "l_extendedprice (- 1 l_discount)) (+ 1 l_tax))) AS sum_charge; (agg avg l_quantity) AS avg_qty; "
+     "SELECT l_returnflag; l_linestatus; (agg sum l_quantity) AS sum_qty; (agg sum "
+     "l_extendedprice) AS "
+     "sum_base_price; (agg sum (* l_extendedprice (- 1 l_discount))) AS sum_disc_price; (agg sum "
+     "(* (* "
+     "l_extendedprice (- 1 l_discount)) (+ 1 l_tax))) AS sum_charge; (agg avg l_quantity) AS "
+     "avg_qty; "
      "(agg avg l_extendedprice) AS avg_price; (agg avg l_discount) AS avg_disc; (agg count *) AS "
      "count_order\n"
      "FROM lineitem\n"
@@ -252,14 +260,17 @@ static const struct {
      "where l_shipmode in ('MAIL', 'SHIP') and l_commitdate < l_receiptdate\n"
      "  and l_shipdate < l_commitdate and l_receiptdate >= '1994-01-01'\n"
      "group by l_shipmode order by l_shipmode",
-     "SELECT l_shipmode; (agg sum (CASE (WHEN (= (% l_orderkey 2) 0) 1) (ELSE 0))) AS high_line_count\n"
+     "SELECT l_shipmode; (agg sum (CASE (WHEN (= (% l_orderkey 2) 0) 1) (ELSE 0))) AS "
+     "high_line_count\n"
      "FROM lineitem\n"
-     "WHERE (AND (AND (AND (IN l_shipmode 'MAIL' 'SHIP') (< l_commitdate l_receiptdate)) (< l_shipdate "
+     "WHERE (AND (AND (AND (IN l_shipmode 'MAIL' 'SHIP') (< l_commitdate l_receiptdate)) (< "
+     "l_shipdate "
      "l_commitdate)) (>= l_receiptdate '1994-01-01'))\n"
      "GROUP BY l_shipmode =#1\n"
      "ORDER BY l_shipmode =#1\n"},
     /* Q14-like: a ratio of conditional sums over one table */
-    {"select 100.00 * sum(case when l_partkey like 'PROMO%' then l_extendedprice * (1 - l_discount) "
+    {"select 100.00 * sum(case when l_partkey like 'PROMO%' then l_extendedprice * (1 - "
+     "l_discount) "
      "else 0 end) / sum(l_extendedprice * (1 - l_discount)) as promo_revenue from lineitem "
      "where l_shipdate >= '1995-09-01' and l_shipdate < date('1995-09-01', '+1 month')",
      "SELECT (/ (* 100.0 (agg sum (CASE (WHEN (LIKE l_partkey 'PROMO%') (* l_extendedprice (- 1 "
@@ -451,28 +462,46 @@ static void emit(Str *s, const pl_ast *a, const pl_expr *e) {
   int n;
   const char *z;
   static const char *const azBin[PL_E_MAX_] = {
-      [PL_E_OR] = " OR ", [PL_E_AND] = " AND ", [PL_E_EQ] = " = ", [PL_E_NE] = " != ",
-      [PL_E_LT] = " < ", [PL_E_LE] = " <= ", [PL_E_GT] = " > ", [PL_E_GE] = " >= ",
-      [PL_E_IS] = " IS ", [PL_E_ISNOT] = " IS NOT ", [PL_E_BITAND] = " & ", [PL_E_BITOR] = " | ",
-      [PL_E_LSHIFT] = " << ", [PL_E_RSHIFT] = " >> ", [PL_E_ADD] = " + ", [PL_E_SUB] = " - ",
-      [PL_E_MUL] = " * ", [PL_E_DIV] = " / ", [PL_E_MOD] = " % ", [PL_E_CONCAT] = " || "};
+      [PL_E_OR] = " OR ",        [PL_E_AND] = " AND ",   [PL_E_EQ] = " = ",
+      [PL_E_NE] = " != ",        [PL_E_LT] = " < ",      [PL_E_LE] = " <= ",
+      [PL_E_GT] = " > ",         [PL_E_GE] = " >= ",     [PL_E_IS] = " IS ",
+      [PL_E_ISNOT] = " IS NOT ", [PL_E_BITAND] = " & ",  [PL_E_BITOR] = " | ",
+      [PL_E_LSHIFT] = " << ",    [PL_E_RSHIFT] = " >> ", [PL_E_ADD] = " + ",
+      [PL_E_SUB] = " - ",        [PL_E_MUL] = " * ",     [PL_E_DIV] = " / ",
+      [PL_E_MOD] = " % ",        [PL_E_CONCAT] = " || "};
   if (azBin[e->op]) {
-    put(s, "(", 1), emit(s, a, e->pLeft), put(s, azBin[e->op], -1), emit(s, a, e->pRight), put(s, ")", 1);
+    put(s, "(", 1), emit(s, a, e->pLeft), put(s, azBin[e->op], -1), emit(s, a, e->pRight),
+        put(s, ")", 1);
     return;
   }
   switch (e->op) {
-  case PL_E_NOT: put(s, "(NOT ", -1), emit(s, a, e->pLeft), put(s, ")", 1); return;
-  case PL_E_NEG: put(s, "(- ", -1), emit(s, a, e->pLeft), put(s, ")", 1); return;
-  case PL_E_POS: put(s, "(+ ", -1), emit(s, a, e->pLeft), put(s, ")", 1); return;
-  case PL_E_BITNOT: put(s, "(~ ", -1), emit(s, a, e->pLeft), put(s, ")", 1); return;
-  case PL_E_ISNULL: put(s, "(", 1), emit(s, a, e->pLeft), put(s, " ISNULL)", -1); return;
-  case PL_E_NOTNULL: put(s, "(", 1), emit(s, a, e->pLeft), put(s, " NOTNULL)", -1); return;
+  case PL_E_NOT:
+    put(s, "(NOT ", -1), emit(s, a, e->pLeft), put(s, ")", 1);
+    return;
+  case PL_E_NEG:
+    put(s, "(- ", -1), emit(s, a, e->pLeft), put(s, ")", 1);
+    return;
+  case PL_E_POS:
+    put(s, "(+ ", -1), emit(s, a, e->pLeft), put(s, ")", 1);
+    return;
+  case PL_E_BITNOT:
+    put(s, "(~ ", -1), emit(s, a, e->pLeft), put(s, ")", 1);
+    return;
+  case PL_E_ISNULL:
+    put(s, "(", 1), emit(s, a, e->pLeft), put(s, " ISNULL)", -1);
+    return;
+  case PL_E_NOTNULL:
+    put(s, "(", 1), emit(s, a, e->pLeft), put(s, " NOTNULL)", -1);
+    return;
   case PL_E_TRUTH:
     put(s, "(", 1), emit(s, a, e->pLeft);
     put(s, e->flags & PL_F_NOT ? " IS NOT " : " IS ", -1);
     put(s, e->iVal ? "TRUE)" : "FALSE)", -1);
     return;
-  case PL_E_COLLATE: put(s, "(", 1), emit(s, a, e->pLeft), put(s, " COLLATE ", -1), put(s, e->zName, -1), put(s, ")", 1); return;
+  case PL_E_COLLATE:
+    put(s, "(", 1), emit(s, a, e->pLeft), put(s, " COLLATE ", -1), put(s, e->zName, -1),
+        put(s, ")", 1);
+    return;
   case PL_E_IN:
     put(s, "(", 1), emit(s, a, e->pLeft), put(s, e->flags & PL_F_NOT ? " NOT IN (" : " IN (", -1);
     for (int i = 0; i < e->nArg; i++) {
@@ -482,7 +511,8 @@ static void emit(Str *s, const pl_ast *a, const pl_expr *e) {
     put(s, "))", 2);
     return;
   case PL_E_BETWEEN:
-    put(s, "(", 1), emit(s, a, e->pLeft), put(s, e->flags & PL_F_NOT ? " NOT BETWEEN " : " BETWEEN ", -1);
+    put(s, "(", 1), emit(s, a, e->pLeft),
+        put(s, e->flags & PL_F_NOT ? " NOT BETWEEN " : " BETWEEN ", -1);
     emit(s, a, e->pRight), put(s, " AND ", -1), emit(s, a, e->pExtra), put(s, ")", 1);
     return;
   case PL_E_LIKE:
@@ -538,31 +568,82 @@ static void differential(sqlite3 *db, const char *zExpr) {
 }
 
 static const char *const azDiff[] = {
-    "1 + 2 * 3", "2 * 3 - 4 / 2", "7 % 4 * 2", "1 - 2 - 3", "'a' || 1 + 2", "1 + 2 || 3",
-    "2 * 3 || 4", "1 < 2 = 1", "3 = 3 < 1", "1 = 1 = 1", "2 & 3 | 4", "1 << 2 + 1", "8 >> 1 << 2",
-    "1 | 2 < 3", "NOT 1 = 2", "NOT 0 AND 0", "NOT 1 OR 1", "0 AND 1 OR 1", "1 OR 0 AND 0",
-    "- 1 * - 2", "~ 1 + 1", "- 'a' COLLATE nocase", "'a' || 'B' COLLATE nocase = 'AB'",
-    "'A' = 'a' COLLATE nocase", "1 IS 1 = 1", "NULL IS NULL = 1", "1 IS NOT 2 IS 1",
-    "2 IS TRUE", "0 IS NOT FALSE", "2 = 2 IS TRUE", "NULL ISNULL = 0", "1 NOT NULL + 1",
-    "5 BETWEEN 1 AND 10 BETWEEN 0 AND 1", "5 NOT BETWEEN 1 + 1 AND 2 * 3", "2 BETWEEN 1 AND 3 = 1",
-    "1 IN (1, 2) = 1", "1 + 1 IN (2)", "3 NOT IN (1, 2) AND 1", "'ab' LIKE 'A%' = 1",
-    "'ab' LIKE 'a' || '%'", "'a_' LIKE 'a\\_' ESCAPE '\\' = 1", "'ab' GLOB 'a*' AND 0",
-    "'ab' NOT LIKE 'x%' OR 0", "CASE 1 WHEN 1 THEN 2 ELSE 3 END + 1", "CAST('12' AS INTEGER) + 1",
-    "-9223372036854775808", "- 9223372036854775808", "9223372036854775808", "0xFFFFFFFFFFFFFFFF + 1",
-    "1 IS DISTINCT FROM NULL", "NULL IS NOT DISTINCT FROM NULL", "2 < 3 IS 1 BETWEEN 0 AND 1",
-    "1 & 3 = 1", "NOT NOT 1", "1 = NOT 0", "NOT 1 BETWEEN 0 AND 2", "NOT 'a' LIKE 'b'",
-    "1 + 2 IS NULL", "x'41' || 'b'", "1 / 0 IS NULL", "- - - 1", "+ 'a'", "TRUE + TRUE",
+    "1 + 2 * 3",
+    "2 * 3 - 4 / 2",
+    "7 % 4 * 2",
+    "1 - 2 - 3",
+    "'a' || 1 + 2",
+    "1 + 2 || 3",
+    "2 * 3 || 4",
+    "1 < 2 = 1",
+    "3 = 3 < 1",
+    "1 = 1 = 1",
+    "2 & 3 | 4",
+    "1 << 2 + 1",
+    "8 >> 1 << 2",
+    "1 | 2 < 3",
+    "NOT 1 = 2",
+    "NOT 0 AND 0",
+    "NOT 1 OR 1",
+    "0 AND 1 OR 1",
+    "1 OR 0 AND 0",
+    "- 1 * - 2",
+    "~ 1 + 1",
+    "- 'a' COLLATE nocase",
+    "'a' || 'B' COLLATE nocase = 'AB'",
+    "'A' = 'a' COLLATE nocase",
+    "1 IS 1 = 1",
+    "NULL IS NULL = 1",
+    "1 IS NOT 2 IS 1",
+    "2 IS TRUE",
+    "0 IS NOT FALSE",
+    "2 = 2 IS TRUE",
+    "NULL ISNULL = 0",
+    "1 NOT NULL + 1",
+    "5 BETWEEN 1 AND 10 BETWEEN 0 AND 1",
+    "5 NOT BETWEEN 1 + 1 AND 2 * 3",
+    "2 BETWEEN 1 AND 3 = 1",
+    "1 IN (1, 2) = 1",
+    "1 + 1 IN (2)",
+    "3 NOT IN (1, 2) AND 1",
+    "'ab' LIKE 'A%' = 1",
+    "'ab' LIKE 'a' || '%'",
+    "'a_' LIKE 'a\\_' ESCAPE '\\' = 1",
+    "'ab' GLOB 'a*' AND 0",
+    "'ab' NOT LIKE 'x%' OR 0",
+    "CASE 1 WHEN 1 THEN 2 ELSE 3 END + 1",
+    "CAST('12' AS INTEGER) + 1",
+    "-9223372036854775808",
+    "- 9223372036854775808",
+    "9223372036854775808",
+    "0xFFFFFFFFFFFFFFFF + 1",
+    "1 IS DISTINCT FROM NULL",
+    "NULL IS NOT DISTINCT FROM NULL",
+    "2 < 3 IS 1 BETWEEN 0 AND 1",
+    "1 & 3 = 1",
+    "NOT NOT 1",
+    "1 = NOT 0",
+    "NOT 1 BETWEEN 0 AND 2",
+    "NOT 'a' LIKE 'b'",
+    "1 + 2 IS NULL",
+    "x'41' || 'b'",
+    "1 / 0 IS NULL",
+    "- - - 1",
+    "+ 'a'",
+    "TRUE + TRUE",
 };
 
 /* Random operator soup over constants, for the same differential check. */
 static void random_expr(char *z, size_t n) {
-  static const char *const azAtom[] = {"1", "2", "0", "NULL", "'a'", "'B'", "2.5", "3", "-1", "x'41'", "TRUE"};
-  static const char *const azBin[] = {" + ", " - ", " * ", " / ", " % ", " || ", " & ", " | ", " << ",
-                                      " >> ", " < ", " <= ", " > ", " >= ", " = ", " == ", " != ", " <> ",
-                                      " IS ", " IS NOT ", " AND ", " OR ", " LIKE ", " NOT LIKE ", " GLOB "};
+  static const char *const azAtom[] = {"1",   "2", "0",  "NULL",  "'a'", "'B'",
+                                       "2.5", "3", "-1", "x'41'", "TRUE"};
+  static const char *const azBin[] = {
+      " + ",  " - ",      " * ",   " / ",  " % ",    " || ",       " & ",   " | ",  " << ",
+      " >> ", " < ",      " <= ",  " > ",  " >= ",   " = ",        " == ",  " != ", " <> ",
+      " IS ", " IS NOT ", " AND ", " OR ", " LIKE ", " NOT LIKE ", " GLOB "};
   static const char *const azPre[] = {"NOT ", "- ", "+ ", "~ "};
-  static const char *const azPost[] = {" ISNULL", " NOTNULL", " NOT NULL", " IS NULL", " COLLATE nocase",
-                                       " IS TRUE", " IS NOT FALSE"};
+  static const char *const azPost[] = {" ISNULL",         " NOTNULL", " NOT NULL",    " IS NULL",
+                                       " COLLATE nocase", " IS TRUE", " IS NOT FALSE"};
   size_t k = 0;
   int nTerm = 2 + (int)rndn(5);
   z[0] = 0;
@@ -571,8 +652,8 @@ static void random_expr(char *z, size_t n) {
     if (rndn(4) == 0) k += (size_t)snprintf(z + k, n - k, "%s", azPre[rndn(4)]);
     int r = (int)rndn(12);
     if (r == 0) {
-      k += (size_t)snprintf(z + k, n - k, "%s BETWEEN %s AND %s", azAtom[rndn(11)], azAtom[rndn(11)],
-                            azAtom[rndn(11)]);
+      k += (size_t)snprintf(z + k, n - k, "%s BETWEEN %s AND %s", azAtom[rndn(11)],
+                            azAtom[rndn(11)], azAtom[rndn(11)]);
     } else if (r == 1) {
       k += (size_t)snprintf(z + k, n - k, "%s IN (%s, %s)", azAtom[rndn(11)], azAtom[rndn(11)],
                             azAtom[rndn(11)]);
@@ -654,7 +735,8 @@ int main(void) {
       CHECK(a->aCol[0].iStart == 7 && a->aCol[0].iEnd == 17);
       CHECK(a->aOrder[0].iCol == 1);
       CHECK(pl_ast_alias(a, "S") == 1 && pl_ast_alias(a, "x") == 0);
-      CHECK(a->nParam == 2 && a->azParam[0] && !strcmp(a->azParam[0], "?1") && !strcmp(a->azParam[1], ":p"));
+      CHECK(a->nParam == 2 && a->azParam[0] && !strcmp(a->azParam[0], "?1") &&
+            !strcmp(a->azParam[1], ":p"));
       const pl_expr *e = a->aCol[0].pExpr;
       CHECK(e->op == PL_E_AGG && e->eAgg == PL_AGG_SUM && e->nHeight == 3);
       int n;
@@ -760,16 +842,21 @@ int main(void) {
   {
     sqlite3 *db = NULL;
     if (sqlite3_open(":memory:", &db) != SQLITE_OK ||
-        sqlite3_exec(db, "CREATE TABLE t(x, a, b, c, d, e, key, first, last, \"desc\", \"end\", \"replace\", "
-                 "\"left\", indexed, \"like\", glob, \"we\"\"ird\", \"x y\");"
-                 "INSERT INTO t VALUES(1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 'ab', 'a*', 14, 15);", 0, 0, 0) != SQLITE_OK) {
+        sqlite3_exec(
+            db,
+            "CREATE TABLE t(x, a, b, c, d, e, key, first, last, \"desc\", \"end\", \"replace\", "
+            "\"left\", indexed, \"like\", glob, \"we\"\"ird\", \"x y\");"
+            "INSERT INTO t VALUES(1, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 'ab', 'a*', 14, "
+            "15);",
+            0, 0, 0) != SQLITE_OK) {
       printf("cannot open SQLite\n");
       return 1;
     }
     for (size_t i = 0; i < sizeof azDiff / sizeof azDiff[0]; i++) differential(db, azDiff[i]);
     for (size_t i = 0; i < sizeof aExpr / sizeof aExpr[0]; i++)
-      if (!strchr(aExpr[i].zExpr, '?') && !strstr(aExpr[i].zExpr, "random") && !strchr(aExpr[i].zExpr, '$') &&
-          !strchr(aExpr[i].zExpr, ':') && !strchr(aExpr[i].zExpr, '@'))
+      if (!strchr(aExpr[i].zExpr, '?') && !strstr(aExpr[i].zExpr, "random") &&
+          !strchr(aExpr[i].zExpr, '$') && !strchr(aExpr[i].zExpr, ':') &&
+          !strchr(aExpr[i].zExpr, '@'))
         differential(db, aExpr[i].zExpr); /* most name columns SQLite lacks: both fail alike */
     char z[2000];
     for (int i = 0; i < 3000; i++) {
@@ -783,8 +870,11 @@ int main(void) {
   /* truncations and mutations never crash */
   {
     const char *azSeed[] = {
-        stmt_with("l_returnflag"), stmt_with("revenue from"), stmt_with("high_line_count\n"),
-        stmt_with("promo_revenue"), stmt_with("?, ?3"),
+        stmt_with("l_returnflag"),
+        stmt_with("revenue from"),
+        stmt_with("high_line_count\n"),
+        stmt_with("promo_revenue"),
+        stmt_with("?, ?3"),
         "select a, cast(b as decimal(10,2)), x'00ff', \"q\"\"x\", [y], `z` from t where a not "
         "between 1 and 2 and b not like 'x' escape 'y' and c is not distinct from d collate nocase "
         "and e in () and f isnull and g not null and h is true and ~i << 2 >> 1 & 3 | 4 order by 1 "
@@ -831,6 +921,7 @@ int main(void) {
     CHECK(nOk && k > 50, "k=%d", k);
   }
 
-  printf("%d checks, %d failed (%d spans, %d differential)\n", nCheck, nFail, nSpanChecked, nDiffChecked);
+  printf("%d checks, %d failed (%d spans, %d differential)\n", nCheck, nFail, nSpanChecked,
+         nDiffChecked);
   return nFail ? 1 : 0;
 }

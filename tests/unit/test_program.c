@@ -23,8 +23,6 @@
 #include "device/store.h"
 #include "check.h"
 
-
-
 /* ---- verifier corpus ---- */
 
 static uint8_t *sample_program(size_t *pn) {
@@ -109,8 +107,8 @@ static void test_verifier(void) {
     int w;
     const char *zWant;
   } aBad[] = {
-      {0, 0x12345678, 4, "magic"},   {4, 9, 2, "version"},     {12, 2000, 2, "inputs"},
-      {18, 600, 2, "terms"},         {8, 12, 4, "header says"}, {6, 1, 2, "reserved"},
+      {0, 0x12345678, 4, "magic"}, {4, 9, 2, "version"},      {12, 2000, 2, "inputs"},
+      {18, 600, 2, "terms"},       {8, 12, 4, "header says"}, {6, 1, 2, "reserved"},
   };
   for (size_t i = 0; i < sizeof(aBad) / sizeof(aBad[0]); i++) {
     memcpy(q, p, n);
@@ -150,8 +148,8 @@ static void test_verifier(void) {
     csq_pb_term(b, CSQ_OP_IN, 0, s, 0, 4, 0); /* IN list past the pool */
     csq_pb_finish(b, &x, &nx);
     zErr[0] = 0;
-    CHECK(csq_prog_parse(x, nx, &pr, zErr, sizeof(zErr)) == -EINVAL && strstr(zErr, "IN"),
-          "in: %s", zErr);
+    CHECK(csq_prog_parse(x, nx, &pr, zErr, sizeof(zErr)) == -EINVAL && strstr(zErr, "IN"), "in: %s",
+          zErr);
     free(x);
     csq_pb_free(b);
     b = csq_pb_new();
@@ -196,11 +194,25 @@ static val aData[NROW];
 static int aDel[NROW];
 
 /* Value pools shared by data and constants so that equality hits. */
-static const char *azWord[] = {"apple", "Apple", "APPLE", "banana", "ban", "b%n", "a_b",
-                               "a\\b", "",      "zeta ", "zeta",  "Zeta", "\xc3\xa9t\xc3\xa9",
-                               "x[y]", "1.5",  "10",    "caf\xc3\xa9"};
+static const char *azWord[] = {"apple",
+                               "Apple",
+                               "APPLE",
+                               "banana",
+                               "ban",
+                               "b%n",
+                               "a_b",
+                               "a\\b",
+                               "",
+                               "zeta ",
+                               "zeta",
+                               "Zeta",
+                               "\xc3\xa9t\xc3\xa9",
+                               "x[y]",
+                               "1.5",
+                               "10",
+                               "caf\xc3\xa9"};
 #define NWORD ((int)(sizeof(azWord) / sizeof(azWord[0])))
-static const double arReal[] = {1.5, -2.25, 10.0, 1e20, 0.1, 3.0, -0.5, 9007199254740993.0,
+static const double arReal[] = {1.5,  -2.25,        10.0, 1e20, 0.1, 3.0, -0.5, 9007199254740993.0,
                                 1e15, 123456789.125};
 #define NREAL ((int)(sizeof(arReal) / sizeof(arReal[0])))
 
@@ -208,12 +220,24 @@ static void rand_val(val *v, int mode) {
   int c;
   memset(v, 0, sizeof(*v));
   switch (mode) {
-  case 0: c = CSQ_INT; break;               /* ints */
-  case 1: c = rndn(10) ? CSQ_INT : CSQ_NULL; break;
-  case 2: c = CSQ_REAL; break;
-  case 3: c = rndn(8) ? CSQ_TEXT : CSQ_NULL; break;
-  case 4: c = CSQ_BLOB; break;
-  default: c = 1 + (int)rndn(5); break;     /* mixed */
+  case 0:
+    c = CSQ_INT;
+    break; /* ints */
+  case 1:
+    c = rndn(10) ? CSQ_INT : CSQ_NULL;
+    break;
+  case 2:
+    c = CSQ_REAL;
+    break;
+  case 3:
+    c = rndn(8) ? CSQ_TEXT : CSQ_NULL;
+    break;
+  case 4:
+    c = CSQ_BLOB;
+    break;
+  default:
+    c = 1 + (int)rndn(5);
+    break; /* mixed */
   }
   v->cls = c;
   switch (c) {
@@ -222,7 +246,9 @@ static void rand_val(val *v, int mode) {
                         : (int64_t)rndn(40) - 15;
     if (rndn(20) == 0) v->i = 9007199254740992ll + (int64_t)rndn(3);
     break;
-  case CSQ_REAL: v->r = rndn(3) ? arReal[rndn(NREAL)] : (double)((int64_t)rndn(40) - 15) / (1 + rndn(2)); break;
+  case CSQ_REAL:
+    v->r = rndn(3) ? arReal[rndn(NREAL)] : (double)((int64_t)rndn(40) - 15) / (1 + rndn(2));
+    break;
   case CSQ_TEXT: {
     const char *w = azWord[rndn(NWORD)];
     v->n = (int)strlen(w);
@@ -238,21 +264,35 @@ static void rand_val(val *v, int mode) {
 
 static void bind_val(sqlite3_stmt *st, int i, const val *v) {
   switch (v->cls) {
-  case CSQ_INT: sqlite3_bind_int64(st, i, v->i); break;
-  case CSQ_REAL: sqlite3_bind_double(st, i, v->r); break;
-  case CSQ_TEXT: sqlite3_bind_text(st, i, v->z, v->n, SQLITE_TRANSIENT); break;
-  case CSQ_BLOB: sqlite3_bind_blob(st, i, v->z, v->n, SQLITE_TRANSIENT); break;
-  default: sqlite3_bind_null(st, i); break;
+  case CSQ_INT:
+    sqlite3_bind_int64(st, i, v->i);
+    break;
+  case CSQ_REAL:
+    sqlite3_bind_double(st, i, v->r);
+    break;
+  case CSQ_TEXT:
+    sqlite3_bind_text(st, i, v->z, v->n, SQLITE_TRANSIENT);
+    break;
+  case CSQ_BLOB:
+    sqlite3_bind_blob(st, i, v->z, v->n, SQLITE_TRANSIENT);
+    break;
+  default:
+    sqlite3_bind_null(st, i);
+    break;
   }
 }
 
 static int pb_val(csq_pb *b, const val *v) {
   switch (v->cls) {
-  case CSQ_INT: return csq_pb_const_int(b, v->i);
-  case CSQ_REAL: return csq_pb_const_real(b, v->r);
+  case CSQ_INT:
+    return csq_pb_const_int(b, v->i);
+  case CSQ_REAL:
+    return csq_pb_const_real(b, v->r);
   case CSQ_TEXT:
-  case CSQ_BLOB: return csq_pb_const_bytes(b, v->cls, v->z, (uint32_t)v->n);
-  default: return csq_pb_const_null(b);
+  case CSQ_BLOB:
+    return csq_pb_const_bytes(b, v->cls, v->z, (uint32_t)v->n);
+  default:
+    return csq_pb_const_null(b);
   }
 }
 
@@ -274,11 +314,19 @@ static void vec_from_data(csq_vec *v, int bRowid) {
       continue;
     }
     switch (x->cls) {
-    case CSQ_INT: csq_vec_push_int(v, x->i); break;
-    case CSQ_REAL: csq_vec_push_real(v, x->r); break;
+    case CSQ_INT:
+      csq_vec_push_int(v, x->i);
+      break;
+    case CSQ_REAL:
+      csq_vec_push_real(v, x->r);
+      break;
     case CSQ_TEXT:
-    case CSQ_BLOB: csq_vec_push_bytes(v, x->cls, x->z, (uint32_t)x->n); break;
-    default: csq_vec_push_null(v); break;
+    case CSQ_BLOB:
+      csq_vec_push_bytes(v, x->cls, x->z, (uint32_t)x->n);
+      break;
+    default:
+      csq_vec_push_null(v);
+      break;
     }
   }
 }
@@ -305,7 +353,7 @@ static void rg_build(rg_buf *g, size_t nOut) {
   uint8_t *j = g->slm;
   uint32_t h[4] = {CSQ_JOB_MAGIC, NROW, 2, (NROW + 7) / 8};
   memcpy(j, h, 16);
-  uint64_t e[6] = {0, g->anChunk[0], XXH3_64bits(g->aChunk[0], g->anChunk[0]),
+  uint64_t e[6] = {0,    g->anChunk[0], XXH3_64bits(g->aChunk[0], g->anChunk[0]),
                    off1, g->anChunk[1], XXH3_64bits(g->aChunk[1], g->anChunk[1])};
   memcpy(j + CSQ_JOB_HDR, e, sizeof(e));
   uint8_t *del = j + CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ;
@@ -429,9 +477,9 @@ static void load_sqlite(void) {
 }
 
 static const char *coll_sql(int f) {
-  return (f & CSQ_TF_COLL_MASK) == CSQ_TF_NOCASE ? " COLLATE NOCASE"
+  return (f & CSQ_TF_COLL_MASK) == CSQ_TF_NOCASE  ? " COLLATE NOCASE"
          : (f & CSQ_TF_COLL_MASK) == CSQ_TF_RTRIM ? " COLLATE RTRIM"
-                                                   : "";
+                                                  : "";
 }
 
 /* One random term: SQL text (parameters ?N from *pnParam on) and encoder. */
@@ -454,20 +502,28 @@ static void rand_term(term *t) {
   t->flags = c == 4 ? CSQ_TF_NOCASE : c == 5 ? CSQ_TF_RTRIM : 0;
   switch (t->op) {
   case CSQ_OP_ISNULL:
-  case CSQ_OP_NOTNULL: t->nK = 0; break;
-  case CSQ_OP_BETWEEN: t->nK = 2; break;
-  case CSQ_OP_IN: t->nK = 1 + (int)rndn(6); break;
-  default: t->nK = 1; break;
+  case CSQ_OP_NOTNULL:
+    t->nK = 0;
+    break;
+  case CSQ_OP_BETWEEN:
+    t->nK = 2;
+    break;
+  case CSQ_OP_IN:
+    t->nK = 1 + (int)rndn(6);
+    break;
+  default:
+    t->nK = 1;
+    break;
   }
   for (int k = 0; k < t->nK; k++) rand_const(&t->aK[k]);
   if (t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN) {
     if (rndn(2)) t->flags |= CSQ_TF_NOT;
   }
   if (t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) {
-    static const char *azPat[] = {"a%", "%a%", "_pple", "A%E", "b\\%n", "%\\_%", "a\\\\b", "",
-                                  "%", "zeta%", "[a-c]*", "*[^a]", "?", "*e*", "1%", "%.5",
-                                  "1_", "[]x]*", "x[[]*", "%0", "-%", "%e+%", "caf_", "_t_",
-                                  "[a-", "*\xc3\xa9*"};
+    static const char *azPat[] = {"a%",   "%a%",  "_pple", "A%E",    "b\\%n",     "%\\_%", "a\\\\b",
+                                  "",     "%",    "zeta%", "[a-c]*", "*[^a]",     "?",     "*e*",
+                                  "1%",   "%.5",  "1_",    "[]x]*",  "x[[]*",     "%0",    "-%",
+                                  "%e+%", "caf_", "_t_",   "[a-",    "*\xc3\xa9*"};
     t->flags &= ~CSQ_TF_COLL_MASK;
     const char *z = azPat[rndn(sizeof(azPat) / sizeof(azPat[0]))];
     t->aK[0].cls = rndn(30) ? CSQ_TEXT : CSQ_NULL;
@@ -486,17 +542,39 @@ static void term_sql(const term *t, char *z, size_t nz, int *piParam) {
   const char *zN = (t->flags & CSQ_TF_NOT) ? "NOT " : "";
   const char *zC = coll_sql(t->flags);
   switch (t->op) {
-  case CSQ_OP_EQ: snprintf(z, nz, "x%s = ?%d", zC, p); break;
-  case CSQ_OP_NE: snprintf(z, nz, "x%s != ?%d", zC, p); break;
-  case CSQ_OP_LT: snprintf(z, nz, "x%s < ?%d", zC, p); break;
-  case CSQ_OP_LE: snprintf(z, nz, "x%s <= ?%d", zC, p); break;
-  case CSQ_OP_GT: snprintf(z, nz, "x%s > ?%d", zC, p); break;
-  case CSQ_OP_GE: snprintf(z, nz, "x%s >= ?%d", zC, p); break;
-  case CSQ_OP_IS: snprintf(z, nz, "x%s IS ?%d", zC, p); break;
-  case CSQ_OP_ISNOT: snprintf(z, nz, "x%s IS NOT ?%d", zC, p); break;
-  case CSQ_OP_ISNULL: snprintf(z, nz, "x IS NULL"); break;
-  case CSQ_OP_NOTNULL: snprintf(z, nz, "x IS NOT NULL"); break;
-  case CSQ_OP_BETWEEN: snprintf(z, nz, "x%s %sBETWEEN ?%d AND ?%d", zC, zN, p, p + 1); break;
+  case CSQ_OP_EQ:
+    snprintf(z, nz, "x%s = ?%d", zC, p);
+    break;
+  case CSQ_OP_NE:
+    snprintf(z, nz, "x%s != ?%d", zC, p);
+    break;
+  case CSQ_OP_LT:
+    snprintf(z, nz, "x%s < ?%d", zC, p);
+    break;
+  case CSQ_OP_LE:
+    snprintf(z, nz, "x%s <= ?%d", zC, p);
+    break;
+  case CSQ_OP_GT:
+    snprintf(z, nz, "x%s > ?%d", zC, p);
+    break;
+  case CSQ_OP_GE:
+    snprintf(z, nz, "x%s >= ?%d", zC, p);
+    break;
+  case CSQ_OP_IS:
+    snprintf(z, nz, "x%s IS ?%d", zC, p);
+    break;
+  case CSQ_OP_ISNOT:
+    snprintf(z, nz, "x%s IS NOT ?%d", zC, p);
+    break;
+  case CSQ_OP_ISNULL:
+    snprintf(z, nz, "x IS NULL");
+    break;
+  case CSQ_OP_NOTNULL:
+    snprintf(z, nz, "x IS NOT NULL");
+    break;
+  case CSQ_OP_BETWEEN:
+    snprintf(z, nz, "x%s %sBETWEEN ?%d AND ?%d", zC, zN, p, p + 1);
+    break;
   case CSQ_OP_IN: {
     int o = snprintf(z, nz, "x%s %sIN (", zC, zN);
     for (int k = 0; k < t->nK; k++) o += snprintf(z + o, nz - o, "%s?%d", k ? "," : "", p + k);
@@ -504,10 +582,14 @@ static void term_sql(const term *t, char *z, size_t nz, int *piParam) {
     break;
   }
   case CSQ_OP_LIKE:
-    if (t->esc) snprintf(z, nz, "x %sLIKE ?%d ESCAPE '\\'", zN, p);
-    else snprintf(z, nz, "x %sLIKE ?%d", zN, p);
+    if (t->esc)
+      snprintf(z, nz, "x %sLIKE ?%d ESCAPE '\\'", zN, p);
+    else
+      snprintf(z, nz, "x %sLIKE ?%d", zN, p);
     break;
-  case CSQ_OP_GLOB: snprintf(z, nz, "x %sGLOB ?%d", zN, p); break;
+  case CSQ_OP_GLOB:
+    snprintf(z, nz, "x %sGLOB ?%d", zN, p);
+    break;
   }
   *piParam = p + t->nK;
 }
@@ -618,7 +700,8 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
         rg.aChunk = ac;
         ac[0].zone = g_info[0].zone;
         ac[1].zone = g_info[1].zone;
-        if (csq_prog_zone_skip(&pr, &rg)) CHECK(nWant == 0, "zone skip with %d rows: %s", nWant, zSql);
+        if (csq_prog_zone_skip(&pr, &rg))
+          CHECK(nWant == 0, "zone skip with %d rows: %s", nWant, zSql);
         csq_prog_clear(&pr);
       }
     }
@@ -634,37 +717,57 @@ static void test_executor(void) {
     memset(aDel, 0, sizeof(aDel));
     for (int r = 0; r < NROW; r++) {
       switch (mode) {
-      case 0: rand_val(&aData[r], 0); break;                           /* ints, FOR */
-      case 1: rand_val(&aData[r], 1); break;                           /* ints + nulls */
-      case 2:                                                          /* runs: RLE */
-        if (r % 97 == 0 || r == 0) rand_val(&aData[r], 0);
-        else aData[r] = aData[r - 1];
+      case 0:
+        rand_val(&aData[r], 0);
+        break; /* ints, FOR */
+      case 1:
+        rand_val(&aData[r], 1);
+        break; /* ints + nulls */
+      case 2:  /* runs: RLE */
+        if (r % 97 == 0 || r == 0)
+          rand_val(&aData[r], 0);
+        else
+          aData[r] = aData[r - 1];
         break;
-      case 3: rand_val(&aData[r], 2); break;                           /* reals */
-      case 4: rand_val(&aData[r], 3); break;                           /* text, dict */
-      case 5:                                                          /* unique text: plain */
+      case 3:
+        rand_val(&aData[r], 2);
+        break; /* reals */
+      case 4:
+        rand_val(&aData[r], 3);
+        break; /* text, dict */
+      case 5:  /* unique text: plain */
         aData[r].cls = CSQ_TEXT;
-        aData[r].n = snprintf(aData[r].z, sizeof(aData[r].z), "%s%d", azWord[rndn(NWORD)], (int)rndn(100000));
+        aData[r].n = snprintf(aData[r].z, sizeof(aData[r].z), "%s%d", azWord[rndn(NWORD)],
+                              (int)rndn(100000));
         break;
-      case 6: rand_val(&aData[r], 4); break;                           /* blobs */
-      case 7: rand_val(&aData[r], 5); break;                           /* mixed: tagged */
-      case 8:                                                          /* constant int */
+      case 6:
+        rand_val(&aData[r], 4);
+        break; /* blobs */
+      case 7:
+        rand_val(&aData[r], 5);
+        break; /* mixed: tagged */
+      case 8:  /* constant int */
         aData[r].cls = CSQ_INT;
         aData[r].i = 7;
         break;
-      case 9: memset(&aData[r], 0, sizeof(val)); aData[r].cls = CSQ_NULL; break; /* all NULL */
-      case 10:                                                          /* constant text */
+      case 9:
+        memset(&aData[r], 0, sizeof(val));
+        aData[r].cls = CSQ_NULL;
+        break; /* all NULL */
+      case 10: /* constant text */
         memset(&aData[r], 0, sizeof(val));
         aData[r].cls = CSQ_TEXT;
         aData[r].n = 5;
         memcpy(aData[r].z, "Apple", 5);
         break;
-      case 12:                                                          /* prices: REAL_DEC */
+      case 12: /* prices: REAL_DEC */
         memset(&aData[r], 0, sizeof(val));
         aData[r].cls = rndn(15) ? CSQ_REAL : CSQ_NULL;
         aData[r].r = rndn(4) ? (double)((int64_t)rndn(4000) - 2000) / 100 : arReal[rndn(2)];
         break;
-      default: rand_val(&aData[r], 5); break;                           /* mixed, deletes */
+      default:
+        rand_val(&aData[r], 5);
+        break; /* mixed, deletes */
       }
       if (mode == 11 || mode == 1 || mode == 4) aDel[r] = rndn(7) == 0;
     }
@@ -673,7 +776,8 @@ static void test_executor(void) {
     rg_build(&g, 1 << 20);
     aEncSeen[g_enc] = 1;
     for (int cs = 0; cs < 2; cs++) {
-      sqlite3_exec(db, cs ? "PRAGMA case_sensitive_like=ON" : "PRAGMA case_sensitive_like=OFF", 0, 0, 0);
+      sqlite3_exec(db, cs ? "PRAGMA case_sensitive_like=ON" : "PRAGMA case_sensitive_like=OFF", 0,
+                   0, 0);
       /* draw only LIKE-case-insensitive terms when cs==0; all are accepted when
       ** cs==1 only if flagged: simplest is to run a query batch per setting */
       (void)cs;
@@ -760,8 +864,7 @@ static void test_faults(void) {
   ctx.aParam[0] = csq_prog_id(p, n);
   ctx.pStats = &st;
   uint64_t ret;
-  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == 0 &&
-            csq_le32(g.slm + g.aMr[2].addr + 4) == NROW &&
+  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == 0 && csq_le32(g.slm + g.aMr[2].addr + 4) == NROW &&
             (uint32_t)ret == csq_res_check(g.slm + g.aMr[2].addr, ret >> 32),
         "plain run %llu", (unsigned long long)ret);
   /* a job descriptor damaged on its way faults, whichever byte it is */
@@ -776,7 +879,8 @@ static void test_faults(void) {
   CHECK(st.rows_scanned == NROW && st.rows_returned == NROW, "stats %llu %llu",
         (unsigned long long)st.rows_scanned, (unsigned long long)st.rows_returned);
   ctx.aParam[0]++;
-  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_STALE_PROGRAM,
+  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT &&
+            ret == CSQ_FAULT_STALE_PROGRAM,
         "stale");
   ctx.aParam[0]--;
   g.slm[g.aMr[1].addr + 100] ^= 1;
@@ -784,10 +888,12 @@ static void test_faults(void) {
         "checksum %llu", (unsigned long long)ret);
   g.slm[g.aMr[1].addr + 100] ^= 1;
   g.slm[7] ^= 0xFF; /* nRow beyond the limit */
-  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_BAD_JOB, "bad job");
+  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_BAD_JOB,
+        "bad job");
   g.slm[7] ^= 0xFF;
   g.slm[0] ^= 1; /* magic */
-  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_BAD_JOB, "bad magic");
+  CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_BAD_JOB,
+        "bad magic");
   g.slm[0] ^= 1;
   ctx.nRange = 2;
   CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_BAD_RANGES,

@@ -21,16 +21,15 @@
 #include "device/store.h"
 #include "check.h"
 
-
 static double now(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-#define NRG 8
+#define NRG    8
 #define RGROWS 5000
-#define NROWS (NRG * RGROWS)
+#define NROWS  (NRG * RGROWS)
 
 /* Table t(a INTEGER sorted, b mixed, c TEXT). */
 static int64_t aA[NROWS];
@@ -67,9 +66,12 @@ static int build_table(const char *zName, int nRg, int nPer, int bBench) {
         continue;
       }
       csq_vec_push_int(&v[1], aA[r]);
-      if (bBNull[r]) csq_vec_push_null(&v[2]);
-      else if (r % 7 == 3) csq_vec_push_real(&v[2], (double)aB[r] + 0.5);
-      else csq_vec_push_int(&v[2], aB[r]);
+      if (bBNull[r])
+        csq_vec_push_null(&v[2]);
+      else if (r % 7 == 3)
+        csq_vec_push_real(&v[2], (double)aB[r] + 0.5);
+      else
+        csq_vec_push_int(&v[2], aB[r]);
       csq_vec_push_bytes(&v[3], CSQ_TEXT, azC[r], (uint32_t)strlen(azC[r]));
     }
     rc = store_txn_append(t, pTab, v, 0, nPer, &zErr);
@@ -184,9 +186,12 @@ static void run_query(store_table *pTab, const query *pq, int nSkipWant) {
       aSeen[r] = 1;
       nGot++;
       int ok = v[1].aCls[i] == CSQ_INT && v[1].aVal[i].i == aA[r];
-      if (bBNull[r]) ok &= v[2].aCls[i] == CSQ_NULL;
-      else if (r % 7 == 3) ok &= v[2].aCls[i] == CSQ_REAL && v[2].aVal[i].r == (double)aB[r] + 0.5;
-      else ok &= v[2].aCls[i] == CSQ_INT && v[2].aVal[i].i == aB[r];
+      if (bBNull[r])
+        ok &= v[2].aCls[i] == CSQ_NULL;
+      else if (r % 7 == 3)
+        ok &= v[2].aCls[i] == CSQ_REAL && v[2].aVal[i].r == (double)aB[r] + 0.5;
+      else
+        ok &= v[2].aCls[i] == CSQ_INT && v[2].aVal[i].i == aB[r];
       ok &= v[3].aCls[i] == CSQ_TEXT && v[3].aLen[i] == strlen(azC[r]) &&
             memcmp(csq_vec_bytes(&v[3], i), azC[r], v[3].aLen[i]) == 0;
       if (!ok) nBad++;
@@ -277,7 +282,7 @@ int main(void) {
   CHECK(rc == 0, "store_open: %s", zErr ? zErr : "");
   if (rc) return 1;
   for (int r = 0; r < NROWS; r++) {
-    aA[r] = r * 3;              /* sorted: zone maps separate row groups */
+    aA[r] = r * 3; /* sorted: zone maps separate row groups */
     bBNull[r] = rnd() % 10 == 0;
     aB[r] = (int64_t)(rnd() % 1000) - 500;
     snprintf(azC[r], sizeof(azC[r]), "%c%d", "kKz"[rnd() % 3], (int)(rnd() % 30));
@@ -306,8 +311,12 @@ int main(void) {
   query q5 = {1, 0, 0, 3 * NROWS, 3 * NROWS + 100, 0}; /* nothing: all skipped */
   run_query(pTab, &q5, NRG);
   for (int i = 0; i < 20; i++) {
-    query qr = {(int)(rnd() % 2), (int)(rnd() % 2), (int)(rnd() % 2), (int64_t)(rnd() % (3 * NROWS)),
-                0, (int64_t)(rnd() % 1000) - 500};
+    query qr = {(int)(rnd() % 2),
+                (int)(rnd() % 2),
+                (int)(rnd() % 2),
+                (int64_t)(rnd() % (3 * NROWS)),
+                0,
+                (int64_t)(rnd() % 1000) - 500};
     qr.hi = qr.lo + (int64_t)(rnd() % (3 * NROWS / 2));
     run_query(pTab, &qr, -1);
   }
@@ -328,14 +337,18 @@ int main(void) {
       if (!bDone1) {
         rc = dev_scan_next(s1, v, &nr, &zErr);
         CHECK(rc == 0, "next 1: %s", zErr ? zErr : "");
-        if (rc || nr == 0) bDone1 = 1;
-        else t1 += nr;
+        if (rc || nr == 0)
+          bDone1 = 1;
+        else
+          t1 += nr;
       }
       if (!bDone2) {
         rc = dev_scan_next(s2, v, &nr, &zErr);
         CHECK(rc == 0, "next 2: %s", zErr ? zErr : "");
-        if (rc || nr == 0) bDone2 = 1;
-        else t2 += nr;
+        if (rc || nr == 0)
+          bDone2 = 1;
+        else
+          t2 += nr;
       }
     }
     uint64_t w1 = 0, w2 = 0;

@@ -122,7 +122,8 @@ static int commit_step(world *w, int step, char **pzErr) {
   }
   store_table *pTab = rc == 0 ? store_txn_table(t, "t") : NULL;
   if (rc == 0 && !pTab) rc = -ENOENT;
-  if (rc == 0) rc = append_rows(t, pTab, step * 100000, step == 1 ? NA : step == 2 ? NB : NC, pzErr);
+  if (rc == 0)
+    rc = append_rows(t, pTab, step * 100000, step == 1 ? NA : step == 2 ? NB : NC, pzErr);
   if (rc == 0 && step == 2) {
     for (uint32_t i = 0; i < 100 && rc == 0; i += 5) {
       int iRg = -1;
@@ -153,7 +154,9 @@ static state expect(int k) {
   return s;
 }
 
-static int same(state a, state b) { return a.n == b.n && a.sum == b.sum && a.x == b.x; }
+static int same(state a, state b) {
+  return a.n == b.n && a.sum == b.sum && a.x == b.x;
+}
 
 /* Run the scenario under zFault; returns how many commits reported success
 ** (the rest failed). After a failed commit, the step is retried once (the
@@ -283,7 +286,8 @@ static void run_once_check(const char *zFault) {
     nFail++;
   } else if (bOk ? !same(s, expect(3)) : !(same(s, expect(2)) || same(s, expect(3)))) {
     printf("FAIL [%s]: commit %s, image has %lld rows (want %s%lld)\n", zFault,
-           bOk ? "succeeded" : "failed", (long long)s.n, bOk ? "" : "the old ", (long long)expect(bOk ? 3 : 2).n);
+           bOk ? "succeeded" : "failed", (long long)s.n, bOk ? "" : "the old ",
+           (long long)expect(bOk ? 3 : 2).n);
     nFail++;
   }
   free(zErr);
@@ -321,7 +325,8 @@ int main(void) {
   static const char *aAct[] = {"status:0x280", "status:0x6", "timeout"};
   for (uint64_t k = 1; k <= nW; k++)
     for (int a = 0; a < 3; a++) {
-      snprintf(zSpec, sizeof(zSpec), "op=nvm_write,nth=%llu,action=%s", (unsigned long long)k, aAct[a]);
+      snprintf(zSpec, sizeof(zSpec), "op=nvm_write,nth=%llu,action=%s", (unsigned long long)k,
+               aAct[a]);
       run_once_check(zSpec);
     }
   /* short writes: a prefix of the command's blocks lands, then Write Fault */
@@ -333,7 +338,8 @@ int main(void) {
     }
   for (uint64_t k = 1; k <= nF; k++)
     for (int a = 0; a < 3; a++) {
-      snprintf(zSpec, sizeof(zSpec), "op=nvm_flush,nth=%llu,action=%s", (unsigned long long)k, aAct[a]);
+      snprintf(zSpec, sizeof(zSpec), "op=nvm_flush,nth=%llu,action=%s", (unsigned long long)k,
+               aAct[a]);
       run_once_check(zSpec);
     }
   /* a torn superblock write (one byte of the stored copy flipped): the

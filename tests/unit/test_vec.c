@@ -11,15 +11,16 @@
 #include "device/vec.h"
 #include "check.h"
 
-
 #define M(c) (uint8_t)(1u << (c))
 
 /* Value k of the reference pattern: cycles through every class. */
 static int push_pattern(csq_vec *v, uint32_t k) {
   char buf[64];
   switch (k % 6) {
-  case 0: return csq_vec_push_int(v, (int64_t)k * 7 - 1000);
-  case 1: return csq_vec_push_real(v, (double)k / 4);
+  case 0:
+    return csq_vec_push_int(v, (int64_t)k * 7 - 1000);
+  case 1:
+    return csq_vec_push_real(v, (double)k / 4);
   case 2: {
     int n = snprintf(buf, sizeof buf, "text-%u", k);
     return csq_vec_push_bytes(v, CSQ_TEXT, buf, (uint32_t)n);
@@ -28,8 +29,10 @@ static int push_pattern(csq_vec *v, uint32_t k) {
     memset(buf, (int)(k & 0xff), 5);
     return csq_vec_push_bytes(v, CSQ_BLOB, buf, 5);
   }
-  case 4: return csq_vec_push_null(v);
-  default: return csq_vec_push_bytes(v, (k & 1) ? CSQ_TEXT : CSQ_BLOB, NULL, 0);
+  case 4:
+    return csq_vec_push_null(v);
+  default:
+    return csq_vec_push_bytes(v, (k & 1) ? CSQ_TEXT : CSQ_BLOB, NULL, 0);
   }
 }
 
@@ -37,17 +40,22 @@ static int push_pattern(csq_vec *v, uint32_t k) {
 static int is_pattern(const csq_vec *v, uint32_t i, uint32_t k) {
   char buf[64];
   switch (k % 6) {
-  case 0: return v->aCls[i] == CSQ_INT && v->aVal[i].i == (int64_t)k * 7 - 1000;
-  case 1: return v->aCls[i] == CSQ_REAL && v->aVal[i].r == (double)k / 4;
+  case 0:
+    return v->aCls[i] == CSQ_INT && v->aVal[i].i == (int64_t)k * 7 - 1000;
+  case 1:
+    return v->aCls[i] == CSQ_REAL && v->aVal[i].r == (double)k / 4;
   case 2: {
     int n = snprintf(buf, sizeof buf, "text-%u", k);
-    return v->aCls[i] == CSQ_TEXT && v->aLen[i] == (uint32_t)n && !memcmp(csq_vec_bytes(v, i), buf, n);
+    return v->aCls[i] == CSQ_TEXT && v->aLen[i] == (uint32_t)n &&
+           !memcmp(csq_vec_bytes(v, i), buf, n);
   }
   case 3:
     memset(buf, (int)(k & 0xff), 5);
     return v->aCls[i] == CSQ_BLOB && v->aLen[i] == 5 && !memcmp(csq_vec_bytes(v, i), buf, 5);
-  case 4: return v->aCls[i] == CSQ_NULL;
-  default: return v->aCls[i] == ((k & 1) ? CSQ_TEXT : CSQ_BLOB) && v->aLen[i] == 0;
+  case 4:
+    return v->aCls[i] == CSQ_NULL;
+  default:
+    return v->aCls[i] == ((k & 1) ? CSQ_TEXT : CSQ_BLOB) && v->aLen[i] == 0;
   }
 }
 
