@@ -49,6 +49,9 @@ typedef struct vt_cursor {
   int *aOutOf;     /* nCol + 1: output index of aVec's slot, -1 if not fetched */
   int64_t iLookup; /* idxNum 1: the rowid sought */
   int bLookup;
+  vt_probe *pProbe; /* idxNum 3: the table, hashed on the probed column (probe.c) */
+  int bProbe;       /* rows come from pProbe's hits */
+  uint32_t iHit;
   int bEof;
   uint64_t colUsed;
 } vt_cursor;
@@ -62,6 +65,14 @@ typedef struct vt_cursor {
 **                            alias); row groups pruned by their rowid range
 **   2 "device;cols=HEX;T;T..." the terms T run on the device as a program
 **                            (planner/filter.c); argv[i] is term i's value
+**   3 "probe;cols=HEX;cN"    a join probe: argv[0] is the value that column
+**                            N-1 must equal; the first call reads the table
+**                            once into a hash (vtab/probe.c), every call is
+**                            a lookup. Chosen for an equality on a numeric
+**                            column whose right side is not a constant (the
+**                            inner table of a join), BINARY collation, tables
+**                            of up to VT_PROBE_MAX_ROWS rows; not omitted,
+**                            so SQLite checks it again
 ** cols is colUsed: the columns the statement reads (bit 63: all from 63 on).
 ** A term is "c<chunk>:<op>:<flags>:<aff>": chunk 0 the rowid, 1+c column c;
 ** op a CSQ_OP_* name; flags the CSQ_TF_* bits in hex; aff the affinity
@@ -201,7 +212,29 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       break;
     }
   }
-  if (iEq >= 0) {
+  int iProbe = -1;
+  for (int i = 0; i < pInfo->nConstraint && iEq < 0 && p->nRowEst <= VT_PROBE_MAX_ROWS; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    sqlite3_value *pRhs = NULL;
+    const char *zColl = sqlite3_vtab_collation(pInfo, i);
+    if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ || c->iColumn < 0 ||
+        c->iColumn == p->s.iIpk || p->s.aCol[c->iColumn].aff < VT_AFF_NUMERIC ||
+        (zColl && sqlite3_stricmp(zColl, "BINARY") != 0) || sqlite3_vtab_in(pInfo, i, -1) ||
+        sqlite3_vtab_rhs_value(pInfo, i, &pRhs) == SQLITE_OK)
+      continue;
+    iProbe = i;
+    break;
+  }
+  if (iEq < 0 && iProbe >= 0) {
+    /* build once (about a scan), then a hash lookup per call */
+    pInfo->idxNum = 3;
+    pInfo->aConstraintUsage[iProbe].argvIndex = 1;
+    pInfo->aConstraintUsage[iProbe].omit = 0;
+    pInfo->estimatedCost = 20.0 + nRow / 1000.0;
+    pInfo->estimatedRows = nRow < 10 ? (sqlite3_int64)nRow : 10;
+    pInfo->idxStr =
+        sqlite3_mprintf("probe;cols=%llx;c%d", colUsed, pInfo->aConstraint[iProbe].iColumn + 1);
+  } else if (iEq >= 0) {
     pInfo->idxNum = 1;
     pInfo->aConstraintUsage[iEq].argvIndex = 1;
     pInfo->aConstraintUsage[iEq].omit = 1;
@@ -308,6 +341,7 @@ static void cursor_reset(vt_cursor *c, int nCol) {
     store_table_free(c->aTabCopy[k]);
     c->aTabCopy[k] = NULL;
   }
+  c->bProbe = 0;
   c->bEof = 1;
 }
 
@@ -315,6 +349,7 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
   cursor_reset(c, p->s.nCol);
+  vt_probe_free(c->pProbe);
   for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&c->aVec[i]);
   sqlite3_free(c->aVec);
   sqlite3_free(c->aLoaded);
@@ -596,6 +631,66 @@ done:
   return rc;
 }
 
+static int open_scan(vt_cursor *c, vt_tab *p);
+
+/* Plan 3: look argv[0] up in the probe cache, building it first (one scan
+** of the table through this cursor) if the cursor has none or the table
+** was written since. */
+static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
+                        sqlite3_value **argv) {
+  const char *zKey = idxStr ? strstr(idxStr, ";c") : NULL;
+  while (zKey && zKey[2] == 'o') zKey = strstr(zKey + 2, ";c"); /* skip ";cols=" */
+  int iKey = zKey ? atoi(zKey + 2) : 0;
+  if (argc < 1 || iKey < 1 || iKey > p->s.nCol) {
+    vt_set_error(&p->base, "csq: malformed probe plan '%s'", idxStr ? idxStr : "");
+    return SQLITE_ERROR;
+  }
+  if (c->pProbe && vt_probe_stamp(c->pProbe) != p->nWrite) {
+    vt_probe_free(c->pProbe);
+    c->pProbe = NULL;
+  }
+  if (!c->pProbe) {
+    int nVec = p->s.nCol + 1;
+    uint8_t *aKeep = sqlite3_malloc64((size_t)nVec);
+    if (!aKeep) return SQLITE_NOMEM;
+    aKeep[0] = 1; /* the rowid */
+    for (int i = 0; i < p->s.nCol; i++) aKeep[i + 1] = col_used(c, i) && i != p->s.iIpk;
+    vt_probe *pr = vt_probe_new(nVec, aKeep, iKey, p->nWrite);
+    sqlite3_free(aKeep);
+    if (!pr) return SQLITE_NOMEM;
+    int rc = open_scan(c, p);
+    while (rc == SQLITE_OK && !c->bEof) {
+      if (!c->aLoaded[0]) rc = load_column(c, p, 0);
+      for (int i = 0; rc == SQLITE_OK && i < p->s.nCol; i++)
+        if ((i + 1 == iKey || col_used(c, i)) && i != p->s.iIpk && !c->aLoaded[i + 1])
+          rc = load_column(c, p, i + 1);
+      if (rc == SQLITE_OK && vt_probe_rows(pr) >= VT_PROBE_MAX_ROWS * 2u) {
+        vt_set_error(&p->base, "csq: table %s grew past %d rows during a join probe", p->zName,
+                     VT_PROBE_MAX_ROWS * 2);
+        rc = SQLITE_FULL;
+      }
+      if (rc == SQLITE_OK) rc = vt_probe_append(pr, c->aVec, c->iRow);
+      if (rc == SQLITE_OK) {
+        c->iRow++;
+        rc = settle(c, p);
+      }
+    }
+    if (rc == SQLITE_OK) rc = vt_probe_index(pr);
+    cursor_reset(c, p->s.nCol);
+    if (rc) {
+      vt_probe_free(pr);
+      return rc;
+    }
+    c->pProbe = pr;
+  }
+  int rc = vt_probe_find(c->pProbe, argv[0]);
+  if (rc) return rc;
+  c->bProbe = 1;
+  c->iHit = 0;
+  c->bEof = vt_probe_nhit(c->pProbe) == 0;
+  return SQLITE_OK;
+}
+
 int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
               sqlite3_value **argv) {
   vt_cursor *c = (vt_cursor *)pCur;
@@ -606,6 +701,7 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
   if (zCols) c->colUsed = strtoull(zCols + 6, NULL, 16);
   c->bLookup = 0;
   if (idxNum == 2) return device_filter(c, p, idxStr, argc, argv);
+  if (idxNum == 3) return probe_filter(c, p, idxStr, argc, argv);
   if (idxNum == 1 && argc >= 1) {
     sqlite3_value *v = argv[0];
     int t = sqlite3_value_numeric_type(v);
@@ -622,6 +718,13 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
     }
     c->bLookup = 1;
   }
+  return open_scan(c, p);
+}
+
+/* Plans 0 and 1 (and building a probe cache): take the visible row groups
+** (pruned by the rowid sought, if any) and the write buffer, and position
+** on the first live row. */
+static int open_scan(vt_cursor *c, vt_tab *p) {
   int rc = visible(c, p);
   if (rc) return rc;
   int nAll = 0;
@@ -677,6 +780,10 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
 
 int vt_next(sqlite3_vtab_cursor *pCur) {
   vt_cursor *c = (vt_cursor *)pCur;
+  if (c->bProbe) {
+    c->bEof = ++c->iHit >= vt_probe_nhit(c->pProbe);
+    return SQLITE_OK;
+  }
   c->iRow++;
   return settle(c, (vt_tab *)pCur->pVtab);
 }
@@ -691,6 +798,16 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   if (i < 0 || i >= p->s.nCol) return SQLITE_OK;
   int iVec = i == p->s.iIpk ? 0 : i + 1;
   const csq_vec *v;
+  if (c->bProbe) {
+    uint32_t r;
+    v = vt_probe_value(c->pProbe, iVec, c->iHit, &r);
+    if (!v) {
+      vt_set_error(&p->base, "csq: column %s was not kept by the join probe", p->s.aCol[i].zName);
+      return SQLITE_ERROR;
+    }
+    vt_result_value(ctx, v, r);
+    return SQLITE_OK;
+  }
   if (c->nOut) {
     if (c->aOutOf[iVec] < 0) {
       vt_set_error(&p->base, "csq: column %s was not fetched (colUsed)", p->s.aCol[i].zName);
@@ -711,6 +828,12 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
 int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
+  if (c->bProbe) {
+    uint32_t r;
+    const csq_vec *v = vt_probe_value(c->pProbe, 0, c->iHit, &r);
+    *pRowid = v->aVal[r].i;
+    return SQLITE_OK;
+  }
   if (c->nOut) {
     *pRowid = c->aOut[0].aVal[c->iRow].i;
     return SQLITE_OK;

@@ -124,6 +124,7 @@ struct vt_tab {
   char *zDb;
   vt_schema s;
   int64_t nRowEst; /* rows at the last look, for xBestIndex */
+  uint64_t nWrite; /* xUpdate calls so far: tells a probe cache it is stale */
   /* write state of the open transaction */
   csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
   uint8_t *aBufDel; /* deleted flags of buffered rows */
@@ -202,6 +203,22 @@ int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char *
 int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr);
 /* Is device d the coordinator of a striped table written in this transaction? */
 int vt_stripe_is_coordinator(vt_conn *pConn, vt_dev *d);
+
+/* probe.c: the join probe cache of a cursor (plan 3). */
+#define VT_PROBE_MAX_ROWS 2000000 /* larger tables are probed by device scans */
+typedef struct vt_probe vt_probe;
+/* A cache of nVec vectors (as a cursor's aVec: [0] rowid, [1 + i] column
+** i), keeping those with aKeep[i] set, hashed on vector iKey. */
+vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp);
+void vt_probe_free(vt_probe *p);
+uint64_t vt_probe_stamp(const vt_probe *p);
+uint32_t vt_probe_rows(const vt_probe *p);
+int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow); /* row iRow of aSrc[] */
+int vt_probe_index(vt_probe *p);                                      /* after the last append */
+int vt_probe_find(vt_probe *p, sqlite3_value *pVal);                  /* rows where key = pVal */
+uint32_t vt_probe_nhit(const vt_probe *p);
+/* Vector iVec (NULL if not kept) and, in *piRow, the row of hit iHit. */
+const csq_vec *vt_probe_value(const vt_probe *p, int iVec, uint32_t iHit, uint32_t *piRow);
 
 /* cursor.c */
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);

@@ -329,6 +329,7 @@ int vt_flush(vt_tab *p) {
 
 int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {
   vt_tab *p = (vt_tab *)pVtab;
+  p->nWrite++;
   store_table *pTab = NULL;
   int rc = ensure_txn(p, &pTab);
   if (rc) return rc;

@@ -1,0 +1,193 @@
+/*
+** vtab/probe.c - the join probe cache: what lets a csq table be the inner
+** table of a nested-loop join without a scan per outer row.
+**
+** SQLite builds automatic indexes for its own tables, never for virtual
+** ones, so "fact JOIN dim ON f.k = d.k" calls the inner table's xFilter once
+** per outer row with a different value of d.k. For such a probe (plan 3 in
+** vtab/cursor.c: an equality on a numeric column whose right side is not a
+** constant) the cursor reads the table once, keeps the columns the
+** statement uses here, and hashes the probed column; each later xFilter is a
+** hash lookup. The cache lives as long as the cursor (one statement) and is
+** rebuilt if the table is written meanwhile.
+**
+** The lookup is exact for SQLite's "=" between a numeric-affinity column and
+** any value (numeric affinity is applied to the value first; integers and
+** reals compare by value, TEXT and BLOB by their bytes), and SQLite checks
+** the constraint again anyway (the plan does not set omit).
+*/
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <xxhash.h>
+
+#include "vtab/vtab.h"
+
+struct vt_probe {
+  int nVec; /* vectors kept: [0] rowid, [1 + i] column i (as the cursor's aVec) */
+  csq_vec *aVec;
+  uint8_t *aKeep;  /* which of them hold data */
+  int iKey;        /* the vector whose values are hashed */
+  uint32_t n;      /* rows */
+  uint32_t *aHead; /* bucket -> first row + 1 (0 = none) */
+  uint32_t *aNext; /* row -> next row + 1 in its bucket */
+  uint32_t nBucket;
+  uint32_t *aHit; /* rows of the last lookup */
+  uint32_t nHit, nHitAlloc;
+  uint64_t stamp; /* the table's write count when built */
+};
+
+vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp) {
+  vt_probe *p = sqlite3_malloc64(sizeof(*p));
+  if (!p) return NULL;
+  memset(p, 0, sizeof(*p));
+  p->aVec = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nVec);
+  p->aKeep = sqlite3_malloc64((size_t)nVec);
+  if (!p->aVec || !p->aKeep) {
+    sqlite3_free(p->aVec);
+    sqlite3_free(p->aKeep);
+    sqlite3_free(p);
+    return NULL;
+  }
+  for (int i = 0; i < nVec; i++) csq_vec_init(&p->aVec[i]);
+  memcpy(p->aKeep, aKeep, (size_t)nVec);
+  p->aKeep[iKey] = 1;
+  p->nVec = nVec;
+  p->iKey = iKey;
+  p->stamp = stamp;
+  return p;
+}
+
+void vt_probe_free(vt_probe *p) {
+  if (!p) return;
+  for (int i = 0; i < p->nVec; i++) csq_vec_free(&p->aVec[i]);
+  sqlite3_free(p->aVec);
+  sqlite3_free(p->aKeep);
+  free(p->aHead);
+  free(p->aNext);
+  free(p->aHit);
+  sqlite3_free(p);
+}
+
+uint64_t vt_probe_stamp(const vt_probe *p) {
+  return p->stamp;
+}
+uint32_t vt_probe_rows(const vt_probe *p) {
+  return p->n;
+}
+
+int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow) {
+  for (int i = 0; i < p->nVec; i++) {
+    if (!p->aKeep[i]) continue;
+    if (csq_vec_append(&p->aVec[i], &aSrc[i], iRow, 1)) return SQLITE_NOMEM;
+  }
+  p->n++;
+  return SQLITE_OK;
+}
+
+/* Hash of a value under SQLite's equality: a REAL with an integral value
+** in range hashes as that integer (1.0 = 1); NULL never matches. */
+static uint64_t key_hash(int cls, const csq_val *v, const char *z, uint32_t n) {
+  switch (cls) {
+  case CSQ_INT:
+    return XXH3_64bits(&v->i, 8);
+  case CSQ_REAL:
+    if (v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0 && v->r == floor(v->r)) {
+      int64_t i = (int64_t)v->r;
+      return XXH3_64bits(&i, 8);
+    }
+    return XXH3_64bits(&v->r, 8) ^ 0x5bd1e9955bd1e995ull;
+  case CSQ_TEXT:
+    return XXH3_64bits(z, n) ^ 0x27d4eb2f165667c5ull;
+  default:
+    return XXH3_64bits(z, n) ^ 0x94d049bb133111ebull;
+  }
+}
+
+/* Do two non-NULL values compare equal with "=" (BINARY collation)? */
+static int key_eq(int ca, const csq_val *a, const char *za, uint32_t na, int cb, const csq_val *b,
+                  const char *zb, uint32_t nb) {
+  int bNumA = ca == CSQ_INT || ca == CSQ_REAL, bNumB = cb == CSQ_INT || cb == CSQ_REAL;
+  if (bNumA != bNumB) return 0;
+  if (bNumA) {
+    if (ca == CSQ_INT && cb == CSQ_INT) return a->i == b->i;
+    if (ca == CSQ_REAL && cb == CSQ_REAL) return a->r == b->r;
+    int64_t i = ca == CSQ_INT ? a->i : b->i;
+    double r = ca == CSQ_REAL ? a->r : b->r;
+    /* exact: the real must be integral, in range, and the same integer */
+    if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0) || r != floor(r)) return 0;
+    return (int64_t)r == i;
+  }
+  return ca == cb && na == nb && (na == 0 || memcmp(za, zb, na) == 0);
+}
+
+int vt_probe_index(vt_probe *p) {
+  uint32_t nb = 16;
+  while (nb < 2 * (uint64_t)p->n && nb < (1u << 31)) nb <<= 1;
+  free(p->aHead);
+  free(p->aNext);
+  p->aHead = calloc(nb, sizeof(uint32_t));
+  p->aNext = malloc(sizeof(uint32_t) * (p->n ? p->n : 1));
+  if (!p->aHead || !p->aNext) return SQLITE_NOMEM;
+  p->nBucket = nb;
+  const csq_vec *k = &p->aVec[p->iKey];
+  /* insert back to front so that each chain lists rows in table order */
+  for (uint32_t r = p->n; r-- > 0;) {
+    int cls = k->aCls[r];
+    if (cls == CSQ_NULL) {
+      p->aNext[r] = 0;
+      continue;
+    }
+    uint64_t h = key_hash(cls, &k->aVal[r], csq_vec_bytes(k, r), k->aLen[r]);
+    uint32_t b = (uint32_t)h & (nb - 1);
+    p->aNext[r] = p->aHead[b];
+    p->aHead[b] = r + 1;
+  }
+  return SQLITE_OK;
+}
+
+int vt_probe_find(vt_probe *p, sqlite3_value *pVal) {
+  p->nHit = 0;
+  csq_vec v;
+  csq_vec_init(&v);
+  /* the comparison applies the column's numeric affinity to the value */
+  if (vt_push_value(&v, pVal, VT_AFF_NUMERIC)) {
+    csq_vec_free(&v);
+    return SQLITE_NOMEM;
+  }
+  int cls = v.aCls[0];
+  int rc = SQLITE_OK;
+  if (cls != CSQ_NULL) {
+    const char *z = csq_vec_bytes(&v, 0);
+    uint64_t h = key_hash(cls, &v.aVal[0], z, v.aLen[0]);
+    const csq_vec *k = &p->aVec[p->iKey];
+    for (uint32_t s = p->aHead[(uint32_t)h & (p->nBucket - 1)]; s; s = p->aNext[s - 1]) {
+      uint32_t r = s - 1;
+      if (!key_eq(k->aCls[r], &k->aVal[r], csq_vec_bytes(k, r), k->aLen[r], cls, &v.aVal[0], z,
+                  v.aLen[0]))
+        continue;
+      if (p->nHit == p->nHitAlloc) {
+        uint32_t nNew = p->nHitAlloc ? p->nHitAlloc * 2 : 16;
+        uint32_t *a = realloc(p->aHit, sizeof(uint32_t) * nNew);
+        if (!a) {
+          rc = SQLITE_NOMEM;
+          break;
+        }
+        p->aHit = a;
+        p->nHitAlloc = nNew;
+      }
+      p->aHit[p->nHit++] = r;
+    }
+  }
+  csq_vec_free(&v);
+  return rc;
+}
+
+uint32_t vt_probe_nhit(const vt_probe *p) {
+  return p->nHit;
+}
+
+const csq_vec *vt_probe_value(const vt_probe *p, int iVec, uint32_t iHit, uint32_t *piRow) {
+  *piRow = p->aHit[iHit];
+  return p->aKeep[iVec] ? &p->aVec[iVec] : NULL;
+}
