@@ -16,6 +16,7 @@
 ** handed to SQLite straight from the decoded vectors.
 */
 #include <errno.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -135,9 +136,75 @@ static int map_op(unsigned char op) {
   }
 }
 
-/* Decide one constraint: returns 1 and fills the term text if it is pushed. */
+void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab) {
+  int64_t nLive = 0;
+  int nRg = 0;
+  for (int k = 0; k < nTab; k++)
+    for (int g = 0; g < aTab[k]->nRg; g++, nRg++)
+      nLive += aTab[k]->apRg[g]->nRow - aTab[k]->apRg[g]->nDel;
+  p->nRowEst = nLive;
+  if (nRg == p->nZoneRg && p->aZone) return; /* an estimate: the same shape will do */
+  int nChunk = p->s.nCol + 1;
+  csq_zone *a = sqlite3_realloc64(p->aZone, sizeof(csq_zone) * (size_t)nChunk);
+  p->nZoneRg = 0;
+  if (!a) return; /* xBestIndex falls back to fixed guesses */
+  p->aZone = a;
+  for (int c = 0; c < nChunk; c++) {
+    int bFirst = 1;
+    for (int k = 0; k < nTab; k++)
+      for (int g = 0; g < aTab[k]->nRg; g++) {
+        const csq_zone *z = &aTab[k]->apRg[g]->aChunk[c].zone;
+        if (bFirst)
+          a[c] = *z;
+        else
+          csq_zone_merge(&a[c], z);
+        bFirst = 0;
+      }
+  }
+  p->nZoneRg = nRg;
+}
+
+/* The first 8 bytes of a string as a number, for interpolating text. */
+static double text_key(const unsigned char *z, int n) {
+  double d = 0;
+  for (int i = 0; i < 8; i++) d = d * 256.0 + (i < n ? z[i] : 0);
+  return d;
+}
+
+/*
+** The fraction of the table's rows below (or at) the constant pRhs, by
+** interpolating within the column's merged zone map (uniform values
+** assumed): numbers by value, text by its first 8 bytes. -1 when the zone
+** or the value does not allow it.
+*/
+static double zone_frac(const vt_tab *p, int iChunk, sqlite3_value *pRhs, int bNumeric) {
+  if (!p->aZone || p->nZoneRg == 0 || !pRhs) return -1;
+  const csq_zone *z = &p->aZone[iChunk];
+  int t = bNumeric ? sqlite3_value_numeric_type(pRhs) : sqlite3_value_type(pRhs);
+  double lo, hi, x;
+  if ((t == SQLITE_INTEGER || t == SQLITE_FLOAT) &&
+      (z->clsMask & ((1u << CSQ_INT) | (1u << CSQ_REAL))) &&
+      !(z->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB)))) {
+    lo = z->rMin;
+    hi = z->rMax;
+    x = sqlite3_value_double(pRhs);
+  } else if (t == SQLITE_TEXT && z->clsMask == (1u << CSQ_TEXT) && z->nMinTxt && z->nMaxTxt) {
+    lo = text_key((const unsigned char *)z->zMinTxt, z->nMinTxt);
+    hi = text_key((const unsigned char *)z->zMaxTxt, z->nMaxTxt);
+    x = text_key(sqlite3_value_text(pRhs), sqlite3_value_bytes(pRhs));
+  } else {
+    return -1;
+  }
+  if (!(lo <= hi) || !isfinite(lo) || !isfinite(hi) || !isfinite(x)) return -1;
+  if (x < lo) return 0;
+  if (x >= hi) return 1;
+  return hi > lo ? (x - lo) / (hi - lo) : 0.5;
+}
+
+/* Decide one constraint: returns 1 and fills the term text if it is pushed.
+** *pbEst says whether *pSel came from the zone maps rather than a guess. */
 static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *pTerms, int *pbOmit,
-                     double *pSel) {
+                     double *pSel, int *pbEst) {
   const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
   int op = map_op(c->op);
   if (!op) return 0;
@@ -189,6 +256,15 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
       sel = bRowid ? 0.0001 : 0.05;
     } else if (op == CSQ_OP_NE || op == CSQ_OP_ISNOT) {
       sel = 0.9;
+    }
+  }
+  *pbEst = 0;
+  if (bConst && !flags &&
+      (op == CSQ_OP_LT || op == CSQ_OP_LE || op == CSQ_OP_GT || op == CSQ_OP_GE)) {
+    double f = zone_frac(p, iChunk, pRhs, bNumeric);
+    if (f >= 0) {
+      sel = op == CSQ_OP_LT || op == CSQ_OP_LE ? f : 1 - f;
+      *pbEst = 1;
     }
   }
   sqlite3_str_appendf(pTerms, ";c%d:%s:%x:%c", iChunk, azOp[op], flags, cAff);
@@ -244,18 +320,31 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     pInfo->idxStr = sqlite3_mprintf("rowid-eq;cols=%llx", colUsed);
   } else {
     sqlite3_str *pTerms = sqlite3_str_new(NULL);
-    int nArg = 0;
+    int nArg = 0, bAllEst = 1;
     double sel = 1.0;
     for (int i = 0; i < pInfo->nConstraint && bPush; i++) {
-      int bOmit = 0;
+      int bOmit = 0, bEst = 0;
       double s1 = 1.0;
-      if (!pInfo->aConstraint[i].usable || !plan_term(p, pInfo, i, pTerms, &bOmit, &s1)) continue;
+      if (!pInfo->aConstraint[i].usable || !plan_term(p, pInfo, i, pTerms, &bOmit, &s1, &bEst))
+        continue;
       pInfo->aConstraintUsage[i].argvIndex = ++nArg;
       pInfo->aConstraintUsage[i].omit = (unsigned char)bOmit;
       sel *= s1;
+      bAllEst &= bEst;
     }
     char *zTerms = sqlite3_str_finish(pTerms);
     if (!zTerms && nArg) return SQLITE_NOMEM;
+    char zKeeps[40] = "";
+    if (nArg > 0 && bAllEst && p->s.ePush == VT_PUSH_AUTO && sel > VT_PUSH_MAX_SEL) {
+      /* the filter keeps most rows: the device would send back nearly the
+      ** whole (decoded) columns, while a host scan reads them compressed */
+      for (int i = 0; i < pInfo->nConstraint; i++) {
+        pInfo->aConstraintUsage[i].argvIndex = 0;
+        pInfo->aConstraintUsage[i].omit = 0;
+      }
+      nArg = 0;
+      sqlite3_snprintf(sizeof(zKeeps), zKeeps, ";keeps~%d%%", (int)(sel * 100 + 0.5));
+    }
     if (nArg > 0) {
       double nOut = nRow * sel < 1 ? 1 : nRow * sel;
       pInfo->idxNum = 2;
@@ -266,7 +355,7 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       pInfo->idxNum = 0;
       pInfo->estimatedCost = 100.0 + nRow;
       pInfo->estimatedRows = (sqlite3_int64)nRow;
-      pInfo->idxStr = sqlite3_mprintf("scan;cols=%llx", colUsed);
+      pInfo->idxStr = sqlite3_mprintf("scan;cols=%llx%s", colUsed, zKeeps);
     }
     sqlite3_free(zTerms);
   }
@@ -603,12 +692,7 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
   }
   for (int i = 0; i < nOut; i++) csq_vec_init(&c->aOut[i]);
   c->nOut = nOut;
-  int64_t nLive = 0;
-  for (int k = 0; k < c->nMem; k++) {
-    const store_table *pTab = c->aTab[k];
-    for (int g = 0; g < pTab->nRg; g++) nLive += pTab->apRg[g]->nRow - pTab->apRg[g]->nDel;
-  }
-  p->nRowEst = nLive;
+  vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
   /* one scan per member, all open at once: every device works in parallel */
   for (int k = 0; k < c->nMem; k++) {
     const store_table *pTab = c->aTab[k];
@@ -751,7 +835,8 @@ static int open_scan(vt_cursor *c, vt_tab *p) {
       c->apRg[c->nRg++] = pRg;
     }
   }
-  p->nRowEst = nLive;
+  vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
+  (void)nLive;
   if (p->aBuf) {
     /* rows still in the write buffer */
     uint32_t nBuf = p->aBuf[0].n;

@@ -371,13 +371,9 @@ int vt_stripe_check(vt_tab *p, char **pzErr) {
   char *zErr = NULL;
   int e = aTab && aSnap ? vt_visible_members(p, aTab, aSnap, &zErr) : -ENOMEM;
   if (e == 0) {
-    int64_t nRow = 0;
-    for (int k = 0; k < n; k++) {
-      for (int g = 0; g < aTab[k]->nRg; g++)
-        nRow += aTab[k]->apRg[g]->nRow - aTab[k]->apRg[g]->nDel;
+    vt_note_table(p, aTab, n);
+    for (int k = 0; k < n; k++)
       if (aSnap[k]) store_snap_unref(aSnap[k]);
-    }
-    p->nRowEst = nRow;
   } else if (e == -EBADMSG && n > 1) {
     free(zErr); /* torn or stale: reported by every read and write */
   } else {

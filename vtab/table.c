@@ -108,6 +108,7 @@ static void tab_free(vt_tab *p) {
     if (p->apMem[k]) vt_dev_release(p->pConn, p->apMem[k]);
   sqlite3_free(p->apMem);
   vt_schema_clear(&p->s);
+  sqlite3_free(p->aZone);
   sqlite3_free(p->zName);
   sqlite3_free(p->zDb);
   sqlite3_free(p);

@@ -29,6 +29,8 @@ extern const sqlite3_api_routines *sqlite3_api;
 #define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
 #define VT_BUSY_MS        5000  /* wait for another writer this long */
 #define VT_PUSH_MIN_ROWS  8192  /* pushdown=auto: smaller tables filter on the host */
+#define VT_PUSH_MAX_SEL                                                                            \
+  0.5 /* pushdown=auto: a filter keeping more (by the zone maps) runs on the host */
 
 #define VT_PUSH_AUTO   0
 #define VT_PUSH_ALWAYS 1
@@ -125,6 +127,9 @@ struct vt_tab {
   vt_schema s;
   int64_t nRowEst; /* rows at the last look, for xBestIndex */
   uint64_t nWrite; /* xUpdate calls so far: tells a probe cache it is stale */
+  csq_zone *aZone; /* per chunk (0 rowid, 1 + i column i): the zone maps of every row
+                      group merged, at the last look (xBestIndex's selectivity) */
+  int nZoneRg;     /* row groups merged into aZone; 0 = none yet */
   /* write state of the open transaction */
   csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
   uint8_t *aBufDel; /* deleted flags of buffered rows */
@@ -221,6 +226,9 @@ uint32_t vt_probe_nhit(const vt_probe *p);
 const csq_vec *vt_probe_value(const vt_probe *p, int iVec, uint32_t iHit, uint32_t *piRow);
 
 /* cursor.c */
+/* Note what a scan found of the table's committed rows: the row count and
+** the merged zone maps that xBestIndex estimates from. */
+void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab);
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur);
 int vt_close(sqlite3_vtab_cursor *pCur);
