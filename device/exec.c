@@ -835,6 +835,7 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
   else if (c->d.enc == CSQ_ENC_REAL_DEC) {
     /* the encoder guaranteed that this division gives back the exact bits */
     csq_unpack_u64(c->d.aPacked, c->d.width, b0, n, c->aCode);
+    c->aCodeB0 = b0;
     const uint64_t ref = (uint64_t)c->d.iRef;
     const double p10 = csq_pow10(c->d.nAux);
     for (uint32_t i = 0; i < n; i++) c->aR[i] = (double)(int64_t)(c->aCode[i] + ref) / p10;
@@ -911,6 +912,23 @@ static void col_close(ex_col *c) {
   free(c->aCode);
 }
 
+/* REAL_DEC: the first k in [lo, hi] whose value (double)k / p10 is >= r
+** (> r when bStrict), or hi + 1. The value only grows with k (an exact
+** integer divided by a positive constant, correctly rounded), so a binary
+** search over the chunk's range of integers is exact. */
+static int64_t dec_first(int64_t lo, int64_t hi, double p10, double r, int bStrict) {
+  int64_t a = lo, b = hi + 1; /* answer in [a, b] */
+  while (a < b) {
+    int64_t m = a + (b - a) / 2;
+    double v = (double)m / p10;
+    if (bStrict ? v > r : v >= r)
+      b = m;
+    else
+      a = m + 1;
+  }
+  return a;
+}
+
 /* ---- term evaluation over a selection ----
 ** aSel[0..n) are row numbers inside batch [b0, b0+nb); aM[k] receives 1 if
 ** row aSel[k] satisfies the term. pDict: per-term dictionary match map of
@@ -981,6 +999,50 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
         }
         aM[k] = (uint8_t)(f ? !et->bNot : (et->bNot && !et->bInNull));
       }
+    }
+    if (c->d.aNull)
+      for (k = 0; k < n; k++)
+        if (col_null(c, aSel[k])) aM[k] = rn;
+    return 0;
+  }
+  if (c->kind == K_REAL && et->bReal && c->d.enc == CSQ_ENC_REAL_DEC && c->d.width < 53 &&
+      et->t.op != CSQ_OP_NE && !isnan(et->rA) && !isnan(et->rB)) {
+    /* decimal-scaled: the comparison becomes a range of the integers, and
+    ** of the packed codes, so nothing is converted or divided */
+    const double p10 = csq_pow10(c->d.nAux);
+    const int64_t kMin = c->d.iRef, kMax = kMin + (((int64_t)1 << c->d.width) - 1);
+    double ra = et->rA, rb = et->t.op == CSQ_OP_BETWEEN ? et->rB : et->rA;
+    int64_t kLo = kMin, kHi = kMax;
+    switch (et->t.op) {
+    case CSQ_OP_GE:
+      kLo = dec_first(kMin, kMax, p10, ra, 0);
+      break;
+    case CSQ_OP_GT:
+      kLo = dec_first(kMin, kMax, p10, ra, 1);
+      break;
+    case CSQ_OP_LE:
+      kHi = dec_first(kMin, kMax, p10, ra, 1) - 1;
+      break;
+    case CSQ_OP_LT:
+      kHi = dec_first(kMin, kMax, p10, ra, 0) - 1;
+      break;
+    default: /* EQ, BETWEEN */
+      kLo = dec_first(kMin, kMax, p10, ra, 0);
+      kHi = dec_first(kMin, kMax, p10, rb, 1) - 1;
+      break;
+    }
+    uint8_t rn = et->nullRes;
+    if (kLo > kHi) {
+      memset(aM, 0, n);
+    } else if (kLo == kMin && kHi == kMax) {
+      memset(aM, 1, n);
+    } else {
+      if (c->aCodeB0 != b0) {
+        c->aCodeB0 = b0;
+        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
+      }
+      const uint64_t *u = c->aCode, lo = (uint64_t)(kLo - kMin), w = (uint64_t)(kHi - kLo);
+      for (k = 0; k < n; k++) aM[k] = (uint8_t)(u[aSel[k] - b0] - lo <= w);
     }
     if (c->d.aNull)
       for (k = 0; k < n; k++)
@@ -1276,6 +1338,15 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
     if (c->kind == K_INT) {
       col_ints(c, b0, nb);
       for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
+    } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
+      /* few rows of the batch survived the filter: convert just those */
+      if (c->aCodeB0 != b0) {
+        c->aCodeB0 = b0;
+        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
+      }
+      const uint64_t ref = (uint64_t)c->d.iRef;
+      const double p10 = csq_pow10(c->d.nAux);
+      for (k = 0; k < n; k++) e->aR[k] = (double)(int64_t)(c->aCode[aSel[k] - b0] + ref) / p10;
     } else {
       col_reals(c, b0, nb);
       for (k = 0; k < n; k++) e->aR[k] = c->aR[aSel[k] - b0];
