@@ -85,6 +85,12 @@ int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow) {
   return SQLITE_OK;
 }
 
+/* The bytes of value i of v if it is TEXT or BLOB, else NULL (a number's
+** slot is not an offset into the heap, which may not even exist). */
+static const char *val_bytes(const csq_vec *v, uint32_t i) {
+  return v->aCls[i] == CSQ_TEXT || v->aCls[i] == CSQ_BLOB ? csq_vec_bytes(v, i) : NULL;
+}
+
 /* Hash of a value under SQLite's equality: a REAL with an integral value
 ** in range hashes as that integer (1.0 = 1); NULL never matches. */
 static uint64_t key_hash(int cls, const csq_val *v, const char *z, uint32_t n) {
@@ -138,7 +144,7 @@ int vt_probe_index(vt_probe *p) {
       p->aNext[r] = 0;
       continue;
     }
-    uint64_t h = key_hash(cls, &k->aVal[r], csq_vec_bytes(k, r), k->aLen[r]);
+    uint64_t h = key_hash(cls, &k->aVal[r], val_bytes(k, r), k->aLen[r]);
     uint32_t b = (uint32_t)h & (nb - 1);
     p->aNext[r] = p->aHead[b];
     p->aHead[b] = r + 1;
@@ -158,12 +164,12 @@ int vt_probe_find(vt_probe *p, sqlite3_value *pVal) {
   int cls = v.aCls[0];
   int rc = SQLITE_OK;
   if (cls != CSQ_NULL) {
-    const char *z = csq_vec_bytes(&v, 0);
+    const char *z = val_bytes(&v, 0);
     uint64_t h = key_hash(cls, &v.aVal[0], z, v.aLen[0]);
     const csq_vec *k = &p->aVec[p->iKey];
     for (uint32_t s = p->aHead[(uint32_t)h & (p->nBucket - 1)]; s; s = p->aNext[s - 1]) {
       uint32_t r = s - 1;
-      if (!key_eq(k->aCls[r], &k->aVal[r], csq_vec_bytes(k, r), k->aLen[r], cls, &v.aVal[0], z,
+      if (!key_eq(k->aCls[r], &k->aVal[r], val_bytes(k, r), k->aLen[r], cls, &v.aVal[0], z,
                   v.aLen[0]))
         continue;
       if (p->nHit == p->nHitAlloc) {
