@@ -741,6 +741,12 @@ static int64_t rle_value(const ex_col *c, uint32_t run) {
   return (int64_t)((uint64_t)c->d.iRef + u);
 }
 
+/* REAL_DEC: the value of a code; the encoder guaranteed that this division
+** gives back the exact bits. */
+static inline double dec_value(const ex_col *c, uint64_t code) {
+  return (double)(int64_t)(code + (uint64_t)c->d.iRef) / csq_pow10(c->d.nAux);
+}
+
 /* Value of row r (any kind). */
 static void col_get(const ex_col *c, uint32_t r, ex_val *v) {
   uint64_t u;
@@ -767,7 +773,7 @@ static void col_get(const ex_col *c, uint32_t r, ex_val *v) {
       memcpy(&v->r, &u, 8);
     } else if (c->d.enc == CSQ_ENC_REAL_DEC) {
       csq_unpack_u64(c->d.aPacked, c->d.width, r, 1, &u);
-      v->r = (double)(int64_t)(u + (uint64_t)c->d.iRef) / csq_pow10(c->d.nAux);
+      v->r = dec_value(c, u);
     } else {
       v->r = c->d.rConst;
     }
@@ -805,6 +811,16 @@ static void col_get(const ex_col *c, uint32_t r, ex_val *v) {
   }
 }
 
+/* The packed codes of batch [b0, b0+n) in c->aCode (INT_FOR, REAL_DEC),
+** unpacked once per batch whoever asks first. */
+static const uint64_t *col_codes(ex_col *c, uint32_t b0, uint32_t n) {
+  if (c->aCodeB0 != b0) {
+    c->aCodeB0 = b0;
+    csq_unpack_u64(c->d.aPacked, c->d.width, b0, n, c->aCode);
+  }
+  return c->aCode;
+}
+
 /* Materialise batch [b0, b0+n) of an integer column into c->aI. */
 static void col_ints(ex_col *c, uint32_t b0, uint32_t n) {
   if (c->b0 == b0) return;
@@ -833,12 +849,8 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
   if (c->d.enc == CSQ_ENC_REAL_PLAIN)
     memcpy(c->aR, c->d.aReal + 8 * (size_t)b0, 8 * (size_t)n);
   else if (c->d.enc == CSQ_ENC_REAL_DEC) {
-    /* the encoder guaranteed that this division gives back the exact bits */
-    csq_unpack_u64(c->d.aPacked, c->d.width, b0, n, c->aCode);
-    c->aCodeB0 = b0;
-    const uint64_t ref = (uint64_t)c->d.iRef;
-    const double p10 = csq_pow10(c->d.nAux);
-    for (uint32_t i = 0; i < n; i++) c->aR[i] = (double)(int64_t)(c->aCode[i] + ref) / p10;
+    const uint64_t *u = col_codes(c, b0, n);
+    for (uint32_t i = 0; i < n; i++) c->aR[i] = dec_value(c, u[i]);
   } else
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
 }
@@ -929,6 +941,24 @@ static int64_t dec_first(int64_t lo, int64_t hi, double p10, double r, int bStri
   return a;
 }
 
+/* A term decided on packed codes (INT_FOR, REAL_DEC): aM[k] is whether row
+** aSel[k]'s code lies in [lo, lo + w] (mod 2^64), xor neg. eAll decides the
+** whole chunk at once where its range allows: 1 every code is inside, 0
+** none is, -1 look at each. NULL rows then get rn. */
+static void code_range(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n,
+                       int eAll, uint64_t lo, uint64_t w, uint8_t neg, uint8_t rn, uint8_t *aM) {
+  uint32_t k;
+  if (eAll >= 0) {
+    memset(aM, (uint8_t)eAll ^ neg, n);
+  } else {
+    const uint64_t *u = col_codes(c, b0, nb);
+    for (k = 0; k < n; k++) aM[k] = (uint8_t)((u[aSel[k] - b0] - lo <= w) ^ neg);
+  }
+  if (c->d.aNull)
+    for (k = 0; k < n; k++)
+      if (col_null(c, aSel[k])) aM[k] = rn;
+}
+
 /* ---- term evaluation over a selection ----
 ** aSel[0..n) are row numbers inside batch [b0, b0+nb); aM[k] receives 1 if
 ** row aSel[k] satisfies the term. pDict: per-term dictionary match map of
@@ -950,24 +980,10 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
     ** bits, so the whole chunk may be decided at once, and otherwise the
     ** codes are compared with the range moved by iRef, without decoding */
     uint64_t ref = (uint64_t)c->d.iRef, top = ((uint64_t)1 << c->d.width) - 1;
-    uint64_t lo = (uint64_t)et->lo - ref, w = (uint64_t)et->hi - (uint64_t)et->lo;
-    uint8_t neg = (uint8_t)et->bNeg, rn = et->nullRes;
     __int128 cMin = (__int128)c->d.iRef, cMax = cMin + (__int128)top;
-    int bAll = et->lo <= cMin && cMax <= et->hi;
-    int bNone = cMax < et->lo || cMin > et->hi;
-    if (bAll || bNone) {
-      for (k = 0; k < n; k++) aM[k] = (uint8_t)(bAll ^ neg);
-    } else {
-      if (c->aCodeB0 != b0) {
-        c->aCodeB0 = b0;
-        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
-      }
-      const uint64_t *u = c->aCode;
-      for (k = 0; k < n; k++) aM[k] = (uint8_t)((u[aSel[k] - b0] - lo <= w) ^ neg);
-    }
-    if (c->d.aNull)
-      for (k = 0; k < n; k++)
-        if (col_null(c, aSel[k])) aM[k] = rn;
+    int eAll = et->lo <= cMin && cMax <= et->hi ? 1 : cMax < et->lo || cMin > et->hi ? 0 : -1;
+    code_range(c, b0, nb, aSel, n, eAll, (uint64_t)et->lo - ref,
+               (uint64_t)et->hi - (uint64_t)et->lo, (uint8_t)et->bNeg, et->nullRes, aM);
     return 0;
   }
   if (c->kind == K_INT && et->ip != IP_GENERIC) {
@@ -1031,22 +1047,9 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
       kHi = dec_first(kMin, kMax, p10, rb, 1) - 1;
       break;
     }
-    uint8_t rn = et->nullRes;
-    if (kLo > kHi) {
-      memset(aM, 0, n);
-    } else if (kLo == kMin && kHi == kMax) {
-      memset(aM, 1, n);
-    } else {
-      if (c->aCodeB0 != b0) {
-        c->aCodeB0 = b0;
-        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
-      }
-      const uint64_t *u = c->aCode, lo = (uint64_t)(kLo - kMin), w = (uint64_t)(kHi - kLo);
-      for (k = 0; k < n; k++) aM[k] = (uint8_t)(u[aSel[k] - b0] - lo <= w);
-    }
-    if (c->d.aNull)
-      for (k = 0; k < n; k++)
-        if (col_null(c, aSel[k])) aM[k] = rn;
+    int eAll = kLo > kHi ? 0 : kLo == kMin && kHi == kMax ? 1 : -1;
+    code_range(c, b0, nb, aSel, n, eAll, (uint64_t)(kLo - kMin), (uint64_t)(kHi - kLo), 0,
+               et->nullRes, aM);
     return 0;
   }
   if (c->kind == K_REAL && et->bReal) {
@@ -1340,13 +1343,8 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
       for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
     } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
       /* few rows of the batch survived the filter: convert just those */
-      if (c->aCodeB0 != b0) {
-        c->aCodeB0 = b0;
-        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
-      }
-      const uint64_t ref = (uint64_t)c->d.iRef;
-      const double p10 = csq_pow10(c->d.nAux);
-      for (k = 0; k < n; k++) e->aR[k] = (double)(int64_t)(c->aCode[aSel[k] - b0] + ref) / p10;
+      const uint64_t *u = col_codes(c, b0, nb);
+      for (k = 0; k < n; k++) e->aR[k] = dec_value(c, u[aSel[k] - b0]);
     } else {
       col_reals(c, b0, nb);
       for (k = 0; k < n; k++) e->aR[k] = c->aR[aSel[k] - b0];

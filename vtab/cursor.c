@@ -816,12 +816,10 @@ static int open_scan(vt_cursor *c, vt_tab *p) {
   c->apRg = sqlite3_malloc64(sizeof(store_rg *) * (size_t)(nAll + 1));
   c->aRgMem = sqlite3_malloc64(sizeof(int) * (size_t)(nAll + 1));
   if (!c->apRg || !c->aRgMem) return SQLITE_NOMEM;
-  int64_t nLive = 0;
   for (int k = 0; k < c->nMem; k++) {
     const store_table *pTab = c->aTab[k];
     for (int g = 0; g < pTab->nRg; g++) {
       store_rg *pRg = pTab->apRg[g];
-      nLive += pRg->nRow - pRg->nDel;
       if (c->bLookup) {
         const csq_zone *z = &pRg->aChunk[0].zone;
         if (c->iLookup < z->iMin || c->iLookup > z->iMax) {
@@ -836,7 +834,6 @@ static int open_scan(vt_cursor *c, vt_tab *p) {
     }
   }
   vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
-  (void)nLive;
   if (p->aBuf) {
     /* rows still in the write buffer */
     uint32_t nBuf = p->aBuf[0].n;
