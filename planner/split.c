@@ -88,6 +88,10 @@ static int sp_column(sp *s, const pl_expr *e, char *pAff) {
         return 0;
       }
       *pAff = s->ti.aAff[i];
+      /* the device groups, compares and orders text BINARY; a column that
+      ** declares another collation makes SQLite do all three its way */
+      if (s->ti.aColl && s->ti.aColl[i])
+        sp_fail(s, "column %s declares a collation other than BINARY", s->ti.azCol[i]);
       return i + 1;
     }
   }

@@ -26,6 +26,8 @@ typedef struct pl_tabinfo {
   int nCol;
   const char *const *azCol; /* column names */
   const char *aAff;         /* affinity letter per column ('A'..'E', as vtab.h) */
+  const char *aColl;        /* per column: 1 if it declares a collation other than
+                               BINARY (NULL: every column is BINARY) */
   int iIpk;                 /* INTEGER PRIMARY KEY column, or -1 */
   /* For the cost model (the lookup leaves them as pl_plan_query set them,
   ** meaning "unknown", if it cannot tell): */

@@ -218,6 +218,7 @@ typedef struct q_lookup {
   vt_tab *pFound;
   const char **azCol;
   char *aAff;
+  char *aColl;
 } q_lookup;
 
 static vt_tab *find_tab(vt_conn *pConn, const char *zDb, const char *zTable) {
@@ -243,11 +244,14 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
     if (zDb && sqlite3_stricmp(t->zDb, zDb) != 0) continue;
     l->azCol = sqlite3_malloc64(sizeof(char *) * (size_t)t->s.nCol);
     l->aAff = sqlite3_malloc64((size_t)t->s.nCol + 1);
-    if (!l->azCol || !l->aAff) return 1;
+    l->aColl = sqlite3_malloc64((size_t)t->s.nCol + 1);
+    if (!l->azCol || !l->aAff || !l->aColl) return 1;
     for (int i = 0; i < t->s.nCol; i++) {
       l->azCol[i] = t->s.aCol[i].zName;
       l->aAff[i] = t->s.aCol[i].aff;
+      l->aColl[i] = (char)t->s.aCol[i].bColl;
     }
+    pInfo->aColl = l->aColl;
     pInfo->nCol = t->s.nCol;
     pInfo->azCol = l->azCol;
     pInfo->aAff = l->aAff;
@@ -372,11 +376,12 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
 /* Run the query: split between device and host when the planner can,
 ** otherwise as ordinary SQL. */
 static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) {
-  q_lookup l = {p->pConn, NULL, NULL, NULL};
+  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL};
   pl_plan *plan = NULL;
   int rc = pl_plan_query(p->db, p->zSql, aParam, nParam, q_lookup_table, &l, &plan);
   sqlite3_free(l.azCol);
   sqlite3_free(l.aAff);
+  sqlite3_free(l.aColl);
   if (rc) {
     pl_plan_free(plan);
     return rc;
@@ -543,11 +548,12 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   x_clear(c);
   const char *zSql = argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
   if (!zSql) return SQLITE_OK;
-  q_lookup l = {p->pConn, NULL, NULL, NULL};
+  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL};
   pl_plan *plan = NULL;
   int rc = pl_plan_query(p->db, zSql, NULL, 0, q_lookup_table, &l, &plan);
   sqlite3_free(l.azCol);
   sqlite3_free(l.aAff);
+  sqlite3_free(l.aColl);
   if (rc) return rc;
   x_add(c, "plan", sqlite3_mprintf("%s", plan->bPush ? "device+host" : "host"));
   x_add(c, "why", sqlite3_mprintf("%s", plan->zWhy));

@@ -76,7 +76,8 @@ typedef struct vt_col {
   char *zType; /* declared type ("" if none) */
   char aff;    /* VT_AFF_* */
   int bNotNull;
-  int bIpk; /* INTEGER PRIMARY KEY: an alias of the rowid */
+  int bIpk;  /* INTEGER PRIMARY KEY: an alias of the rowid */
+  int bColl; /* declares COLLATE other than BINARY */
 } vt_col;
 
 /* Parsed module arguments. */
