@@ -134,6 +134,15 @@ static inline uint64_t unpack_one(const uint8_t *packed, unsigned w, uint64_t i)
   return w == 64 ? x : x & (((uint64_t)1 << w) - 1);
 }
 
+void csq_unpack_sel(const uint8_t *packed, unsigned w, const uint32_t *aIdx, uint32_t n,
+                    uint64_t *out) {
+  if (w == 0 || w > 64) {
+    memset(out, 0, (size_t)n * 8);
+    return;
+  }
+  for (uint32_t k = 0; k < n; k++) out[k] = unpack_one(packed, w, aIdx[k]);
+}
+
 void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, uint64_t *out) {
   if (w == 0 || w > 64) {
     memset(out, 0, (size_t)n * 8);

@@ -146,6 +146,10 @@ int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pDesc);
 ** bytes (8 bytes of slack at the end let the unpacker use whole-word loads),
 ** and i0+n must not exceed nTotal. Fast for any width (specialised loops). */
 void csq_unpack_u64(const uint8_t *packed, unsigned width, uint32_t i0, uint32_t n, uint64_t *out);
+/* The codes at indexes aIdx[0..n) (any order), into out[0..n): for a few
+** rows of a batch, cheaper than unpacking all of it. */
+void csq_unpack_sel(const uint8_t *packed, unsigned width, const uint32_t *aIdx, uint32_t n,
+                    uint64_t *out);
 
 static inline uint64_t csq_packed_size(uint32_t nTotal, unsigned width) {
   return width == 0 ? 0 : ((uint64_t)nTotal * width + 63) / 64 * 8 + 8;

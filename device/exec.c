@@ -714,7 +714,7 @@ typedef struct ex_col {
   int64_t *aI;
   double *aR;
   uint64_t *aCode;
-  int64_t aCodeB0; /* K_INT FOR: batch whose codes are in aCode (-1 none) */
+  int64_t aCodeB0; /* FOR, REAL_DEC, DICT: batch whose codes are in aCode (-1 none) */
 } ex_col;
 
 static inline int col_null(const ex_col *c, uint32_t r) {
@@ -950,6 +950,15 @@ static void code_range(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel
   uint32_t k;
   if (eAll >= 0) {
     memset(aM, (uint8_t)eAll ^ neg, n);
+  } else if (c->aCodeB0 != b0 && (uint64_t)n * 8 < nb) {
+    /* few rows left in the batch: fetch just their codes */
+    uint64_t u[BATCH];
+    csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
+    for (k = 0; k < n; k++) aM[k] = (uint8_t)((u[k] - lo <= w) ^ neg);
+  } else if (n == nb && aSel[0] == b0 && aSel[n - 1] == b0 + n - 1) {
+    /* every row of the batch: no selection vector to follow (vectorises) */
+    const uint64_t *u = col_codes(c, b0, nb);
+    for (k = 0; k < n; k++) aM[k] = (uint8_t)((u[k] - lo <= w) ^ neg);
   } else {
     const uint64_t *u = col_codes(c, b0, nb);
     for (k = 0; k < n; k++) aM[k] = (uint8_t)((u[aSel[k] - b0] - lo <= w) ^ neg);
@@ -963,6 +972,15 @@ static void code_range(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel
 ** aSel[0..n) are row numbers inside batch [b0, b0+nb); aM[k] receives 1 if
 ** row aSel[k] satisfies the term. pDict: per-term dictionary match map of
 ** this chunk (K_DICT), built on first use. */
+/* A term over a dictionary column's entries (cached per term and row group):
+** m[e] is the term on entry e; eAll says whether the set entries are none
+** (0), all (1), one run lo..hi (-1) or scattered (-2). */
+typedef struct ex_dmask {
+  int eAll;
+  uint32_t lo, hi;
+  uint8_t m[];
+} ex_dmask;
+
 static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                      uint32_t n, uint8_t *aM, uint8_t **ppDict) {
   uint32_t k;
@@ -1088,28 +1106,45 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
     return 0;
   }
   if (c->kind == K_DICT) {
+    /* the term over each dictionary entry once; the entries are sorted
+    ** (chunk.c checks), so a range of values is usually a range of codes */
     if (!*ppDict) {
-      uint8_t *m = malloc(c->d.nAux ? c->d.nAux : 1);
-      if (!m) return CSQ_FAULT_NOMEM;
+      ex_dmask *dm = malloc(sizeof(ex_dmask) + (c->d.nAux ? c->d.nAux : 1));
+      if (!dm) return CSQ_FAULT_NOMEM;
+      uint32_t nSet = 0, lo = UINT32_MAX, hi = 0;
       for (uint32_t e = 0; e < c->d.nAux; e++) {
         uint32_t o0 = csq_le32(c->d.aOff + 4 * (size_t)e),
                  o1 = csq_le32(c->d.aOff + 4 * (size_t)e + 4);
         v.cls = CSQ_TEXT;
         v.z = c->d.aVar + o0;
         v.n = o1 - o0;
-        m[e] = (uint8_t)ev_one(et, &v);
+        dm->m[e] = (uint8_t)ev_one(et, &v);
+        if (dm->m[e]) {
+          nSet++;
+          if (lo == UINT32_MAX) lo = e;
+          hi = e;
+        }
       }
-      *ppDict = m;
+      dm->eAll = nSet == 0 ? 0 : nSet == c->d.nAux ? 1 : nSet == hi - lo + 1 ? -1 : -2;
+      dm->lo = lo;
+      dm->hi = hi;
+      *ppDict = (uint8_t *)dm;
     }
-    const uint8_t *m = *ppDict;
-    if (c->b0 != b0) {
-      c->b0 = b0;
-      csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
+    const ex_dmask *dm = (const ex_dmask *)*ppDict;
+    if (dm->eAll >= -1) { /* none, all, or one run of codes */
+      code_range(c, b0, nb, aSel, n, dm->eAll, dm->lo, (uint64_t)dm->hi - dm->lo, 0, et->nullRes,
+                 aM);
+      return 0;
     }
+    const uint64_t *u = col_codes(c, b0, nb);
+    const uint8_t *m = dm->m;
     for (k = 0; k < n; k++) {
-      uint64_t code = c->aCode[aSel[k] - b0];
-      aM[k] = col_null(c, aSel[k]) ? et->nullRes : code < c->d.nAux ? m[code] : 0;
+      uint64_t code = u[aSel[k] - b0];
+      aM[k] = code < c->d.nAux ? m[code] : 0;
     }
+    if (c->d.aNull)
+      for (k = 0; k < n; k++)
+        if (col_null(c, aSel[k])) aM[k] = et->nullRes;
     return 0;
   }
   for (k = 0; k < n; k++) {
@@ -1338,16 +1373,23 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
     return;
   }
   if (c->kind == K_INT || c->kind == K_REAL) {
+    int bDense = n > 0 && aSel[n - 1] - aSel[0] == n - 1; /* rows aSel[0].. in a run */
     if (c->kind == K_INT) {
       col_ints(c, b0, nb);
-      for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
+      if (bDense)
+        memcpy(e->aI, c->aI + (aSel[0] - b0), 8 * (size_t)n);
+      else
+        for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
     } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
       /* few rows of the batch survived the filter: convert just those */
       const uint64_t *u = col_codes(c, b0, nb);
       for (k = 0; k < n; k++) e->aR[k] = dec_value(c, u[aSel[k] - b0]);
     } else {
       col_reals(c, b0, nb);
-      for (k = 0; k < n; k++) e->aR[k] = c->aR[aSel[k] - b0];
+      if (bDense)
+        memcpy(e->aR, c->aR + (aSel[0] - b0), 8 * (size_t)n);
+      else
+        for (k = 0; k < n; k++) e->aR[k] = c->aR[aSel[k] - b0];
     }
     uint8_t cls = c->kind == K_INT ? CSQ_INT : CSQ_REAL;
     e->cls = cls;
@@ -1754,6 +1796,34 @@ static int ag_hash_grow(ag_tab *t) {
   return 0;
 }
 
+/* Hash of a group's key values, the same whether the keys come from row
+** vectors (ag_ids_hash) or from a seeded result (ag_seed). */
+static uint64_t keys_hash(const ex_val *aK, int nKey) {
+  uint64_t h = 0x84222325cbf29ce4ull;
+  for (int j = 0; j < nKey; j++) h = (h ^ key_hash(&aK[j])) * 0x100000001b3ull;
+  return mix64(h);
+}
+
+/* The group whose keys equal aK (hash h), created if none; -1 when out of
+** memory. The hash table must have room (ag_hash_grow). */
+static int64_t ag_lookup(ag_tab *t, const ex_val *aK, uint64_t h) {
+  int nKey = t->nKey;
+  uint32_t mask = t->nSlot - 1, pos = (uint32_t)h & mask, s;
+  while ((s = t->aSlot[pos]) != 0) {
+    uint32_t c = s - 1;
+    if (t->aHashG[c] == h) {
+      const ex_val *gk = &t->aKey[(size_t)c * nKey];
+      int j = 0;
+      while (j < nKey && key_eq(&gk[j], &aK[j])) j++;
+      if (j == nKey) return c;
+    }
+    pos = (pos + 1) & mask;
+  }
+  int64_t g = ag_new_group(t, aK, h);
+  if (g >= 0) t->aSlot[pos] = (uint32_t)g + 1;
+  return g;
+}
+
 /* Group ids of rows [0, n) by hashing the key vectors. 0 or a fault. */
 static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n,
                        uint32_t *aGid) {
@@ -1776,28 +1846,9 @@ static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t
   }
   for (uint32_t k = 0; k < n; k++) {
     if (ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
-    uint64_t h = mix64(aH[k]);
-    uint32_t mask = t->nSlot - 1, pos = (uint32_t)h & mask, s;
     for (int j = 0; j < nKey; j++) ev_get(&aEv[pp->aKey[j]], k, &aK[j]);
-    int64_t g = -1;
-    while ((s = t->aSlot[pos]) != 0) {
-      uint32_t c = s - 1;
-      if (t->aHashG[c] == h) {
-        const ex_val *gk = &t->aKey[(size_t)c * nKey];
-        int j = 0;
-        while (j < nKey && key_eq(&gk[j], &aK[j])) j++;
-        if (j == nKey) {
-          g = c;
-          break;
-        }
-      }
-      pos = (pos + 1) & mask;
-    }
-    if (g < 0) {
-      g = ag_new_group(t, aK, h);
-      if (g < 0) return CSQ_FAULT_NOMEM;
-      t->aSlot[pos] = (uint32_t)g + 1;
-    }
+    int64_t g = ag_lookup(t, aK, mix64(aH[k]));
+    if (g < 0) return CSQ_FAULT_NOMEM;
     aGid[k] = (uint32_t)g;
   }
   return 0;
@@ -1824,15 +1875,12 @@ static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b
     if (c->bAllNull || c->kind == K_CONSTX) {
       for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : 0);
     } else if (c->kind == K_DICT) {
-      if (c->b0 != b0) {
-        c->b0 = b0;
-        csq_unpack_u64(c->d.aPacked, c->d.width, b0, nb, c->aCode);
-      }
+      const uint64_t *u = col_codes(c, b0, nb);
       if (c->d.aNull) {
         for (uint32_t k = 0; k < n; k++)
-          aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : (uint32_t)c->aCode[aSel[k] - b0]);
+          aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : (uint32_t)u[aSel[k] - b0]);
       } else {
-        for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)c->aCode[aSel[k] - b0];
+        for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)u[aSel[k] - b0];
       }
     } else {
       col_ints(c, b0, nb);
@@ -1857,7 +1905,14 @@ static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b
       ex_val aK[CSQ_AGG_MAX_KEYS];
       memset(aK, 0, sizeof(aK));
       for (int j = 0; j < t->nKey; j++) col_get(&aCol[pp->aExpr[pp->aKey[j]].a], aSel[k], &aK[j]);
-      int64_t gg = ag_new_group(t, aK, idx);
+      /* codes are this row group's: a seeded group is found by its values */
+      int64_t gg;
+      if (t->nSlot) {
+        if (ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
+        gg = ag_lookup(t, aK, keys_hash(aK, t->nKey));
+      } else {
+        gg = ag_new_group(t, aK, idx);
+      }
       if (gg < 0) return CSQ_FAULT_NOMEM;
       g = (int32_t)gg;
       t->aDirect[idx] = g;
@@ -2181,12 +2236,136 @@ static uint64_t ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uin
   return nBytes;
 }
 
+/* One column of a result, located for reading (ag_seed). */
+typedef struct ag_rcol {
+  uint8_t cls; /* the one class of every value, or 0: see aCls */
+  const uint8_t *aCls, *aVal, *aLen, *aHeap;
+  uint64_t nHeap;
+} ag_rcol;
+
+/* Value r of a located result column; 0, or -1 if it points outside its heap. */
+static int rcol_get(const ag_rcol *c, uint32_t r, ex_val *v) {
+  memset(v, 0, sizeof(*v));
+  v->cls = c->cls ? c->cls : c->aCls[r];
+  uint64_t u = csq_le64(c->aVal + 8ull * r);
+  switch (v->cls) {
+  case CSQ_INT:
+    v->i = (int64_t)u;
+    return 0;
+  case CSQ_REAL:
+    memcpy(&v->r, &u, 8);
+    return 0;
+  case CSQ_TEXT:
+  case CSQ_BLOB:
+    v->n = csq_le32(c->aLen + 4ull * r);
+    if (u > c->nHeap || v->n > c->nHeap - u) return -1;
+    v->z = c->aHeap + u;
+    return 0;
+  case CSQ_NULL:
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+/* Load a previous result of this program (p, n bytes: a private copy that
+** outlives t) into t as its starting groups, for Execute with CSQ_EXEC_ACC.
+** The bytes come from the output area, which the host owns between
+** commands, so they are checked like any input. 0 or CSQ_FAULT_BAD_JOB /
+** CSQ_FAULT_NOMEM. */
+static int ag_seed(ag_tab *t, const csq_prog *pp, const int8_t *aAlias, const uint8_t *p,
+                   uint64_t n) {
+  uint32_t nRows = csq_le32(p + 4), nCol = csq_le32(p + 12);
+  if (csq_le32(p) != CSQ_RES_MAGIC || nCol != (uint32_t)t->nCol ||
+      CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol > n ||
+      nCol > CSQ_AGG_MAX_KEYS + 8 * CSQ_AGG_MAX_AGGS)
+    return CSQ_FAULT_BAD_JOB;
+  ag_rcol aRc[CSQ_AGG_MAX_KEYS + 8 * CSQ_AGG_MAX_AGGS];
+  uint64_t q = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol;
+  for (uint32_t j = 0; j < nCol; j++) {
+    const uint8_t *d = p + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
+    ag_rcol *c = &aRc[j];
+    uint8_t m = d[0], bCls = d[1], bLen = d[2];
+    c->nHeap = csq_le64(d + 8);
+    if (c->nHeap > n || (m & 0xC1)) return CSQ_FAULT_BAD_JOB;
+    uint64_t need =
+        (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(c->nHeap);
+    if (nRows > n || need > n - q) return CSQ_FAULT_BAD_JOB;
+    c->cls = 0;
+    c->aCls = bCls ? p + q : NULL;
+    c->aVal = p + q + (bCls ? pad8(nRows) : 0);
+    c->aLen = bLen ? c->aVal + 8ull * nRows : NULL;
+    c->aHeap = c->aVal + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0);
+    if (!bCls) {
+      for (int k = CSQ_INT; k <= CSQ_NULL; k++)
+        if (m == (1u << k)) c->cls = (uint8_t)k;
+      if (nRows && !c->cls) return CSQ_FAULT_BAD_JOB;
+    }
+    if (!bLen && (m & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB)))) return CSQ_FAULT_BAD_JOB;
+    q += need;
+  }
+  ex_val aK[CSQ_AGG_MAX_KEYS], v;
+  for (uint32_t r = 0; r < nRows; r++) {
+    for (int j = 0; j < t->nKey; j++)
+      if (rcol_get(&aRc[j], r, &aK[j])) return CSQ_FAULT_BAD_JOB;
+    int64_t g;
+    if (t->nKey == 0) {
+      if (nRows != 1) return CSQ_FAULT_BAD_JOB;
+      g = ag_new_group(t, NULL, 0);
+    } else {
+      if (ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
+      uint32_t nBefore = t->nGroup;
+      g = ag_lookup(t, aK, keys_hash(aK, t->nKey));
+      if (g >= 0 && t->nGroup == nBefore) return CSQ_FAULT_BAD_JOB; /* a key twice */
+    }
+    if (g < 0) return CSQ_FAULT_NOMEM;
+    int j = t->nKey;
+    for (int ia = 0; ia < t->nAgg; j += csq_agg_state_cols(pp->aAgg[ia].fn), ia++) {
+      if (aAlias[ia] >= 0) continue; /* shares the state of an earlier one */
+      uint8_t *st = t->aState + (size_t)g * t->stride + t->aOff[ia];
+      switch (pp->aAgg[ia].fn) {
+      case CSQ_AGG_COUNT_STAR:
+      case CSQ_AGG_COUNT:
+        if (rcol_get(&aRc[j], r, &v) || v.cls != CSQ_INT || v.i < 0) return CSQ_FAULT_BAD_JOB;
+        *(int64_t *)st = v.i;
+        break;
+      case CSQ_AGG_MIN:
+      case CSQ_AGG_MAX:
+        if (rcol_get(&aRc[j], r, &v)) return CSQ_FAULT_BAD_JOB;
+        if (v.cls == CSQ_NULL) v.cls = 0; /* none yet */
+        t->nVar += var_bytes(&v);
+        *(ex_val *)st = v;
+        break;
+      default: { /* the 8 SUM columns, in program.h's order */
+        ex_val a[CSQ_AGG_SUM_COLS];
+        for (int k = 0; k < CSQ_AGG_SUM_COLS; k++)
+          if (rcol_get(&aRc[j + k], r, &a[k]) ||
+              a[k].cls != (k == 4 || k == 5 ? CSQ_REAL : CSQ_INT))
+            return CSQ_FAULT_BAD_JOB;
+        ag_sum *sm = (ag_sum *)st;
+        sm->cnt = a[0].i;
+        sm->nReal = a[1].i;
+        sm->isum = (__int128)(((unsigned __int128)(uint64_t)a[3].i << 64) | (uint64_t)a[2].i);
+        sm->rs = a[4].r;
+        sm->rc = a[5].r;
+        /* a saturated bound stays saturated (any value past INT64_MAX
+        ** does); the positives' bound is isum + ineg again */
+        sm->ineg = a[7].i == INT64_MAX ? (__int128)1 << 100 : a[7].i;
+        if (a[7].i < 0 || a[6].i < 0) return CSQ_FAULT_BAD_JOB;
+        break;
+      }
+      }
+    }
+  }
+  return 0;
+}
+
 /* Aggregate the selected rows aSel[0..nSel) (ascending, from row `start` of
 ** an nRow-row group) into the output area. 0 or a CSQ_FAULT_* reason; on
 ** success *pRet is the completion's DW0-DW1. */
 static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t nSel,
-                    uint32_t start, uint32_t nRow, uint8_t *pOut, uint64_t nOutArea,
-                    dev_exec_ctx *ctx, uint64_t *pRet) {
+                    uint32_t start, uint32_t nRow, const uint8_t *pSeed, uint64_t nSeed,
+                    uint8_t *pOut, uint64_t nOutArea, dev_exec_ctx *ctx, uint64_t *pRet) {
   const csq_prog *pp = &ep->p;
   ag_tab t;
   int reason = 0;
@@ -2313,6 +2492,12 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     reason = CSQ_FAULT_NOMEM;
     goto done;
   }
+  uint32_t nSeeded = 0;
+  if (pSeed) {
+    reason = ag_seed(&t, pp, aAlias, pSeed, nSeed);
+    if (reason) goto done;
+    nSeeded = t.nGroup;
+  }
 
   uint32_t nextRow = nRow;
   uint32_t k0 = 0;
@@ -2375,9 +2560,9 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     k0 = kEnd;
   }
   uint64_t nBytes = ag_write(&t, pp, pOut, nextRow);
-  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | (nBytes << 32);
+  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | ((nBytes | (nextRow < nRow)) << 32);
   ctx->pStats->rows_scanned += nextRow - start;
-  ctx->pStats->rows_returned += t.nGroup;
+  ctx->pStats->rows_returned += t.nGroup - nSeeded;
   if (start == 0) ctx->pStats->row_groups_scanned++;
 done:
   if (apCondDict)
@@ -2398,6 +2583,35 @@ static int fault(uint64_t *pRet, uint64_t reason) {
   return CSQ_SC_PROGRAM_FAULT;
 }
 
+/* Order the clauses by the share of rows s[0..n) of one batch each keeps on
+** its own (a clause of several ORed terms, costlier per row, counts as
+** keeping all), most selective first, into aOrd. 0 or a fault. */
+static int order_clauses(const ex_prog *ep, ex_col *aCol, uint32_t ab0, uint32_t anb,
+                         const uint32_t *s, uint32_t n, uint8_t *aM, uint8_t **apDict,
+                         const int *aFirst, int *aOrd) {
+  const csq_prog *pp = &ep->p;
+  uint32_t aKeep[CSQ_PROG_MAX_TERMS];
+  for (int cl = 0; cl < pp->nClause; cl++) {
+    aKeep[cl] = n + 1;
+    if (pp->aClause[cl] != 1) continue;
+    const ex_term *et = &ep->aT[aFirst[cl]];
+    int rc = eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aM, &apDict[aFirst[cl]]);
+    if (rc) return rc;
+    uint32_t m = 0;
+    for (uint32_t k = 0; k < n; k++) m += aM[k];
+    aKeep[cl] = m;
+  }
+  for (int i = 1; i < pp->nClause; i++) { /* insertion sort, stable */
+    int x = aOrd[i], j = i;
+    while (j > 0 && aKeep[aOrd[j - 1]] > aKeep[x]) {
+      aOrd[j] = aOrd[j - 1];
+      j--;
+    }
+    aOrd[j] = x;
+  }
+  return 0;
+}
+
 static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   ex_prog *ep = pCompiled;
   const csq_prog *pp = &ep->p;
@@ -2405,6 +2619,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   uint8_t **apDict = NULL;
   uint32_t *aSel = NULL;
   ex_outcol *aOc = NULL;
+  int *aOrd = NULL;
   int rc = 0, nOpen = 0;
   uint64_t reason = 0;
   *pRet = 0;
@@ -2425,10 +2640,27 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       csq_job_hash(pJob, nJobNeed + delBytes) != csq_le64(pJob + 16))
     return fault(pRet, CSQ_FAULT_BAD_JOB);
   const uint8_t *aDel = delBytes ? pJob + nJobNeed : NULL;
-  uint64_t start = ctx->aParam[1];
-  if (start > nRow) return fault(pRet, CSQ_FAULT_BAD_JOB);
+  uint64_t start = ctx->aParam[1] & CSQ_EXEC_START_MASK;
+  int bAcc = (ctx->aParam[1] & CSQ_EXEC_ACC) != 0;
+  uint32_t accCheck = (uint32_t)(ctx->aParam[1] >> 32);
+  if (start > nRow || (ctx->aParam[1] & ~(CSQ_EXEC_START_MASK | CSQ_EXEC_ACC) && !bAcc) ||
+      (bAcc && !pp->bAgg))
+    return fault(pRet, CSQ_FAULT_BAD_JOB);
   uint64_t nFixed = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * pp->nOut;
   if (nOutArea < nFixed) return fault(pRet, CSQ_FAULT_OUTPUT_FULL);
+  uint8_t *pSeed = NULL;
+  uint64_t nSeed = 0;
+  if (bAcc) {
+    /* the result already in the output area, checked against the check
+    ** value its own Execute returned, and copied: this run overwrites it */
+    nSeed = nOutArea >= CSQ_RES_HDR ? csq_le64(pOut + 16) : 0;
+    if (nSeed < CSQ_RES_HDR || nSeed > nOutArea || (nSeed & 7))
+      return fault(pRet, CSQ_FAULT_BAD_JOB);
+    if (csq_res_check(pOut, nSeed) != accCheck) return fault(pRet, CSQ_FAULT_CHECKSUM);
+    pSeed = malloc(nSeed);
+    if (!pSeed) return fault(pRet, CSQ_FAULT_NOMEM);
+    memcpy(pSeed, pOut, nSeed);
+  }
 
   aCol = calloc(nIn ? nIn : 1, sizeof(ex_col));
   apDict = calloc(pp->nTerm ? pp->nTerm : 1, sizeof(uint8_t *));
@@ -2454,9 +2686,24 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     if (reason) goto done;
   }
 
-  /* Filter, batch by batch, collecting qualifying rows in aSel. */
+  /* Filter, batch by batch, collecting qualifying rows in aSel. Clauses
+  ** run in the order of their selectivity, measured on this row group's
+  ** first full batch (AND is commutative and terms have no side effects,
+  ** so the order changes the work, not the answer). */
   uint32_t nSel = 0;
   uint8_t aM[BATCH], aOr[BATCH];
+  aOrd = malloc(sizeof(int) * 2 * (pp->nClause ? pp->nClause : 1));
+  int *aFirst;
+  if (!aOrd) {
+    reason = CSQ_FAULT_NOMEM;
+    goto done;
+  }
+  aFirst = aOrd + pp->nClause;
+  for (int cl = 0, iT = 0; cl < pp->nClause; iT += pp->aClause[cl], cl++) {
+    aOrd[cl] = cl;
+    aFirst[cl] = iT;
+  }
+  int bOrdered = pp->nClause < 2;
   for (uint32_t b0 = (uint32_t)start; b0 < nRow;) {
     uint32_t bEnd = (b0 / BATCH + 1) * BATCH; /* batches aligned to BATCH rows */
     if (bEnd > nRow) bEnd = nRow;
@@ -2470,8 +2717,13 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       for (uint32_t r = b0; r < bEnd; r++) s[n++] = r;
     }
     (void)nb;
-    int iTerm = 0;
-    for (int cl = 0; cl < pp->nClause && n > 0; cl++) {
+    if (!bOrdered && n >= BATCH / 4) {
+      reason = (uint64_t)order_clauses(ep, aCol, ab0, anb, s, n, aM, apDict, aFirst, aOrd);
+      if (reason) goto done;
+      bOrdered = 1;
+    }
+    for (int io = 0; io < pp->nClause && n > 0; io++) {
+      int cl = aOrd[io], iTerm = aFirst[cl];
       int nT = pp->aClause[cl];
       if (nT == 1) {
         const ex_term *et = &ep->aT[iTerm];
@@ -2493,15 +2745,14 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
         m += aM[k];
       }
       n = m;
-      iTerm += nT;
     }
     nSel += n;
     b0 = bEnd;
   }
 
   if (pp->bAgg) {
-    reason =
-        (uint64_t)agg_exec(ep, aCol, aSel, nSel, (uint32_t)start, nRow, pOut, nOutArea, ctx, pRet);
+    reason = (uint64_t)agg_exec(ep, aCol, aSel, nSel, (uint32_t)start, nRow, pSeed, nSeed, pOut,
+                                nOutArea, ctx, pRet);
     goto done;
   }
 
@@ -2561,7 +2812,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   put32(pOut + 8, nextRow);
   put32(pOut + 12, (uint32_t)pp->nOut);
   put64(pOut + 16, nBytes);
-  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | (nBytes << 32);
+  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | ((nBytes | (nextRow < nRow)) << 32);
   ctx->pStats->rows_scanned += nextRow - start;
   ctx->pStats->rows_returned += nKeep;
   if (start == 0) ctx->pStats->row_groups_scanned++;
@@ -2575,6 +2826,8 @@ done:
   free(apDict);
   free(aSel);
   free(aOc);
+  free(pSeed);
+  free(aOrd);
   if (reason) rc = fault(pRet, reason);
   return rc;
 }

@@ -111,8 +111,17 @@
 **   Parameters: aParam[0] = the program's identifier (XXH3-64 of its bytes;
 **     a mismatch with the program in the slot faults with
 **     CSQ_FAULT_STALE_PROGRAM, so a slot reloaded by someone else is never
-**     run by mistake); aParam[1] = first row to process (0, or the nextRow
-**     of a result that did not fit).
+**     run by mistake); aParam[1] (CDW14 | CDW15 << 32): bits 30:0 the first
+**     row to process (0, or the nextRow of a result that did not fit); bit
+**     31 CSQ_EXEC_ACC, accumulate (aggregation programs only): the output
+**     area already holds a complete result of this program (from an
+**     earlier Execute over other rows), and this run merges its rows into
+**     it, so the host reads one result for many row groups; then bits
+**     63:32 must be that result's csq_res_check (its Execute's DW0), which
+**     the engine verifies before trusting it (else CSQ_FAULT_CHECKSUM).
+**     Without the flag, bits 63:31 are 0. Accumulating is exact only where
+**     the order in which rows reach the aggregates cannot show (the host
+**     decides: dev_scan's order-free test).
 **   Job descriptor, 24 + 24*nIn bytes + delete bitmap
 **     0  u32 magic      CSQ_JOB_MAGIC ("CSQJ")
 **     4  u32 nRow       rows of the row group (<= CSQ_CHUNK_MAX_VALS)
@@ -145,8 +154,10 @@
 **          if bLen: nRows x u32 byte lengths (0 for non TEXT/BLOB), padded
 **                   to 8
 **          nHeap bytes of TEXT/BLOB, padded to 8
-**   Completion: DW0 = csq_res_check() of the result, DW1 = nBytes (the
-**   host reads that much and checks DW0 against what arrived).
+**   Completion: DW0 = csq_res_check() of the result, DW1 = nBytes | P,
+**   where P (bit 0; nBytes is a multiple of 8) is 1 when nextRow < nRow (the
+**   host reads nBytes and checks DW0 against what arrived; P lets it know
+**   the result is partial without reading it).
 **   Faults: status CSQ_SC_PROGRAM_FAULT with DW0-DW1 = a CSQ_FAULT_* reason.
 **
 ** AGGREGATION (version 2)
@@ -251,6 +262,10 @@
 #define CSQ_JOB_CHUNK_SZ  24
 #define CSQ_RES_HDR       24
 #define CSQ_RES_COL_SZ    16
+
+/* Execute's aParam[1] (see RUNNING A PROGRAM). */
+#define CSQ_EXEC_START_MASK 0x7FFFFFFFull
+#define CSQ_EXEC_ACC        0x80000000ull
 
 #define CSQ_PROG_MAX_BYTES  (256u * 1024)
 #define CSQ_PROG_MAX_IN     1024

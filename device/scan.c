@@ -41,6 +41,9 @@
   32 /* re-executions after a stale/unloaded program (another connection                           \
       ** may replace ours between Load and Execute) */
 #define MAX_COPY_RANGES 256
+#define ACC_MAX_BYTES                                                                              \
+  (64u * 1024) /* an accumulated result larger than this is read out: beyond it,                   \
+               ** merging on the device costs more than it saves */
 
 enum { S_FREE, S_COPY, S_EXEC, S_READ, S_READY };
 
@@ -63,6 +66,8 @@ typedef struct scan_slot {
   uint32_t nRow;     /* rows of the row group */
   uint32_t startRow; /* aParam[1] of the Execute in flight */
   int nRetry;
+  int bAcc; /* the output area holds a complete result (nRes bytes, resCheck)
+            ** that the slot's next Execute accumulates into */
 } scan_slot;
 
 struct dev_scan {
@@ -99,6 +104,7 @@ struct dev_scan {
   void *pHostProg; /* the program as the host engine's xVerify compiled it */
   int bHostMore;   /* the host slot's row group has more to run (from startRow) */
   int nLbaCap;     /* LBA ranges a device slot's aLba holds */
+  int bAcc;        /* accumulate mode (see dev_scan_next_acc) */
 };
 
 /* ---- registry of open scans (completion routing) ---- */
@@ -371,8 +377,8 @@ static int submit_exec(dev_scan *s, scan_slot *t) {
   e.cdw11 = 3;
   e.cdw12 = (uint32_t)s->id;
   e.cdw13 = (uint32_t)(s->id >> 32);
-  e.cdw14 = t->startRow;
-  e.cdw15 = 0;
+  e.cdw14 = t->startRow | (t->bAcc ? (uint32_t)CSQ_EXEC_ACC : 0);
+  e.cdw15 = t->bAcc ? t->resCheck : 0;
   e.prp1 = (uint64_t)(uintptr_t)t->aMr;
   t->nCid = 0;
   t->state = S_EXEC;
@@ -463,6 +469,28 @@ static const char *op_of(int state) {
                            : "SLM Read";
 }
 
+/* Read slot t's result (nRes bytes, checked against resCheck on arrival). */
+static int slot_read(dev_scan *s, scan_slot *t) {
+  const store_rg *pRg = s->apRg[t->iRg];
+  if (t->nRes > t->nResAlloc) {
+    uint8_t *a = realloc(t->aRes, t->nRes);
+    if (!a) return scan_fail(s, -ENOMEM, pRg, t->iRg, "reading the result", "out of memory");
+    t->aRes = a;
+    t->nResAlloc = t->nRes;
+  }
+  csq_sqe e;
+  sqe_init(&e, CSQ_SLM_READ, CSQ_NSID_SLM);
+  e.cdw10 = (uint32_t)(t->slm + t->offOut);
+  e.cdw11 = (uint32_t)((t->slm + t->offOut) >> 32);
+  e.cdw12 = (uint32_t)t->nRes;
+  e.prp1 = (uint64_t)(uintptr_t)t->aRes;
+  t->nCid = 0;
+  t->state = S_READ;
+  int rc = submit(s, t, &e);
+  if (rc) return scan_fail(s, rc, pRg, t->iRg, "SLM Read", dev_errmsg(s->q));
+  return 0;
+}
+
 /* A completion for slot t. */
 static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
   const store_rg *pRg = s->apRg[t->iRg];
@@ -501,28 +529,20 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
   }
   if (sf) return scan_fail(s, (int)sf, pRg, t->iRg, op_of(t->state), dev_errmsg(s->q));
   if (t->state == S_EXEC) {
-    uint64_t nBytes = c->dw1;
-    if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (nBytes & 3))
+    uint64_t nBytes = c->dw1 & ~7u;
+    int bPartial = c->dw1 & 1;
+    if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (c->dw1 & 6))
       return scan_fail(s, -EBADMSG, pRg, t->iRg, "Execute Program", "result size out of range");
-    if (nBytes > t->nResAlloc) {
-      uint8_t *a = realloc(t->aRes, nBytes);
-      if (!a) return scan_fail(s, -ENOMEM, pRg, t->iRg, "reading the result", "out of memory");
-      t->aRes = a;
-      t->nResAlloc = nBytes;
-    }
     t->nRes = nBytes;
     t->resCheck = c->dw0;
-    csq_sqe e;
-    sqe_init(&e, CSQ_SLM_READ, CSQ_NSID_SLM);
-    e.cdw10 = (uint32_t)(t->slm + t->offOut);
-    e.cdw11 = (uint32_t)((t->slm + t->offOut) >> 32);
-    e.cdw12 = (uint32_t)nBytes;
-    e.prp1 = (uint64_t)(uintptr_t)t->aRes;
-    t->nCid = 0;
-    t->state = S_READ;
-    int rc = submit(s, t, &e);
-    if (rc) return scan_fail(s, rc, pRg, t->iRg, "SLM Read", dev_errmsg(s->q));
-    return 0;
+    if (s->bAcc && !bPartial && nBytes <= ACC_MAX_BYTES) {
+      /* keep it on the device: the slot's next row group merges into it */
+      t->bAcc = 1;
+      t->state = S_FREE;
+      return 0;
+    }
+    t->bAcc = 0;
+    return slot_read(s, t);
   }
   if (t->nPend > 0) return 0;
   if (t->state == S_COPY) {
@@ -658,6 +678,123 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
   return 0;
 }
 
+/* ---- accumulate mode ----
+** An aggregation whose answer cannot depend on the order in which rows
+** reach it lets each slot merge its row groups into one result on the
+** device (Execute with CSQ_EXEC_ACC): the host reads one result per slot
+** instead of one per row group. Slots take row groups as they free up and
+** results are handed out as they arrive, so order-free is required:
+** program.h keeps "the first in row order" for a group key met as both
+** INTEGER and an equal REAL and for MIN/MAX ties, which only matter where
+** equal values can look different. The test is on the zone maps: every key
+** and MIN/MAX argument is a plain column that never holds both INTEGER and
+** REAL values, and a MIN/MAX under a non-BINARY collation sees no TEXT. */
+
+/* The union of the class masks of input slot iSlot's chunks. */
+static unsigned slot_classes(const dev_scan *s, int iSlot) {
+  unsigned m = 0;
+  int c = s->prog.aIn[iSlot];
+  for (int i = 0; i < s->nRg; i++)
+    if (c < s->apRg[i]->nChunk) m |= s->apRg[i]->aChunk[c].zone.clsMask;
+  return m;
+}
+
+static int expr_order_free(const dev_scan *s, int iExpr, int coll) {
+  const csq_pexpr *x = &s->prog.aExpr[iExpr];
+  if (x->op == CSQ_EX_CONST) return 1;
+  if (x->op != CSQ_EX_COL) return 0;
+  unsigned m = slot_classes(s, x->a), num = (1u << CSQ_INT) | (1u << CSQ_REAL);
+  if ((m & num) == num) return 0;
+  return coll == CSQ_TF_BINARY || !(m & (1u << CSQ_TEXT));
+}
+
+static int order_free(const dev_scan *s) {
+  for (int j = 0; j < s->prog.nKey; j++)
+    if (!expr_order_free(s, s->prog.aKey[j], CSQ_TF_BINARY)) return 0;
+  for (int i = 0; i < s->prog.nAgg; i++) {
+    const csq_pagg *a = &s->prog.aAgg[i];
+    if ((a->fn == CSQ_AGG_MIN || a->fn == CSQ_AGG_MAX) &&
+        !expr_order_free(s, a->expr, a->flags & CSQ_TF_COLL_MASK))
+      return 0;
+  }
+  return 1;
+}
+
+/* Give every free slot its next row group, or, when none is left, read out
+** what it accumulated. */
+static int fill_acc(dev_scan *s) {
+  for (int i = 0; i < s->nSlot && !s->rcErr; i++) {
+    scan_slot *t = &s->aSlot[(s->iHead + i) % s->nSlot];
+    if (t->state != S_FREE) continue;
+    int iRg = -1;
+    while (s->iNext < s->nRg && iRg < 0) {
+      if (csq_prog_zone_skip(&s->prog, s->apRg[s->iNext])) {
+        dev_queue_stats(s->q)->row_groups_skipped++;
+        s->iNext++;
+      } else {
+        iRg = s->iNext++;
+      }
+    }
+    int rc = 0;
+    if (iRg >= 0) {
+      rc = slot_start(s, t, iRg);
+    } else if (t->bAcc) {
+      t->bAcc = 0;
+      rc = slot_read(s, t);
+    }
+    if (rc) return rc;
+  }
+  s->iHead = (s->iHead + 1) % s->nSlot; /* spread the next row groups' starts */
+  return s->rcErr;
+}
+
+/* dev_scan_next in accumulate mode: results in the order they complete. */
+static int dev_scan_next_acc(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
+  for (;;) {
+    int rc = s->rcErr ? s->rcErr : fill_acc(s);
+    if (rc) goto fail;
+    scan_slot *t = NULL;
+    int bBusy = 0;
+    for (int i = 0; i < s->nSlot; i++) {
+      scan_slot *u = &s->aSlot[i];
+      if (u->state == S_READY && !t) t = u;
+      if (u->state != S_FREE || u->bAcc) bBusy = 1;
+    }
+    if (!t) {
+      if (!bBusy) return 0; /* the end */
+      rc = pump_one(s);
+      if (rc) goto fail;
+      continue;
+    }
+    uint32_t nRows = 0, next = 0;
+    rc = decode_result(s, t, aOut, &nRows, &next);
+    if (rc) {
+      rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "decoding the result",
+                     rc == -ENOMEM ? "out of memory" : "the device returned a malformed result");
+      goto fail;
+    }
+    s->iLastRg = t->iRg;
+    if (next < t->nRow) { /* the output area was full: go on from there */
+      t->startRow = next;
+      t->nRetry = 0;
+      rc = submit_exec(s, t);
+      if (rc) {
+        rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "Execute Program", dev_errmsg(s->q));
+        goto fail;
+      }
+    } else {
+      t->state = S_FREE;
+    }
+    if (nRows) {
+      *pnRows = nRows;
+      return 0;
+    }
+  }
+fail:
+  if (pzErr) *pzErr = dev_mprintf("%s", s->zErr ? s->zErr : "scan failed");
+  return s->rcErr ? s->rcErr : -EIO;
+}
+
 /* ---- the host engine ---- */
 
 /* Run the program over the host slot's row group from its startRow: the
@@ -695,8 +832,8 @@ static int host_exec(dev_scan *s) {
                      "local memory)",
                      zWhy);
   }
-  uint64_t nBytes = ret >> 32;
-  if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (nBytes & 3))
+  uint64_t nBytes = (ret >> 32) & ~(uint64_t)7;
+  if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (ret >> 32 & 6))
     return scan_fail(s, -EBADMSG, pRg, t->iRg, "running the program on the host",
                      "result size out of range");
   t->aRes = s->aHostBuf + t->offOut;
@@ -775,6 +912,7 @@ static int host_next(dev_scan *s) {
 int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
   *pnRows = 0;
   if (pzErr) *pzErr = NULL;
+  if (s->bAcc) return dev_scan_next_acc(s, aOut, pnRows, pzErr);
   for (;;) {
     int rc = s->rcErr ? s->rcErr : fill(s);
     if (rc) goto fail;
@@ -1011,6 +1149,11 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     *pp = s;
     return 0;
   }
+  /* accumulate when the order of rows cannot show and every row group
+  ** runs on the device */
+  s->bAcc = s->prog.bAgg && s->nSlot > 0 && order_free(s);
+  for (int i = 0; i < nRg && s->bAcc; i++)
+    if (!csq_prog_zone_skip(&s->prog, apRg[i]) && !rg_fits(s, apRg[i])) s->bAcc = 0;
   char *zLoad = NULL;
   rc = dev_prog_load(q, s->aProg, nProg, &s->pind, &zLoad);
   s->bActivated = rc == 0;

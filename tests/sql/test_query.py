@@ -89,8 +89,10 @@ def test_tpch_q1_q6_equal_native_and_run_on_device():
         assert rows
         st = stats(con)
         assert st["programs_executed"] >= 1, st
-        # only partial aggregates come back, never the rows
-        assert st["bytes_to_host"] < 64 * 1024, st
+        # only partial aggregates come back, never the rows; each device
+        # slot merges its row groups' partials, so the host reads one small
+        # result per slot, not one per row group
+        assert st["bytes_to_host"] < (1024 if q is Q6 else 16 * 1024), st
 
 
 def test_parameters_are_hidden_columns():
@@ -165,6 +167,40 @@ def test_random_aggregates_match_native():
                 assert str(e) == str(e2), (sql, str(e), str(e2))
         pushed += stats(con)["programs_executed"] > 0
     assert pushed > 600, "only %d of 1500 queries ran on the device" % pushed
+
+
+def test_accumulating_on_the_device_keeps_row_order_answers():
+    """Slots merge partials on the device only where the order of rows cannot
+    show; a MIN met as 1.0 in one row group and 1 in a later one, or a MIN
+    under NOCASE, keeps SQLite's first-in-row-order answer."""
+    con = connect()
+    cols = "k, t TEXT, v INTEGER, r REAL, u TEXT COLLATE NOCASE"
+    con.execute("CREATE TABLE n(%s)" % cols)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=64, pushdown='always')" % cols)
+    rows = []
+    for i in range(64 * 40):
+        rg = i // 64
+        k = (1.0 if rg == 0 else 1) if i % 3 == 0 else ("a" if rg < 20 else "a")
+        t = ("X" if rg == 1 else "x") if i % 5 == 0 else "y%d" % (i % 7)
+        rows.append((k, t, i % 11 - 5, (i % 13) * 0.5, t))
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO n VALUES(?,?,?,?,?)", rows)
+    con.executemany("INSERT INTO t VALUES(?,?,?,?,?)", rows)
+    con.execute("COMMIT")
+    for sql, dev in [("SELECT min(k), max(k), count(*), sum(v) FROM TBL WHERE k < 'a'", 1),
+                     # a column declared NOCASE groups and orders its way: host
+                     ("SELECT min(u), max(u), count(*) FROM TBL", 0),
+                     ("SELECT u, count(*) FROM TBL GROUP BY u ORDER BY 2", 0),
+                     ("SELECT count(*) FROM TBL WHERE u = 'X'", 0),
+                     ("SELECT t, sum(v), total(r), min(v), max(r), count(*) FROM TBL GROUP BY t "
+                      "ORDER BY 1", 1),
+                     ("SELECT sum(v), avg(r), min(t), max(t) FROM TBL WHERE v > 0", 1)]:
+        con.execute("SELECT csq_stats_reset()")
+        check(con, sql.replace("TBL", "t"), sql.replace("TBL", "n"))
+        st = stats(con)
+        assert st["programs_executed"] >= 40 or not dev, (sql, st)
+        plan = dict(con.execute("SELECT * FROM csq_explain(?)", (sql.replace("TBL", "t"),)).fetchall())
+        assert (plan["plan"] == "host") != bool(dev), (sql, plan)
 
 
 def test_integer_overflow_and_empty_tables():

@@ -395,8 +395,9 @@ static int64_t run_rg(rg_buf *g, void *pc, uint64_t id, dev_agg *a, int *pnExec)
     }
     uint32_t nr, next;
     const uint8_t *pRes = g->slm + g->aMr[2].addr;
-    if (decode(pRes, aV, nCol, &nr, &next) || csq_res_check(pRes, ret >> 32) != (uint32_t)ret ||
-        next <= start || next > g->n) {
+    if (decode(pRes, aV, nCol, &nr, &next) ||
+        csq_res_check(pRes, (ret >> 32) & ~7ull) != (uint32_t)ret || next <= start || next > g->n ||
+        ((ret >> 32) & 1) != (next < g->n)) {
       ret64 = -1;
       break;
     }
@@ -411,6 +412,86 @@ static int64_t run_rg(rg_buf *g, void *pc, uint64_t id, dev_agg *a, int *pnExec)
   for (int j = 0; j < nCol; j++) csq_vec_free(&aV[j]);
   return ret64;
 }
+
+/* Run p over row groups aRg[0..nRg) as one device slot in accumulate mode
+** would (device/scan.c): each row group's Execute merges into the result the
+** previous one left in the output area (CSQ_EXEC_ACC, checked by the result's
+** check value), read out only when partial, at random, and at the end. Rows
+** still reach the aggregates in row order, so the answer must be the
+** oracle's exactly as without accumulating. Returns as run_rg. */
+static int64_t run_acc(rg_buf *aRg, int nRg, void *pc, uint64_t id, dev_agg *a, int *pnExec) {
+  dev_stats st;
+  dev_exec_ctx ctx;
+  memset(&st, 0, sizeof(st));
+  memset(&ctx, 0, sizeof(ctx));
+  int nCol = dev_agg_npartial(a);
+  csq_vec aV[CSQ_PROG_MAX_OUT];
+  for (int j = 0; j < nCol; j++) csq_vec_init(&aV[j]);
+  uint8_t *pHeld = NULL; /* the accumulated result, moved from slot to slot */
+  uint64_t nHeld = 0;
+  uint32_t check = 0;
+  int64_t ret64 = 0;
+  for (int r = 0; r <= nRg && ret64 == 0; r++) {
+    uint8_t *pOut = r < nRg ? aRg[r].slm + aRg[r].aMr[2].addr : NULL;
+    int bFlush = pHeld && (r == nRg || rndn(3) == 0 || nHeld > aRg[r].aMr[2].len);
+    if (bFlush) {
+      uint32_t nr, next;
+      char *zErr = NULL;
+      if (decode(pHeld, aV, nCol, &nr, &next) || dev_agg_add(a, aV, nr, &zErr)) ret64 = -1;
+      free(zErr);
+      free(pHeld);
+      pHeld = NULL;
+    }
+    if (r == nRg || ret64) break;
+    rg_buf *g = &aRg[r];
+    if (pHeld) memcpy(pOut, pHeld, nHeld);
+    ctx.pSlm = g->slm;
+    ctx.nSlm = g->nSlm;
+    ctx.aRange = g->aMr;
+    ctx.nRange = 3;
+    ctx.aParam[0] = id;
+    ctx.pStats = &st;
+    uint32_t start = 0;
+    for (int guard = 0; guard < 100000; guard++) {
+      uint64_t ret = 0;
+      ctx.aParam[1] = start | (pHeld ? CSQ_EXEC_ACC | (uint64_t)check << 32 : 0);
+      int rc = dev_ptype_csq.xRun(pc, &ctx, &ret);
+      (*pnExec)++;
+      if (rc) {
+        ret64 = ret ? (int64_t)ret : -1;
+        break;
+      }
+      uint64_t nBytes = (ret >> 32) & ~7ull;
+      uint32_t nr, next;
+      if (decode(pOut, aV, nCol, &nr, &next) || csq_res_check(pOut, nBytes) != (uint32_t)ret ||
+          next > g->n || (next <= start && !pHeld && next < g->n) ||
+          ((ret >> 32) & 1) != (next < g->n)) {
+        ret64 = -1;
+        break;
+      }
+      free(pHeld);
+      pHeld = NULL;
+      if (next < g->n) { /* partial: read it out, go on without accumulating */
+        char *zErr = NULL;
+        if (dev_agg_add(a, aV, nr, &zErr)) ret64 = -1;
+        free(zErr);
+        start = next;
+        if (ret64) break;
+        continue;
+      }
+      pHeld = malloc(nBytes);
+      memcpy(pHeld, pOut, nBytes);
+      nHeld = nBytes;
+      check = (uint32_t)ret;
+      break;
+    }
+  }
+  free(pHeld);
+  for (int j = 0; j < nCol; j++) csq_vec_free(&aV[j]);
+  return ret64;
+}
+
+static int bAccMode; /* test_random runs its programs through run_acc */
 
 /* ---- random programs with their SQL ---- */
 
@@ -685,7 +766,11 @@ static void one_query(rg_buf *aRg, int nRg) {
   zE = NULL;
   int64_t fault = 0;
   int nExec = 0;
-  for (int r = 0; r < nRg && !fault; r++) fault = run_rg(&aRg[r], pc, csq_prog_id(p, n), a, &nExec);
+  if (bAccMode)
+    fault = run_acc(aRg, nRg, pc, csq_prog_id(p, n), a, &nExec);
+  else
+    for (int r = 0; r < nRg && !fault; r++)
+      fault = run_rg(&aRg[r], pc, csq_prog_id(p, n), a, &nExec);
   dev_ptype_csq.xFree(pc);
   CHECK(fault >= 0, "malformed result: %s", zSql);
   nProgs++;
@@ -1336,6 +1421,12 @@ int main(int argc, char **argv) {
          "faults, encodings %d of 8\n",
          nProgs, nGroupsSeen, nOverflowSeen, nNotNumSeen, nEnc);
   CHECK(nEnc == 8, "every encoding covered");
+  /* the same random programs, merging on the device across row groups */
+  int nProgsBefore = nProgs;
+  bAccMode = 1;
+  test_random(nRound / 2 + 1, 40);
+  bAccMode = 0;
+  printf("accumulate: %d programs\n", nProgs - nProgsBefore);
   test_many_groups();
   test_end_to_end();
   sqlite3_close(db);

@@ -156,6 +156,14 @@ static int view_agrees(const uint8_t *p, size_t nBytes, const csq_vec *dec, uint
       csq_unpack_u64(w.aPacked, w.width, k, m, aCode + k);
       k += m;
     }
+    /* and a few scattered indexes at a time, as a filter's survivors */
+    for (k = 0; k < n && ok; k += 64) {
+      uint32_t aIdx[8];
+      uint64_t aSel[8];
+      for (int j = 0; j < 8; j++) aIdx[j] = (uint32_t)rndn(n);
+      csq_unpack_sel(w.aPacked, w.width, aIdx, 8, aSel);
+      for (int j = 0; j < 8; j++) ok &= aSel[j] == aCode[aIdx[j]];
+    }
     for (k = 0; k < n && ok; k++) {
       if (dec->aCls[d0 + k] == CSQ_NULL) continue;
       if (w.enc == CSQ_ENC_INT_FOR) {
