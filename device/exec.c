@@ -1281,7 +1281,9 @@ static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outc
 
 /* An expression's values over a run: one class for all (cls) or per row. */
 typedef struct ex_ev {
-  uint8_t cls; /* CSQ_* of every value, or 0: see aCls */
+  uint8_t cls;     /* CSQ_* of every value, or 0: see aCls */
+  uint8_t bAsReal; /* cls INT, and aR holds (double)aI[k] too (a constant) */
+  uint8_t bFilled; /* a constant's vectors hold all BATCH rows already */
   uint8_t *aCls;
   int64_t *aI;
   double *aR;
@@ -1417,8 +1419,10 @@ static void ev_const(ex_ev *e, const csq_pconst *p, uint32_t n) {
   e->cls = p->cls;
   uint32_t k;
   switch (p->cls) { /* a uniform vector: only its class's array is read */
-  case CSQ_INT:
+  case CSQ_INT:     /* and as a REAL, converted once for real arithmetic */
     for (k = 0; k < n; k++) e->aI[k] = p->i;
+    for (k = 0; k < n; k++) e->aR[k] = (double)p->i;
+    e->bAsReal = 1;
     break;
   case CSQ_REAL:
     for (k = 0; k < n; k++) e->aR[k] = p->r;
@@ -1527,12 +1531,15 @@ EX_VECTORIZE static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *
   } else if (is_num(x->cls) && is_num(y->cls)) {
     double *r = o->aR;
     const double *a = x->aR, *b = y->aR;
-    if (x->cls == CSQ_INT) {
+    if (x->cls == CSQ_INT && x->bAsReal) {
+      a = x->aR;
+    } else if (x->cls == CSQ_INT) {
       for (k = 0; k < n; k++) r[k] = (double)x->aI[k];
       a = r;
     }
+    if (y->cls == CSQ_INT && y->bAsReal) b = y->aR;
     int bad = 0; /* a may be r itself: every loop below reads a[k] before writing r[k] */
-    if (y->cls == CSQ_INT) {
+    if (y->cls == CSQ_INT && !y->bAsReal) {
       switch (op) {
       case CSQ_EX_ADD:
         for (k = 0; k < n; k++) r[k] = a[k] + (double)y->aI[k];
@@ -1552,25 +1559,41 @@ EX_VECTORIZE static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *
         break;
       }
     } else {
+      /* a NaN result (Inf - Inf, 0 * Inf) is NULL: checked in the same pass */
       switch (op) {
       case CSQ_EX_ADD:
-        for (k = 0; k < n; k++) r[k] = a[k] + b[k];
+        for (k = 0; k < n; k++) {
+          double v = a[k] + b[k];
+          r[k] = v;
+          bad |= v != v;
+        }
         break;
       case CSQ_EX_SUB:
-        for (k = 0; k < n; k++) r[k] = a[k] - b[k];
+        for (k = 0; k < n; k++) {
+          double v = a[k] - b[k];
+          r[k] = v;
+          bad |= v != v;
+        }
         break;
       case CSQ_EX_MUL:
-        for (k = 0; k < n; k++) r[k] = a[k] * b[k];
+        for (k = 0; k < n; k++) {
+          double v = a[k] * b[k];
+          r[k] = v;
+          bad |= v != v;
+        }
         break;
       default:
         for (k = 0; k < n; k++) {
+          double v = a[k] / b[k];
           bad |= b[k] == 0;
-          r[k] = a[k] / b[k];
+          r[k] = v;
+          bad |= v != v;
         }
         break;
       }
     }
-    for (k = 0; k < n; k++) bad |= r[k] != r[k]; /* NaN */
+    if (y->cls == CSQ_INT && !y->bAsReal)
+      for (k = 0; k < n; k++) bad |= r[k] != r[k]; /* NaN */
     if (!bad) {
       o->cls = CSQ_REAL;
       return 0;
@@ -1618,12 +1641,16 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
     if (!aNeed[i]) continue;
     ex_ev *e = &aEv[i];
     int rc = 0;
+    e->bAsReal = 0;
     switch (x->op) {
     case CSQ_EX_COL:
       ev_col(e, &aCol[x->a], b0, nb, aSel, n);
       break;
-    case CSQ_EX_CONST:
-      ev_const(e, &pp->aConst[x->a], n);
+    case CSQ_EX_CONST: /* the same in every run: fill its vectors once */
+      if (!e->bFilled) ev_const(e, &pp->aConst[x->a], BATCH);
+      e->bFilled = 1;
+      e->cls = pp->aConst[x->a].cls;
+      e->bAsReal = e->cls == CSQ_INT;
       break;
     case CSQ_EX_NEG: { /* 0 - a, as SQLite computes it */
       const ex_ev *a = &aEv[x->a];
