@@ -1,9 +1,9 @@
 /*
 ** vtab/cursor.c - reading csq tables: xBestIndex and the scan cursor.
 **
-** idxNum encoding (shown by EXPLAIN QUERY PLAN as "VIRTUAL TABLE INDEX n:s"):
-**   0  full scan of the visible row groups (and the transaction's buffer)
-**   1  rowid lookup: argv[0] is the rowid (or its INTEGER PRIMARY KEY alias)
+** idxNum and idxStr (the plans and their grammar) are documented above
+** vt_best_index; EXPLAIN QUERY PLAN shows them as
+** "VIRTUAL TABLE INDEX idxNum:idxStr".
 **
 ** The cursor holds references on the row groups it will read, taken at
 ** xFilter, so commits and writes by anyone while it runs do not disturb it.
@@ -14,6 +14,11 @@
 ** A row group's columns are fetched from the device (NVM Read commands) when
 ** the cursor reaches it, only the columns the statement uses (colUsed), and
 ** handed to SQLite straight from the decoded vectors.
+** With a pushed LIMIT the cursor stops at LIMIT + OFFSET rows; a device scan
+** then runs in windows of row groups (1, 2, 4, ...) so that nothing past the
+** window holding the last row is ever read. With a consumed ORDER BY the
+** cursor reads every qualifying row into a bounded top-N heap and hands back
+** its LIMIT + OFFSET best rows in order.
 */
 #include <errno.h>
 #include <math.h>
@@ -24,6 +29,11 @@
 #include "device/program.h"
 #include "device/scan.h"
 #include "planner/filter.h"
+
+/* ORDER BY ... LIMIT is consumed (a top-N in the cursor) only for at most
+** this many rows (LIMIT + OFFSET) and sort keys; beyond, SQLite sorts. */
+#define VT_TOPN_MAX    65536
+#define VT_TOPN_MAXKEY 16
 
 typedef struct vt_cursor {
   sqlite3_vtab_cursor base; /* must be first */
@@ -55,6 +65,17 @@ typedef struct vt_cursor {
   uint32_t iHit;
   int bEof;
   uint64_t colUsed;
+  /* pushed LIMIT/OFFSET (see vt_best_index): */
+  int64_t nLeft;  /* rows still to hand to SQLite, this one included; -1: no cap */
+  int64_t nSkip;  /* of those, the first rows SQLite drops for OFFSET (host scans do
+                     not read a row group made only of them) */
+  uint8_t *pProg; /* capped device scan: its program, for the next window */
+  size_t nProg;
+  int *aWinNext;                 /* per member: first row group of its next window, -1 none */
+  int *aWinLen;                  /* per member: row groups in its next window */
+  int nKey;                      /* consumed ORDER BY: sort keys (0: none) */
+  int aKeyChunk[VT_TOPN_MAXKEY]; /* chunk of each key: 0 rowid, 1 + i column i */
+  uint8_t aKeyDesc[VT_TOPN_MAXKEY];
 } vt_cursor;
 
 /* ---- xBestIndex ----------------------------------------------------------
@@ -78,6 +99,14 @@ typedef struct vt_cursor {
 ** A term is "c<chunk>:<op>:<flags>:<aff>": chunk 0 the rowid, 1+c column c;
 ** op a CSQ_OP_* name; flags the CSQ_TF_* bits in hex; aff the affinity
 ** applied to its values (A none, B text, C numeric).
+** Plans 0 and 2 may end with a pushed LIMIT, after the terms:
+**   ";limit=N|?"               argv[nTerm] is the LIMIT value (N: the literal
+**                              of the statement, ?: an expression)
+**   ";offset=N|?"              argv[nTerm + 1] is the OFFSET value
+**   ";order=cK:asc|desc,..."   ORDER BY consumed: the rows come back sorted on
+**                              those chunks (top-N of LIMIT + OFFSET rows)
+** so a whole plan reads, for example,
+**   "device;cols=7;c1:ge:0:C;limit=10;offset=?;order=c2:desc".
 **
 ** Which constraints go to the device, and which are exact (omit: SQLite
 ** does not check them again):
@@ -94,7 +123,14 @@ typedef struct vt_cursor {
 **   LIKE, GLOB: pushed, not exact (LIKE runs case-insensitively, a superset
 **     when PRAGMA case_sensitive_like is on), so SQLite checks again;
 **   only with BINARY, NOCASE or RTRIM collation; anything else stays with
-**     SQLite. LIMIT/OFFSET are not pushed.
+**     SQLite.
+** LIMIT/OFFSET (SQLite 3.38 on) are pushed only when SQLite will not drop
+** any row the cursor returns before counting it (plan_limit has the rules:
+** every WHERE term offered, usable, pushed and exact; ORDER BY absent or
+** consumed). SQLite still applies both itself: the cursor stops after
+** LIMIT + OFFSET rows and SQLite skips the OFFSET ones (OFFSET is never
+** omitted: SQLite 3.40 offers it to each arm of a compound SELECT, whose
+** arms share one offset counter).
 ** pushdown=auto pushes only for tables of VT_PUSH_MIN_ROWS rows or more
 ** (small tables are cheaper to filter on the host from cached blocks);
 ** pushdown=always and never force the choice. xBestIndex has no side
@@ -273,6 +309,133 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
   return 1;
 }
 
+#ifdef SQLITE_INDEX_CONSTRAINT_LIMIT
+static int is_limit_op(unsigned char op) {
+  return op == SQLITE_INDEX_CONSTRAINT_LIMIT || op == SQLITE_INDEX_CONSTRAINT_OFFSET;
+}
+#endif
+
+/*
+** Push LIMIT/OFFSET, and consume ORDER BY with them, if that is safe for a
+** plan (0 or 2) whose terms took argv[0..nArg). On success assigns their
+** argv slots, appends the ";limit...;offset...;order..." part of the plan to
+** pStr, may set orderByConsumed, and returns LIMIT + OFFSET when both are
+** literals (for the estimates), else 0 with *pbPushed set; not pushed:
+** *pbPushed = 0.
+**
+** SQLite 3.40 offers LIMIT when every WHERE term has a column of this table
+** on its left and ORDER BY (if any) names only its columns. Pushing is safe
+** only when SQLite keeps every row the cursor returns, so:
+**   - every other constraint is usable, pushed, and exact (omit);
+**   - every WHERE term reached xBestIndex: "a = b" or "a < b + 1" (both
+**     sides this table) pass SQLite's test but are never offered. The
+**     constraints' iTermOffset (SQLite's index of the term in its WHERE
+**     list, which lists LIMIT/OFFSET last) must then be exactly 0..n-1 for
+**     the n other constraints, and n, n+1 for LIMIT and OFFSET: a gap is a
+**     term this table never saw (or a parent of split terms, such as a
+**     vector "(a,b) = (1,2)": declined too);
+**   - no bound (<=, >=) whose right side is not a literal: a row value
+**     "(a,b) > (1,2)" reaches us as "a >= 1", which SQLite checks again
+**     in full whatever omit says;
+**   - ORDER BY absent, or consumed: only for a literal LIMIT (and OFFSET)
+**     of at most VT_TOPN_MAX rows, at most VT_TOPN_MAXKEY keys, and a table
+**     declared without COLLATE (the cursor sorts BINARY; SQLite offers an
+**     ORDER BY only on plain columns in their declared collation).
+** Anything unsure declines: SQLite then applies LIMIT after its own checks.
+*/
+static int64_t plan_limit(const vt_tab *p, sqlite3_index_info *pInfo, int nArg, sqlite3_str *pStr,
+                          int *pbPushed) {
+  *pbPushed = 0;
+#ifdef SQLITE_INDEX_CONSTRAINT_LIMIT
+  int iLim = -1, iOff = -1, nOther = 0;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    if (!is_limit_op(c->op)) {
+      nOther++;
+      continue;
+    }
+    int *pi = c->op == SQLITE_INDEX_CONSTRAINT_LIMIT ? &iLim : &iOff;
+    if (*pi >= 0 || !c->usable) return 0;
+    *pi = i;
+  }
+  if (iLim < 0 || nOther > 64) return 0;
+  uint64_t mSeen = 0;
+  int nLimOps = iOff >= 0 ? 2 : 1;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    int off = c->iTermOffset;
+    if (is_limit_op(c->op)) {
+      /* right after the other terms: no term between them either */
+      if (off < nOther || off >= nOther + nLimOps) return 0;
+      continue;
+    }
+    if (!c->usable || pInfo->aConstraintUsage[i].argvIndex <= 0 || !pInfo->aConstraintUsage[i].omit)
+      return 0;
+    if (off < 0 || off >= nOther || ((mSeen >> off) & 1)) return 0;
+    mSeen |= (uint64_t)1 << off;
+    sqlite3_value *pRhs = NULL;
+    if ((c->op == SQLITE_INDEX_CONSTRAINT_LE || c->op == SQLITE_INDEX_CONSTRAINT_GE) &&
+        sqlite3_vtab_rhs_value(pInfo, i, &pRhs) != SQLITE_OK)
+      return 0;
+  }
+  /* the literal values, if the statement has them */
+  int64_t nLim = -1, nOff = 0;
+  int bLit = 1;
+  sqlite3_value *v = NULL;
+  if (sqlite3_vtab_rhs_value(pInfo, iLim, &v) == SQLITE_OK &&
+      sqlite3_value_type(v) == SQLITE_INTEGER)
+    nLim = sqlite3_value_int64(v);
+  else
+    bLit = 0;
+  if (iOff >= 0) {
+    v = NULL;
+    if (sqlite3_vtab_rhs_value(pInfo, iOff, &v) == SQLITE_OK &&
+        sqlite3_value_type(v) == SQLITE_INTEGER)
+      nOff = sqlite3_value_int64(v);
+    else
+      bLit = 0;
+  }
+  if (bLit && (nLim < 0 || nOff < 0)) bLit = 0; /* SQLite gives these as expressions */
+  int64_t nCap = bLit ? nLim + nOff : 0;        /* both below 2^31: no overflow */
+  if (pInfo->nOrderBy > 0) {
+    if (!bLit || nCap > VT_TOPN_MAX || pInfo->nOrderBy > VT_TOPN_MAXKEY ||
+        sqlite3_strlike("%COLLATE%", p->s.zDeclare, 0) == 0)
+      return 0;
+    for (int k = 0; k < pInfo->nOrderBy; k++)
+      if (pInfo->aOrderBy[k].iColumn >= p->s.nCol) return 0;
+  }
+  pInfo->aConstraintUsage[iLim].argvIndex = nArg + 1;
+  pInfo->aConstraintUsage[iLim].omit = 0;
+  if (bLit)
+    sqlite3_str_appendf(pStr, ";limit=%lld", (long long)nLim);
+  else
+    sqlite3_str_appendall(pStr, ";limit=?");
+  if (iOff >= 0) {
+    pInfo->aConstraintUsage[iOff].argvIndex = nArg + 2;
+    pInfo->aConstraintUsage[iOff].omit = 0; /* SQLite skips them (see the banner) */
+    if (bLit)
+      sqlite3_str_appendf(pStr, ";offset=%lld", (long long)nOff);
+    else
+      sqlite3_str_appendall(pStr, ";offset=?");
+  }
+  for (int k = 0; k < pInfo->nOrderBy; k++) {
+    int iCol = pInfo->aOrderBy[k].iColumn;
+    int iChunk = iCol < 0 || iCol == p->s.iIpk ? 0 : iCol + 1;
+    sqlite3_str_appendf(pStr, "%s%d:%s", k ? ",c" : ";order=c", iChunk,
+                        pInfo->aOrderBy[k].desc ? "desc" : "asc");
+  }
+  if (pInfo->nOrderBy > 0) pInfo->orderByConsumed = 1;
+  *pbPushed = 1;
+  return nCap;
+#else
+  (void)p;
+  (void)pInfo;
+  (void)nArg;
+  (void)pStr;
+  return 0;
+#endif
+}
+
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   vt_tab *p = (vt_tab *)pVtab;
   double nRow = p->nRowEst > 0 ? (double)p->nRowEst : 1.0;
@@ -345,19 +508,30 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       nArg = 0;
       sqlite3_snprintf(sizeof(zKeeps), zKeeps, ";keeps~%d%%", (int)(sel * 100 + 0.5));
     }
+    sqlite3_str *pLim = sqlite3_str_new(NULL);
+    int bLimit = 0;
+    int64_t nCap = plan_limit(p, pInfo, nArg, pLim, &bLimit);
+    char *zLim = sqlite3_str_finish(pLim);
+    if (!zLim && bLimit) {
+      sqlite3_free(zTerms);
+      return SQLITE_NOMEM;
+    }
     if (nArg > 0) {
       double nOut = nRow * sel < 1 ? 1 : nRow * sel;
+      if (nCap > 0 && nOut > (double)nCap) nOut = (double)nCap;
       pInfo->idxNum = 2;
       pInfo->estimatedCost = 50.0 + nRow * 0.02 + nOut;
       pInfo->estimatedRows = (sqlite3_int64)nOut;
-      pInfo->idxStr = sqlite3_mprintf("device;cols=%llx%s", colUsed, zTerms);
+      pInfo->idxStr =
+          sqlite3_mprintf("device;cols=%llx%s%s", colUsed, zTerms ? zTerms : "", zLim ? zLim : "");
     } else {
       pInfo->idxNum = 0;
       pInfo->estimatedCost = 100.0 + nRow;
-      pInfo->estimatedRows = (sqlite3_int64)nRow;
-      pInfo->idxStr = sqlite3_mprintf("scan;cols=%llx%s", colUsed, zKeeps);
+      pInfo->estimatedRows = (sqlite3_int64)(nCap > 0 && nRow > (double)nCap ? (double)nCap : nRow);
+      pInfo->idxStr = sqlite3_mprintf("scan;cols=%llx%s%s", colUsed, zKeeps, zLim ? zLim : "");
     }
     sqlite3_free(zTerms);
+    sqlite3_free(zLim);
   }
   pInfo->needToFreeIdxStr = 1;
   return pInfo->idxStr ? SQLITE_OK : SQLITE_NOMEM;
@@ -377,8 +551,10 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   c->aTab = sqlite3_malloc64(sizeof(store_table *) * nMem);
   c->aTabCopy = sqlite3_malloc64(sizeof(store_table *) * nMem);
   c->apScan = sqlite3_malloc64(sizeof(dev_scan *) * nMem);
+  c->aWinNext = sqlite3_malloc64(sizeof(int) * nMem);
+  c->aWinLen = sqlite3_malloc64(sizeof(int) * nMem);
   if (!c->aVec || !c->aLoaded || !c->aOutOf || !c->aSnap || !c->aTab || !c->aTabCopy ||
-      !c->apScan) {
+      !c->apScan || !c->aWinNext || !c->aWinLen) {
     sqlite3_free(c->aVec);
     sqlite3_free(c->aLoaded);
     sqlite3_free(c->aOutOf);
@@ -386,9 +562,13 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
     sqlite3_free(c->aTab);
     sqlite3_free(c->aTabCopy);
     sqlite3_free(c->apScan);
+    sqlite3_free(c->aWinNext);
+    sqlite3_free(c->aWinLen);
     sqlite3_free(c);
     return SQLITE_NOMEM;
   }
+  for (int k = 0; k < c->nMem; k++) c->aWinNext[k] = -1;
+  c->nLeft = -1;
   memset(c->aSnap, 0, sizeof(store_snap *) * nMem);
   memset(c->aTab, 0, sizeof(store_table *) * nMem);
   memset(c->aTabCopy, 0, sizeof(store_table *) * nMem);
@@ -400,15 +580,19 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   return SQLITE_OK;
 }
 
-static void cursor_reset(vt_cursor *c, int nCol) {
+/* Stop every device scan of the cursor, including windows not yet opened. */
+static void stop_scans(vt_cursor *c) {
   for (int k = 0; k < c->nMem; k++) {
     dev_scan_close(c->apScan[k]);
     c->apScan[k] = NULL;
+    c->aWinNext[k] = -1;
   }
-  for (int i = 0; i < c->nOut; i++) csq_vec_free(&c->aOut[i]);
-  sqlite3_free(c->aOut);
-  c->aOut = NULL;
-  c->nOut = 0;
+}
+
+/* Release what the cursor reads from: scans, row groups, the buffer copy,
+** snapshots. Its output vectors (aOut) stay. */
+static void release_sources(vt_cursor *c, int nCol) {
+  stop_scans(c);
   for (int i = 0; i < c->nRg; i++) store_rg_unref(c->apRg[i]);
   sqlite3_free(c->apRg);
   c->apRg = NULL;
@@ -430,6 +614,20 @@ static void cursor_reset(vt_cursor *c, int nCol) {
     store_table_free(c->aTabCopy[k]);
     c->aTabCopy[k] = NULL;
   }
+}
+
+static void cursor_reset(vt_cursor *c, int nCol) {
+  release_sources(c, nCol);
+  for (int i = 0; i < c->nOut; i++) csq_vec_free(&c->aOut[i]);
+  sqlite3_free(c->aOut);
+  c->aOut = NULL;
+  c->nOut = 0;
+  sqlite3_free(c->pProg);
+  c->pProg = NULL;
+  c->nProg = 0;
+  c->nLeft = -1;
+  c->nSkip = 0;
+  c->nKey = 0;
   c->bProbe = 0;
   c->bEof = 1;
 }
@@ -447,6 +645,8 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   sqlite3_free(c->aTab);
   sqlite3_free(c->aTabCopy);
   sqlite3_free(c->apScan);
+  sqlite3_free(c->aWinNext);
+  sqlite3_free(c->aWinLen);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -487,6 +687,17 @@ static int enter_source(vt_cursor *c, vt_tab *p) {
   dev_stats *st = dev_queue_stats(p->apMem[c->iRg < c->nRg ? c->aRgMem[c->iRg] : 0]->pQ);
   st->row_groups_scanned++;
   st->rows_scanned += c->nRow;
+  if (c->nSkip > 0 && !c->bLookup) {
+    /* SQLite drops the next nSkip rows for OFFSET without reading them: a
+    ** source made only of such rows is not loaded (vt_column loads a
+    ** column after all if SQLite asks, so this is only a saving) */
+    uint32_t nLive = 0;
+    if (c->iRg < c->nRg)
+      nLive = c->apRg[c->iRg]->nRow - c->apRg[c->iRg]->nDel;
+    else
+      for (uint32_t r = 0; r < c->nBuf; r++) nLive += !c->aBufDel[r];
+    if ((uint64_t)c->nSkip >= nLive) return SQLITE_OK;
+  }
   for (int i = 0; i < p->s.nCol; i++) {
     if (!col_used(c, i) || i == p->s.iIpk) continue;
     int rc = load_column(c, p, i + 1);
@@ -506,17 +717,44 @@ static int row_ok(const vt_cursor *c) {
   return 1;
 }
 
+/* Has member k a scan open, or a window of row groups still to open? */
+static int scan_live(const vt_cursor *c, int k) {
+  return c->apScan[k] || c->aWinNext[k] >= 0;
+}
+
+/* A capped device scan: open member k's next window of row groups, twice
+** as many as the last. The scan reads ahead only inside its window, so
+** once the cap is reached nothing beyond that window has been read. */
+static int open_window(vt_cursor *c, vt_tab *p, int k) {
+  const store_table *pTab = c->aTab[k];
+  int i0 = c->aWinNext[k];
+  int n = pTab->nRg - i0 < c->aWinLen[k] ? pTab->nRg - i0 : c->aWinLen[k];
+  char *zErr = NULL;
+  int rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg + i0, n, c->pProg,
+                         c->nProg, &c->apScan[k], &zErr);
+  if (rc) return vt_err(&p->base, rc, zErr);
+  c->aWinNext[k] = i0 + n < pTab->nRg ? i0 + n : -1;
+  if (c->aWinLen[k] < (1 << 20)) c->aWinLen[k] *= 2;
+  return SQLITE_OK;
+}
+
 /* Device mode: the rows of every batch qualify; fetch batches as needed,
 ** taking them from the members' scans in turn (each scan keeps its device
-** busy with the row groups it has in flight meanwhile). */
+** busy with the row groups it has in flight meanwhile). A member whose
+** window ran out opens its next window in its turn, so the order of the
+** rows does not depend on the windows. */
 static int settle_scan(vt_cursor *c, vt_tab *p) {
   while (c->iRow >= c->nRow) {
     uint32_t n = 0;
     int k = c->iScan, nTry = 0;
-    while (!c->apScan[k] && nTry < c->nMem) k = (k + 1) % c->nMem, nTry++;
-    if (!c->apScan[k]) {
+    while (!scan_live(c, k) && nTry < c->nMem) k = (k + 1) % c->nMem, nTry++;
+    if (!scan_live(c, k)) {
       c->bEof = 1;
       return SQLITE_OK;
+    }
+    if (!c->apScan[k]) {
+      int rc = open_window(c, p, k);
+      if (rc) return rc;
     }
     char *zErr = NULL;
     int rc = dev_scan_next(c->apScan[k], c->aOut, &n, &zErr);
@@ -558,12 +796,28 @@ static int settle(vt_cursor *c, vt_tab *p) {
   }
 }
 
+/* Is the idxStr segment at z (just after its ';') a term "c<chunk>:..."? */
+static int is_term(const char *z) {
+  return z[0] == 'c' && z[1] >= '0' && z[1] <= '9';
+}
+
+/* The number of terms of an idxStr: the segments after "cols=" until the
+** first that is not a term (";limit=", ";keeps~" ...). */
+static int count_terms(const char *idxStr) {
+  int n = 0;
+  for (const char *z = strchr(idxStr, ';');
+       z && (z = strchr(z + 1, ';')) != NULL && is_term(z + 1);)
+    n++;
+  return n;
+}
+
 /* Parse the terms of a "device" idxStr into a[] (values from argv; IN
 ** lists read with sqlite3_vtab_in_first/next and copied). Returns the number
 ** of terms, or -1 on a malformed idxStr. */
 static int parse_terms(const char *idxStr, int argc, sqlite3_value **argv, pl_cons *a, int nMax) {
   int n = 0;
-  for (const char *z = strchr(idxStr, ';'); z && (z = strchr(z + 1, ';')) != NULL;) {
+  for (const char *z = strchr(idxStr, ';');
+       z && (z = strchr(z + 1, ';')) != NULL && is_term(z + 1);) {
     int iChunk = 0, flags = 0;
     char zOp[16], cAff = 0;
     if (n >= nMax || n >= argc ||
@@ -632,29 +886,353 @@ static int visible(vt_cursor *c, vt_tab *p) {
   return SQLITE_OK;
 }
 
+/* ---- ORDER BY ... LIMIT: the top-N heap -----------------------------------
+**
+** Keeps the nMax rows that sort first among those offered, each copied out
+** of its batch into a slot (its values, and its TEXT/BLOB bytes in a buffer
+** of the slot's own that only grows: no allocation per value). aHeap orders
+** the slots with the row that sorts last at the root, so a new row costs
+** one comparison with the root when it does not belong, log(nMax) when it
+** does. Equal keys keep the row that came first (row group order).
+*/
+typedef struct vt_topn {
+  int nCol;                 /* values per row: the cursor's outputs */
+  int nKey;                 /* sort keys */
+  int aKey[VT_TOPN_MAXKEY]; /* output column of each key */
+  uint8_t aDesc[VT_TOPN_MAXKEY];
+  uint32_t nMax;   /* rows kept at most */
+  uint32_t nRow;   /* rows held */
+  uint32_t nSlot;  /* rows the arrays have room for */
+  uint8_t *aCls;   /* [slot * nCol + j]: storage class */
+  csq_val *aVal;   /* [slot * nCol + j]: value; TEXT/BLOB: offset in azBuf[slot] */
+  uint32_t *aLen;  /* [slot * nCol + j]: TEXT/BLOB bytes */
+  char **azBuf;    /* per slot: its TEXT/BLOB bytes */
+  uint64_t *anBuf; /* per slot: bytes allocated at azBuf[slot] */
+  uint64_t *aSeq;  /* per slot: arrival number */
+  uint32_t *aHeap; /* slots; root = the kept row that sorts last */
+  uint64_t nSeq;
+} vt_topn;
+
+/* One value, wherever it lives (a batch or a slot). */
+typedef struct vt_vref {
+  int cls;
+  csq_val v;
+  const char *p; /* TEXT/BLOB bytes (NULL when empty) */
+  uint32_t n;
+} vt_vref;
+
+static inline vt_vref vref_vec(const csq_vec *v, uint32_t r) {
+  vt_vref x = {v->aCls[r], v->aVal[r], NULL, 0};
+  if (x.cls == CSQ_TEXT || x.cls == CSQ_BLOB) {
+    x.n = v->aLen[r];
+    if (x.n) x.p = csq_vec_bytes(v, r);
+  }
+  return x;
+}
+
+static inline vt_vref vref_slot(const vt_topn *t, uint32_t s, int j) {
+  size_t i = (size_t)s * (size_t)t->nCol + (size_t)j;
+  vt_vref x = {t->aCls[i], t->aVal[i], NULL, 0};
+  if (x.cls == CSQ_TEXT || x.cls == CSQ_BLOB) {
+    x.n = t->aLen[i];
+    if (x.n) x.p = t->azBuf[s] + x.v.off;
+  }
+  return x;
+}
+
+/* SQLite's order of storage classes: NULL, numbers, TEXT, BLOB. */
+static inline int cls_rank(int cls) {
+  switch (cls) {
+  case CSQ_INT:
+  case CSQ_REAL:
+    return 1;
+  case CSQ_TEXT:
+    return 2;
+  case CSQ_BLOB:
+    return 3;
+  default:
+    return 0;
+  }
+}
+
+/* Integer i against real r, exactly (no rounding of i to a double). */
+static int int_real_cmp(int64_t i, double r) {
+  if (r != r) return 1; /* NaN: never stored (SQLite makes it NULL) */
+  if (r < -9223372036854775808.0) return 1;
+  if (r >= 9223372036854775808.0) return -1;
+  int64_t y = (int64_t)r; /* r truncated toward zero: exact */
+  if (i != y) return i < y ? -1 : 1;
+  double f = r - (double)y; /* the fraction, exact */
+  return f > 0 ? -1 : f < 0 ? 1 : 0;
+}
+
+/* Order of two values as SQLite's ORDER BY (ascending, BINARY). */
+static int vref_cmp(const vt_vref *a, const vt_vref *b) {
+  int ra = cls_rank(a->cls), rb = cls_rank(b->cls);
+  if (ra != rb) return ra < rb ? -1 : 1;
+  if (ra == 0) return 0;
+  if (ra == 1) {
+    if (a->cls == CSQ_INT && b->cls == CSQ_INT) return (a->v.i > b->v.i) - (a->v.i < b->v.i);
+    if (a->cls == CSQ_REAL && b->cls == CSQ_REAL) return (a->v.r > b->v.r) - (a->v.r < b->v.r);
+    if (a->cls == CSQ_INT) return int_real_cmp(a->v.i, b->v.r);
+    return -int_real_cmp(b->v.i, a->v.r);
+  }
+  uint32_t n = a->n < b->n ? a->n : b->n;
+  int c = n ? memcmp(a->p, b->p, n) : 0;
+  if (c) return c < 0 ? -1 : 1;
+  return (a->n > b->n) - (a->n < b->n);
+}
+
+/* Output order of slots a and b (< 0: a first). */
+static int topn_cmp_slot(const vt_topn *t, uint32_t a, uint32_t b) {
+  for (int k = 0; k < t->nKey; k++) {
+    vt_vref x = vref_slot(t, a, t->aKey[k]), y = vref_slot(t, b, t->aKey[k]);
+    int c = vref_cmp(&x, &y);
+    if (c) return t->aDesc[k] ? -c : c;
+  }
+  return (t->aSeq[a] > t->aSeq[b]) - (t->aSeq[a] < t->aSeq[b]);
+}
+
+/* Output order of row r of the batch apSrc against slot s; the batch row
+** came later, so it sorts after on equal keys. */
+static int topn_cmp_src(const vt_topn *t, const csq_vec *const *apSrc, uint32_t r, uint32_t s) {
+  for (int k = 0; k < t->nKey; k++) {
+    vt_vref x = vref_vec(apSrc[t->aKey[k]], r), y = vref_slot(t, s, t->aKey[k]);
+    int c = vref_cmp(&x, &y);
+    if (c) return t->aDesc[k] ? -c : c;
+  }
+  return 1;
+}
+
+static void topn_sift_down(vt_topn *t, uint32_t i, uint32_t n) {
+  uint32_t *h = t->aHeap;
+  for (;;) {
+    uint32_t l = 2 * i + 1, m;
+    if (l >= n) return;
+    m = l;
+    if (l + 1 < n && topn_cmp_slot(t, h[l + 1], h[l]) > 0) m = l + 1;
+    if (topn_cmp_slot(t, h[m], h[i]) <= 0) return;
+    uint32_t x = h[i];
+    h[i] = h[m];
+    h[m] = x;
+    i = m;
+  }
+}
+
+static int topn_grow(vt_topn *t) {
+  uint64_t n = t->nSlot ? (uint64_t)t->nSlot * 2 : 64;
+  if (n > t->nMax) n = t->nMax;
+  size_t nv = (size_t)n * (size_t)t->nCol;
+  uint8_t *aCls = sqlite3_realloc64(t->aCls, nv ? nv : 1);
+  if (aCls) t->aCls = aCls;
+  csq_val *aVal = sqlite3_realloc64(t->aVal, sizeof(csq_val) * (nv ? nv : 1));
+  if (aVal) t->aVal = aVal;
+  uint32_t *aLen = sqlite3_realloc64(t->aLen, sizeof(uint32_t) * (nv ? nv : 1));
+  if (aLen) t->aLen = aLen;
+  char **azBuf = sqlite3_realloc64(t->azBuf, sizeof(char *) * n);
+  if (azBuf) t->azBuf = azBuf;
+  uint64_t *anBuf = sqlite3_realloc64(t->anBuf, sizeof(uint64_t) * n);
+  if (anBuf) t->anBuf = anBuf;
+  uint64_t *aSeq = sqlite3_realloc64(t->aSeq, sizeof(uint64_t) * n);
+  if (aSeq) t->aSeq = aSeq;
+  uint32_t *aHeap = sqlite3_realloc64(t->aHeap, sizeof(uint32_t) * n);
+  if (aHeap) t->aHeap = aHeap;
+  if (!aCls || !aVal || !aLen || !azBuf || !anBuf || !aSeq || !aHeap) return SQLITE_NOMEM;
+  for (uint32_t s = t->nSlot; s < n; s++) {
+    t->azBuf[s] = NULL;
+    t->anBuf[s] = 0;
+  }
+  t->nSlot = (uint32_t)n;
+  return SQLITE_OK;
+}
+
+/* Copy row r of apSrc[0..nCol) into slot s. */
+static int topn_copy(vt_topn *t, const csq_vec *const *apSrc, uint32_t r, uint32_t s) {
+  uint64_t nb = 0;
+  for (int j = 0; j < t->nCol; j++) {
+    int cls = apSrc[j]->aCls[r];
+    if (cls == CSQ_TEXT || cls == CSQ_BLOB) nb += apSrc[j]->aLen[r];
+  }
+  if (nb > t->anBuf[s]) {
+    uint64_t want = t->anBuf[s] * 2 > nb ? t->anBuf[s] * 2 : nb;
+    if (want < 64) want = 64;
+    char *z = sqlite3_realloc64(t->azBuf[s], want);
+    if (!z) return SQLITE_NOMEM;
+    t->azBuf[s] = z;
+    t->anBuf[s] = want;
+  }
+  size_t i = (size_t)s * (size_t)t->nCol;
+  uint64_t off = 0;
+  for (int j = 0; j < t->nCol; j++, i++) {
+    const csq_vec *v = apSrc[j];
+    int cls = v->aCls[r];
+    t->aCls[i] = (uint8_t)cls;
+    t->aLen[i] = 0;
+    if (cls == CSQ_TEXT || cls == CSQ_BLOB) {
+      uint32_t n = v->aLen[r];
+      if (n) memcpy(t->azBuf[s] + off, csq_vec_bytes(v, r), n);
+      t->aVal[i].off = off;
+      t->aLen[i] = n;
+      off += n;
+    } else {
+      t->aVal[i] = v->aVal[r];
+    }
+  }
+  t->aSeq[s] = t->nSeq++;
+  return SQLITE_OK;
+}
+
+/* Offer row r of the batch apSrc[0..nCol). */
+static int topn_add(vt_topn *t, const csq_vec *const *apSrc, uint32_t r) {
+  if (t->nRow < t->nMax) {
+    if (t->nRow == t->nSlot && topn_grow(t)) return SQLITE_NOMEM;
+    uint32_t s = t->nRow, i = t->nRow;
+    if (topn_copy(t, apSrc, r, s)) return SQLITE_NOMEM;
+    t->aHeap[t->nRow++] = s;
+    while (i > 0) {
+      uint32_t up = (i - 1) / 2;
+      if (topn_cmp_slot(t, t->aHeap[i], t->aHeap[up]) <= 0) break;
+      uint32_t x = t->aHeap[i];
+      t->aHeap[i] = t->aHeap[up];
+      t->aHeap[up] = x;
+      i = up;
+    }
+    return SQLITE_OK;
+  }
+  if (t->nRow == 0 || topn_cmp_src(t, apSrc, r, t->aHeap[0]) >= 0) return SQLITE_OK;
+  if (topn_copy(t, apSrc, r, t->aHeap[0])) return SQLITE_NOMEM;
+  topn_sift_down(t, 0, t->nRow);
+  return SQLITE_OK;
+}
+
+/* Sort the kept rows and write them, in order, into aOut[0..nCol)
+** (reset first). */
+static int topn_emit(vt_topn *t, csq_vec *aOut) {
+  for (uint32_t n = t->nRow; n > 1; n--) {
+    uint32_t x = t->aHeap[0];
+    t->aHeap[0] = t->aHeap[n - 1];
+    t->aHeap[n - 1] = x;
+    topn_sift_down(t, 0, n - 1);
+  }
+  for (int j = 0; j < t->nCol; j++) {
+    csq_vec *v = &aOut[j];
+    csq_vec_reset(v);
+    if (csq_vec_reserve(v, t->nRow, 0)) return SQLITE_NOMEM;
+    for (uint32_t k = 0; k < t->nRow; k++) {
+      vt_vref x = vref_slot(t, t->aHeap[k], j);
+      int rc;
+      switch (x.cls) {
+      case CSQ_INT:
+        rc = csq_vec_push_int(v, x.v.i);
+        break;
+      case CSQ_REAL:
+        rc = csq_vec_push_real(v, x.v.r);
+        break;
+      case CSQ_TEXT:
+      case CSQ_BLOB:
+        rc = csq_vec_push_bytes(v, x.cls, x.p, x.n);
+        break;
+      default:
+        rc = csq_vec_push_null(v);
+      }
+      if (rc) return SQLITE_NOMEM;
+    }
+  }
+  return SQLITE_OK;
+}
+
+static void topn_free(vt_topn *t) {
+  for (uint32_t s = 0; s < t->nSlot; s++) sqlite3_free(t->azBuf[s]);
+  sqlite3_free(t->aCls);
+  sqlite3_free(t->aVal);
+  sqlite3_free(t->aLen);
+  sqlite3_free(t->azBuf);
+  sqlite3_free(t->anBuf);
+  sqlite3_free(t->aSeq);
+  sqlite3_free(t->aHeap);
+  memset(t, 0, sizeof(*t));
+}
+
+/* A heap for the cursor's sort keys over outputs aOutOf (as the cursor's),
+** keeping nMax rows. */
+static void topn_init(vt_topn *t, const vt_cursor *c, int nOut, uint32_t nMax) {
+  memset(t, 0, sizeof(*t));
+  t->nCol = nOut;
+  t->nMax = nMax;
+  t->nKey = c->nKey;
+  for (int k = 0; k < c->nKey; k++) {
+    t->aKey[k] = c->aOutOf[c->aKeyChunk[k]];
+    t->aDesc[k] = c->aKeyDesc[k];
+  }
+}
+
+/* The cursor's output columns: rowids, then every column the statement
+** reads (colUsed, which includes the sort keys); fills aChunk[] with their
+** chunks and c->aOutOf. Returns their number. */
+static int set_outputs(vt_cursor *c, const vt_tab *p, int *aChunk) {
+  int nOut = 0, nCol = p->s.nCol;
+  for (int i = 0; i <= nCol; i++) c->aOutOf[i] = -1;
+  aChunk[nOut] = 0;
+  c->aOutOf[0] = nOut++;
+  for (int i = 0; i < nCol; i++) {
+    if (!col_used(c, i) || i == p->s.iIpk) continue;
+    aChunk[nOut] = i + 1;
+    c->aOutOf[i + 1] = nOut++;
+  }
+  return nOut;
+}
+
+/* Rows the top-N keeps: LIMIT + OFFSET (no cap: all of them). */
+static uint32_t topn_max(const vt_cursor *c) {
+  return c->nLeft >= 0 && c->nLeft < UINT32_MAX ? (uint32_t)c->nLeft : UINT32_MAX;
+}
+
+/* The top-N is complete: serve its rows, sorted, as the cursor's output
+** vectors (allocated here for a host scan) through the device-mode path. */
+static int serve_topn(vt_cursor *c, vt_topn *t, int nOut) {
+  if (!c->aOut) {
+    c->aOut = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nOut);
+    if (!c->aOut) return SQLITE_NOMEM;
+    for (int i = 0; i < nOut; i++) csq_vec_init(&c->aOut[i]);
+    c->nOut = nOut;
+  }
+  int rc = topn_emit(t, c->aOut);
+  if (rc) return rc;
+  c->iScan = 0;
+  c->iRow = 0;
+  c->nRow = t->nRow;
+  c->bEof = t->nRow == 0;
+  return SQLITE_OK;
+}
+
 /* idxNum 2: run the pushed terms as a device program over the visible row
 ** groups (the transaction's buffered rows are written out first, so the
-** device sees them). */
-static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
+** device sees them).
+** With a cap (nLeft > 0) the scans run in windows of row groups; with sort
+** keys every qualifying row goes through a top-N heap first. */
+static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int nArg,
                          sqlite3_value **argv) {
   int nCol = p->s.nCol, rc, nTerm;
-  pl_cons *aTerm = sqlite3_malloc64(sizeof(pl_cons) * (size_t)(argc + 1));
+  pl_cons *aTerm = sqlite3_malloc64(sizeof(pl_cons) * (size_t)(nArg + 1));
   int *aChunk = sqlite3_malloc64(sizeof(int) * (size_t)(nCol + 1));
+  const csq_vec **apSrc = NULL;
   uint8_t *pProg = NULL;
   size_t nProg = 0;
   int bEmpty = 0;
   char *zErr = NULL;
+  vt_topn t;
+  memset(&t, 0, sizeof(t));
   if (!aTerm || !aChunk) {
     rc = SQLITE_NOMEM;
     nTerm = 0;
     goto done;
   }
-  memset(aTerm, 0, sizeof(pl_cons) * (size_t)(argc + 1));
-  nTerm = parse_terms(idxStr, argc, argv, aTerm, argc);
+  memset(aTerm, 0, sizeof(pl_cons) * (size_t)(nArg + 1));
+  nTerm = parse_terms(idxStr, nArg, argv, aTerm, nArg);
   if (nTerm < 0) {
     vt_set_error(&p->base, "csq: malformed plan '%s'", idxStr);
     rc = SQLITE_ERROR;
-    nTerm = argc; /* free whatever was parsed */
+    nTerm = nArg; /* free whatever was parsed */
     goto done;
   }
   int nKeep = 0;
@@ -664,16 +1242,7 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
     else
       free_terms(&aTerm[i], 1);
   nTerm = nKeep;
-  /* outputs: rowids, then every column the statement reads */
-  int nOut = 0;
-  for (int i = 0; i <= nCol; i++) c->aOutOf[i] = -1;
-  aChunk[nOut] = 0;
-  c->aOutOf[0] = nOut++;
-  for (int i = 0; i < nCol; i++) {
-    if (!col_used(c, i) || i == p->s.iIpk) continue;
-    aChunk[nOut] = i + 1;
-    c->aOutOf[i + 1] = nOut++;
-  }
+  int nOut = set_outputs(c, p, aChunk);
   rc = pl_filter_program(aTerm, nTerm, aChunk, nOut, &pProg, &nProg, &bEmpty, &zErr);
   if (rc) {
     vt_set_error(&p->base, "%s", zErr ? zErr : "csq: cannot build the device program");
@@ -693,24 +1262,61 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
   for (int i = 0; i < nOut; i++) csq_vec_init(&c->aOut[i]);
   c->nOut = nOut;
   vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
-  /* one scan per member, all open at once: every device works in parallel */
-  for (int k = 0; k < c->nMem; k++) {
-    const store_table *pTab = c->aTab[k];
-    rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg, pProg,
-                       nProg, &c->apScan[k], &zErr);
-    if (rc) {
-      rc = vt_err(&p->base, rc, zErr);
-      goto done;
+  if (c->nLeft > 0 && c->nKey == 0) {
+    /* capped: each member's first window holds the row groups the cap
+    ** would fill if every row qualified (at least one); it is opened when
+    ** the member's turn comes (settle_scan), later ones twice as large */
+    int64_t nPer = (int64_t)p->s.nRowGroup * c->nMem;
+    int64_t nWin = nPer > 0 ? (c->nLeft + nPer - 1) / nPer : 1;
+    for (int k = 0; k < c->nMem; k++) {
+      c->aWinNext[k] = c->aTab[k]->nRg > 0 ? 0 : -1;
+      c->aWinLen[k] = nWin < 1 ? 1 : nWin > c->aTab[k]->nRg ? c->aTab[k]->nRg : (int)nWin;
+    }
+    c->pProg = pProg;
+    c->nProg = nProg;
+    pProg = NULL;
+  } else {
+    /* one scan per member, all open at once: every device works in parallel */
+    for (int k = 0; k < c->nMem; k++) {
+      const store_table *pTab = c->aTab[k];
+      rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg, pProg,
+                         nProg, &c->apScan[k], &zErr);
+      if (rc) {
+        rc = vt_err(&p->base, rc, zErr);
+        goto done;
+      }
     }
   }
   c->iScan = 0;
   c->bEof = 0;
   c->iRow = c->nRow = 0;
-  rc = settle_scan(c, p);
+  if (c->nKey == 0) {
+    rc = settle_scan(c, p);
+    goto done;
+  }
+  /* ORDER BY consumed: every qualifying row through the heap */
+  apSrc = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nOut);
+  if (!apSrc) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  for (int j = 0; j < nOut; j++) apSrc[j] = &c->aOut[j];
+  topn_init(&t, c, nOut, topn_max(c));
+  for (;;) {
+    rc = settle_scan(c, p);
+    if (rc || c->bEof) break;
+    for (uint32_t r = c->iRow; r < c->nRow && rc == SQLITE_OK; r++) rc = topn_add(&t, apSrc, r);
+    if (rc) break;
+    c->iRow = c->nRow;
+  }
+  release_sources(c, nCol);
+  if (rc == SQLITE_OK) rc = serve_topn(c, &t, nOut);
 done:
+  topn_free(&t);
   free_terms(aTerm, nTerm);
   sqlite3_free(aTerm);
   sqlite3_free(aChunk);
+  sqlite3_free(apSrc);
   sqlite3_free(pProg);
   return rc;
 }
@@ -775,6 +1381,96 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
   return SQLITE_OK;
 }
 
+/* An integer LIMIT/OFFSET value (SQLite made it one: MustBeInt). */
+static int limit_value(sqlite3_value *v, int64_t *pn) {
+  if (sqlite3_value_type(v) != SQLITE_INTEGER) return 0;
+  *pn = sqlite3_value_int64(v);
+  return 1;
+}
+
+/*
+** Read the ";limit", ";offset" and ";order" parts of a plan 0 or 2 (grammar
+** above vt_best_index): sets nLeft (LIMIT + OFFSET rows, -1 no cap), nSkip
+** (the OFFSET, rows SQLite drops itself) and the sort keys, and *pnTerm to
+** the number of terms, whose values come first in argv. The sort keys are
+** added to colUsed so that they are fetched.
+*/
+static int parse_limit(vt_cursor *c, vt_tab *p, const char *idxStr, int argc, sqlite3_value **argv,
+                       int *pnTerm) {
+  int nTerm = idxStr ? count_terms(idxStr) : 0;
+  *pnTerm = nTerm;
+  const char *zLim = idxStr ? strstr(idxStr, ";limit=") : NULL;
+  if (!zLim) return SQLITE_OK;
+  const char *zOff = strstr(zLim, ";offset=");
+  const char *zOrd = strstr(zLim, ";order=");
+  if (argc < nTerm + 1 + (zOff != NULL)) goto malformed;
+  int64_t nLim = -1, nOff = 0;
+  int bLim = limit_value(argv[nTerm], &nLim);
+  int bOff = !zOff || limit_value(argv[nTerm + 1], &nOff);
+  if (nOff < 0) nOff = 0; /* SQLite: a negative OFFSET is none */
+  if (bOff) c->nSkip = nOff;
+  if (bLim && bOff && nLim >= 0) c->nLeft = nLim > INT64_MAX - nOff ? -1 : nLim + nOff;
+  if (zOrd) {
+    const char *z = zOrd + 7;
+    for (;;) {
+      int iChunk = -1, nUsed = 0;
+      char zDir[5] = "";
+      if (c->nKey >= VT_TOPN_MAXKEY || sscanf(z, "c%d:%4[a-z]%n", &iChunk, zDir, &nUsed) != 2 ||
+          iChunk < 0 || iChunk > p->s.nCol || (strcmp(zDir, "asc") && strcmp(zDir, "desc")))
+        goto malformed;
+      if (iChunk == p->s.iIpk + 1) iChunk = 0; /* the rowid's alias is the rowid */
+      c->aKeyChunk[c->nKey] = iChunk;
+      c->aKeyDesc[c->nKey++] = zDir[0] == 'd';
+      if (iChunk > 0) c->colUsed |= (uint64_t)1 << (iChunk - 1 < 63 ? iChunk - 1 : 63);
+      z += nUsed;
+      if (*z != ',') break;
+      z++;
+    }
+    c->nSkip = 0; /* the top-N reads every row anyway */
+  }
+  return SQLITE_OK;
+malformed:
+  vt_set_error(&p->base, "csq: malformed plan '%s'", idxStr);
+  return SQLITE_ERROR;
+}
+
+/* Plan 0 with ORDER BY consumed: every live row through the top-N heap
+** (the used columns of each row group loaded as usual), then the kept rows,
+** sorted, are served as output vectors. */
+static int host_topn(vt_cursor *c, vt_tab *p) {
+  int nCol = p->s.nCol, rc = SQLITE_OK;
+  int *aChunk = sqlite3_malloc64(sizeof(int) * (size_t)(nCol + 1));
+  const csq_vec **apSrc = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)(nCol + 1));
+  vt_topn t;
+  memset(&t, 0, sizeof(t));
+  if (!aChunk || !apSrc) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  int nOut = set_outputs(c, p, aChunk);
+  for (int j = 0; j < nOut; j++) apSrc[j] = &c->aVec[aChunk[j]];
+  topn_init(&t, c, nOut, topn_max(c));
+  rc = open_scan(c, p);
+  int iSrc = -1;
+  while (rc == SQLITE_OK && !c->bEof) {
+    for (int j = 0; c->iRg != iSrc && rc == SQLITE_OK && j < nOut; j++)
+      if (!c->aLoaded[aChunk[j]]) rc = load_column(c, p, aChunk[j]);
+    iSrc = c->iRg;
+    if (rc == SQLITE_OK) rc = topn_add(&t, apSrc, c->iRow);
+    if (rc == SQLITE_OK) {
+      c->iRow++;
+      rc = settle(c, p);
+    }
+  }
+  release_sources(c, nCol);
+  if (rc == SQLITE_OK) rc = serve_topn(c, &t, nOut);
+done:
+  topn_free(&t);
+  sqlite3_free(aChunk);
+  sqlite3_free(apSrc);
+  return rc;
+}
+
 int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
               sqlite3_value **argv) {
   vt_cursor *c = (vt_cursor *)pCur;
@@ -784,7 +1480,14 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
   const char *zCols = idxStr ? strstr(idxStr, ";cols=") : NULL;
   if (zCols) c->colUsed = strtoull(zCols + 6, NULL, 16);
   c->bLookup = 0;
-  if (idxNum == 2) return device_filter(c, p, idxStr, argc, argv);
+  if (idxNum == 0 || idxNum == 2) {
+    int nTerm = 0;
+    int rc = parse_limit(c, p, idxStr, argc, argv, &nTerm);
+    if (rc) return rc;
+    if (c->nLeft == 0) return SQLITE_OK; /* LIMIT 0: nothing to read (bEof is set) */
+    if (idxNum == 2) return device_filter(c, p, idxStr, nTerm, argv);
+    if (c->nKey) return host_topn(c, p);
+  }
   if (idxNum == 3) return probe_filter(c, p, idxStr, argc, argv);
   if (idxNum == 1 && argc >= 1) {
     sqlite3_value *v = argv[0];
@@ -864,6 +1567,13 @@ int vt_next(sqlite3_vtab_cursor *pCur) {
   vt_cursor *c = (vt_cursor *)pCur;
   if (c->bProbe) {
     c->bEof = ++c->iHit >= vt_probe_nhit(c->pProbe);
+    return SQLITE_OK;
+  }
+  if (c->nSkip > 0) c->nSkip--;
+  if (c->nLeft > 0 && --c->nLeft == 0) {
+    /* the pushed LIMIT is reached: no further row group is read */
+    stop_scans(c);
+    c->bEof = 1;
     return SQLITE_OK;
   }
   c->iRow++;

@@ -3,6 +3,7 @@ device as a program. Differential tests against a native table holding the
 same rows, plus the plan, zone-map skipping and the edge cases of SQLite's
 comparison rules."""
 import random
+from collections import Counter
 
 from harness import connect, stats, same_rows
 
@@ -69,24 +70,59 @@ def predicate(rnd):
     return "%s COLLATE NOCASE = %s" % (c, const(rnd))
 
 
+def random_order(rnd):
+    """(ORDER BY clause, covers a unique key, sort key columns of the row)."""
+    k = rnd.randrange(10)
+    if k < 3:
+        return "ORDER BY rowid" + rnd.choice(["", " DESC"]), True, [0]
+    if k < 6:
+        cols = rnd.sample(range(len(AFFS)), rnd.randrange(1, 3))
+        dirs = [rnd.choice(["", " DESC"]) for _ in cols]
+        total = rnd.random() < 0.6
+        o = ", ".join("c%d%s" % (c, d) for c, d in zip(cols, dirs))
+        if total:
+            o += ", rowid" + rnd.choice(["", " DESC"])
+        return "ORDER BY " + o, total, [1 + c for c in cols]
+    return "", False, []
+
+
 def test_random_filters_match_native():
+    # random filters, some with ORDER BY and/or LIMIT/OFFSET: ordered lists
+    # are compared when ORDER BY covers a unique key; with LIMIT and no total
+    # order, the row count, the sort keys (if any) and that each row is one
+    # of the native table's; without LIMIT, the multisets
     con, rnd = setup(3000, 7)
     con.execute("SELECT csq_stats_reset()")
-    n = 0
+    n = nlim = ntop = 0
     for i in range(2500):
         w = " AND ".join(predicate(rnd) for _ in range(rnd.randrange(1, 4)))
         if rnd.random() < 0.2:
             w = "(%s) OR (%s)" % (w, predicate(rnd))
-        order = "ORDER BY rowid"
+        order, total, keys = random_order(rnd)
         lim = ""
-        if rnd.random() < 0.3:
-            lim = " LIMIT %d OFFSET %d" % (rnd.randrange(0, 20), rnd.randrange(0, 5))
+        if rnd.random() < 0.4:
+            lim = " LIMIT %d" % rnd.choice([0, 1, 3, 7, 20, 100, -1])
+            if rnd.random() < 0.5:
+                lim += " OFFSET %d" % rnd.choice([0, 1, 4, 30, 5000])
         q = "SELECT rowid, * FROM TBL WHERE %s %s%s" % (w, order, lim)
         a = con.execute(q.replace("TBL", "t")).fetchall()
         b = con.execute(q.replace("TBL", "n")).fetchall()
-        same_rows(a, b, q)
+        if total:
+            same_rows(a, b, q)
+        elif not lim:
+            assert Counter(a) == Counter(b), q
+        else:
+            assert len(a) == len(b), (q, len(a), len(b))
+            assert [tuple(r[j] for j in keys) for r in a] == [tuple(r[j] for j in keys) for r in b], q
+            every = Counter(con.execute("SELECT rowid, * FROM n WHERE %s" % w).fetchall())
+            assert not (Counter(a) - every), q
         n += len(a)
+        if lim:
+            plan = " ".join(r[-1] for r in con.execute("EXPLAIN QUERY PLAN " + q.replace("TBL", "t")))
+            nlim += ";limit=" in plan
+            ntop += ";order=" in plan
     assert n > 1000, "the random predicates should select something: %d rows" % n
+    assert nlim > 50 and ntop > 20, (nlim, ntop)
     st = stats(con)
     assert st["programs_executed"] > 1000, st
 
