@@ -1,6 +1,12 @@
 /*
 ** device/fault.c - parser and matcher of fault-injection specs (fault.h),
 ** and the replacement of a live device's rules (dev_fault_set).
+**
+** One action exists only here: action=crash ends the process at once with
+** _exit(DEV_FAULT_CRASH_EXIT) when the rule fires, before the command runs,
+** as a power cut or a kill -9 would stop a writer between two commands
+** (whatever reached the media before stays there). Crash tests set it in a
+** child process: "op=nvm_write,nth=3,action=crash".
 */
 #include <errno.h>
 #include <pthread.h>
@@ -9,8 +15,12 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <unistd.h>
+
 #include "backend.h"
 #include "fault.h"
+
+#define DEV_FAULT_CRASH_EXIT 86 /* exit status of action=crash */
 
 typedef struct fault_rule {
   char zOp[16]; /* "" = any */
@@ -21,6 +31,7 @@ typedef struct fault_rule {
   uint64_t rng;    /* xorshift state */
   uint64_t nLimit; /* max firings, 0 = no limit */
   uint64_t nSeen, nFired;
+  int bCrash; /* action=crash: _exit when it fires */
   dev_fault_hit hit;
 } fault_rule;
 
@@ -166,6 +177,8 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
         r->hit.action = DEV_FAULT_CORRUPT;
       } else if (strcmp(zVal, "short") == 0) {
         r->hit.action = DEV_FAULT_SHORT;
+      } else if (strcmp(zVal, "crash") == 0) {
+        r->bCrash = 1;
       } else if (strncmp(zVal, "delay:", 6) == 0) {
         uint64_t ms;
         if (!parse_u64(zVal + 6, &ms) || ms > 3600000)
@@ -175,7 +188,7 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
       } else {
         return fault_err(pzErr,
                          "fault rule %d: unknown action '%s' (expected status:SF, timeout, "
-                         "corrupt, short, delay:MS)",
+                         "corrupt, short, delay:MS, crash)",
                          iRule, zVal);
       }
     } else {
@@ -185,7 +198,7 @@ static int parse_rule(char *z, int iRule, fault_rule *r, char **pzErr) {
                        iRule, zKey);
     }
   }
-  if (r->hit.action == DEV_FAULT_NONE)
+  if (r->hit.action == DEV_FAULT_NONE && !r->bCrash)
     return fault_err(pzErr, "fault rule %d: no action= given", iRule);
   if (r->nth && r->prob >= 0)
     return fault_err(pzErr, "fault rule %d: use nth or prob, not both", iRule);
@@ -346,6 +359,7 @@ int dev_fault_check(dev_fault *f, const csq_sqe *pSqe, dev_fault_hit *pHit) {
       bFire = (double)(xorshift(&r->rng) >> 11) * (1.0 / 9007199254740992.0) < r->prob;
     else
       bFire = 1;
+    if (bFire && r->bCrash) _exit(DEV_FAULT_CRASH_EXIT); /* before the command runs */
     if (bFire) {
       r->nFired++;
       *pHit = r->hit;

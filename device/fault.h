@@ -32,6 +32,10 @@
 **                             0 included), then the command fails with
 **                             Write Fault, as a device losing power mid-write
 **                             or a failing one would leave it
+**                  crash      the process ends at once (_exit status 86)
+**                             before the command runs, as a power cut or a
+**                             kill -9 between two commands would: for crash
+**                             tests, in a child process
 **
 ** Examples:  "op=nvm_read,nth=3,action=status:0x281"
 **            "op=execute,action=timeout"

@@ -10,8 +10,23 @@
 ** Free space and readers: an extent a commit frees is still referenced by
 ** older snapshots, so it is parked (deferred) until no live snapshot of this
 ** process is older than the commit that freed it.
+**
+** Transactions over several devices (store_txn_prepare) use the two-step
+** commit of FORMAT.md, "Commit protocol": a prepared commit sits in the
+** superblock (version 2) until the writer flips to it or drops it. Anyone
+** who reads a superblock with a prepared commit looks up its outcome on the
+** deciding device (decision_lookup) and reads the state that outcome gives;
+** whoever can take the writer lock (so the writer that prepared it is gone)
+** also settles it on the media (settle_pending).
+**
+** Noticing another process's commit cheaply: at each snapshot a shared store
+** copies blocks 0-1 into device SLM (Memory Copy) and reads back only the
+** first CSQ_SB_PREFIX bytes of each copy; if both are as this store last saw
+** them, nothing was committed since (sb_unchanged), and 128 bytes crossed to
+** the host instead of 8 KiB.
 */
 #include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -40,7 +55,11 @@ struct store {
   int nPend, nPendAlloc;
   store_snap *pLive; /* snapshots still referenced */
   int bShared;       /* other processes may open the image: re-read superblocks */
-  store *pNext;      /* registry */
+  int bUndecided;    /* the superblock holds a prepared commit whose outcome was not
+                        decided at the last look: look again at every refresh */
+  int bSeen;         /* aSeen holds the prefixes of both superblock copies on the media */
+  uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX];
+  store *pNext; /* registry */
 };
 
 struct store_txn {
@@ -56,6 +75,11 @@ struct store_txn {
   store_extent *aFree; /* committed extents this transaction frees at commit */
   int nFree, nFreeAlloc;
   int bDirty;
+  /* after store_txn_prepare: */
+  int bPrepared;
+  store_snap *pPrep; /* the prepared snapshot; its tables are apTab (owned by t) */
+  store_sb sbFlip;   /* the superblock that makes it current */
+  store_prep prep;   /* the prepared commit as the superblock records it */
 };
 
 /* The registry of open stores: one per device in the process. */
@@ -207,8 +231,58 @@ static int load_delmaps(store *p, dev_queue *q, store_snap *s, char **pzErr) {
   return 0;
 }
 
-/* Read both superblocks and pick the committed one. */
-static int read_superblock(store *p, dev_queue *q, store_sb *pSb, int *pbEmpty, char **pzErr) {
+/* Remember the prefixes of both superblock copies as they are on the media
+** (a[i] the block of copy i). With p->mu held, or p not shared yet. */
+static void seen_set(store *p, const uint8_t *a0, const uint8_t *a1) {
+  memcpy(p->aSeen[0], a0, CSQ_SB_PREFIX);
+  memcpy(p->aSeen[1], a1, CSQ_SB_PREFIX);
+  p->bSeen = 1;
+}
+
+/* Both copies now hold *pSb (a completed write_superblocks). */
+static void seen_written(store *p, const store_sb *pSb) {
+  uint8_t a[CSQ_LBA_SIZE];
+  store_sb_encode(pSb, a);
+  seen_set(p, a, a);
+}
+
+/* Choose the superblock that counts from blocks 0-1 in buf (2 blocks).
+** 0 with *pSb; 1 when both blocks are zero (an empty image); else an error
+** with *pzErr naming zPath. */
+static int sb_from_blocks(const char *zPath, const uint8_t *buf, store_sb *pSb, char **pzErr) {
+  store_sb a[2];
+  int rcs[2];
+  uint32_t aVer[2] = {0, 0};
+  int bZero = 1;
+  for (size_t i = 0; i < 2 * (size_t)CSQ_LBA_SIZE && bZero; i++) bZero = buf[i] == 0;
+  for (int i = 0; i < 2; i++)
+    rcs[i] = store_sb_decode(buf + (size_t)i * CSQ_LBA_SIZE, &a[i], &aVer[i]);
+  int best = store_sb_choose(a, rcs);
+  if (best >= 0) {
+    *pSb = a[best];
+    return 0;
+  }
+  if (bZero) return 1;
+  if (rcs[0] == -EPROTONOSUPPORT || rcs[1] == -EPROTONOSUPPORT) {
+    *pzErr = dev_mprintf("device image %s has on-media format version %u; this build of csq "
+                         "reads versions %u and %u only (open it with a newer csq)",
+                         zPath, rcs[0] == -EPROTONOSUPPORT ? aVer[0] : aVer[1], CSQ_FORMAT_VERSION,
+                         CSQ_SB_VERSION_PREPARED);
+    return -EPROTONOSUPPORT;
+  }
+  if (rcs[0] == -ENOENT && rcs[1] == -ENOENT) {
+    *pzErr = dev_mprintf("%s is not a csq device image (no csq superblock in blocks 0-1)", zPath);
+    return -EINVAL;
+  }
+  *pzErr = dev_mprintf("device image %s: both superblocks (blocks 0 and 1) are damaged", zPath);
+  return -EBADMSG;
+}
+
+/* Read both superblocks and pick the committed one. aSeen (may be NULL)
+** receives the prefixes of both copies as read, for the caller to keep once
+** it has taken in the state they describe. */
+static int read_superblock(store *p, dev_queue *q, store_sb *pSb, int *pbEmpty,
+                           uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX], char **pzErr) {
   uint8_t *buf = block_alloc(2);
   if (!buf) return -ENOMEM;
   int rc = io_read(q, 0, 2, buf);
@@ -217,31 +291,38 @@ static int read_superblock(store *p, dev_queue *q, store_sb *pSb, int *pbEmpty, 
     *pzErr = io_errmsg(p, q, rc, "reading the superblocks (blocks 0-1)");
     return rc;
   }
-  store_sb a[2];
-  int rcs[2];
-  int bZero = 1;
-  for (size_t i = 0; i < 2 * (size_t)CSQ_LBA_SIZE && bZero; i++) bZero = buf[i] == 0;
-  for (int i = 0; i < 2; i++) rcs[i] = store_sb_decode(buf + (size_t)i * CSQ_LBA_SIZE, &a[i]);
+  rc = sb_from_blocks(dev_path(p->pDev), buf, pSb, pzErr);
+  *pbEmpty = rc == 1;
+  if (rc == 0 && aSeen) {
+    memcpy(aSeen[0], buf, CSQ_SB_PREFIX);
+    memcpy(aSeen[1], buf + CSQ_LBA_SIZE, CSQ_SB_PREFIX);
+  }
   free(buf);
-  *pbEmpty = 0;
-  if (rcs[0] == 0 || rcs[1] == 0) {
-    int best = rcs[0] == 0 ? 0 : 1;
-    if (rcs[0] == 0 && rcs[1] == 0 && a[1].gen > a[0].gen) best = 1;
-    *pSb = a[best];
+  return rc == 1 ? 0 : rc;
+}
+
+/* Has the image stayed as this store last read or wrote it? Blocks 0-1 go
+** into device SLM by Memory Copy, and only the first CSQ_SB_PREFIX bytes of
+** each copy come back: every commit changes the generation there, a
+** prepared commit and its end the version, so equal prefixes mean the same
+** committed state. 1 if unchanged; 0 if changed, unknown (never read), on
+** any error (the caller then reads the superblocks whole, which reports
+** it), or where the device has no SLM of its own (a device without csq
+** compute: its "SLM" is host memory, and the full read costs the same).
+** With p->mu held: the SLM buffer and q are used by one thread at a time. */
+static int sb_unchanged(store *p, dev_queue *q) {
+  const csq_id_vs *pCaps = dev_caps(p->pDev);
+  uint64_t addr;
+  if (!p->bSeen || pCaps->magic != CSQ_ID_MAGIC || pCaps->slm_bytes < 2 * (uint64_t)CSQ_LBA_SIZE)
     return 0;
-  }
-  if (bZero) {
-    *pbEmpty = 1;
-    return 0;
-  }
-  if (rcs[0] == -ENOENT && rcs[1] == -ENOENT) {
-    *pzErr = dev_mprintf("%s is not a csq device image (no csq superblock in blocks 0-1)",
-                         dev_path(p->pDev));
-    return -EINVAL;
-  }
-  *pzErr = dev_mprintf("device image %s: both superblocks (blocks 0 and 1) are damaged",
-                       dev_path(p->pDev));
-  return -EBADMSG;
+  if (dev_slm_alloc(p->pDev, 2 * (uint64_t)CSQ_LBA_SIZE, &addr)) return 0;
+  csq_lba_range r = {CSQ_NSID_NVM, 2, 0};
+  uint8_t a[CSQ_SB_COPIES][CSQ_SB_PREFIX];
+  int rc = dev_slm_copy(q, addr, &r, 1);
+  for (int i = 0; i < CSQ_SB_COPIES && rc == 0; i++)
+    rc = dev_slm_read(q, addr + (uint64_t)i * CSQ_LBA_SIZE, a[i], CSQ_SB_PREFIX);
+  dev_slm_free(p->pDev, addr);
+  return rc == 0 && memcmp(a, p->aSeen, sizeof(a)) == 0;
 }
 
 /* Read and decode the catalog a superblock names. */
@@ -370,9 +451,9 @@ static int snap_extents(const store_snap *s, store_extent **pa, int *pn, int *pn
   return rc;
 }
 
-/* Rebuild free space from the current catalog and every live snapshot.
-** Called with p->mu held. */
-static int rebuild_space(store *p) {
+/* Free space as the current catalog and every live snapshot leave it, into
+** *pOut. Called with p->mu held. */
+static int compute_space(store *p, store_freemap *pOut) {
   store_extent *a = NULL;
   int n = 0, nAlloc = 0, rc = 0;
   rc = ext_push(&a, &n, &nAlloc, p->sb.catLba, p->sb.catBlocks, 0);
@@ -383,9 +464,15 @@ static int rebuild_space(store *p) {
     uint64_t hwm = p->sb.hwm;
     for (int i = 0; i < n; i++)
       if (a[i].lba + a[i].nblk > hwm) hwm = a[i].lba + a[i].nblk;
-    rc = space_rebuild(&p->space, a, n, hwm, dev_nvm_blocks(p->pDev));
+    rc = space_rebuild(pOut, a, n, hwm, dev_nvm_blocks(p->pDev));
   }
   free(a);
+  return rc;
+}
+
+/* Rebuild the writer's free space (the writer lock held, p->mu too). */
+static int rebuild_space(store *p) {
+  int rc = compute_space(p, &p->space);
   if (rc == 0) {
     p->bSpaceValid = 1;
     p->nPend = 0;
@@ -393,54 +480,230 @@ static int rebuild_space(store *p) {
   return rc;
 }
 
-/* Refresh p->pCur from the device if another process committed. With
-** p->mu held. */
-static int refresh(store *p, dev_queue *q, char **pzErr) {
-  if (!p->bShared && p->pCur) return 0;
+/* The outcome of a prepared commit, as its deciding device records it:
+** *pbCommitted = 1 when the decider's committed catalog holds table
+** r->zTable with a next-rowid counter of at least r->seq, else 0. The decider
+** is read through a queue of its own (its device opened by path, shared when
+** this process has it open already), never through its store, so no lock
+** of its store is taken: the value read is final for this commit, because
+** only a writer that settled this device first can move it (FORMAT.md,
+** "Commit protocol"). The decider's own prepared commit, if it has one, is
+** left aside: it cannot change the value. 0, or an error with *pzErr. */
+static int decision_lookup(store *p, const store_prep *r, int *pbCommitted, char **pzErr) {
+  dev_device *pDev = NULL;
+  dev_queue *q = NULL;
+  uint8_t *buf = NULL;
+  store_snap *s = NULL;
+  char *zWhy = NULL;
   store_sb sb;
+  uint32_t nextTabId;
+  int rc = 0;
+  *pbCommitted = 0;
+  if (strcmp(r->zPath, ":memory:") == 0 || strcmp(r->zPath, dev_path(p->pDev)) == 0) {
+    zWhy = dev_mprintf("that is not a device csq can open again");
+    rc = -EINVAL;
+    goto done;
+  }
+  dev_options o;
+  dev_options_default(&o);
+  rc = dev_open(r->zPath, &o, &pDev, &zWhy);
+  if (rc == 0) rc = dev_queue_open(pDev, &q);
+  if (rc == 0) rc = (buf = block_alloc(2)) ? io_read(q, 0, 2, buf) : -ENOMEM;
+  if (rc) {
+    if (!zWhy) zWhy = q ? dev_mprintf("%s", dev_errmsg(q)) : dev_mprintf("error %d", rc);
+    goto done;
+  }
+  rc = sb_from_blocks(r->zPath, buf, &sb, &zWhy);
+  if (rc == 1) {
+    zWhy = dev_mprintf("the image is empty");
+    rc = -EBADMSG;
+  }
+  if (rc) goto done;
+  if (memcmp(sb.uuid, r->uuid, 16) != 0) {
+    zWhy = dev_mprintf("the image there is another one than the one that took part in the commit "
+                       "(its image id differs)");
+    rc = -EBADMSG;
+    goto done;
+  }
+  free(buf);
+  buf = block_alloc(sb.catBlocks);
+  rc = buf ? io_read(q, sb.catLba, sb.catBlocks, buf) : -ENOMEM;
+  if (rc) {
+    zWhy = dev_mprintf("reading its catalog failed: %s", dev_errmsg(q));
+    goto done;
+  }
+  if (XXH3_64bits(buf, sb.catBytes) != sb.catXxh3) {
+    zWhy = dev_mprintf("its catalog (blocks %llu-%llu) is damaged (checksum mismatch)",
+                       (unsigned long long)sb.catLba,
+                       (unsigned long long)(sb.catLba + sb.catBlocks - 1));
+    rc = -EBADMSG;
+    goto done;
+  }
+  rc = store_cat_decode(buf, sb.catBytes, &s, &nextTabId, &zWhy);
+  if (rc) goto done;
+  const store_table *pTab = store_snap_table(s, r->zTable);
+  *pbCommitted = pTab && pTab->nextRowid >= r->seq;
+done:
+  if (rc)
+    *pzErr = dev_mprintf("device image %s holds a prepared commit of a transaction over several "
+                         "devices whose outcome is recorded on device %s, which cannot be read: %s",
+                         dev_path(p->pDev), r->zPath, zWhy ? zWhy : "error");
+  free(zWhy);
+  if (s) {
+    store_snap_free_tables(s);
+    free(s);
+  }
+  free(buf);
+  if (q) dev_queue_close(q);
+  if (pDev) dev_unref(pDev);
+  return rc;
+}
+
+/* The superblock that ends the prepared commit of *pSb: its catalog made
+** current (bCommit) or dropped. */
+static store_sb sb_settled(const store_sb *pSb, int bCommit) {
+  store_sb sb = *pSb;
+  if (bCommit) {
+    sb.gen = pSb->prep.gen;
+    sb.catLba = pSb->prep.catLba;
+    sb.catBlocks = pSb->prep.catBlocks;
+    sb.catBytes = pSb->prep.catBytes;
+    sb.catXxh3 = pSb->prep.catXxh3;
+  }
+  sb.version = CSQ_FORMAT_VERSION;
+  memset(&sb.prep, 0, sizeof(sb.prep));
+  return sb;
+}
+
+/* Writer lock without waiting: only free when no writer (in particular not
+** the one that prepared a commit) holds the device. 1 if taken. */
+static int writer_trylock(store *p, dev_queue *q) {
+  if (pthread_mutex_trylock(&p->writer) != 0) return 0;
+  if (p->bShared && dev_resv_acquire(q, 0) != 0) {
+    pthread_mutex_unlock(&p->writer);
+    return 0;
+  }
+  return 1;
+}
+static void writer_unlock(store *p, dev_queue *q) {
+  if (p->bShared) dev_resv_release(q);
+  pthread_mutex_unlock(&p->writer);
+}
+
+/* *pSb (just read) carries a prepared commit: find out its outcome, and
+** set *pEff to the superblock whose catalog is the committed state. When
+** the writer lock is held (bLocked) or free, the commit is also settled on
+** the media (flipped to or dropped), and *pSb becomes what was written; a
+** writer must have it settled (an error otherwise), a reader falls back to
+** reading the outcome only. Not decided and the lock held by someone else:
+** the writer that prepared it is still at work, the current catalog counts
+** and the next refresh looks again (p->bUndecided). With p->mu held. */
+static int settle_pending(store *p, dev_queue *q, int bLocked, store_sb *pSb, store_sb *pEff,
+                          char **pzErr) {
+  int bCommitted = 0;
+  int rc = decision_lookup(p, &pSb->prep, &bCommitted, pzErr);
+  if (rc) return rc;
+  store_sb sb = sb_settled(pSb, bCommitted);
+  if (bLocked || writer_trylock(p, q)) {
+    rc = write_superblocks(p, q, &sb, pzErr, NULL);
+    if (!bLocked) writer_unlock(p, q);
+    p->bSpaceValid = 0; /* the prepared commit's extents are used or free now */
+    if (rc == 0) {
+      *pSb = *pEff = sb;
+      return 0;
+    }
+    if (bLocked) return rc;
+    free(*pzErr);
+    *pzErr = NULL;
+  }
+  *pEff = sb;
+  p->bUndecided = !bCommitted;
+  return 0;
+}
+
+/* Refresh p->pCur from the device if another process committed. bLocked:
+** the caller holds the writer lock (a prepared commit found is settled).
+** With p->mu held. */
+static int refresh(store *p, dev_queue *q, int bLocked, char **pzErr) {
+  if (!p->bShared && p->pCur) return 0;
+  if (p->pCur && !p->bUndecided && sb_unchanged(p, q)) return 0;
+  store_sb sb, eff;
+  uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX];
   int bEmpty = 0;
-  int rc = read_superblock(p, q, &sb, &bEmpty, pzErr);
+  p->bSeen = 0;
+  int rc = read_superblock(p, q, &sb, &bEmpty, aSeen, pzErr);
   if (rc) return rc;
   if (bEmpty) {
     *pzErr = dev_mprintf("device image %s lost its superblocks", dev_path(p->pDev));
     return -EBADMSG;
   }
-  if (p->pCur && sb.gen == p->sb.gen && sb.catLba == p->sb.catLba) return 0;
-  store_snap *s = NULL;
-  uint32_t nextTabId = 0;
-  rc = read_catalog(p, q, &sb, &s, &nextTabId, pzErr);
-  if (rc) return rc;
-  s->nRef = 1;
-  snap_link(p, s);
-  store_snap *pOld = p->pCur;
-  p->pCur = s;
-  p->sb = sb;
-  p->nextTabId = nextTabId;
-  p->bSpaceValid = 0;
-  if (pOld) {
-    /* drop the store's own reference without re-taking p->mu */
-    if (--pOld->nRef == 0) {
-      for (store_snap **pp = &p->pLive; *pp; pp = &(*pp)->pNextLive)
-        if (*pp == pOld) {
-          *pp = pOld->pNextLive;
-          break;
-        }
-      store_snap_free_tables(pOld);
-      free(pOld);
+  p->bUndecided = 0;
+  eff = sb;
+  if (sb.version == CSQ_SB_VERSION_PREPARED) {
+    rc = settle_pending(p, q, bLocked, &sb, &eff, pzErr);
+    if (rc) return rc;
+    if (sb.version != CSQ_SB_VERSION_PREPARED) {
+      /* settled just now: both copies hold sb */
+      uint8_t a[CSQ_LBA_SIZE];
+      store_sb_encode(&sb, a);
+      memcpy(aSeen[0], a, CSQ_SB_PREFIX);
+      memcpy(aSeen[1], a, CSQ_SB_PREFIX);
     }
   }
+  if (!(p->pCur && eff.gen == p->sb.gen && eff.catLba == p->sb.catLba)) {
+    store_snap *s = NULL;
+    uint32_t nextTabId = 0;
+    rc = read_catalog(p, q, &eff, &s, &nextTabId, pzErr);
+    if (rc) return rc;
+    s->nRef = 1;
+    snap_link(p, s);
+    store_snap *pOld = p->pCur;
+    p->pCur = s;
+    p->sb = eff;
+    p->nextTabId = nextTabId;
+    p->bSpaceValid = 0;
+    if (pOld) {
+      /* drop the store's own reference without re-taking p->mu */
+      if (--pOld->nRef == 0) {
+        for (store_snap **pp = &p->pLive; *pp; pp = &(*pp)->pNextLive)
+          if (*pp == pOld) {
+            *pp = pOld->pNextLive;
+            break;
+          }
+        store_snap_free_tables(pOld);
+        free(pOld);
+      }
+    }
+  }
+  memcpy(p->aSeen, aSeen, sizeof(aSeen));
+  p->bSeen = 1;
   return 0;
 }
 
 int store_snapshot(store *p, dev_queue *q, store_snap **ppSnap, char **pzErr) {
   pthread_mutex_lock(&p->mu);
-  int rc = refresh(p, q, pzErr);
+  int rc = refresh(p, q, 0, pzErr);
   if (rc == 0) {
     p->pCur->nRef++;
     *ppSnap = p->pCur;
   }
   pthread_mutex_unlock(&p->mu);
   return rc;
+}
+
+/* A fresh image id: two images must not share one, even when created in the
+** same second (a prepared commit names its deciding image by it). */
+static void image_id(store *p, uint8_t aId[16]) {
+  static uint64_t nSeq = 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t a[6] = {
+      (uint64_t)ts.tv_sec,    (uint64_t)ts.tv_nsec,
+      (uint64_t)getpid(),     __atomic_add_fetch(&nSeq, 1, __ATOMIC_RELAXED),
+      (uint64_t)(uintptr_t)p, XXH3_64bits(dev_path(p->pDev), strlen(dev_path(p->pDev)))};
+  uint64_t h0 = XXH3_64bits(a, sizeof(a)), h1 = XXH3_64bits_withSeed(a, sizeof(a), h0);
+  memcpy(aId, &h0, 8);
+  memcpy(aId + 8, &h1, 8);
 }
 
 /* Format an empty image: generation 1, an empty catalog. */
@@ -451,10 +714,11 @@ static int format_image(store *p, dev_queue *q, char **pzErr) {
   s->nRef = 1;
   store_sb sb;
   memset(&sb, 0, sizeof(sb));
+  sb.version = CSQ_FORMAT_VERSION;
   p->space.hwm = CSQ_FIRST_DATA_LBA;
   p->space.nCap = dev_nvm_blocks(p->pDev);
   sb.created = (uint64_t)time(NULL);
-  for (int i = 0; i < 16; i++) sb.uuid[i] = (uint8_t)(XXH3_64bits(&sb, sizeof(sb)) >> (i * 3));
+  image_id(p, sb.uuid);
   int rc = write_catalog(p, q, s, 1, &sb, NULL, pzErr);
   if (rc == 0) rc = dev_nvm_flush(q);
   sb.hwm = p->space.hwm;
@@ -469,6 +733,7 @@ static int format_image(store *p, dev_queue *q, char **pzErr) {
   p->sb = sb;
   p->nextTabId = 1;
   p->bSpaceValid = 1;
+  seen_written(p, &sb);
   return 0;
 }
 
@@ -496,7 +761,7 @@ int store_open(dev_device *pDev, dev_queue *q, int bCreate, store **ppStore, cha
   pthread_mutex_init(&p->writer, NULL);
   store_sb sb;
   int bEmpty = 0;
-  int rc = read_superblock(p, q, &sb, &bEmpty, pzErr);
+  int rc = read_superblock(p, q, &sb, &bEmpty, NULL, pzErr);
   if (rc == 0 && bEmpty) {
     if (bCreate) {
       rc = format_image(p, q, pzErr);
@@ -505,8 +770,8 @@ int store_open(dev_device *pDev, dev_queue *q, int bCreate, store **ppStore, cha
       rc = -ENOENT;
     }
   } else if (rc == 0) {
-    p->bShared = 1; /* force the first read */
-    rc = refresh(p, q, pzErr);
+    p->bShared = 1;               /* force the first read */
+    rc = refresh(p, q, 0, pzErr); /* settles a prepared commit if it can */
     p->bShared = strcmp(dev_path(pDev), ":memory:") != 0;
   }
   if (rc) {
@@ -556,9 +821,20 @@ dev_device *store_device(store *p) {
 
 void store_space(store *p, uint64_t *pnUsed, uint64_t *pnHigh) {
   pthread_mutex_lock(&p->mu);
-  if (!p->bSpaceValid) rebuild_space(p); /* a reader's view: derive it from the catalog */
-  *pnHigh = p->space.hwm;
-  *pnUsed = p->space.hwm - space_free_blocks(&p->space);
+  if (p->bSpaceValid) {
+    *pnHigh = p->space.hwm;
+    *pnUsed = p->space.hwm - space_free_blocks(&p->space);
+  } else {
+    /* a reader's view, derived from the catalog; the writer's own free space
+    ** is rebuilt only under the writer lock (a writer may be at work) */
+    store_freemap m = {0};
+    *pnHigh = *pnUsed = 0;
+    if (compute_space(p, &m) == 0) {
+      *pnHigh = m.hwm;
+      *pnUsed = m.hwm - space_free_blocks(&m);
+    }
+    space_clear(&m);
+  }
   pthread_mutex_unlock(&p->mu);
 }
 
@@ -731,7 +1007,7 @@ int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn
   t->p = p;
   t->q = q;
   pthread_mutex_lock(&p->mu);
-  rc = refresh(p, q, pzErr);
+  rc = refresh(p, q, 1, pzErr); /* a prepared commit is settled before anything is written */
   if (rc == 0 && !p->bSpaceValid) rc = rebuild_space(p);
   if (rc == 0) {
     /* deferred frees no live snapshot can still read become free */
@@ -1135,11 +1411,19 @@ int store_txn_delete(store_txn *t, store_table *pTab, int iRg, uint32_t iRow, in
   return 0;
 }
 
-static void txn_free(store_txn *t, int bCommitted) {
+/* Free t and release the writer lock. bKeep: the blocks t allocated stay
+** out of free space (they are committed, or may be: a prepared commit not
+** settled); else they return to it. */
+static void txn_free(store_txn *t, int bKeep) {
   store *p = t->p;
+  if (t->pPrep) {
+    t->pPrep->apTab = NULL; /* t->apTab's: freed below */
+    t->pPrep->nTab = 0;
+    free(t->pPrep);
+  }
   for (int i = 0; i < t->nTab; i++) store_table_free(t->apTab[i]);
   free(t->apTab);
-  if (!bCommitted) {
+  if (!bKeep) {
     pthread_mutex_lock(&p->mu);
     for (int i = 0; i < t->nAlloc; i++)
       if (t->aAlloc[i].nblk) space_free(&p->space, t->aAlloc[i].lba, t->aAlloc[i].nblk);
@@ -1153,7 +1437,25 @@ static void txn_free(store_txn *t, int bCommitted) {
   free(t);
 }
 
+/* A failed superblock write may have left a copy on the media: trust
+** nothing held about the image until it is read again. */
+static void distrust(store *p) {
+  pthread_mutex_lock(&p->mu);
+  p->bSpaceValid = 0;
+  p->bShared = 1;
+  p->bSeen = 0;
+  pthread_mutex_unlock(&p->mu);
+}
+
 void store_txn_rollback(store_txn *t) {
+  if (t->bPrepared) {
+    /* only the decider can say which way it goes */
+    int bCommitted = 0;
+    char *zErr = NULL;
+    store_txn_settle(t, &bCommitted, &zErr);
+    free(zErr);
+    return;
+  }
   txn_free(t, 0);
 }
 
@@ -1211,16 +1513,18 @@ static int write_delmaps(store_txn *t, store_table *pTab, char **pzErr) {
   return 0;
 }
 
-int store_txn_commit(store_txn *t, char **pzErr) {
+/* Steps 2-3 of a commit (FORMAT.md, "Commit protocol"): the changed delete
+** bitmaps and the new catalog to free space, then a flush. *ppSnap: the new
+** snapshot, whose tables are t->apTab (still owned by t); *pSb: the
+** (version 1) superblock that makes it current. */
+static int txn_write_catalog(store_txn *t, store_snap **ppSnap, store_sb *pSb, char **pzErr) {
   store *p = t->p;
   int rc = 0;
-  if (!t->bDirty) {
-    txn_free(t, 0);
-    return 0;
-  }
   for (int i = 0; i < t->nTab && rc == 0; i++) rc = write_delmaps(t, t->apTab[i], pzErr);
   store_snap *s = NULL;
-  store_sb sb = t->sbBase;
+  *pSb = t->sbBase;
+  pSb->version = CSQ_FORMAT_VERSION;
+  memset(&pSb->prep, 0, sizeof(pSb->prep));
   if (rc == 0) {
     s = calloc(1, sizeof(*s));
     if (!s) rc = -ENOMEM;
@@ -1230,16 +1534,66 @@ int store_txn_commit(store_txn *t, char **pzErr) {
     s->gen = t->pBase->gen + 1;
     s->nTab = t->nTab;
     s->apTab = t->apTab;
-    rc = write_catalog(p, t->q, s, t->nextTabId, &sb, t, pzErr);
+    rc = write_catalog(p, t->q, s, t->nextTabId, pSb, t, pzErr);
   }
   if (rc == 0) {
     rc = dev_nvm_flush(t->q);
     if (rc) *pzErr = io_errmsg(p, t->q, rc, "flushing data before commit");
   }
+  if (rc) {
+    free(s); /* its tables are t's */
+    if (rc == -ENOMEM && !*pzErr) *pzErr = dev_mprintf("out of memory");
+    return rc;
+  }
+  pthread_mutex_lock(&p->mu);
+  pSb->hwm = p->space.hwm;
+  pthread_mutex_unlock(&p->mu);
+  *ppSnap = s;
+  return 0;
+}
+
+/* The commit is durable (superblock *pSb on both copies): the working tables
+** become the store's current snapshot s, and t is freed. */
+static void txn_finish(store_txn *t, store_snap *s, const store_sb *pSb) {
+  store *p = t->p;
+  for (int i = 0; i < s->nTab; i++)
+    for (int g = 0; g < s->apTab[i]->nRg; g++) s->apTab[i]->apRg[g]->txnState = 0;
+  t->apTab = NULL;
+  t->nTab = 0;
+  if (t->pPrep == s) t->pPrep = NULL;
+  pthread_mutex_lock(&p->mu);
+  /* the catalog this commit replaces: the one the transaction started from
+  ** (p->sb may already describe this very commit: a reader can re-read the
+  ** superblocks while they are being written) */
+  ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->sbBase.catLba, t->sbBase.catBlocks, s->gen);
+  for (int i = 0; i < t->nFree; i++)
+    ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->aFree[i].lba, t->aFree[i].nblk, s->gen);
+  snap_link(p, s);
+  store_snap *pOld = p->pCur;
+  p->pCur = s;
+  p->sb = *pSb;
+  p->nextTabId = t->nextTabId;
+  p->bSpaceValid = 1;
+  p->bUndecided = 0;
+  seen_written(p, pSb);
+  pthread_mutex_unlock(&p->mu);
+  store_snap_unref(pOld);
+  txn_free(t, 1);
+}
+
+static int txn_flip(store_txn *t, char **pzErr);
+
+int store_txn_commit(store_txn *t, char **pzErr) {
+  store *p = t->p;
+  if (t->bPrepared) return txn_flip(t, pzErr);
+  if (!t->bDirty) {
+    txn_free(t, 0);
+    return 0;
+  }
+  store_snap *s = NULL;
+  store_sb sb;
+  int rc = txn_write_catalog(t, &s, &sb, pzErr);
   if (rc == 0) {
-    pthread_mutex_lock(&p->mu);
-    sb.hwm = p->space.hwm;
-    pthread_mutex_unlock(&p->mu);
     int bMaybe = 0;
     rc = write_superblocks(p, t->q, &sb, pzErr, &bMaybe);
     if (rc && bMaybe && *pzErr) {
@@ -1253,45 +1607,130 @@ int store_txn_commit(store_txn *t, char **pzErr) {
         *pzErr = z;
       }
     }
-    if (rc) {
-      /* the first copy may or may not be durable: re-read before trusting
-      ** anything we hold */
-      pthread_mutex_lock(&p->mu);
-      p->bSpaceValid = 0;
-      p->bShared = 1;
-      pthread_mutex_unlock(&p->mu);
-    }
+    /* the first copy may or may not be durable: re-read before trusting
+    ** anything we hold */
+    if (rc) distrust(p);
   }
   if (rc) {
-    if (s) {
-      s->apTab = NULL;
-      s->nTab = 0;
-      free(s);
-    }
+    free(s); /* its tables are t's */
     if (rc == -ENOMEM && !*pzErr) *pzErr = dev_mprintf("out of memory");
     txn_free(t, 0);
     return rc;
   }
-  /* committed: the working tables become the new snapshot */
-  for (int i = 0; i < s->nTab; i++)
-    for (int g = 0; g < s->apTab[i]->nRg; g++) s->apTab[i]->apRg[g]->txnState = 0;
-  t->apTab = NULL;
-  t->nTab = 0;
-  pthread_mutex_lock(&p->mu);
-  /* the catalog this commit replaces: the one the transaction started from
-  ** (p->sb may already describe this very commit: a reader can re-read the
-  ** superblocks while they are being written) */
-  ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->sbBase.catLba, t->sbBase.catBlocks, s->gen);
-  for (int i = 0; i < t->nFree; i++)
-    ext_push(&p->aPend, &p->nPend, &p->nPendAlloc, t->aFree[i].lba, t->aFree[i].nblk, s->gen);
-  snap_link(p, s);
-  store_snap *pOld = p->pCur;
-  p->pCur = s;
-  p->sb = sb;
-  p->nextTabId = t->nextTabId;
-  p->bSpaceValid = 1;
-  pthread_mutex_unlock(&p->mu);
-  store_snap_unref(pOld);
-  txn_free(t, 1);
+  txn_finish(t, s, &sb);
   return 0;
+}
+
+/* ---- transactions over several devices: the two-step commit ---- */
+
+void store_image_id(store *p, uint8_t aId[16]) {
+  pthread_mutex_lock(&p->mu);
+  memcpy(aId, p->sb.uuid, 16);
+  pthread_mutex_unlock(&p->mu);
+}
+
+int store_txn_prepared(const store_txn *t) {
+  return t->bPrepared;
+}
+
+int store_txn_prepare(store_txn *t, const store_decision *pDec, char **pzErr) {
+  store *p = t->p;
+  if (t->bPrepared) return -EINVAL;
+  if (!t->bDirty) return 0; /* nothing to commit here: commit and rollback free it */
+  size_t nPath = strlen(pDec->zPath), nTable = strlen(pDec->zTable);
+  if (nPath == 0 || nPath > CSQ_SB_MAX_PATH || nTable == 0 || nTable > CSQ_SB_MAX_TABLE) {
+    *pzErr = dev_mprintf("device %s: cannot prepare a commit decided by %s (table %s): a path "
+                         "longer than %d bytes or a name longer than %d bytes does not fit the "
+                         "superblock",
+                         dev_path(p->pDev), pDec->zPath, pDec->zTable, CSQ_SB_MAX_PATH,
+                         CSQ_SB_MAX_TABLE);
+    return -ENAMETOOLONG;
+  }
+  store_snap *s = NULL;
+  store_sb sb;
+  int rc = txn_write_catalog(t, &s, &sb, pzErr);
+  if (rc) return rc;
+  store_prep *r = &t->prep;
+  memset(r, 0, sizeof(*r));
+  r->gen = s->gen;
+  r->catLba = sb.catLba;
+  r->catBlocks = sb.catBlocks;
+  r->catBytes = sb.catBytes;
+  r->catXxh3 = sb.catXxh3;
+  memcpy(r->uuid, pDec->uuid, 16);
+  r->seq = pDec->seq;
+  memcpy(r->zPath, pDec->zPath, nPath);
+  memcpy(r->zTable, pDec->zTable, nTable);
+  store_sb *pPrep = malloc(sizeof(*pPrep)); /* big: not on the stack */
+  if (!pPrep) {
+    free(s);
+    return -ENOMEM;
+  }
+  *pPrep = t->sbBase;
+  pPrep->version = CSQ_SB_VERSION_PREPARED;
+  pPrep->hwm = sb.hwm;
+  pPrep->prep = *r;
+  int bMaybe = 0;
+  rc = write_superblocks(p, t->q, pPrep, pzErr, &bMaybe);
+  if (rc) {
+    /* a copy with the prepared commit may be on the media: its decider
+    ** never commits it, so whoever settles it next drops it */
+    if (bMaybe) distrust(p);
+    free(pPrep);
+    free(s); /* its tables are t's */
+    return rc;
+  }
+  pthread_mutex_lock(&p->mu);
+  seen_written(p, pPrep);
+  p->bUndecided = 1; /* readers must look up the outcome from now on */
+  pthread_mutex_unlock(&p->mu);
+  free(pPrep);
+  t->bPrepared = 1;
+  t->pPrep = s;
+  t->sbFlip = sb;
+  return 0;
+}
+
+/* Step 3 of a prepared commit whose decider committed: make the prepared
+** catalog current. On failure the decision stands and the next reader or
+** writer of the device flips it (p is re-read before being trusted); t is
+** freed either way. */
+static int txn_flip(store_txn *t, char **pzErr) {
+  store *p = t->p;
+  int rc = write_superblocks(p, t->q, &t->sbFlip, pzErr, NULL);
+  if (rc) {
+    distrust(p);
+    txn_free(t, 1); /* its blocks are committed */
+    return rc;
+  }
+  txn_finish(t, t->pPrep, &t->sbFlip);
+  return 0;
+}
+
+int store_txn_settle(store_txn *t, int *pbCommitted, char **pzErr) {
+  store *p = t->p;
+  *pbCommitted = 0;
+  if (!t->bPrepared) {
+    txn_free(t, 0);
+    return 0;
+  }
+  int rc = decision_lookup(p, &t->prep, pbCommitted, pzErr);
+  if (rc == 0 && *pbCommitted) return txn_flip(t, pzErr);
+  if (rc == 0) {
+    /* not decided, and never will be (the decider's writer gave up): drop
+    ** the prepared catalog. The blocks it used become free once the
+    ** superblocks no longer name it. */
+    rc = write_superblocks(p, t->q, &t->sbBase, pzErr, NULL);
+    if (rc == 0) {
+      pthread_mutex_lock(&p->mu);
+      seen_written(p, &t->sbBase);
+      p->bUndecided = 0;
+      pthread_mutex_unlock(&p->mu);
+      txn_free(t, 0);
+      return 0;
+    }
+  }
+  distrust(p); /* the prepared commit stays: settled by the next reader or writer */
+  txn_free(t, 1);
+  return rc;
 }

@@ -99,8 +99,9 @@ int store_open(dev_device *pDev, dev_queue *pQ, int bCreate, store **ppStore, ch
 void store_unref(store *p);
 dev_device *store_device(store *p);
 
-/* The latest committed snapshot (re-reads the superblock to see commits by
-** other processes). The caller owns one reference. */
+/* The latest committed snapshot (checks the superblocks to see commits by
+** other processes: 128 bytes to the host when nothing changed and the
+** device has SLM; see store.c). The caller owns one reference. */
 int store_snapshot(store *p, dev_queue *pQ, store_snap **ppSnap, char **pzErr);
 void store_snap_unref(store_snap *pSnap);
 void store_snap_ref(store_snap *pSnap); /* one more reference */
@@ -145,6 +146,44 @@ int store_txn_append_merge(store_txn *pTxn, store_table *pTab, const csq_vec *aC
 int store_txn_commit(store_txn *pTxn, char **pzErr); /* frees pTxn, success or not */
 void store_txn_rollback(store_txn *pTxn);            /* frees pTxn */
 int store_txn_dirty(const store_txn *pTxn);
+
+/* ---- Transactions over several devices: the two-step commit ----
+** (FORMAT.md, "Commit protocol"). One device of the transaction is the
+** decider; every other one is prepared: store_txn_prepare writes its new
+** catalog and records it in the superblock as prepared, not current, with
+** where its outcome is decided. Then the decider commits as usual
+** (store_txn_commit), and that commit is the decision: the transaction is
+** committed iff the decider's committed catalog holds table zTable with a
+** next-rowid counter of at least seq. Then each prepared transaction is
+** finished with store_txn_commit (which flips to the prepared catalog), or,
+** when the decider's commit failed or its outcome is unknown, with
+** store_txn_settle. The writer lock of a prepared device is held until then.
+**
+** Anyone who meets a prepared commit later (a crash came between the steps)
+** reads its outcome from the decider: store_snapshot shows the state the
+** outcome gives, and whoever can take the writer lock (store_open,
+** store_snapshot when it is free, store_txn_begin always) settles it on the
+** media. The caller must make sure the decision cannot change until every
+** prepared device is settled: only a writer that has locked (and so
+** settled) all of them may raise that counter past seq - 1 again. */
+typedef struct store_decision {
+  uint8_t uuid[16];   /* the deciding image's id (store_image_id) */
+  const char *zPath;  /* its device path as dev_path gives it (opened by path to read) */
+  const char *zTable; /* the table on it whose next-rowid counter decides */
+  int64_t seq;        /* committed iff that counter is at least seq */
+} store_decision;
+void store_image_id(store *p, uint8_t aId[16]);
+/* Step 1 on a device other than the decider. 0, or an error (the
+** transaction stays open and unprepared; roll it back). A transaction that
+** changed nothing is left unprepared (0). */
+int store_txn_prepare(store_txn *pTxn, const store_decision *pDec, char **pzErr);
+int store_txn_prepared(const store_txn *pTxn);
+/* Finish a prepared transaction by its decider's outcome, read from the
+** decider's media: flipped to (*pbCommitted = 1) or dropped (0). Frees
+** pTxn. On an error the prepared commit stays on the media for the next
+** reader or writer to settle. store_txn_rollback of a prepared transaction
+** does the same (the decider alone says which way it goes). */
+int store_txn_settle(store_txn *pTxn, int *pbCommitted, char **pzErr);
 
 /* Row groups and tables are reference counted / owned as described above. */
 void store_rg_unref(store_rg *pRg);

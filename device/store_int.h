@@ -12,11 +12,37 @@
 
 #define CSQ_SB_MAGIC       "CSQIMG\0\1"
 #define CSQ_CAT_MAGIC      "CSQCAT01"
-#define CSQ_FORMAT_VERSION 1u
+#define CSQ_FORMAT_VERSION 1u /* catalogs; superblocks without a prepared commit */
+#define CSQ_SB_VERSION_PREPARED                                                                    \
+  2u /* a superblock that also carries a prepared commit (FORMAT.md, "Commit protocol") */
 #define CSQ_SB_COPIES      2 /* blocks 0 and 1 */
 #define CSQ_FIRST_DATA_LBA 2
+/* Bytes of a superblock copy that every committed state changes (magic to
+** high-water mark, the version included: see FORMAT.md "Superblock"). A
+** reader that finds both copies' prefixes as it last saw them knows the
+** image holds the state it last read (store.c, sb_unchanged). */
+#define CSQ_SB_PREFIX    64
+#define CSQ_SB_MAX_PATH  2048 /* a prepared commit's decider path, bytes */
+#define CSQ_SB_MAX_TABLE 1024 /* a prepared commit's decision table name, bytes */
+
+/* A prepared commit (superblock version 2): a catalog written and durable
+** but not yet current, and where its fate is decided: it becomes current
+** when table zTable of the image uuid (found at zPath) has a next-rowid
+** counter of at least seq, and is dropped otherwise. */
+typedef struct store_prep {
+  uint64_t gen; /* the prepared catalog's generation: the current one + 1 */
+  uint64_t catLba;
+  uint32_t catBlocks;
+  uint64_t catBytes;
+  uint64_t catXxh3;
+  uint8_t uuid[16]; /* the deciding image's id */
+  int64_t seq;
+  char zPath[CSQ_SB_MAX_PATH + 1];
+  char zTable[CSQ_SB_MAX_TABLE + 1];
+} store_prep;
 
 typedef struct store_sb {
+  uint32_t version; /* 1, or CSQ_SB_VERSION_PREPARED: prep is valid */
   uint64_t gen;
   uint64_t catLba;
   uint32_t catBlocks;
@@ -25,12 +51,21 @@ typedef struct store_sb {
   uint64_t hwm; /* first block never allocated */
   uint8_t uuid[16];
   uint64_t created;
+  store_prep prep;
 } store_sb;
 
 /* superblock.c */
 void store_sb_encode(const store_sb *pSb, uint8_t *aBlock);
-/* 0 ok, -EBADMSG checksum/field error, -ENOENT no csq magic at all. */
-int store_sb_decode(const uint8_t *aBlock, store_sb *pSb);
+/* 0 ok, -EBADMSG checksum/field error, -ENOENT no csq magic at all,
+** -EPROTONOSUPPORT a valid copy of a format version this build does not
+** know (*pVersion receives it, may be NULL). */
+int store_sb_decode(const uint8_t *aBlock, store_sb *pSb, uint32_t *pVersion);
+/* Of two decoded copies (rcs[i] their decode results), the one that counts:
+** the valid one with the higher generation; on equal generations the one
+** with a prepared commit, so that a prepare or a rollback interrupted
+** between the copies is settled again rather than lost. -1 if neither is
+** valid. */
+int store_sb_choose(const store_sb *a, const int *rcs);
 
 /* catalog.c: the catalog is every table with its row groups. */
 int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOut, size_t *pnOut);

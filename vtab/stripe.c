@@ -16,13 +16,22 @@
 ** and whose next-rowid counter is the member's commit sequence: every write
 ** transaction of the table raises it on every member to the same value.
 **
-** Commit order: the other members first, the coordinator last. Readers take
-** one snapshot per member and accept them only if every member shows the
-** same commit sequence (retrying while a writer is between its member
-** commits). A member ahead of the coordinator after that wait is the mark of
-** a crash (or an I/O error) between member commits: every read and write of
-** the table then fails with an error naming the member, so the torn
-** transaction is never shown; DROP TABLE still works (see GUARANTEES.md).
+** Commit: the two-step commit of device/FORMAT.md ("Commit protocol"),
+** vt_stripe_prepare_commit below. The coordinator of the first striped
+** table written decides; every other member is prepared (its new catalog
+** durable but not current), then the decider commits, then the members flip
+** to their prepared catalogs. A crash or an I/O error at any point leaves
+** each member with its old catalog or a prepared one whose outcome the
+** decider's media records; the store reads that outcome whenever it meets
+** a prepared catalog (device/store.c), so the table is always whole, old or
+** new, with nothing to repair by hand.
+**
+** Readers take one snapshot per member and accept them only if every member
+** shows the same commit sequence (retrying while a writer is between the
+** steps). Members that still disagree after that wait were not written
+** together: an image was replaced by a copy from another moment. Every read
+** and write of the table then fails with an error naming the member; DROP
+** TABLE still works (see GUARANTEES.md).
 **
 ** Every function here also serves one-device tables (nMem == 1, no
 ** metadata), so the rest of vtab/ never special-cases a single device.
@@ -193,17 +202,17 @@ static void ms_sleep(int ms) {
   nanosleep(&ts, NULL);
 }
 
-/* The members' commit sequences disagree: a writer is between member
-** commits (wait), or a crash tore a transaction (error). Message for the
-** latter, sqlite3_malloc'd. */
+/* The members' commit sequences disagree: a writer is between the steps of
+** its commit (wait), or the images are not from the same moment (error).
+** Message for the latter, sqlite3_malloc'd. */
 static char *torn_message(vt_tab *p, const int64_t *aSeq) {
   for (int k = 1; k < p->nMem; k++) {
     if (aSeq[k] > aSeq[0])
       return sqlite3_mprintf(
           "table %s is torn: member %d of %d (%s) holds commit %lld of the table but the "
-          "coordinator %s holds only commit %lld (a crash or an I/O error between member "
-          "commits); the transaction is durable on some members only. Read it with the "
-          "members' images copied elsewhere, or DROP the table",
+          "coordinator %s holds only commit %lld: the members' images are not from the same "
+          "moment (was the coordinator's image replaced by an older copy?). Restore the "
+          "members' images together, or DROP the table",
           p->zName, k + 1, p->nMem, member_name(p, k), (long long)aSeq[k] - 1, member_name(p, 0),
           (long long)aSeq[0] - 1);
     if (aSeq[k] < aSeq[0])
@@ -258,13 +267,16 @@ static int all_same(const int64_t *aSeq, int n) {
 }
 
 /* Views of the table on every member; see vtab.h. With more than one
-** member, the views must show the same commit sequence. When they do not,
-** either a writer of another connection is between its member commits, or
-** a crash tore a commit. The writer holds the coordinator's write lock
-** until its last (the coordinator's) commit, so: if that lock can be taken
-** at once, views taken while holding it are final, and a disagreement is a
-** torn commit; if not, look again after a moment, up to VT_BUSY_MS. Errors
-** are device codes with *pzErr libc-malloc'd. */
+** member, the views must show the same commit sequence. They can differ
+** for a moment: views taken one after the other around the decision of a
+** writer's two-step commit (a prepared member shows the old state until the
+** decision, the new one after it). A writer holds the coordinator's write
+** lock until the coordinator has committed or flipped, that is until the
+** decision is made, so: if that lock can be taken at once, views taken
+** while holding it are final (every member shows the decided state), and a
+** disagreement means images from different moments; if not, look again
+** after a moment, up to VT_BUSY_MS. Errors are device codes with *pzErr
+** libc-malloc'd. */
 int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char **pzErr) {
   uint64_t key = statement_key(p->pConn->db);
   char *zMeta = NULL;
@@ -386,11 +398,32 @@ int vt_stripe_check(vt_tab *p, char **pzErr) {
   return rc;
 }
 
-/* Bump the commit sequence of every member of each striped table written
-** in this transaction (their members' transactions are all open). */
-int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr) {
+/* Is the device of d one of p's members? (Compared by store: one image
+** opened under two spellings of its path is one device.) */
+static int is_member(const vt_tab *p, const vt_dev *d) {
+  for (int k = 0; k < p->nMem; k++)
+    if (p->apMem[k]->pStore == d->pStore) return 1;
+  return 0;
+}
+
+/* A striped table written in the open transaction. */
+static int stripe_written(const vt_tab *p) {
+  return p->nMem > 1 && p->bStripeTxn;
+}
+
+/* Is d a member of a striped table written in this transaction? */
+static int in_written_stripe(vt_conn *pConn, const vt_dev *d) {
+  for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab)
+    if (stripe_written(p) && is_member(p, d)) return 1;
+  return 0;
+}
+
+/* Raise the commit sequence of every member of each striped table written
+** in this transaction to the coordinator's + 1 (all members' transactions
+** are open). */
+static int bump_sequences(vt_conn *pConn, char **pzErr) {
   for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab) {
-    if (p->nMem < 2 || !p->bStripeTxn) continue;
+    if (!stripe_written(p)) continue;
     char *zMeta = vt_stripe_meta_name(p->zName);
     if (!zMeta) return -ENOMEM;
     store_table *m0 = p->apMem[0]->pTxn ? store_txn_table(p->apMem[0]->pTxn, zMeta) : NULL;
@@ -410,6 +443,125 @@ int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr) {
                            p->zName);
       return -EIO;
     }
+  }
+  return 0;
+}
+
+/* Where device d's prepared commit is decided, for the two-step commit with
+** decider pDec: the commit sequence of a written striped table that both
+** hold (the metadata table's counter on pDec), else, for a table of d's
+** that pDec is not a member of, a decision counter "csq_decide:<stripe id>"
+** that pDec's transaction creates or raises now. Either way only a writer
+** that has locked (and so settled) d can move that counter again: one of
+** the table's writers. *pzTable is sqlite3_malloc'd. */
+static int decision_for(vt_conn *pConn, vt_dev *pDec, vt_dev *d, char **pzTable, int64_t *pSeq,
+                        char **pzErr) {
+  vt_tab *pRef = NULL;
+  int bHeld = 0;
+  for (vt_tab *p = pConn->pTabs; p && !bHeld; p = p->pNextTab) {
+    if (!stripe_written(p) || !is_member(p, d)) continue;
+    if (!pRef) pRef = p;
+    if (is_member(p, pDec)) pRef = p, bHeld = 1;
+  }
+  char *zMeta = pRef ? vt_stripe_meta_name(pRef->zName) : NULL;
+  store_table *m =
+      zMeta && pRef->apMem[0]->pTxn ? store_txn_table(pRef->apMem[0]->pTxn, zMeta) : NULL;
+  if (!m || m->nCol != 3) {
+    sqlite3_free(zMeta);
+    *pzErr = dev_mprintf("device %s: its striped table's metadata is missing at commit", d->zKey);
+    return -EIO;
+  }
+  *pSeq = m->nextRowid;
+  if (bHeld) {
+    *pzTable = zMeta;
+    return 0;
+  }
+  sqlite3_free(zMeta);
+  *pzTable = sqlite3_mprintf("csq_decide:%s", m->aCol[2].zType);
+  if (!*pzTable) return -ENOMEM;
+  store_table *e = store_txn_table(pDec->pTxn, *pzTable);
+  if (!e) {
+    store_col c = {"seq", "", 0};
+    int rc = store_txn_create_table(pDec->pTxn, *pzTable, 1, &c, pzErr);
+    if (rc) return rc;
+    e = store_txn_table(pDec->pTxn, *pzTable);
+  }
+  if (e) store_txn_saw_rowid(pDec->pTxn, e, *pSeq - 1);
+  return e ? 0 : -ENOMEM;
+}
+
+/* Finish every prepared transaction of the connection by what its decider
+** recorded: after the decider's commit failed, or before it was tried. */
+static void settle_prepared(vt_conn *pConn) {
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
+    if (!d->pTxn || !store_txn_prepared(d->pTxn)) continue;
+    store_txn *t = d->pTxn;
+    int bCommitted = 0;
+    char *zErr = NULL;
+    d->pTxn = NULL;
+    store_txn_settle(t, &bCommitted, &zErr); /* on error the next reader settles it */
+    free(zErr);
+  }
+}
+
+/* The commit of a transaction that wrote striped tables: the two-step
+** commit of device/FORMAT.md ("Commit protocol"). The coordinator of the
+** first striped table written decides; every other member of a written
+** stripe is prepared, then the decider commits (the decision), then the
+** prepared members flip. Devices of the transaction outside every written
+** stripe commit first, one by one as before. Every device it finishes loses
+** its d->pTxn; on failure the rest are left for the caller to roll back.
+** Without a striped table written, nothing happens here. */
+int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr) {
+  vt_tab *pFirst = NULL;
+  for (vt_tab *p = pConn->pTabs; p && !pFirst; p = p->pNextTab)
+    if (stripe_written(p)) pFirst = p;
+  if (!pFirst) return 0;
+  int rc = bump_sequences(pConn, pzErr);
+  if (rc) return rc;
+  vt_dev *pDec = pFirst->apMem[0];
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
+    if (!d->pTxn || d->pStore == pDec->pStore || in_written_stripe(pConn, d)) continue;
+    store_txn *t = d->pTxn;
+    d->pTxn = NULL;
+    rc = store_txn_commit(t, pzErr);
+    if (rc) return rc;
+  }
+  store_decision dec;
+  memset(&dec, 0, sizeof(dec));
+  store_image_id(pDec->pStore, dec.uuid);
+  dec.zPath = dev_path(pDec->pDev);
+  for (vt_dev *d = pConn->pDevs; d && rc == 0; d = d->pNext) {
+    if (!d->pTxn || d->pStore == pDec->pStore) continue;
+    char *zTable = NULL;
+    rc = decision_for(pConn, pDec, d, &zTable, &dec.seq, pzErr);
+    if (rc == 0) {
+      dec.zTable = zTable;
+      rc = store_txn_prepare(d->pTxn, &dec, pzErr);
+    }
+    sqlite3_free(zTable);
+  }
+  if (rc == 0) {
+    store_txn *t = pDec->pTxn;
+    pDec->pTxn = NULL;
+    rc = t ? store_txn_commit(t, pzErr) : -EIO;
+    if (!t)
+      *pzErr = dev_mprintf("table %s: the coordinator's transaction is missing at commit",
+                           pFirst->zName);
+  }
+  if (rc) {
+    /* the decider did not commit, or its outcome is unknown: each prepared
+    ** member reads it from the decider's media and follows it */
+    settle_prepared(pConn);
+    return rc;
+  }
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
+    if (!d->pTxn) continue;
+    store_txn *t = d->pTxn;
+    char *zErr = NULL;
+    d->pTxn = NULL;
+    store_txn_commit(t, &zErr); /* decided: a flip that fails is redone by the next reader */
+    free(zErr);
   }
   return 0;
 }

@@ -204,8 +204,11 @@ int vt_stripe_catalog(vt_tab *p, vt_catalog_fn fn, void *pArg, char **pzErr);
 ** next write; the caller releases the snapshots. Device error codes, with
 ** *pzErr malloc'd (libc). */
 int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char **pzErr);
-/* Before commit: bump the commit sequence of every member of every striped
-** table written in this transaction. */
+/* Commit every device that holds a member of a striped table written in
+** this transaction, in two steps (store_txn_prepare on the participants,
+** the decider's ordinary commit, then the flips; device/FORMAT.md "Commit
+** protocol"), and clear d->pTxn on each device it finishes, so that the
+** caller commits only the devices left. */
 int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr);
 /* Is device d the coordinator of a striped table written in this transaction? */
 int vt_stripe_is_coordinator(vt_conn *pConn, vt_dev *d);

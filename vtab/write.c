@@ -12,8 +12,9 @@
 ** at the first write, on every member device of a striped table. Commit
 ** happens in xSync, once every csq table of the connection written in this
 ** transaction has flushed its buffer, because a failure in xSync still
-** aborts SQLite's commit while one in xCommit would be ignored; stripe
-** coordinators commit last (vtab/stripe.c). ROLLBACK TO undoes deletes from an undo log
+** aborts SQLite's commit while one in xCommit would be ignored; striped
+** tables commit in two steps (prepare, decide, flip: vtab/stripe.c). ROLLBACK TO undoes deletes
+*from an undo log
 ** and removes the rows inserted after the savepoint (rows already written to
 ** a row group are marked deleted; the space returns at commit).
 */
@@ -376,10 +377,10 @@ static int pending_tables(vt_conn *pConn, vt_tab *pExcept) {
   return n;
 }
 
-/* Commit every device transaction of the connection: the devices that are
-** no written stripe's coordinator first, then the coordinators, so that a
-** stripe member is never behind its coordinator (see vtab/stripe.c). After
-** a failure the transactions not yet committed are rolled back. */
+/* Commit every device transaction of the connection: the devices of written
+** striped tables through vt_stripe_prepare_commit (two-step, see
+** vtab/stripe.c), which leaves their pTxn NULL, then the rest. After a
+** failure the transactions not yet committed are rolled back. */
 static int commit_all(vt_conn *pConn, char **pzErr) {
   int rc = vt_stripe_prepare_commit(pConn, pzErr);
   for (int pass = 0; pass < 2; pass++) {

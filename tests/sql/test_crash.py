@@ -9,6 +9,11 @@ The stream (transaction id -> statements) is a pure function of the id, so
 the parent replays the committed transactions on a native in-memory SQLite
 database (the model) and compares a digest of every row of every table.
 
+The same runs with every table striped over two device images
+(devices=, vtab/stripe.c), the tables' coordinators on different images, so
+that a kill can land between the steps of the two-step commit of
+device/FORMAT.md ("Commit protocol") and every reopen must settle it.
+
 Run as a program (`test_crash.py writer DB START`) it is the writer child.
 """
 import hashlib
@@ -30,11 +35,15 @@ N_ACCT = 10
 KILLS = 220            # >= 200 random kill moments
 BUDGET_S = 65          # wall-clock budget of the kill loop
 
-def schema(csq):
+def schema(csq, devs=None):
+    """devs: two image paths to stripe every table over (t and m coordinated
+    by the first, acct by the second), or None for the default device."""
     if csq:
-        return ["CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, txn INTEGER, k INTEGER, v, rowgroup=100)",
-                "CREATE VIRTUAL TABLE acct USING csq(id INTEGER PRIMARY KEY, bal INTEGER, rowgroup=100)",
-                "CREATE VIRTUAL TABLE m USING csq(id INTEGER PRIMARY KEY, last INTEGER)"]
+        on = (lambda k: ", devices='%s,%s'" % (devs[k], devs[1 - k])) if devs else (lambda k: "")
+        return ["CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, txn INTEGER, k INTEGER, v, "
+                "rowgroup=100%s)" % on(0),
+                "CREATE VIRTUAL TABLE acct USING csq(id INTEGER PRIMARY KEY, bal INTEGER, rowgroup=100%s)" % on(1),
+                "CREATE VIRTUAL TABLE m USING csq(id INTEGER PRIMARY KEY, last INTEGER%s)" % on(0)]
     return ["CREATE TABLE t(id INTEGER PRIMARY KEY, txn INTEGER, k INTEGER, v)",
             "CREATE TABLE acct(id INTEGER PRIMARY KEY, bal INTEGER)",
             "CREATE TABLE m(id INTEGER PRIMARY KEY, last INTEGER)"]
@@ -164,11 +173,11 @@ def writer(db, start):
     say("D")
 
 
-def create(db):
+def create(db, devs=None):
     """The schema and seed rows, before any kill (CREATE itself spans the
     database file and the image, which is not what this test is about)."""
     con = connect(db)
-    for s in schema(True):
+    for s in schema(True, devs):
         con.execute(s)
     con.execute("BEGIN")
     for sql, params in SEED_SQL:
@@ -279,17 +288,17 @@ def consume(model, lines, where):
             model.apply(i)
 
 
-def test_sigkill_at_random_moments():
-    d = tmpdir()
-    db = os.path.join(d, "crash.db")
-    rnd = random.Random(SEED)
+def kill_loop(db, seed, n_kills, budget_s):
+    """Kill a writer of db n_kills times at random moments (seeded), spread
+    over about budget_s seconds; check every reopen against the model.
+    Returns the model."""
+    rnd = random.Random(seed)
     model = Model()
-    create(db)
     t0 = time.monotonic()
     kills = 0
-    while kills < KILLS:
+    while kills < n_kills:
         elapsed = time.monotonic() - t0
-        assert elapsed < BUDGET_S * 1.5, "kill loop too slow: %d kills in %.0f s" % (kills, elapsed)
+        assert elapsed < budget_s * 1.5, "kill loop too slow: %d kills in %.0f s" % (kills, elapsed)
         c = Child(db)
         where = "kill %d" % (kills + 1)
         if rnd.random() < 0.1:
@@ -303,7 +312,7 @@ def test_sigkill_at_random_moments():
                 assert time.monotonic() < deadline, "%s: reopening took over 30 s" % where
             if alive:
                 # spread over the budget: shorter delays when behind schedule
-                left = max(0.05, (BUDGET_S - (time.monotonic() - t0)) / max(1, KILLS - kills) - 0.12)
+                left = max(0.05, (budget_s - (time.monotonic() - t0)) / max(1, n_kills - kills) - 0.12)
                 alive = c.pump(time.monotonic() + rnd.uniform(0, 2 * left))
         lines = list(c.lines)
         rc = c.p.poll()
@@ -326,7 +335,6 @@ def test_sigkill_at_random_moments():
     assert s, "final reopen printed nothing: %s" % c.kill()
     c.p.wait()
     check_state(model, s[0], "final")
-    assert model.last > 100, "only %d transactions committed in %d kills" % (model.last, kills)
     con = connect(db)
     for q in ["SELECT count(*), sum(k), count(v) FROM t WHERE k > 500",
               "SELECT txn, count(*) FROM t GROUP BY txn ORDER BY txn",
@@ -334,6 +342,26 @@ def test_sigkill_at_random_moments():
         assert con.execute(q).fetchall() == model.con.execute(q).fetchall(), q
     print("    %d kills, %d transactions committed (%d found committed though unreported), %.1f s"
           % (kills, model.last, model.unreported, time.monotonic() - t0))
+    return model
+
+
+def test_sigkill_at_random_moments():
+    d = tmpdir()
+    db = os.path.join(d, "crash.db")
+    create(db)
+    model = kill_loop(db, SEED, KILLS, BUDGET_S)
+    assert model.last > 100, "only %d transactions committed" % model.last
+
+
+def test_sigkill_striped_tables():
+    """Every table striped over a.csd and b.csd (acct coordinated by b):
+    a transaction is one two-step commit over both images, and a kill
+    between its steps must leave all tables old or all new."""
+    d = tmpdir()
+    db = os.path.join(d, "crash.db")
+    create(db, [os.path.join(d, "a.csd"), os.path.join(d, "b.csd")])
+    model = kill_loop(db, SEED + 1, 60, 20)
+    assert model.last > 30, "only %d transactions committed" % model.last
 
 
 if __name__ == "__main__" and len(sys.argv) >= 4 and sys.argv[1] == "writer":

@@ -140,19 +140,27 @@ def test_read_and_execute_faults():
     failing(con, sb + "op=nvm_read,action=status:0x281", qh, "Read of LBAs", "Unrecovered Read Error")
     failing(con, sb + "op=nvm_read,action=timeout", qh, "Read of LBAs", "no completion within 200 ms")
     failing(con, sb + "op=nvm_read,action=corrupt", qh, "table 'h'", "damaged")
-    failing(con, "op=nvm_read,action=status:0x281", qd, "reading the superblocks", "Unrecovered Read Error")
+    # the statement-start check copies the superblocks into SLM (Memory Copy
+    # of LBA 0) and reads back their first 64 bytes; failing that copy falls
+    # back to reading the whole superblocks, which fails too
+    failing(con, "op=slm_copy,lba=0,action=status:0x281;op=nvm_read,action=status:0x281", qd,
+            "reading the superblocks", "Unrecovered Read Error")
     assert con.execute(qd).fetchall() == want and con.execute(qh).fetchall() == want
     # error status and timeout on each command a scan sends (pushed down) ...
-    for op, what in [("slm_copy", "Memory Copy"), ("slm_write", "SLM Write"),
-                     ("execute", "Execute Program"), ("slm_read", "SLM Read")]:
+    # (the first rule lets the check's Memory Copy of LBA 0 through; its two
+    # SLM Reads come before the scan's)
+    for op, what, sbskip in [("slm_copy", "Memory Copy", 0), ("slm_write", "SLM Write", 0),
+                             ("execute", "Execute Program", 0), ("slm_read", "SLM Read", 2)]:
         for nth in (1, 3):
-            failing(con, "op=%s,nth=%d,action=status:0x281" % (op, nth), qd, what, "Unrecovered Read Error",
-                    "table 'd'")
-        failing(con, "op=%s,nth=2,action=timeout" % op, qd, what, "no completion within 200 ms")
+            failing(con, "op=slm_copy,lba=0,action=delay:0;op=%s,nth=%d,action=status:0x281"
+                    % (op, nth + sbskip), qd, what, "Unrecovered Read Error", "table 'd'")
+        failing(con, "op=slm_copy,lba=0,action=delay:0;op=%s,nth=%d,action=timeout" % (op, 2 + sbskip), qd,
+                what, "no completion within 200 ms")
         assert con.execute(qd).fetchall() == want
     # corrupted payloads are caught by the chunk checksums, never answered
     for nth in (1, 2, 3):
-        failing(con, "op=slm_copy,nth=%d,action=corrupt" % nth, qd, "table 'd'", "checksum")
+        failing(con, "op=slm_copy,lba=0,action=delay:0;op=slm_copy,nth=%d,action=corrupt" % nth, qd,
+                "table 'd'", "checksum")
     # a fault firing at random during a long scan: right answer or a clear error
     for seed in range(1, 6):
         con.execute("SELECT csq_fault('op=any,prob=0.05,seed=%d,action=status:0x281')" % seed)

@@ -4,11 +4,14 @@ member errors, torn-commit detection, statistics and option errors."""
 import os
 import random
 import shutil
+import sqlite3
 import subprocess
 import sys
 import threading
 
 from harness import EXT, connect, expect_error, same_rows, stats, tmpdir
+
+HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 def make(con, name, devs, extra=""):
@@ -361,3 +364,178 @@ def test_writers_of_stripes_in_opposite_orders():
     con = connect(db)
     assert con.execute("SELECT count(*), sum(v) FROM x").fetchone() == (1200, 40 * sum(range(30)))
     assert con.execute("SELECT count(*), sum(v) FROM y").fetchone() == (1200, 40 * sum(range(30)))
+
+
+def test_statement_start_check_moves_128_bytes_per_device():
+    """Each statement checks whether another process committed: blocks 0-1
+    are copied into device SLM and only 64 bytes of each superblock copy come
+    back, so a whole-query aggregate on a small table moves well under 1 KiB
+    in all (it used to move both 4 KiB superblocks); on a stripe, 128 bytes
+    per member. A commit by another process is still seen at once."""
+    d = tmpdir()
+    db = os.path.join(d, "db")
+    devs = [os.path.join(d, "a.csd"), os.path.join(d, "b.csd")]
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE one USING csq(a INTEGER, b REAL, pushdown='always')")
+    con.execute("CREATE VIRTUAL TABLE two USING csq(a INTEGER, b REAL, pushdown='always', "
+                "rowgroup=500, devices='%s')" % ",".join(devs))
+    for t in ("one", "two"):
+        con.execute("BEGIN")
+        con.executemany("INSERT INTO %s VALUES(?, ?)" % t, [(i, i / 4) for i in range(1000)])
+        con.execute("COMMIT")
+    con.close()
+    con = connect(db)
+    for t, limit in (("one", 1024), ("two", 2 * 1024)):
+        con.execute("CREATE VIRTUAL TABLE temp.v_%s USING csq_query('SELECT count(*), sum(a), sum(b) "
+                    "FROM %s WHERE a > ?1')" % (t, t))
+        want = (989, sum(range(11, 1000)), sum(i / 4 for i in range(11, 1000)))
+        for _ in range(3):  # the first statement after the open, and later ones
+            con.execute("SELECT csq_stats_reset()")
+            assert con.execute("SELECT * FROM v_%s(10)" % t).fetchone() == want
+            moved = con.execute("SELECT value FROM csq_stats WHERE name = 'bytes_to_host'").fetchone()[0]
+            assert moved < limit, (t, moved)
+        # another process commits: the next statement sees it
+        code = ("import sys; sys.path.insert(0, %r); from harness import connect; "
+                "c = connect(%r); c.execute('INSERT INTO %s VALUES(5000, 1.0)')" % (HERE, db, t))
+        out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60,
+                             env=dict(os.environ, CSQ_EXT=EXT))
+        assert out.returncode == 0, out.stderr[-2000:]
+        assert con.execute("SELECT * FROM v_%s(10)" % t).fetchone() == (want[0] + 1, want[1] + 5000,
+                                                                     want[2] + 1.0)
+
+
+# ---- crashes between the steps of a striped commit ---------------------------
+#
+# A child process runs one transaction and is stopped by a device fault rule
+# "op=any,nth=K,action=crash" (device/fault.c: _exit(86) before the K-th
+# command on that member after the rule is set, just before COMMIT). K runs
+# over every command the COMMIT sends to each member in turn: row group and
+# catalog writes, read-backs, flushes, both superblock copies of the prepare,
+# the decision and the flip. The next child opens the database in a fresh
+# process: each table must be whole, old or new, the same on every member,
+# and writable (that child commits the next transaction).
+
+CRASH_EXIT = 86
+
+
+def crash_txn(con, tables, i):
+    """Transaction i on each table: rows on every member (rowgroup=16), an
+    update and a delete. The same statements run on the native model (with
+    explicit rowids, which a native table and a csq table assign alike)."""
+    r = random.Random(1000 + i)
+    for t in tables:
+        con.executemany("INSERT INTO %s(id, a, b) VALUES(?, ?, ?)" % t,
+                        [(i * 1000 + j, r.randint(0, 1000), r.random()) for j in range(r.randint(20, 60))])
+        con.execute("UPDATE %s SET a = a + 1 WHERE id %% 7 = ?" % t, (i % 7,))
+        con.execute("DELETE FROM %s WHERE id %% 11 = ?" % t, (i % 11,))
+
+
+def crash_state(con, tables):
+    return [list(con.execute("SELECT count(*), coalesce(sum(a), 0), round(total(b), 6), "
+                             "coalesce(sum(id * (a %% 13)), 0) FROM %s" % t).fetchone()) for t in tables]
+
+
+def crash_child(db, tables, i, dev, spec):
+    """Child: print the state it finds, then run transaction i with the
+    crash rule on device dev. Exit 0 after COMMIT returned, 86 if stopped."""
+    con = connect(db)
+    print(repr(crash_state(con, tables)), flush=True)
+    if i is None:
+        return
+    con.execute("BEGIN")
+    crash_txn(con, tables, i)
+    con.execute("SELECT csq_fault(?, ?)", (spec, dev))
+    con.execute("COMMIT")
+    print("C", flush=True)
+
+
+def run_crash_child(db, tables, i=None, dev="", spec=""):
+    args = [sys.executable, os.path.abspath(__file__), "crash", db, ",".join(tables),
+            "" if i is None else str(i), dev, spec]
+    out = subprocess.run(args, capture_output=True, text=True, timeout=120,
+                         env=dict(os.environ, CSQ_EXT=EXT))
+    lines = out.stdout.split("\n")
+    assert out.returncode in (0, CRASH_EXIT), (spec, dev, out.returncode, out.stdout, out.stderr[-3000:])
+    assert lines and lines[0].startswith("["), (spec, dev, out.stdout, out.stderr[-3000:])
+    return eval(lines[0]), out.returncode == CRASH_EXIT, "C" in lines[1:]
+
+
+def crash_every_step(tables, defs, devs):
+    """For each member in turn, crash a transaction before its 1st, 2nd, ...
+    command on that member until the COMMIT gets through. Each child first
+    reports what it found: after a crash, each table must be whole, old or
+    new, and all of them the same way (one decision for the transaction).
+    Returns (crashes, found new, found old)."""
+    db = os.path.join(os.path.dirname(devs[0]), "db")
+    con = connect(db)
+    model = sqlite3.connect(":memory:", isolation_level=None)
+    for t, members in defs:
+        con.execute("CREATE VIRTUAL TABLE %s USING csq(id INTEGER PRIMARY KEY, a INTEGER, b REAL, "
+                    "devices='%s', rowgroup=16)" % (t, ",".join(members)))
+        model.execute("CREATE TABLE %s(id INTEGER PRIMARY KEY, a INTEGER, b REAL)" % t)
+    con.close()
+    i, crashes, seen_new, seen_old = 0, 0, 0, 0
+    pending = None  # (where, old, new) of a crashed transaction, open on the model
+
+    def found(got):
+        nonlocal pending, seen_new, seen_old
+        if pending is None:
+            want = crash_state(model, tables)
+            assert got == want, "found %r, expected %r" % (got, want)
+            return
+        where, old, new = pending
+        pending = None
+        if got == new:
+            seen_new += 1
+            model.execute("COMMIT")
+        else:
+            assert got == old, "%s: a fresh process found %r; old %r, new %r" % (where, got, old, new)
+            seen_old += 1
+            model.execute("ROLLBACK")
+
+    for dev in devs:
+        nth = 1
+        while True:
+            i += 1
+            got, crashed, committed = run_crash_child(db, tables, i, dev, "op=any,nth=%d,action=crash" % nth)
+            found(got)
+            old = crash_state(model, tables)
+            model.execute("BEGIN")
+            crash_txn(model, tables, i)
+            new = crash_state(model, tables)
+            if not crashed:
+                assert committed
+                model.execute("COMMIT")
+                break  # nth is past the last command the commit sends to dev
+            crashes += 1
+            pending = ("transaction %d, crash before command %d on %s" % (i, nth, os.path.basename(dev)),
+                       old, new)
+            nth += 1
+    found(run_crash_child(db, tables)[0])
+    # both outcomes met: a crash before the decision rolls back, after it forward
+    assert crashes >= 2 * len(devs) and seen_new and seen_old, (crashes, seen_new, seen_old)
+    con = connect(db)
+    assert crash_state(con, tables) == crash_state(model, tables)
+    con.execute("INSERT INTO %s(a) VALUES(1)" % tables[0])  # and writable
+    return crashes, seen_new, seen_old
+
+
+def test_crash_at_every_step_of_a_striped_commit():
+    d = tmpdir()
+    devs = [os.path.join(d, "a.csd"), os.path.join(d, "b.csd")]
+    crash_every_step(["t"], [("t", devs)], devs)
+
+
+def test_crash_at_every_step_of_a_transaction_over_two_stripes():
+    """x on (a, b) and y on (b, c) in one transaction: one decision (on a,
+    x's coordinator) for all three devices, so x and y are both old or both
+    new. c is decided by a counter a keeps for y's stripe."""
+    d = tmpdir()
+    devs = [os.path.join(d, n) for n in ("a.csd", "b.csd", "c.csd")]
+    crash_every_step(["x", "y"], [("x", devs[:2]), ("y", devs[1:])], devs)
+
+
+if __name__ == "__main__" and len(sys.argv) >= 7 and sys.argv[1] == "crash":
+    sys.path.insert(0, HERE)
+    crash_child(sys.argv[2], sys.argv[3].split(","), int(sys.argv[4]) if sys.argv[4] else None,
+                sys.argv[5], sys.argv[6])
