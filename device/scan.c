@@ -66,8 +66,10 @@ typedef struct scan_slot {
   uint32_t nRow;     /* rows of the row group */
   uint32_t startRow; /* aParam[1] of the Execute in flight */
   int nRetry;
-  int bAcc; /* the output area holds a complete result (nRes bytes, resCheck)
-            ** that the slot's next Execute accumulates into */
+  int bAcc;    /* the output area holds a complete result (nRes bytes, resCheck)
+               ** that the slot's next Execute accumulates into */
+  int bAccRun; /* the Execute in flight (or last) accumulated: its result may
+               ** stop before any new row if the merged groups filled the area */
 } scan_slot;
 
 struct dev_scan {
@@ -377,6 +379,7 @@ static int submit_exec(dev_scan *s, scan_slot *t) {
   e.cdw11 = 3;
   e.cdw12 = (uint32_t)s->id;
   e.cdw13 = (uint32_t)(s->id >> 32);
+  t->bAccRun = t->bAcc;
   e.cdw14 = t->startRow | (t->bAcc ? (uint32_t)CSQ_EXEC_ACC : 0);
   e.cdw15 = t->bAcc ? t->resCheck : 0;
   e.prp1 = (uint64_t)(uintptr_t)t->aMr;
@@ -618,7 +621,7 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
   uint32_t nRows = h[1], nCol = h[3];
   if (h[0] != CSQ_RES_MAGIC || nCol != (uint32_t)s->prog.nResCol || nBytes != n ||
       h[2] < t->startRow || h[2] > t->nRow || nRows > t->nRow ||
-      (h[2] < t->nRow && h[2] <= t->startRow))
+      (h[2] < t->nRow && h[2] <= t->startRow && !(t->bAccRun && h[2] == t->startRow)))
     return -EBADMSG;
   uint64_t q = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol;
   if (q > n) return -EBADMSG;
@@ -675,6 +678,28 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
   }
   *pnRows = nRows;
   *pNext = h[2];
+  return 0;
+}
+
+/* Decode slot t's result into the caller's vectors; *pNext is the first
+** row of its row group it did not cover. 0 or the scan's error. */
+static int take_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnRows,
+                       uint32_t *pNext) {
+  int rc = decode_result(s, t, aOut, pnRows, pNext);
+  if (rc)
+    return scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "decoding the result",
+                     rc == -ENOMEM ? "out of memory" : "the device returned a malformed result");
+  s->iLastRg = t->iRg;
+  return 0;
+}
+
+/* Run slot t's row group again from row next (its output area was full),
+** without accumulating: the result just taken is the host's now. */
+static int resume_slot(dev_scan *s, scan_slot *t, uint32_t next) {
+  t->startRow = next;
+  t->nRetry = 0;
+  int rc = submit_exec(s, t);
+  if (rc) return scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "Execute Program", dev_errmsg(s->q));
   return 0;
 }
 
@@ -767,21 +792,11 @@ static int dev_scan_next_acc(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char 
       continue;
     }
     uint32_t nRows = 0, next = 0;
-    rc = decode_result(s, t, aOut, &nRows, &next);
-    if (rc) {
-      rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "decoding the result",
-                     rc == -ENOMEM ? "out of memory" : "the device returned a malformed result");
-      goto fail;
-    }
-    s->iLastRg = t->iRg;
+    rc = take_result(s, t, aOut, &nRows, &next);
+    if (rc) goto fail;
     if (next < t->nRow) { /* the output area was full: go on from there */
-      t->startRow = next;
-      t->nRetry = 0;
-      rc = submit_exec(s, t);
-      if (rc) {
-        rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "Execute Program", dev_errmsg(s->q));
-        goto fail;
-      }
+      rc = resume_slot(s, t, next);
+      if (rc) goto fail;
     } else {
       t->state = S_FREE;
     }
@@ -941,13 +956,8 @@ int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       continue;
     }
     uint32_t nRows = 0, next = 0;
-    rc = decode_result(s, t, aOut, &nRows, &next);
-    if (rc) {
-      rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "decoding the result",
-                     rc == -ENOMEM ? "out of memory" : "the device returned a malformed result");
-      goto fail;
-    }
-    s->iLastRg = t->iRg;
+    rc = take_result(s, t, aOut, &nRows, &next);
+    if (rc) goto fail;
     if (next < t->nRow && t == &s->host) {
       /* partial: the output area was full; the next part is computed on
       ** the next call, into the same buffer (these rows are copied out) */
@@ -956,13 +966,8 @@ int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       s->bHostMore = 1;
     } else if (next < t->nRow) {
       /* partial: the output area was full; continue this row group */
-      t->startRow = next;
-      t->nRetry = 0;
-      rc = submit_exec(s, t);
-      if (rc) {
-        rc = scan_fail(s, rc, s->apRg[t->iRg], t->iRg, "Execute Program", dev_errmsg(s->q));
-        goto fail;
-      }
+      rc = resume_slot(s, t, next);
+      if (rc) goto fail;
     } else if (t == &s->host) {
       t->state = S_FREE;
     } else {

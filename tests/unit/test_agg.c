@@ -366,19 +366,24 @@ static int decode(const uint8_t *o, csq_vec *aV, int nColWant, uint32_t *pnRows,
   return 0;
 }
 
+/* An Execute context over row group g's buffer for the program id. */
+static void ctx_for(dev_exec_ctx *ctx, rg_buf *g, uint64_t id, dev_stats *pSt) {
+  memset(ctx, 0, sizeof(*ctx));
+  ctx->pSlm = g->slm;
+  ctx->nSlm = g->nSlm;
+  ctx->aRange = g->aMr;
+  ctx->nRange = 3;
+  ctx->aParam[0] = id;
+  ctx->pStats = pSt;
+}
+
 /* Run grouped program p over row group g into merger a, Execute by Execute.
 ** Returns 0, the fault reason (> 0), or -1 on a malformed result. */
 static int64_t run_rg(rg_buf *g, void *pc, uint64_t id, dev_agg *a, int *pnExec) {
   dev_stats st;
   memset(&st, 0, sizeof(st));
   dev_exec_ctx ctx;
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.pSlm = g->slm;
-  ctx.nSlm = g->nSlm;
-  ctx.aRange = g->aMr;
-  ctx.nRange = 3;
-  ctx.aParam[0] = id;
-  ctx.pStats = &st;
+  ctx_for(&ctx, g, id, &st);
   int nCol = dev_agg_npartial(a);
   csq_vec aV[CSQ_PROG_MAX_OUT];
   for (int j = 0; j < nCol; j++) csq_vec_init(&aV[j]);
@@ -445,12 +450,7 @@ static int64_t run_acc(rg_buf *aRg, int nRg, void *pc, uint64_t id, dev_agg *a, 
     if (r == nRg || ret64) break;
     rg_buf *g = &aRg[r];
     if (pHeld) memcpy(pOut, pHeld, nHeld);
-    ctx.pSlm = g->slm;
-    ctx.nSlm = g->nSlm;
-    ctx.aRange = g->aMr;
-    ctx.nRange = 3;
-    ctx.aParam[0] = id;
-    ctx.pStats = &st;
+    ctx_for(&ctx, g, id, &st);
     uint32_t start = 0;
     for (int guard = 0; guard < 100000; guard++) {
       uint64_t ret = 0;
