@@ -6,11 +6,20 @@
 **      cache through dev_exec, against a plain pread of the same block;
 **   2. media read throughput through the device at queue depth 1, 8 and 32
 **      (async dev_submit/dev_reap of 128 KiB reads), against a plain pread
-**      loop over the same file, with ratios;
+**      loop over the same file into the same buffers, with ratios. Both
+**      sides are buffered (the device opened with dev_options defaults:
+**      no O_DIRECT) and read the whole file from the same warm page cache,
+**      every byte copied into the buffer the command names. Every variant
+**      runs N_ROUND times, interleaved (the order flips every round), and
+**      the median is reported, with the CPU time the process used per
+**      second of the run ("cores": the device path may use more than one);
 **   3. the media layer alone: io_uring reads of 128 KiB, 8 in flight
 **      (dev_mio_read of 1 MiB), against a pread loop that cycles through a
 **      1 MiB buffer the same way (same destination footprint);
-**   4. the same with O_DIRECT on both sides (no page cache).
+**   4. the same with O_DIRECT on both sides (no page cache);
+**   5. section 2 again with the device reopened with O_DIRECT media
+**      (dev_options.bDirect) against O_DIRECT preads, over at most the
+**      first 128 MiB, 3 rounds (skipped where O_DIRECT is refused).
 **
 ** usage: devlat [IMAGE] [MiB]   (default: a temporary file of 256 MiB)
 ** Numbers are for comparison within a run; the machine is shared and noisy.
@@ -18,6 +27,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <stdio.h>
+#include <sys/resource.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -37,7 +47,16 @@ static int cmp_double(const void *a, const void *b) {
   return x < y ? -1 : x > y;
 }
 
+/* CPU time (user + system) of the whole process, every thread, seconds. */
+static double cpu_s(void) {
+  struct rusage ru;
+  getrusage(RUSAGE_SELF, &ru);
+  return ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+         (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec) * 1e-6;
+}
+
 #define IO_BYTES  (128u * 1024)
+#define N_ROUND   5 /* section 2: rounds of every variant, median reported */
 #define IO_BLOCKS (IO_BYTES / CSQ_LBA_SIZE)
 
 /* Read nTotal bytes of the image through the device with depth commands in
@@ -69,6 +88,89 @@ static double read_through_device(dev_queue *q, uint64_t nBlocks, int depth, uin
     done++;
   }
   return now_s() - t0;
+}
+
+/* The pread side of section 2: 128 KiB preads over the whole file into the
+** same 32 rotating buffers the device reads use, so both fill the same
+** memory (a single hot buffer would flatter pread). Returns seconds, or -1
+** on a short read. */
+static double read_with_pread(int fd, uint64_t nBlocks, uint8_t *pBuf) {
+  double t0 = now_s();
+  for (uint64_t i = 0; i < nBlocks; i += IO_BLOCKS)
+    if (pread(fd, pBuf + (size_t)((i / IO_BLOCKS) % 32) * IO_BYTES, IO_BYTES,
+              (off_t)(i * CSQ_LBA_SIZE)) != (ssize_t)IO_BYTES)
+      return -1;
+  return now_s() - t0;
+}
+
+/* Sections 2 and 5: variant 0 is the pread loop on fd, 1..3 the device
+** (queue q) at QD 1, 8, 32, over the first nBlocks of the image; nRound
+** interleaved rounds, the order reversed every other round; medians. */
+static void throughput(const char *zTitle, dev_queue *q, int fd, uint64_t nBlocks, int nRound,
+                       uint8_t *pBuf) {
+  enum { N_VAR = 4 };
+  static const int aDepth[N_VAR] = {0, 1, 8, 32};
+  double aSec[N_VAR][N_ROUND], aCore[N_VAR][N_ROUND], aMed[N_VAR], aMedCore[N_VAR];
+  double nMiB = (double)nBlocks * CSQ_LBA_SIZE / (1 << 20);
+  if (nRound > N_ROUND) nRound = N_ROUND;
+  for (int r = 0; r < nRound; r++) {
+    for (int v = 0; v < N_VAR; v++) {
+      int iVar = r % 2 ? N_VAR - 1 - v : v;
+      double c0 = cpu_s(), t;
+      if (iVar == 0)
+        t = read_with_pread(fd, nBlocks, pBuf);
+      else
+        t = read_through_device(q, nBlocks, aDepth[iVar], pBuf);
+      if (t <= 0) {
+        fprintf(stderr, "devlat: short pread\n");
+        exit(1);
+      }
+      aSec[iVar][r] = t;
+      aCore[iVar][r] = (cpu_s() - c0) / t;
+    }
+  }
+  for (int v = 0; v < N_VAR; v++) {
+    qsort(aSec[v], nRound, sizeof(double), cmp_double);
+    qsort(aCore[v], nRound, sizeof(double), cmp_double);
+    aMed[v] = aSec[v][nRound / 2];
+    aMedCore[v] = aCore[v][nRound / 2];
+  }
+  printf("%s, median of %d interleaved rounds (min..max MiB/s; cores = CPU time / wall time):\n",
+         zTitle, nRound);
+  printf("  pread loop   %7.0f MiB/s  (%.0f..%.0f)  %.2f cores\n", nMiB / aMed[0],
+         nMiB / aSec[0][nRound - 1], nMiB / aSec[0][0], aMedCore[0]);
+  for (int v = 1; v < N_VAR; v++)
+    printf("  device QD %-2d %7.0f MiB/s  (%.0f..%.0f)  %.2f cores  (%.2fx pread)\n", aDepth[v],
+           nMiB / aMed[v], nMiB / aSec[v][nRound - 1], nMiB / aSec[v][0], aMedCore[v],
+           aMed[0] / aMed[v]);
+}
+
+/* Section 5: the device opened with dev_options.bDirect (O_DIRECT media)
+** against O_DIRECT preads, over the first nBlocks of the image. The other
+** device on the image must be closed (dev_open would share it). Skipped
+** where the file system refuses O_DIRECT. */
+static void direct_device(const char *zPath, uint64_t nBlocks, uint8_t *pBuf) {
+  dev_options o;
+  dev_device *d = NULL;
+  dev_queue *q = NULL;
+  char *zErr = NULL;
+  int fd = open(zPath, O_RDONLY | O_DIRECT);
+  if (fd < 0 || pread(fd, pBuf, 4096, 0) != 4096) {
+    printf("device with O_DIRECT media: not available here (skipped)\n");
+    if (fd >= 0) close(fd);
+    return;
+  }
+  dev_options_default(&o);
+  o.bDirect = 1;
+  if (dev_open(zPath, &o, &d, &zErr) || dev_queue_open(d, &q)) {
+    fprintf(stderr, "devlat: %s\n", zErr ? zErr : "cannot open a queue");
+    exit(1);
+  }
+  throughput("device with O_DIRECT media vs O_DIRECT pread, 128 KiB requests", q, fd, nBlocks, 3,
+             pBuf);
+  dev_queue_close(q);
+  dev_unref(d);
+  close(fd);
 }
 
 /* Sections 3 and 4: the media layer alone. A pread loop and io_uring
@@ -187,23 +289,8 @@ int main(int argc, char **argv) {
          "ratio p50 %.1fx\n",
          devP50 * 1e6, devP99 * 1e6, prP50 * 1e6, prP99 * 1e6, devP50 / prP50);
 
-  /* 2. Throughput: plain pread loop of 128 KiB over the whole file. */
-  double t0 = now_s();
-  /* into the same 32 rotating buffers the device reads use, so both fill
-  ** the same memory (a single hot buffer would flatter pread) */
-  for (i = 0; i < nBlocks; i += IO_BLOCKS)
-    if (pread(fd, pBuf + (size_t)((i / IO_BLOCKS) % 32) * IO_BYTES, IO_BYTES,
-              (off_t)(i * CSQ_LBA_SIZE)) != (ssize_t)IO_BYTES)
-      return 1;
-  double tPread = now_s() - t0;
-  double mbPread = nMiB / tPread;
-  printf("read throughput, 128 KiB requests:  pread loop %.0f MiB/s\n", mbPread);
-  int aDepth[3] = {1, 8, 32};
-  for (k = 0; k < 3; k++) {
-    double t = read_through_device(q, nBlocks, aDepth[k], pBuf);
-    printf("  device QD %-2d %7.0f MiB/s  (%.2fx pread)\n", aDepth[k], nMiB / t,
-           (nMiB / t) / mbPread);
-  }
+  /* 2. Throughput through the page cache. */
+  throughput("read throughput, 128 KiB requests", q, fd, nBlocks, N_ROUND, pBuf);
   /* 3. The media layer, through the page cache; 4. the same with O_DIRECT
   ** on both sides, where the storage rather than memcpy sets the pace. */
   media_compare(zPath, nBlocks, nMiB, 0);
@@ -213,9 +300,12 @@ int main(int argc, char **argv) {
          (unsigned long long)st->commands, (unsigned long long)st->media_bytes_read,
          (unsigned long long)st->bytes_to_host);
   close(fd);
-  free(pBuf);
   dev_queue_close(q);
   dev_unref(d);
+  /* 5. The whole command path with O_DIRECT media (at most 128 MiB: the
+  ** disk, not memcpy, sets this pace). */
+  direct_device(zPath, nBlocks < 128 * 256 ? nBlocks : 128 * 256, pBuf);
+  free(pBuf);
   if (zPath == zTmp) unlink(zTmp);
   return 0;
 }

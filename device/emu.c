@@ -2,6 +2,20 @@
 ** device/emu.c - the emulated computational-storage device ("emu" backend):
 ** device object, controller thread, compute-engine pool, queue pairs.
 ** Commands themselves are in emu_admin.c and emu_io.c; see emu.h.
+**
+** The controller's work (taking SQEs, running small commands inline) can
+** use more than one thread: a pass takes at most one "heavy" inline
+** transfer (a 128 KiB read is ~20 us of copying), and if commands are still
+** waiting behind it the controller calls an engine to help (a job without a
+** queue); the engine then takes commands the same way until the SQs stay
+** empty, or a job (a program) waits for it. Each such thread has its own
+** io_uring (dev_mio): an NVM Read it takes is submitted straight into the
+** host buffer and completed when the thread reaps it, so a thread keeps
+** several media reads in flight while it takes more commands (a read the
+** page cache holds is copied during the submission itself). Faults are
+** decided as commands are taken, under qMutex, so nth= rules count in SQ
+** order. Waits spin on the waiter's own CPU time (dev_spin) before they
+** sleep, so threads sharing a core do not sleep merely for not running.
 */
 #include <errno.h>
 #include <sched.h>
@@ -15,9 +29,24 @@
 #include "emu.h"
 
 /* How long the controller keeps polling the SQs after its last command
-** before it sleeps: covers the think time of a host issuing commands back
-** to back, so a synchronous round trip avoids two futex wakes. */
+** before it sleeps (its own CPU time, see dev_spin): covers the think time
+** of a host issuing commands back to back, so a synchronous round trip
+** avoids two futex wakes. */
 #define CTRL_SPIN_NS 50000
+
+/* How long an engine that helped drain the SQs keeps polling them for more
+** before it returns to its job queue (own CPU time). */
+#define HELP_SPIN_NS 20000
+
+/* Commands taken from the SQs in one pass, at most (a pass is bounded so
+** that one busy queue cannot starve the others). */
+#define CTRL_BATCH 32
+
+/* An inline transfer this large keeps a controller thread busy for tens of
+** microseconds (a 128 KiB read is ~20 us of copying): a pass stops taking
+** commands after one, so that the commands queued behind it are left for
+** another thread (see ctrl_want_help). */
+#define CTRL_HEAVY_BYTES (32u * 1024)
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -41,6 +70,19 @@ void emu_complete(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t resu
   __atomic_fetch_sub(&q->nInflight, 1, __ATOMIC_RELEASE);
 }
 
+/* Append j to the engines' job list and wake one engine (a futex call only
+** if one sleeps). j is the list's until an engine takes it. */
+static void job_append(dev_backend *d, emu_job *j) {
+  pthread_mutex_lock(&d->jobMutex);
+  if (d->pJobTail)
+    d->pJobTail->pNext = j;
+  else
+    d->pJobHead = j;
+  d->pJobTail = j;
+  pthread_cond_signal(&d->jobCond);
+  pthread_mutex_unlock(&d->jobMutex);
+}
+
 /* Hand a command to the engine pool. */
 static void job_push(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe,
                      const dev_fault_hit *pHit) {
@@ -54,32 +96,94 @@ static void job_push(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe,
   j->sqe = *pSqe;
   j->bHit = pHit != NULL;
   if (pHit) j->hit = *pHit;
-  pthread_mutex_lock(&d->jobMutex);
-  if (d->pJobTail)
-    d->pJobTail->pNext = j;
-  else
-    d->pJobHead = j;
-  d->pJobTail = j;
-  pthread_cond_signal(&d->jobCond);
-  pthread_mutex_unlock(&d->jobMutex);
+  job_append(d, j);
 }
 
-/* The controller's handling of one SQE: faults, then inline or engine. */
-static void ctrl_dispatch(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe) {
-  dev_fault_hit hit;
+/* A command taken from an SQ, its fault decision made (in SQ order, so that
+** nth= rules count commands as the host issued them). */
+typedef struct ctrl_cmd {
+  dev_bqueue *q; /* kept alive by the nInflight the take added */
+  csq_sqe sqe;
   int bHit;
-  __atomic_fetch_add(&q->nInflight, 1, __ATOMIC_ACQUIRE);
-  bHit = dev_fault_check(d->pFault, pSqe, &hit);
-  if (bHit && hit.action == DEV_FAULT_TIMEOUT) { /* never completes */
+  dev_fault_hit hit;
+} ctrl_cmd;
+
+/* One thread acting as the controller: the controller thread itself, or an
+** engine helping it (engine_help). */
+typedef struct ctrl_ctx {
+  dev_backend *d;
+  dev_mio *pMio; /* the thread's own media context */
+  int iNext;     /* queue the next pass starts at (round robin) */
+  int bMain;     /* the controller thread: may call for help */
+} ctrl_ctx;
+
+/* 1 if the command is an inline transfer of at least CTRL_HEAVY_BYTES. */
+static int ctrl_is_heavy(const ctrl_cmd *c) {
+  const csq_sqe *p = &c->sqe;
+  uint64_t n = 0;
+  if (c->bHit && c->hit.action != DEV_FAULT_CORRUPT && c->hit.action != DEV_FAULT_SHORT) return 0;
+  if (dev_sqe_is_admin(p) || !emu_io_is_quick(p)) return 0;
+  if (p->nsid == CSQ_NSID_NVM && (p->opcode == CSQ_NVM_READ || p->opcode == CSQ_NVM_WRITE))
+    n = ((uint64_t)(p->cdw12 & 0xFFFF) + 1) * CSQ_LBA_SIZE;
+  else if (p->nsid == CSQ_NSID_SLM &&
+           (p->opcode == CSQ_SLM_READ || p->opcode == CSQ_SLM_WRITE || p->opcode == CSQ_SLM_FILL))
+    n = p->cdw12;
+  return n >= CTRL_HEAVY_BYTES;
+}
+
+/* Take up to CTRL_BATCH commands from the SQs into a[], starting at queue
+** c->iNext, stopping after the first heavy one. Each taken command counts in
+** its queue's nInflight (so the queue outlives it) and has been checked
+** against the fault rules. *pbMore: commands are still waiting in some SQ
+** after a heavy one was taken. Returns the number taken. */
+static int ctrl_take(ctrl_ctx *c, ctrl_cmd *a, int *pbMore) {
+  dev_backend *d = c->d;
+  int n = 0, j, i, bStop = 0;
+  *pbMore = 0;
+  pthread_mutex_lock(&d->qMutex);
+  if (c->iNext >= d->nQ) c->iNext = 0;
+  for (j = 0; j < d->nQ && !bStop; j++) {
+    dev_bqueue *q;
+    i = (c->iNext + j) % d->nQ;
+    q = d->apQ[i];
+    if (!q) continue;
+    while (n < CTRL_BATCH && dev_qp_fetch(&q->qp, &a[n].sqe)) {
+      ctrl_cmd *p = &a[n++];
+      p->q = q;
+      __atomic_fetch_add(&q->nInflight, 1, __ATOMIC_ACQUIRE);
+      p->bHit = dev_fault_check(d->pFault, &p->sqe, &p->hit);
+      if (ctrl_is_heavy(p)) {
+        bStop = 1;
+        break;
+      }
+    }
+    if (n == CTRL_BATCH) bStop = 1;
+    if (bStop) c->iNext = i + 1; /* the next pass serves the other queues first */
+  }
+  if (bStop && n > 0 && ctrl_is_heavy(&a[n - 1]))
+    for (j = 0; j < d->nQ && !*pbMore; j++)
+      if (d->apQ[j] && dev_qp_pending(&d->apQ[j]->qp)) *pbMore = 1;
+  pthread_mutex_unlock(&d->qMutex);
+  return n;
+}
+
+/* Handle one taken command: injected faults, then inline on this thread or
+** on an engine. */
+static void ctrl_dispatch(ctrl_ctx *c, const ctrl_cmd *p) {
+  dev_backend *d = c->d;
+  dev_bqueue *q = p->q;
+  const csq_sqe *pSqe = &p->sqe;
+  const dev_fault_hit *pHit = p->bHit ? &p->hit : NULL;
+  if (pHit && pHit->action == DEV_FAULT_TIMEOUT) { /* never completes */
     __atomic_fetch_sub(&q->nInflight, 1, __ATOMIC_RELEASE);
     return;
   }
-  if (bHit && hit.action == DEV_FAULT_STATUS) {
-    emu_complete(q, pSqe, hit.status, 0, NULL, "injected fault");
+  if (pHit && pHit->action == DEV_FAULT_STATUS) {
+    emu_complete(q, pSqe, pHit->status, 0, NULL, "injected fault");
     return;
   }
-  if (bHit && hit.action == DEV_FAULT_DELAY) {
-    job_push(d, q, pSqe, &hit);
+  if (pHit && pHit->action == DEV_FAULT_DELAY) {
+    job_push(d, q, pSqe, pHit);
     return;
   }
   if (dev_sqe_is_admin(pSqe)) {
@@ -91,28 +195,40 @@ static void ctrl_dispatch(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe) {
     return;
   }
   if (emu_io_is_quick(pSqe)) {
-    emu_io(q, pSqe, d->pCtrlMio, bHit ? &hit : NULL, -1);
+    emu_io(q, pSqe, c->pMio, pHit, -1);
   } else {
-    job_push(d, q, pSqe, bHit ? &hit : NULL);
+    job_push(d, q, pSqe, pHit);
   }
 }
 
-/* One pass over every queue; returns the number of commands taken. */
-static int ctrl_pass(dev_backend *d) {
-  int i, n = 0;
-  pthread_mutex_lock(&d->qMutex);
-  for (i = 0; i < d->nQ; i++) {
-    dev_bqueue *q = d->apQ[i];
-    csq_sqe sqe;
-    int k;
-    if (!q) continue;
-    /* Bounded per queue per pass, so one busy queue cannot starve others. */
-    for (k = 0; k < 32 && dev_qp_fetch(&q->qp, &sqe); k++) {
-      ctrl_dispatch(d, q, &sqe);
-      n++;
-    }
-  }
-  pthread_mutex_unlock(&d->qMutex);
+/* Ask an engine to help drain the SQs: a job without a queue (engine_main
+** then runs engine_help). Only one such request waits at a time; engines
+** already helping are not counted, so up to every engine may help while
+** the backlog lasts. */
+static void ctrl_want_help(dev_backend *d) {
+  emu_job *j;
+  int bQueued = 0;
+  pthread_mutex_lock(&d->jobMutex);
+  for (j = d->pJobHead; j && !bQueued; j = j->pNext) bQueued = j->q == NULL;
+  pthread_mutex_unlock(&d->jobMutex);
+  if (bQueued) return;
+  j = calloc(1, sizeof(*j));
+  if (j) job_append(d, j); /* no memory: the controller carries on alone */
+}
+
+/* One pass: take commands, call for help if a backlog remains behind a
+** heavy one, run them, complete the media reads that have finished.
+** Help is called only while this thread has no reads in flight: then it
+** carries out its transfers itself (copies from the page cache, writes)
+** and is the bottleneck; with reads in flight the media is, and one thread
+** keeps many of them going alone. Returns the number of commands taken
+** and reads completed. */
+static int ctrl_pass(ctrl_ctx *c) {
+  ctrl_cmd a[CTRL_BATCH];
+  int bMore, i, n = ctrl_take(c, a, &bMore);
+  if (bMore && c->bMain && dev_mio_inflight(c->pMio) == 0) ctrl_want_help(c->d);
+  for (i = 0; i < n; i++) ctrl_dispatch(c, &a[i]);
+  if (dev_mio_inflight(c->pMio)) n += dev_mio_reap(c->pMio, 0);
   return n;
 }
 
@@ -127,20 +243,34 @@ static int ctrl_any_pending(dev_backend *d) {
 
 static void *ctrl_main(void *pArg) {
   dev_backend *d = pArg;
-  int64_t tLast = dev_now_ns();
+  ctrl_ctx c = {d, d->pCtrlMio, 0, 1};
+  dev_spin spin;
   unsigned nIdle = 0;
+  dev_mio_set_async(c.pMio, 1);
   while (!__atomic_load_n(&d->bStop, __ATOMIC_ACQUIRE)) {
-    if (ctrl_pass(d)) {
+    if (ctrl_pass(&c)) {
       nIdle = 0;
       continue;
     }
-    if ((++nIdle & 63) != 0) {
+    if (dev_mio_inflight(c.pMio)) {
+      /* Media reads in flight (the page cache did not have them: they take
+      ** tens of microseconds or more): sleep on them and on the SQ bell at
+      ** once rather than spin (in a VM a spinning vCPU slows the device
+      ** emulation serving those very reads). */
+      uint32_t s = dev_bell_prepare(&d->sqBell);
+      if (!ctrl_any_pending(d) && !__atomic_load_n(&d->bStop, __ATOMIC_ACQUIRE))
+        dev_mio_wait(c.pMio, &d->sqBell.seq, s, 1000000000);
+      dev_bell_done(&d->sqBell);
+      nIdle = 0;
+      continue;
+    }
+    if (nIdle++ == 0) dev_spin_init(&spin);
+    if ((nIdle & 63) != 0) {
       cpu_relax();
       continue;
     }
-    sched_yield(); /* let a host thread on this core run */
-    if (nIdle == 64) tLast = dev_now_ns();
-    if (dev_now_ns() - tLast < CTRL_SPIN_NS) continue;
+    /* yields the core now and then, so a host thread on this core can run */
+    if (dev_spin_step(&spin, CTRL_SPIN_NS)) continue;
     /* Sleep until a host rings the SQ bell (or stop). */
     uint32_t s = dev_bell_prepare(&d->sqBell);
     if (!ctrl_any_pending(d) && !__atomic_load_n(&d->bStop, __ATOMIC_ACQUIRE))
@@ -148,7 +278,43 @@ static void *ctrl_main(void *pArg) {
     dev_bell_done(&d->sqBell);
     nIdle = 0;
   }
+  /* (every queue is closed by now, so nothing should be in flight) */
+  while (dev_mio_inflight(c.pMio)) dev_mio_reap(c.pMio, 1000000);
   return NULL;
+}
+
+/* 1 if a job waits in the engines' list. */
+static int job_waiting(dev_backend *d) {
+  int b;
+  pthread_mutex_lock(&d->jobMutex);
+  b = d->pJobHead != NULL;
+  pthread_mutex_unlock(&d->jobMutex);
+  return b;
+}
+
+/* Engine e acts as a second controller thread while the SQs have a backlog
+** (the controller called for help): commands it takes run on it, with its
+** own media context (reads in flight there too), in parallel with the
+** controller's. Returns when the SQs stay empty for HELP_SPIN_NS, when a
+** job is waiting (jobs come first: a program must not wait behind reads),
+** or at stop; its reads are all complete by then. */
+static void engine_help(emu_engine *e) {
+  dev_backend *d = e->pDev;
+  ctrl_ctx c = {d, e->pMio, e->iEngine, 0};
+  dev_spin spin;
+  int i;
+  dev_mio_set_async(c.pMio, 1);
+  dev_spin_init(&spin);
+  while (!__atomic_load_n(&d->bStop, __ATOMIC_ACQUIRE) && !job_waiting(d)) {
+    if (ctrl_pass(&c)) {
+      dev_spin_init(&spin);
+      continue;
+    }
+    for (i = 0; i < 64; i++) cpu_relax();
+    if (!dev_spin_step(&spin, HELP_SPIN_NS)) break;
+  }
+  while (dev_mio_inflight(c.pMio)) dev_mio_reap(c.pMio, 1000000);
+  dev_mio_set_async(c.pMio, 0); /* programs read synchronously */
 }
 
 static void *engine_main(void *pArg) {
@@ -166,6 +332,11 @@ static void *engine_main(void *pArg) {
     d->pJobHead = j->pNext;
     if (!d->pJobHead) d->pJobTail = NULL;
     pthread_mutex_unlock(&d->jobMutex);
+    if (!j->q) { /* the controller's call for help */
+      free(j);
+      engine_help(e);
+      continue;
+    }
     if (dev_sqe_is_admin(&j->sqe)) { /* only via a delay fault */
       uint64_t result = 0;
       dev_io_acct acct = {0};

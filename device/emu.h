@@ -6,11 +6,13 @@
 ** Not for use outside device/emu*.c: the driver sees only dev_emu_backend.
 **
 ** Threads: one controller thread takes SQEs from every queue pair. It runs
-** admin commands and small I/O inline (a synchronous round trip costs one
-** thread hop each way) and hands everything else (large transfers, Memory
-** Copy, Flush, Execute, delayed completions) to the compute engines, a pool
-** of threads each with its own io_uring. Completions therefore come back out
-** of order.
+** admin commands and I/O inline (a synchronous round trip costs one thread
+** hop each way; NVM Reads go in flight on its io_uring) and hands Memory
+** Copy, Flush, Execute and delayed completions to the compute engines, a
+** pool of threads each with its own io_uring; when large transfers queue up
+** behind one another, an idle engine helps drain the queues the way the
+** controller does (emu.c's banner has the details). Completions therefore
+** come back out of order.
 */
 #ifndef CSQ_DEVICE_EMU_H
 #define CSQ_DEVICE_EMU_H

@@ -37,6 +37,65 @@ static int lba_ok(const dev_backend *d, uint64_t slba, uint64_t nlb) {
 
 /* ---- NVM namespace ------------------------------------------------------ */
 
+/* io_nvm's answer when an NVM Read went asynchronous: nvm_read_done
+** completes the command later (not an NVMe status: those fit in 11 bits). */
+#define EMU_SC_PENDING 0xFFFFu
+
+/* The end of an NVM Read of nByte into pBuf whose media read returned rc:
+** the status, an injected corruption, the counters. */
+static uint16_t nvm_read_end(int rc, void *pBuf, uint64_t nByte, const dev_fault_hit *pHit,
+                             dev_io_acct *pAcct, char *zDetail, size_t nDetail) {
+  if (rc) {
+    snprintf(zDetail, nDetail, "media read failed: %s", strerror(-rc));
+    return CSQ_SC_READ_ERROR;
+  }
+  if (pHit && pHit->action == DEV_FAULT_CORRUPT) dev_fault_corrupt(pHit, pBuf, nByte);
+  pAcct->mediaRead += nByte;
+  pAcct->toHost += nByte;
+  return CSQ_SC_SUCCESS;
+}
+
+/* An NVM Read in flight on a controller thread's media context. */
+typedef struct nvm_aread {
+  dev_bqueue *q; /* kept alive by the command's count in q->nInflight */
+  csq_sqe sqe;
+  int bHit;
+  dev_fault_hit hit;
+} nvm_aread;
+
+/* dev_mio_done_fn of an asynchronous NVM Read: complete the command, free
+** its nvm_aread. Runs on the thread that started it (dev_mio_reap). */
+static void nvm_read_done(void *pCtx, int rc) {
+  nvm_aread *a = pCtx;
+  dev_io_acct acct = {0};
+  char zDetail[256] = "";
+  uint64_t nByte = ((uint64_t)(a->sqe.cdw12 & 0xFFFF) + 1) * CSQ_LBA_SIZE;
+  uint16_t sf = nvm_read_end(rc, (void *)(uintptr_t)a->sqe.prp1, nByte, a->bHit ? &a->hit : NULL,
+                             &acct, zDetail, sizeof(zDetail));
+  emu_complete(a->q, &a->sqe, sf, 0, &acct, zDetail);
+  free(a);
+}
+
+/* Start the media read of a checked NVM Read without waiting for it, where
+** the thread's media context reaps asynchronous reads and the command has
+** no injected fault other than a corruption. 1 if started (the command is
+** nvm_read_done's now), 0 if the caller must read synchronously. */
+static int nvm_read_start(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit *pHit,
+                          uint64_t slba, uint32_t nlb) {
+  nvm_aread *a;
+  if (!dev_mio_async(pMio) || (pHit && pHit->action != DEV_FAULT_CORRUPT)) return 0;
+  a = malloc(sizeof(*a));
+  if (!a) return 0;
+  a->q = q;
+  a->sqe = *p;
+  a->bHit = pHit != NULL;
+  if (pHit) a->hit = *pHit;
+  if (dev_mio_read_start(pMio, slba, nlb, (void *)(uintptr_t)p->prp1, nvm_read_done, a) == 0)
+    return 1;
+  free(a);
+  return 0;
+}
+
 static uint16_t io_nvm(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit *pHit,
                        dev_io_acct *pAcct, char *zDetail, size_t nDetail) {
   dev_backend *d = q->pDev;
@@ -55,16 +114,13 @@ static uint16_t io_nvm(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev
     }
     if (!p->prp1) return CSQ_SC_INVALID_FIELD;
     if (p->opcode == CSQ_NVM_READ) {
+      /* Straight into the host buffer the command names, no bounce copy
+      ** (except O_DIRECT into unaligned memory, inside dev_mio_read). */
       csq_lba_range r = {CSQ_NSID_NVM, nlb, slba};
       void *pBuf = (void *)(uintptr_t)p->prp1;
+      if (nvm_read_start(q, p, pMio, pHit, slba, nlb)) return EMU_SC_PENDING;
       rc = dev_mio_read(pMio, &r, 1, pBuf);
-      if (rc) {
-        snprintf(zDetail, nDetail, "media read failed: %s", strerror(-rc));
-        return CSQ_SC_READ_ERROR;
-      }
-      if (bCorrupt) dev_fault_corrupt(pHit, pBuf, nByte);
-      pAcct->mediaRead += nByte;
-      pAcct->toHost += nByte;
+      return nvm_read_end(rc, pBuf, nByte, pHit, pAcct, zDetail, nDetail);
     } else {
       const void *pSrc = (const void *)(uintptr_t)p->prp1;
       void *pTmp = NULL;
@@ -277,6 +333,9 @@ static uint16_t io_execute(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, int i
   return sf;
 }
 
+/* See emu.h. Where pMio reaps asynchronous reads (dev_mio_async: the
+** controller's threads), an NVM Read may return with its media read in
+** flight; the thread's next dev_mio_reap completes it. */
 void emu_io(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit *pHit,
             int iEngine) {
   dev_io_acct acct = {0};
@@ -297,6 +356,7 @@ void emu_io(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit 
     sf = CSQ_SC_INVALID_NS;
     break;
   }
+  if (sf == EMU_SC_PENDING) return; /* an asynchronous read completes it */
   if (pHit && pHit->action == DEV_FAULT_DELAY) usleep(pHit->delayMs * 1000u);
   emu_complete(q, p, sf, result, &acct, zDetail);
 }

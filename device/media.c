@@ -30,12 +30,40 @@ struct dev_media {
   uint64_t nSegUsed;
 };
 
+/* An asynchronous read (dev_mio_read_start); free while xDone is NULL. */
+typedef struct mio_aread {
+  dev_mio_done_fn xDone;
+  void *pCtx;
+  uint8_t *pDst;
+  uint64_t off;
+  uint32_t len;
+  int bDone; /* its CQE has been seen; res holds the result */
+  int res;
+} mio_aread;
+
+/* user_data of an asynchronous read's SQE: this bit plus its slot. */
+#define MIO_ASYNC_TAG (1ull << 63)
+/* user_data of dev_mio_wait's futex wait. */
+#define MIO_FUTEX_TAG (1ull << 62)
+
+/* IORING_OP_FUTEX_WAIT (Linux 6.7) and its flags, which the kernel headers
+** liburing 2.3 builds against may not name; probed for at dev_mio_open. */
+#define MIO_OP_FUTEX_WAIT      51
+#define MIO_FUTEX2_SIZE_U32    0x02
+#define MIO_FUTEX2_PRIVATE     128
+#define MIO_FUTEX_BITSET_MATCH 0xffffffffu
+
 struct dev_mio {
   dev_media *m;
   int bRing;
   struct io_uring ring;
   uint8_t *pBounce; /* direct I/O: DEV_MIO_DEPTH chunks, registered buffers */
   int bFixed;       /* pBounce is registered with the ring */
+  int bAsync;       /* dev_mio_set_async */
+  int bFutexOp;     /* the kernel has IORING_OP_FUTEX_WAIT */
+  int bFutexArmed;  /* a futex wait of dev_mio_wait is pending in the ring */
+  int nAsync;       /* slots of aAsync in use */
+  mio_aread aAsync[DEV_MIO_DEPTH];
 };
 
 static char *media_msg(const char *zFmt, const char *zPath, int err) {
@@ -200,12 +228,17 @@ int dev_mio_open(dev_media *m, dev_mio **pp) {
   if (!io) return -ENOMEM;
   io->m = m;
   if (m->fd >= 0) {
+    /* room for a synchronous transfer's DEV_MIO_DEPTH requests next to
+    ** DEV_MIO_DEPTH asynchronous reads (the CQ ring is twice as large) */
     rc = io_uring_queue_init(DEV_MIO_DEPTH * 2, &io->ring, 0);
     if (rc < 0) {
       free(io);
       return rc;
     }
     io->bRing = 1;
+    struct io_uring_probe *pProbe = io_uring_get_probe_ring(&io->ring);
+    io->bFutexOp = pProbe && io_uring_opcode_supported(pProbe, MIO_OP_FUTEX_WAIT);
+    if (pProbe) io_uring_free_probe(pProbe);
     if (m->bDirect) {
       struct iovec aIov[DEV_MIO_DEPTH];
       void *p = NULL;
@@ -230,9 +263,26 @@ int dev_mio_open(dev_media *m, dev_mio **pp) {
 
 void dev_mio_close(dev_mio *io) {
   if (!io) return;
+  /* The owner reaps its reads before closing; this only guards against a
+  ** read left behind (its xDone still runs, here). */
+  for (int i = 0; i < 1000 && io->nAsync > 0; i++) dev_mio_reap(io, 10000000);
   if (io->bRing) io_uring_queue_exit(&io->ring);
   free(io->pBounce);
   free(io);
+}
+
+/* Record a CQE that is not a synchronous transfer's (user_data data,
+** result res): an asynchronous read's, or dev_mio_wait's futex wait;
+** liburing's internal timeouts (all bits set) are ignored. */
+static void mio_other_cqe(dev_mio *io, uint64_t data, int res) {
+  uint64_t i = data & ~MIO_ASYNC_TAG;
+  if (data == MIO_FUTEX_TAG) {
+    io->bFutexArmed = 0;
+    if (res == -EINVAL) io->bFutexOp = 0; /* refused after all: poll instead */
+  } else if ((data & MIO_ASYNC_TAG) && i < DEV_MIO_DEPTH && io->aAsync[i].xDone) {
+    io->aAsync[i].bDone = 1;
+    io->aAsync[i].res = res;
+  }
 }
 
 /* One request of a transfer: file offset, the host memory it moves, and the
@@ -324,10 +374,15 @@ static int xfer_run(dev_mio *io, mio_xfer *x, int bWrite) {
       return r;
     }
     io_uring_for_each_cqe(&io->ring, head, cqe) {
-      mio_piece *p = &x->aPiece[io_uring_cqe_get_data64(cqe)];
+      uint64_t data = io_uring_cqe_get_data64(cqe);
+      nSeen++;
+      if (data & (MIO_ASYNC_TAG | MIO_FUTEX_TAG)) { /* dev_mio_reap reports it */
+        mio_other_cqe(io, data, cqe->res);
+        continue;
+      }
+      mio_piece *p = &x->aPiece[data];
       int res = cqe->res;
       int iSlot = p->iSlot >= 0 ? p->iSlot : -2 - p->iSlot;
-      nSeen++;
       nFlight--;
       aFree[nFree++] = iSlot;
       if (res == -EAGAIN || res == -EINTR) {
@@ -386,4 +441,135 @@ int dev_mio_write(dev_mio *io, uint64_t slba, uint32_t nlb, const void *pSrc) {
   if (rc == 0) rc = xfer_run(io, &x, 1);
   xfer_free(&x);
   return rc;
+}
+
+/* ---- asynchronous reads ------------------------------------------------ */
+
+void dev_mio_set_async(dev_mio *io, int bAsync) {
+  io->bAsync = bAsync;
+}
+int dev_mio_async(const dev_mio *io) {
+  return io->bAsync;
+}
+int dev_mio_inflight(const dev_mio *io) {
+  return io->nAsync;
+}
+
+int dev_mio_read_start(dev_mio *io, uint64_t slba, uint32_t nlb, void *pDst, dev_mio_done_fn xDone,
+                       void *pCtx) {
+  uint64_t len = (uint64_t)nlb * CSQ_LBA_SIZE;
+  struct io_uring_sqe *sqe;
+  mio_aread *a = NULL;
+  int i;
+  if (!io->bRing || len == 0 || len > DEV_MIO_CHUNK) return -EAGAIN;
+  /* O_DIRECT into unaligned memory needs dev_mio_read's bounce buffers */
+  if (io->m->bDirect && ((uintptr_t)pDst & 4095) != 0) return -EAGAIN;
+  if (io->nAsync == DEV_MIO_DEPTH) return -EAGAIN;
+  for (i = 0; i < DEV_MIO_DEPTH && io->aAsync[i].xDone; i++) {}
+  sqe = io_uring_get_sqe(&io->ring);
+  if (i == DEV_MIO_DEPTH || !sqe) return -EAGAIN; /* (no SQE: cannot happen, see dev_mio_open) */
+  a = &io->aAsync[i];
+  *a = (mio_aread){xDone, pCtx, pDst, slba * CSQ_LBA_SIZE, (uint32_t)len, 0, 0};
+  io_uring_prep_read(sqe, io->m->fd, pDst, (unsigned)len, a->off);
+  io_uring_sqe_set_data64(sqe, MIO_ASYNC_TAG | (uint64_t)i);
+  io->nAsync++;
+  /* A failed submission leaves the SQE queued: the next io_uring_enter on
+  ** this ring (dev_mio_reap, a synchronous call) submits it. */
+  io_uring_submit(&io->ring);
+  return 0;
+}
+
+/* Mark the asynchronous reads whose CQEs are in the ring as done. */
+static void aread_collect(dev_mio *io) {
+  struct io_uring_cqe *cqe;
+  unsigned head, nSeen = 0;
+  io_uring_for_each_cqe(&io->ring, head, cqe) {
+    uint64_t data = io_uring_cqe_get_data64(cqe);
+    nSeen++;
+    /* (a synchronous transfer reaps all of its own CQEs before it returns) */
+    mio_other_cqe(io, data, cqe->res);
+  }
+  io_uring_cq_advance(&io->ring, nSeen);
+}
+
+/* 1 if some asynchronous read has its CQE seen and is not yet reported. */
+static int aread_any_done(const dev_mio *io) {
+  int i;
+  for (i = 0; i < DEV_MIO_DEPTH; i++)
+    if (io->aAsync[i].xDone && io->aAsync[i].bDone) return 1;
+  return 0;
+}
+
+/* Report the asynchronous reads whose CQEs were seen: finish them (a
+** retry, zeros past EOF), free their slots, call their xDone. Returns how
+** many. */
+static int aread_report(dev_mio *io) {
+  int i, n = 0;
+  for (i = 0; i < DEV_MIO_DEPTH; i++) {
+    mio_aread *a = &io->aAsync[i];
+    dev_mio_done_fn xDone = a->xDone;
+    int res = a->res, rc = 0;
+    if (!xDone || !a->bDone) continue;
+    if (res == -EAGAIN || res == -EINTR) {
+      /* Rare: finish it synchronously. */
+      ssize_t s = pread(io->m->fd, a->pDst, a->len, (off_t)a->off);
+      res = s < 0 ? -errno : (int)s;
+      if (res == -EINVAL && io->m->bDirect) res = -EIO;
+    }
+    if (res < 0)
+      rc = res;
+    else if ((uint32_t)res < a->len)
+      memset(a->pDst + res, 0, a->len - res); /* past EOF */
+    /* the slot is free before the callback runs (it may start another) */
+    a->xDone = NULL;
+    io->nAsync--;
+    n++;
+    xDone(a->pCtx, rc);
+  }
+  return n;
+}
+
+/* Enter the kernel to submit what is queued and wait up to waitNs for one
+** CQE (it stays in the ring for aread_collect). */
+static void mio_wait_cqe(dev_mio *io, int64_t waitNs) {
+  struct __kernel_timespec ts = {waitNs / 1000000000, waitNs % 1000000000};
+  struct io_uring_cqe *cqe;
+  io_uring_submit_and_wait_timeout(&io->ring, &cqe, 1, &ts, NULL);
+}
+
+int dev_mio_reap(dev_mio *io, int64_t waitNs) {
+  if (io->nAsync == 0) return 0;
+  if (io_uring_sq_ready(&io->ring)) io_uring_submit(&io->ring);
+  aread_collect(io);
+  if (waitNs > 0 && !aread_any_done(io)) {
+    mio_wait_cqe(io, waitNs);
+    aread_collect(io);
+  }
+  return aread_report(io);
+}
+
+int dev_mio_wait(dev_mio *io, uint32_t *pWord, uint32_t val, int64_t timeoutNs) {
+  if (!io->bRing) return 0;
+  aread_collect(io);
+  if (!aread_any_done(io)) {
+    if (io->bFutexOp && !io->bFutexArmed) {
+      /* Stays armed across calls until woken: FUTEX_WAKE wakes it whatever
+      ** value it was armed with. */
+      struct io_uring_sqe *sqe = io_uring_get_sqe(&io->ring);
+      if (sqe) {
+        io_uring_prep_rw(MIO_OP_FUTEX_WAIT, sqe, MIO_FUTEX2_SIZE_U32 | MIO_FUTEX2_PRIVATE, pWord, 0,
+                         val);
+        sqe->addr3 = MIO_FUTEX_BITSET_MATCH;
+        io_uring_sqe_set_data64(sqe, MIO_FUTEX_TAG);
+        io->bFutexArmed = 1;
+      }
+    }
+    if (!io->bFutexArmed && timeoutNs > DEV_MIO_POLL_NS) timeoutNs = DEV_MIO_POLL_NS;
+    if (__atomic_load_n(pWord, __ATOMIC_SEQ_CST) == val)
+      mio_wait_cqe(io, timeoutNs);
+    else if (io_uring_sq_ready(&io->ring))
+      io_uring_submit(&io->ring);
+    aread_collect(io);
+  }
+  return aread_report(io);
 }

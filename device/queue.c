@@ -20,9 +20,17 @@
 #define LOAD_RLX(p)     __atomic_load_n((p), __ATOMIC_RELAXED)
 #define STORE_REL(p, v) __atomic_store_n((p), (v), __ATOMIC_RELEASE)
 
-/* How long the host spins on its CQ before sleeping. Long enough to cover a
-** command the controller handles inline, short enough not to waste a core. */
+/* How long the host spins on its CQ before sleeping (own CPU time, see
+** dev_spin). Long enough to cover a command the controller handles inline,
+** short enough not to waste a core. */
 #define HOST_SPIN_NS 40000
+
+/* A spin round or yield longer than this means another thread had the core:
+** not charged to the spinner (rounds themselves take about a microsecond). */
+#define SPIN_DESCHED_NS 10000
+
+/* A spinning wait ends after this much wall time whatever its budget. */
+#define SPIN_WALL_NS 1000000
 
 static inline void cpu_relax(void) {
 #if defined(__x86_64__) || defined(__i386__)
@@ -34,6 +42,23 @@ int64_t dev_now_ns(void) {
   struct timespec ts;
   clock_gettime(CLOCK_MONOTONIC, &ts);
   return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+void dev_spin_init(dev_spin *s) {
+  s->tStart = s->tLast = dev_now_ns();
+  s->nSpent = 0;
+}
+
+int dev_spin_step(dev_spin *s, int64_t budgetNs) {
+  int64_t t = dev_now_ns(), t2;
+  if (t - s->tLast < SPIN_DESCHED_NS) s->nSpent += t - s->tLast;
+  s->tLast = t;
+  if (s->nSpent >= budgetNs || t - s->tStart >= SPIN_WALL_NS) return 0;
+  sched_yield(); /* if the thread we wait for shares this core, let it run */
+  t2 = dev_now_ns();
+  if (t2 - t < SPIN_DESCHED_NS) s->nSpent += t2 - t;
+  s->tLast = t2;
+  return s->nSpent < budgetNs && t2 - s->tStart < SPIN_WALL_NS;
 }
 
 uint32_t dev_bell_prepare(dev_bell *b) {
@@ -154,22 +179,20 @@ int dev_qp_poll(dev_qp *p, csq_cqe *pCqe) {
 }
 
 int dev_qp_wait(dev_qp *p, csq_cqe *pCqe, int64_t timeoutNs) {
-  int64_t t0, tEnd, now;
+  int64_t tEnd, now;
+  dev_spin spin;
   int i;
   if (dev_qp_poll(p, pCqe)) return 0;
   if (timeoutNs <= 0) return -ETIMEDOUT;
-  t0 = dev_now_ns();
-  tEnd = t0 + timeoutNs;
+  dev_spin_init(&spin);
+  tEnd = spin.tLast + timeoutNs;
   /* Spin first: an inline command completes within microseconds. */
   for (;;) {
     for (i = 0; i < 64; i++) {
       if (dev_qp_poll(p, pCqe)) return 0;
       cpu_relax();
     }
-    now = dev_now_ns();
-    if (now - t0 > HOST_SPIN_NS || now >= tEnd) break;
-    /* If the device thread shares our core, spinning would only delay it. */
-    sched_yield();
+    if (!dev_spin_step(&spin, HOST_SPIN_NS) || spin.tLast >= tEnd) break;
   }
   for (;;) {
     uint32_t s = dev_bell_prepare(&p->cqBell);

@@ -12,9 +12,9 @@
 ** commands that complete late), completions wait in an overflow list that the
 ** host drains as it consumes.
 **
-** Waiting is adaptive: spin on the ring for a few microseconds, then sleep on
-** a dev_bell (a futex with a waiter count, so a producer makes a system call
-** only when someone sleeps).
+** Waiting is adaptive: spin on the ring for a few dozen microseconds of the
+** waiter's own CPU time (dev_spin), then sleep on a dev_bell (a futex with a
+** waiter count, so a producer makes a system call only when someone sleeps).
 */
 #ifndef CSQ_DEVICE_QUEUE_H
 #define CSQ_DEVICE_QUEUE_H
@@ -37,6 +37,30 @@ void dev_bell_done(dev_bell *b);
 void dev_bell_ring(dev_bell *b);
 
 int64_t dev_now_ns(void); /* CLOCK_MONOTONIC */
+
+/* A bounded, polite busy-wait. The budget counts only the time the waiter
+** itself spent spinning: while it has yielded the core and another thread
+** ran there (a device thread copying data, say), the clock is not charged,
+** so a waiter that shares its core with the thread it waits for does not
+** give up and sleep (which would cost a futex wake per event) merely
+** because it was not running. A wait that lasts long in wall time (the
+** core is contended, or the awaited work is long) ends too: sleeping then
+** gets the waiter back sooner than queueing behind other threads after
+** each yield. Use: dev_spin_init(&s); while (!cond && dev_spin_step(&s,
+** budgetNs)) {} then sleep if still !cond. */
+typedef struct dev_spin {
+  int64_t tStart; /* dev_spin_init */
+  int64_t tLast;  /* end of the last step */
+  int64_t nSpent; /* own spinning time so far */
+} dev_spin;
+
+void dev_spin_init(dev_spin *s);
+/* Call between rounds of polling (each a few dozen polls with a pause):
+** charges the round to the budget unless the thread was descheduled in it,
+** then yields the core. 1 while the budget (ns of own spinning) lasts and
+** the wait is under a millisecond old, else 0 (without yielding).
+** s->tLast is a fresh dev_now_ns(). */
+int dev_spin_step(dev_spin *s, int64_t budgetNs);
 
 typedef struct dev_qp {
   uint32_t nSlot; /* ring size = depth + 1 */
