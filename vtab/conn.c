@@ -70,8 +70,10 @@ int vt_rc_from(int rc) {
 /* Open (or reuse) the device at zPath for this connection. zPath NULL means
 ** the connection's in-memory device. bCreate: create and format the image
 ** when it does not exist (xCreate); xConnect passes 0 and so never creates a
-** file nor opens something that is not a csq image. */
-int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, vt_dev **ppDev, char **pzErr) {
+** file nor opens something that is not a csq image. eMedia: VT_MEDIA_*; a
+** device already open another way than the one asked for is an error. */
+int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, int eMedia, vt_dev **ppDev,
+                   char **pzErr) {
   const char *zKey = zPath ? zPath : ":memory:";
   if (!zPath && pConn->pMem) {
     pConn->pMem->nRef++;
@@ -81,6 +83,12 @@ int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, vt_dev **ppDe
   if (zPath) {
     for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
       if (d != pConn->pMem && strcmp(d->zKey, zKey) == 0) {
+        if (eMedia != VT_MEDIA_ANY && eMedia != d->eMedia) {
+          *pzErr = sqlite3_mprintf("csq: device %s is already open with media='%s' in this "
+                                   "connection (the first table to open a device decides)",
+                                   zKey, d->eMedia == VT_MEDIA_DIRECT ? "direct" : "buffered");
+          return SQLITE_ERROR;
+        }
         d->nRef++;
         *ppDev = d;
         return SQLITE_OK;
@@ -98,6 +106,8 @@ int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, vt_dev **ppDe
   dev_options o;
   dev_options_default(&o);
   o.bCreate = bCreate;
+  o.bDirect = zPath && eMedia == VT_MEDIA_DIRECT;
+  d->eMedia = o.bDirect ? VT_MEDIA_DIRECT : VT_MEDIA_BUFFERED;
   char *zDevErr = NULL;
   int rc = dev_open(zKey, &o, &d->pDev, &zDevErr);
   if (rc) {

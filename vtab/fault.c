@@ -77,7 +77,7 @@ static int fault_device(sqlite3_context *ctx, int argc, sqlite3_value **argv, in
     }
   }
   /* The in-memory device is private to the connection: creating it is harmless. */
-  rc = vt_conn_device(pConn, zPath, zPath == NULL, &pVd, &zErr);
+  rc = vt_conn_device(pConn, zPath, zPath == NULL, VT_MEDIA_ANY, &pVd, &zErr);
   if (rc) {
     char *zMsg = sqlite3_mprintf("csq: %s", zErr ? zErr : sqlite3_errstr(rc));
     sqlite3_result_error(ctx, zMsg ? zMsg : "csq: cannot open the device", -1);

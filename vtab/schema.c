@@ -2,7 +2,7 @@
 ** vtab/schema.c - the arguments of CREATE VIRTUAL TABLE t USING csq(...).
 **
 ** Each argument is either an option, key='value' (device=, devices=, rowgroup=,
-** pushdown=auto|always|never), or a
+** pushdown=auto|always|never, media=buffered|direct), or a
 ** column definition exactly as in CREATE TABLE: a name, an optional declared
 ** type, and constraints. Table constraints (PRIMARY KEY(...), UNIQUE(...),
 ** CHECK(...), FOREIGN KEY, CONSTRAINT name ...) are accepted and passed on
@@ -260,9 +260,19 @@ static int parse_option(const char *zArg, int nKey, vt_schema *pS, char **pzErr)
       *pzErr = sqlite3_mprintf("csq: pushdown='%s' must be auto, always or never", zVal);
       rc = SQLITE_ERROR;
     }
+  } else if (kn == 5 && sqlite3_strnicmp(zKey, "media", 5) == 0) {
+    if (sqlite3_stricmp(zVal, "buffered") == 0)
+      pS->eMedia = VT_MEDIA_BUFFERED;
+    else if (sqlite3_stricmp(zVal, "direct") == 0)
+      pS->eMedia = VT_MEDIA_DIRECT;
+    else {
+      *pzErr = sqlite3_mprintf("csq: media='%s' must be buffered or direct", zVal);
+      rc = SQLITE_ERROR;
+    }
   } else {
     *pzErr = sqlite3_mprintf(
-        "csq: unknown option '%.*s' (options: device, devices, rowgroup, pushdown)", kn, zKey);
+        "csq: unknown option '%.*s' (options: device, devices, rowgroup, pushdown, media)", kn,
+        zKey);
     rc = SQLITE_ERROR;
   }
   sqlite3_free(zVal);
@@ -347,6 +357,7 @@ static int is_table_constraint(const char *zArg) {
 int vt_schema_parse(int argc, const char *const *argv, vt_schema *pS, char **pzErr) {
   memset(pS, 0, sizeof(*pS));
   pS->iIpk = -1;
+  pS->eMedia = VT_MEDIA_ANY;
   pS->nRowGroup = VT_ROWGROUP_ROWS;
   sqlite3_str *pDecl = sqlite3_str_new(0);
   sqlite3_str_appendall(pDecl, "CREATE TABLE x(");

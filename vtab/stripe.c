@@ -62,7 +62,7 @@ int vt_stripe_open(vt_tab *p, sqlite3 *db, int bCreate, char **pzErr) {
   if (n == 1) {
     char *zPath =
         p->s.zDevice ? sqlite3_mprintf("%s", p->s.zDevice) : vt_default_device(db, p->zDb);
-    int rc = vt_conn_device(p->pConn, zPath, bCreate, &p->apMem[0], pzErr);
+    int rc = vt_conn_device(p->pConn, zPath, bCreate, p->s.eMedia, &p->apMem[0], pzErr);
     sqlite3_free(zPath);
     if (rc) return rc;
     p->nMem = 1;
@@ -71,7 +71,7 @@ int vt_stripe_open(vt_tab *p, sqlite3 *db, int bCreate, char **pzErr) {
   }
   for (int k = 0; k < n; k++) {
     char *zErr = NULL;
-    int rc = vt_conn_device(p->pConn, p->s.azDevice[k], bCreate, &p->apMem[k], &zErr);
+    int rc = vt_conn_device(p->pConn, p->s.azDevice[k], bCreate, p->s.eMedia, &p->apMem[k], &zErr);
     if (rc) {
       *pzErr = sqlite3_mprintf("csq: table %s: member %d of %d (%s): %s", p->zName, k + 1, n,
                                p->s.azDevice[k], zErr ? zErr : "cannot open the device");

@@ -51,6 +51,7 @@ struct vt_dev {
   store_snap *pStmtSnap; /* the snapshot the running statement reads */
   uint64_t stmtKey;      /* which statement run it belongs to (see vt_visible_members) */
   int nRef;              /* tables of this connection using it */
+  int eMedia;            /* VT_MEDIA_BUFFERED or VT_MEDIA_DIRECT, as opened */
   vt_dev *pNext;
 };
 
@@ -91,8 +92,17 @@ typedef struct vt_schema {
   char *zDevices;  /* the same list joined with ',' as stored in each member */
   int nRowGroup;   /* rowgroup= */
   int ePush;       /* pushdown=: VT_PUSH_AUTO, VT_PUSH_ALWAYS, VT_PUSH_NEVER */
+  int eMedia;      /* media=: VT_MEDIA_ANY (not given), VT_MEDIA_BUFFERED, VT_MEDIA_DIRECT */
   int iIpk;        /* column that aliases the rowid, or -1 */
 } vt_schema;
+
+/* How the device reads its image (media=): through the page cache, which
+** then stands in for the device's own DRAM, or with O_DIRECT where the file
+** system allows it (buffered where it does not). One device path is opened
+** once per connection: the first table to open it decides. */
+#define VT_MEDIA_ANY      -1
+#define VT_MEDIA_BUFFERED 0
+#define VT_MEDIA_DIRECT   1
 
 /* A row inserted by an open transaction is named by its insert sequence
 ** number; spans map sequence numbers to the row groups they were written to. */
@@ -152,7 +162,8 @@ struct vt_tab {
 /* conn.c */
 vt_conn *vt_conn_new(sqlite3 *db);
 void vt_conn_free(void *p);
-int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, vt_dev **ppDev, char **pzErr);
+int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, int eMedia, vt_dev **ppDev,
+                   char **pzErr);
 void vt_dev_release(vt_conn *pConn, vt_dev *pDev);
 void vt_conn_stats(vt_conn *pConn, dev_stats *pOut);
 void vt_conn_stats_reset(vt_conn *pConn);

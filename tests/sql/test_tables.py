@@ -263,3 +263,65 @@ def test_connect_never_creates_a_device():
     con = connect(db)
     expect_error(lambda: con.execute("SELECT * FROM t").fetchall(), "cannot open device")
     assert not os.path.exists(db + "-csd"), "xConnect created a device image"
+
+
+def _image_fd_flags(path):
+    """The open flags of this process's descriptors on path."""
+    out = []
+    for fd in os.listdir("/proc/self/fd"):
+        try:
+            if os.readlink("/proc/self/fd/" + fd) == path:
+                with open("/proc/self/fdinfo/" + fd) as f:
+                    for line in f:
+                        if line.startswith("flags:"):
+                            out.append(int(line.split()[1], 8))
+        except OSError:
+            pass
+    return out
+
+
+def test_media_direct_option():
+    d = tmpdir()
+    img = os.path.join(d, "direct.csd")
+    db = os.path.join(d, "m.db")
+    con = connect(db)
+    con.execute("CREATE TABLE n(a INTEGER, b REAL, c TEXT)")
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b REAL, c TEXT, device='%s', "
+                "media='direct', rowgroup=4096)" % img)
+    rows = [(i, i * 0.25, "s%d" % (i % 97)) for i in range(30000)]
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO n VALUES(?,?,?)", rows)
+    con.executemany("INSERT INTO t VALUES(?,?,?)", rows)
+    con.execute("COMMIT")
+    con.execute("DELETE FROM t WHERE a % 5 = 0")
+    con.execute("DELETE FROM n WHERE a % 5 = 0")
+    qs = ["SELECT count(*), sum(a), total(b) FROM TBL WHERE a > 1000 AND c < 's5'",
+          "SELECT c, count(*), max(b) FROM TBL GROUP BY c ORDER BY c"]
+    for q in qs:
+        assert con.execute(q.replace("TBL", "t")).fetchall() == con.execute(q.replace("TBL", "n")).fetchall(), q
+    # O_DIRECT where the file system takes it (the device falls back to the
+    # page cache where it does not)
+    try:
+        fd = os.open(os.path.join(d, "probe"), os.O_RDWR | os.O_CREAT | os.O_DIRECT)
+        os.close(fd)
+        direct = True
+    except OSError:
+        direct = False
+    flags = _image_fd_flags(img)
+    assert flags, "the image is not open"
+    if direct:
+        assert any(f & os.O_DIRECT for f in flags), [oct(f) for f in flags]
+    # one device, one way of reading it per connection
+    expect_error(lambda: con.execute("CREATE VIRTUAL TABLE u USING csq(a, device='%s', media='buffered')"
+                                     % img), "already open with media='direct'")
+    con.execute("CREATE VIRTUAL TABLE u USING csq(a, device='%s')" % img)  # not given: fine
+    expect_error(lambda: con.execute("CREATE VIRTUAL TABLE v USING csq(a, media='fast')"),
+                 "media='fast' must be buffered or direct")
+    con.close()
+    # reopened: the option is part of the table's declaration
+    con = connect(db)
+    for q in qs:
+        assert con.execute(q.replace("TBL", "t")).fetchall() == con.execute(q.replace("TBL", "n")).fetchall(), q
+    if direct:
+        assert any(f & os.O_DIRECT for f in _image_fd_flags(img))
+    con.close()
