@@ -28,14 +28,15 @@
 #include "cp_slots.h"
 
 /* Compute limits reported by Identify: the shared program-slot module's. */
-#define EMU_MAX_PROGRAMS   DEV_CP_MAX_PROGRAMS
-#define EMU_MAX_ACTIVE     DEV_CP_MAX_ACTIVE
-#define EMU_MAX_PROG_BYTES DEV_CP_MAX_PROG_BYTES
-#define EMU_LOAD_GRAN      DEV_CP_LOAD_GRAN
-#define EMU_MAX_MRS        DEV_CP_MAX_MRS
-#define EMU_MAX_RANGES     DEV_CP_MAX_RANGES
-#define EMU_MAX_QUEUES     1024
-#define EMU_INLINE_BYTES   (128u * 1024) /* larger transfers go to an engine */
+#define EMU_MAX_PROGRAMS      DEV_CP_MAX_PROGRAMS
+#define EMU_MAX_ACTIVE        DEV_CP_MAX_ACTIVE
+#define EMU_MAX_PROG_BYTES    DEV_CP_MAX_PROG_BYTES
+#define EMU_LOAD_GRAN         DEV_CP_LOAD_GRAN
+#define EMU_MAX_MRS           DEV_CP_MAX_MRS
+#define EMU_MAX_RANGES        DEV_CP_MAX_RANGES
+#define EMU_MAX_QUEUES        1024
+#define EMU_INLINE_BYTES      (128u * 1024) /* larger transfers go to an engine */
+#define EMU_QUICK_COPY_BLOCKS 4             /* Memory Copies up to this many blocks run inline */
 
 typedef struct emu_job emu_job;
 struct emu_job {

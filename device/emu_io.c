@@ -25,7 +25,13 @@ int emu_io_is_quick(const csq_sqe *p) {
   if (p->nsid == CSQ_NSID_SLM) {
     if (p->opcode == CSQ_SLM_READ || p->opcode == CSQ_SLM_WRITE || p->opcode == CSQ_SLM_FILL)
       return p->cdw12 <= 4 * EMU_INLINE_BYTES;
-    return p->opcode != CSQ_SLM_COPY;
+    if (p->opcode == CSQ_SLM_COPY) {
+      /* a copy of a few blocks in one range (the statement-start look at
+      ** the superblocks) is cheaper here than an engine's wake-up */
+      const csq_lba_range *a = (const csq_lba_range *)(uintptr_t)p->prp1;
+      return a && (p->cdw12 & 0xFFF) == 0 && a[0].nlb <= EMU_QUICK_COPY_BLOCKS;
+    }
+    return 1;
   }
   if (p->nsid == CSQ_NSID_CP) return p->opcode != CSQ_CP_EXECUTE;
   return 1; /* invalid namespace: answered at once */
