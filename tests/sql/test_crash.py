@@ -314,9 +314,12 @@ def kill_loop(db, seed, n_kills, budget_s):
                 # spread over the budget: shorter delays when behind schedule
                 left = max(0.05, (budget_s - (time.monotonic() - t0)) / max(1, n_kills - kills) - 0.12)
                 alive = c.pump(time.monotonic() + rnd.uniform(0, 2 * left))
-        lines = list(c.lines)
         rc = c.p.poll()
         err = c.kill()
+        # after the kill: it reads what the writer printed up to its death,
+        # so every reported commit reaches the model (a copy taken before
+        # could miss commits made between the last read and the kill)
+        lines = list(c.lines)
         if rc is not None:
             raise AssertionError("%s: writer exited on its own (%r): %s\n%s" % (where, rc, lines[-3:], err))
         kills += 1
