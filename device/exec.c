@@ -2587,7 +2587,7 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     k0 = kEnd;
   }
   uint64_t nBytes = ag_write(&t, pp, pOut, nextRow);
-  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | ((nBytes | (nextRow < nRow)) << 32);
+  *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
   ctx->pStats->rows_scanned += nextRow - start;
   ctx->pStats->rows_returned += t.nGroup - nSeeded;
   if (start == 0) ctx->pStats->row_groups_scanned++;
@@ -2839,7 +2839,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   put32(pOut + 8, nextRow);
   put32(pOut + 12, (uint32_t)pp->nOut);
   put64(pOut + 16, nBytes);
-  *pRet = (uint64_t)csq_res_check(pOut, nBytes) | ((nBytes | (nextRow < nRow)) << 32);
+  *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
   ctx->pStats->rows_scanned += nextRow - start;
   ctx->pStats->rows_returned += nKeep;
   if (start == 0) ctx->pStats->row_groups_scanned++;

@@ -417,6 +417,21 @@ uint64_t csq_job_hash(const uint8_t *p, size_t n);
 static inline uint32_t csq_res_check(const uint8_t *p, size_t n) {
   return (uint32_t)XXH3_64bits(p, n);
 }
+/* Execute's 64-bit return value (DW0-DW1) for the result of nBytes (a
+** multiple of 8) at p, partial or not; and the parts the host reads back:
+** the size, the partial bit, and bits that must be 0. */
+static inline uint64_t csq_res_ret(const uint8_t *p, uint64_t nBytes, int bPartial) {
+  return (uint64_t)csq_res_check(p, nBytes) | ((nBytes | (bPartial ? 1 : 0)) << 32);
+}
+static inline uint64_t csq_ret_bytes(uint64_t ret) {
+  return (ret >> 32) & ~(uint64_t)7;
+}
+static inline int csq_ret_partial(uint64_t ret) {
+  return (int)((ret >> 32) & 1);
+}
+static inline int csq_ret_bad(uint64_t ret) {
+  return ((ret >> 32) & 6) != 0;
+}
 
 /* ---- Encoder (host side) -------------------------------------------------
 ** Build a program step by step; every call returns a non-negative index or 0

@@ -532,9 +532,9 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
   }
   if (sf) return scan_fail(s, (int)sf, pRg, t->iRg, op_of(t->state), dev_errmsg(s->q));
   if (t->state == S_EXEC) {
-    uint64_t nBytes = c->dw1 & ~7u;
-    int bPartial = c->dw1 & 1;
-    if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (c->dw1 & 6))
+    uint64_t ret = (uint64_t)c->dw0 | ((uint64_t)c->dw1 << 32), nBytes = csq_ret_bytes(ret);
+    int bPartial = csq_ret_partial(ret);
+    if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || csq_ret_bad(ret))
       return scan_fail(s, -EBADMSG, pRg, t->iRg, "Execute Program", "result size out of range");
     t->nRes = nBytes;
     t->resCheck = c->dw0;
@@ -587,18 +587,23 @@ static int pump_one(dev_scan *s) {
   return slot_complete(s, t, &c);
 }
 
+/* The next row group to run, s->iNext, once those the zone maps rule out
+** are passed over (and counted); -1 at the end. The caller takes it by
+** advancing s->iNext. */
+static int next_rg(dev_scan *s) {
+  while (s->iNext < s->nRg && csq_prog_zone_skip(&s->prog, s->apRg[s->iNext])) {
+    dev_queue_stats(s->q)->row_groups_skipped++;
+    s->iNext++;
+  }
+  return s->iNext < s->nRg ? s->iNext : -1;
+}
+
 /* Start row groups while slots are free. Stops at a row group that does
 ** not fit a slot: the host engine takes it once the slots have drained. */
 static int fill(dev_scan *s) {
-  while (!s->rcErr && s->nBusy < s->nSlot && s->iNext < s->nRg) {
-    int iRg = s->iNext;
-    const store_rg *pRg = s->apRg[iRg];
-    if (csq_prog_zone_skip(&s->prog, pRg)) {
-      s->iNext++;
-      dev_queue_stats(s->q)->row_groups_skipped++;
-      continue;
-    }
-    if (!rg_fits(s, pRg)) break;
+  int iRg;
+  while (!s->rcErr && s->nBusy < s->nSlot && (iRg = next_rg(s)) >= 0) {
+    if (!rg_fits(s, s->apRg[iRg])) break;
     s->iNext++;
     scan_slot *t = &s->aSlot[s->iTail];
     s->iTail = (s->iTail + 1) % s->nSlot;
@@ -751,17 +756,9 @@ static int fill_acc(dev_scan *s) {
   for (int i = 0; i < s->nSlot && !s->rcErr; i++) {
     scan_slot *t = &s->aSlot[(s->iHead + i) % s->nSlot];
     if (t->state != S_FREE) continue;
-    int iRg = -1;
-    while (s->iNext < s->nRg && iRg < 0) {
-      if (csq_prog_zone_skip(&s->prog, s->apRg[s->iNext])) {
-        dev_queue_stats(s->q)->row_groups_skipped++;
-        s->iNext++;
-      } else {
-        iRg = s->iNext++;
-      }
-    }
-    int rc = 0;
+    int iRg = next_rg(s), rc = 0;
     if (iRg >= 0) {
+      s->iNext++;
       rc = slot_start(s, t, iRg);
     } else if (t->bAcc) {
       t->bAcc = 0;
@@ -847,8 +844,8 @@ static int host_exec(dev_scan *s) {
                      "local memory)",
                      zWhy);
   }
-  uint64_t nBytes = (ret >> 32) & ~(uint64_t)7;
-  if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || (ret >> 32 & 6))
+  uint64_t nBytes = csq_ret_bytes(ret);
+  if (nBytes < CSQ_RES_HDR || nBytes > t->nOutCap || csq_ret_bad(ret))
     return scan_fail(s, -EBADMSG, pRg, t->iRg, "running the program on the host",
                      "result size out of range");
   t->aRes = s->aHostBuf + t->offOut;
@@ -866,16 +863,10 @@ static int host_exec(dev_scan *s) {
 ** slot S_READY, or 0 with it S_FREE at the end of the scan, or an error. */
 static int host_next(dev_scan *s) {
   scan_slot *t = &s->host;
-  const store_rg *pRg = NULL;
-  int iRg = -1;
-  while (s->iNext < s->nRg) {
-    iRg = s->iNext++;
-    pRg = s->apRg[iRg];
-    if (!csq_prog_zone_skip(&s->prog, pRg)) break;
-    dev_queue_stats(s->q)->row_groups_skipped++;
-    pRg = NULL;
-  }
-  if (!pRg) return 0;
+  int iRg = next_rg(s);
+  if (iRg < 0) return 0;
+  s->iNext++;
+  const store_rg *pRg = s->apRg[iRg];
   if (!s->pHostType) {
     char zErr[256] = "";
     s->pHostType = dev_ptype_find(CSQ_PTYPE_CSQ);
