@@ -20,7 +20,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
+#include "hash.h"
 
 #define CHUNK_MAGIC   "CSQC"
 #define CHUNK_VERSION 1
@@ -172,6 +172,66 @@ void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, 
     k += nGroup * 8;
   }
   for (; k < n; k++) out[k] = unpack_one(packed, w, (uint64_t)i0 + k);
+}
+
+/* Groups of 8 codes as in unpack_groups, each code tested and its index
+** appended without a branch (the store always happens, the count moves
+** only for a selected code). */
+static inline __attribute__((always_inline)) uint32_t
+select_groups(const uint8_t *base, uint32_t nGroup, uint32_t i, uint64_t lo, uint64_t w,
+              uint64_t neg, uint32_t *out, const unsigned wd) {
+  const uint64_t mask = wd == 64 ? ~(uint64_t)0 : ((uint64_t)1 << wd) - 1;
+  uint32_t m = 0;
+  for (uint32_t g = 0; g < nGroup; g++, base += wd, i += 8) {
+#pragma GCC unroll 8
+    for (unsigned j = 0; j < 8; j++) {
+      const unsigned bit = j * wd, sh = bit & 7;
+      uint64_t x = ld64(base + (bit >> 3)) >> sh;
+      if (sh + wd > 64) x |= (uint64_t)base[(bit >> 3) + 8] << (64 - sh);
+      out[m] = i + j;
+      m += (uint32_t)(((x & mask) - lo <= w) ^ neg);
+    }
+  }
+  return m;
+}
+
+uint32_t csq_select_range(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, uint64_t lo,
+                          uint64_t wid, int neg, uint32_t *out) {
+  uint64_t ng = neg ? 1 : 0;
+  uint32_t k = 0, m = 0;
+  if (w == 0 || w > 64) { /* every code is 0 */
+    if (((0 - lo <= wid) ^ ng) != 0)
+      for (; k < n; k++) out[k] = i0 + k;
+    return k;
+  }
+  while (k < n && ((i0 + k) & 7)) {
+    out[m] = i0 + k;
+    m += (uint32_t)(((unpack_one(packed, w, (uint64_t)i0 + k) - lo) <= wid) ^ ng);
+    k++;
+  }
+  uint32_t nGroup = (n - k) / 8;
+  if (nGroup) {
+    const uint8_t *base = packed + ((uint64_t)(i0 + k) / 8) * w;
+    switch (w) {
+#define W(x)                                                                                       \
+  case x:                                                                                          \
+    m += select_groups(base, nGroup, i0 + k, lo, wid, ng, out + m, x);                             \
+    break;
+      // clang-format off
+      W(1)  W(2)  W(3)  W(4)  W(5)  W(6)  W(7)  W(8)  W(9)  W(10) W(11) W(12) W(13) W(14) W(15) W(16)
+      W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30) W(31) W(32)
+      W(33) W(34) W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44) W(45) W(46) W(47) W(48)
+      W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58) W(59) W(60) W(61) W(62) W(63) W(64)
+      // clang-format on
+#undef W
+    }
+    k += nGroup * 8;
+  }
+  for (; k < n; k++) {
+    out[m] = i0 + k;
+    m += (uint32_t)(((unpack_one(packed, w, (uint64_t)i0 + k) - lo) <= wid) ^ ng);
+  }
+  return m;
 }
 
 /* ------------------------------------------------------------------------ */
@@ -969,10 +1029,10 @@ int csq_chunk_encode(const csq_vec *v, uint32_t i0, uint32_t n, uint8_t **ppOut,
     rc = encode_tagged(v, i0, n, nNull, nVar, z, &p, &nBytes);
   }
   if (rc) return rc;
-  st64(p + H_XXH3, XXH3_64bits(p + H_VERSION, (size_t)nBytes - H_VERSION));
+  st64(p + H_XXH3, csq_xxh3(p + H_VERSION, (size_t)nBytes - H_VERSION));
   info.enc = p[H_ENC];
   info.nBytes = nBytes;
-  info.xxh3 = XXH3_64bits(p, (size_t)nBytes);
+  info.xxh3 = csq_xxh3(p, (size_t)nBytes);
   if (pInfo) *pInfo = info;
   *ppOut = p;
   *pnOut = (size_t)nBytes;
@@ -984,11 +1044,12 @@ int csq_chunk_encode(const csq_vec *v, uint32_t i0, uint32_t n, uint8_t **ppOut,
 /* ------------------------------------------------------------------------ */
 
 /* Header and checksum only. On success *pnBytes = the chunk's size. */
-static int chunk_check_header(const uint8_t *p, size_t n, uint64_t *pnBytes) {
+static int chunk_check_header(const uint8_t *p, size_t n, uint64_t *pnBytes, int bDeep) {
   if (!p || n < CSQ_CHUNK_HDR || memcmp(p + H_MAGIC, CHUNK_MAGIC, 4)) return -EBADMSG;
   uint64_t nBytes = ld64(p + H_NBYTES);
   if (nBytes < CSQ_CHUNK_HDR || nBytes > n) return -EBADMSG;
-  if (XXH3_64bits(p + H_VERSION, (size_t)nBytes - H_VERSION) != ld64(p + H_XXH3)) return -EBADMSG;
+  if (bDeep && csq_xxh3(p + H_VERSION, (size_t)nBytes - H_VERSION) != ld64(p + H_XXH3))
+    return -EBADMSG;
   if (p[H_VERSION] != CHUNK_VERSION) return -EBADMSG;
   *pnBytes = nBytes;
   return 0;
@@ -996,7 +1057,7 @@ static int chunk_check_header(const uint8_t *p, size_t n, uint64_t *pnBytes) {
 
 int csq_chunk_verify(const uint8_t *p, size_t n) {
   uint64_t nBytes;
-  return chunk_check_header(p, n, &nBytes);
+  return chunk_check_header(p, n, &nBytes, 1);
 }
 
 /* Claim the next section of nSec bytes (a multiple of 8 by construction)
@@ -1029,9 +1090,9 @@ static int check_offsets(const uint8_t *a, uint32_t nOff, uint64_t nVar) {
 ** agreeing with the bitmap, TEXT/BLOB lengths summing to nVar. Counts that do
 ** not come with bytes are capped by CSQ_CHUNK_MAX_VALS.
 */
-int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
+static int chunk_parse(const uint8_t *p, size_t n, csq_chunk_desc *pv, int bDeep) {
   uint64_t nBytes;
-  int rc = chunk_check_header(p, n, &nBytes);
+  int rc = chunk_check_header(p, n, &nBytes, bDeep);
   if (rc) return rc;
   csq_chunk_desc w;
   memset(&w, 0, sizeof(w));
@@ -1057,9 +1118,11 @@ int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
     w.aNull = take(p, &off, pad8(nMap), nBytes);
     if (!w.aNull) return -EBADMSG;
     uint64_t nSet = 0;
-    for (uint64_t k = 0; k < nMap; k++) nSet += (unsigned)__builtin_popcount(w.aNull[k]);
-    if ((w.nVal & 7) && (w.aNull[nMap - 1] >> (w.nVal & 7))) return -EBADMSG;
-    if (nSet != w.nNull) return -EBADMSG;
+    if (bDeep) {
+      for (uint64_t k = 0; k < nMap; k++) nSet += (unsigned)__builtin_popcount(w.aNull[k]);
+      if ((w.nVal & 7) && (w.aNull[nMap - 1] >> (w.nVal & 7))) return -EBADMSG;
+      if (nSet != w.nNull) return -EBADMSG;
+    }
   }
   uint8_t nullBit = w.nNull ? (uint8_t)(1u << CSQ_NULL) : 0;
 
@@ -1119,7 +1182,7 @@ int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
     if (w.cls != cls || w.width || w.nAux || ref || w.nVar > UINT32_MAX) return -EBADMSG;
     if (!(w.aOff = take(p, &off, pad8(((uint64_t)w.nVal + 1) * 4), nBytes))) return -EBADMSG;
     if (!(w.aVar = take(p, &off, pad8(w.nVar), nBytes))) return -EBADMSG;
-    if (check_offsets(w.aOff, w.nVal, w.nVar)) return -EBADMSG;
+    if (bDeep && check_offsets(w.aOff, w.nVal, w.nVar)) return -EBADMSG;
     w.clsMask = (uint8_t)(1u << cls) | nullBit;
     break;
   }
@@ -1129,6 +1192,10 @@ int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
     if (!(w.aOff = take(p, &off, pad8(((uint64_t)w.nAux + 1) * 4), nBytes))) return -EBADMSG;
     if (!(w.aVar = take(p, &off, pad8(w.nVar), nBytes))) return -EBADMSG;
     if (!(w.aPacked = take(p, &off, csq_packed_size(w.nVal, w.width), nBytes))) return -EBADMSG;
+    if (!bDeep) {
+      w.clsMask = (uint8_t)(1u << CSQ_TEXT) | nullBit;
+      break;
+    }
     if (check_offsets(w.aOff, w.nAux, w.nVar)) return -EBADMSG;
     for (uint32_t e = 1; e < w.nAux; e++) {
       uint32_t a0 = ld32(w.aOff + 4 * (uint64_t)(e - 1)), a1 = ld32(w.aOff + 4 * (uint64_t)e);
@@ -1179,6 +1246,14 @@ int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
   if (off != nBytes) return -EBADMSG;
   *pv = w;
   return 0;
+}
+
+int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
+  return chunk_parse(p, n, pv, 1);
+}
+
+int csq_chunk_layout(const uint8_t *p, size_t n, csq_chunk_desc *pv) {
+  return chunk_parse(p, n, pv, 0);
 }
 
 /* Make room for nMore values and nHeap heap bytes in v, growing

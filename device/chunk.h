@@ -139,6 +139,12 @@ typedef struct csq_chunk_desc {
 ** describe it in *pDesc, whose pointers point into p (p must outlive them).
 ** 0 or -EBADMSG. */
 int csq_chunk_view(const uint8_t *p, size_t n, csq_chunk_desc *pDesc);
+/* The same description of a chunk whose very bytes passed csq_chunk_view
+** before (the caller holds a checksum of the whole chunk that says so): the
+** header and every size and section bound are checked again, the checksum
+** and the checks that read every value (bitmap population, offsets,
+** dictionary order, codes below nAux) are not. 0 or -EBADMSG. */
+int csq_chunk_layout(const uint8_t *p, size_t n, csq_chunk_desc *pDesc);
 
 /* Unpack codes [i0, i0+n) of a bit-packed section of width bits (0..64)
 ** into out[0..n). Codes are an LSB-first bit stream in little-endian 64-bit
@@ -150,6 +156,11 @@ void csq_unpack_u64(const uint8_t *packed, unsigned width, uint32_t i0, uint32_t
 ** rows of a batch, cheaper than unpacking all of it. */
 void csq_unpack_sel(const uint8_t *packed, unsigned width, const uint32_t *aIdx, uint32_t n,
                     uint64_t *out);
+/* Select in one pass over codes [i0, i0+n): the indexes i of the codes c
+** with (c - lo <= w) != neg (unsigned, so [lo, lo+w] is a range of codes),
+** in ascending order into out[], which has room for n. Returns how many. */
+uint32_t csq_select_range(const uint8_t *packed, unsigned width, uint32_t i0, uint32_t n,
+                          uint64_t lo, uint64_t w, int neg, uint32_t *out);
 
 static inline uint64_t csq_packed_size(uint32_t nTotal, unsigned width) {
   return width == 0 ? 0 : ((uint64_t)nTotal * width + 63) / 64 * 8 + 8;

@@ -15,6 +15,7 @@ void dev_cp_init(dev_cp *cp, uint64_t nSlm, const char *zWho) {
   pthread_mutex_init(&cp->mu, NULL);
   cp->nSlm = nSlm;
   cp->zWho = zWho;
+  cp->aChecked = calloc(DEV_CP_CHECKED, sizeof(uint64_t)); /* NULL: no memo, every chunk checked */
 }
 
 /* Empty a slot (mu held). */
@@ -39,6 +40,8 @@ void dev_cp_free(dev_cp *cp) {
   }
   for (int i = 0; i < DEV_CP_MAX_MRS; i++) free(cp->aMrs[i].aRange);
   memset(cp->aMrs, 0, sizeof(cp->aMrs));
+  free(cp->aChecked);
+  cp->aChecked = NULL;
   pthread_mutex_destroy(&cp->mu);
 }
 
@@ -260,6 +263,7 @@ uint16_t dev_cp_exec_begin(dev_cp *cp, const csq_sqe *p, dev_cp_run *pRun, dev_i
     pRun->pind = (uint16_t)pind;
     pRun->pType = s->pType;
     pRun->pCompiled = s->pCompiled;
+    pRun->aChecked = cp->aChecked;
   }
   pthread_mutex_unlock(&cp->mu);
   if (sf) {
@@ -296,6 +300,8 @@ uint16_t dev_cp_run_program(const dev_cp_run *pRun, const csq_sqe *p, uint8_t *p
   ctx.pStats = pLocal;
   ctx.xReadLba = xReadLba;
   ctx.pDevPriv = pDevPriv;
+  ctx.aChecked = pRun->aChecked;
+  ctx.nChecked = pRun->aChecked ? DEV_CP_CHECKED : 0;
   *pRet = 0;
   int64_t t0 = dev_now_ns();
   int rc = pRun->pType->xRun(pRun->pCompiled, &ctx, pRet);

@@ -26,6 +26,7 @@
 #define DEV_CP_LOAD_GRAN      4
 #define DEV_CP_MAX_MRS        64
 #define DEV_CP_MAX_RANGES     256
+#define DEV_CP_CHECKED        4096 /* memo of checked chunks: 32 KiB per device */
 
 typedef struct dev_cp_slot {
   const dev_ptype *pType; /* NULL: empty */
@@ -52,8 +53,9 @@ typedef struct dev_cp {
   dev_cp_slot aSlot[DEV_CP_MAX_PROGRAMS];
   int nActive;
   dev_cp_mrs aMrs[DEV_CP_MAX_MRS];
-  uint64_t nSlm;    /* SLM size, for range checks */
-  const char *zWho; /* "this device", "the host engine": for messages */
+  uint64_t nSlm;      /* SLM size, for range checks */
+  const char *zWho;   /* "this device", "the host engine": for messages */
+  uint64_t *aChecked; /* DEV_CP_CHECKED tags of fully checked chunks (dev_exec_ctx) */
 } dev_cp;
 
 /* An Execute that passed its checks: what to run, on which ranges. */
@@ -63,6 +65,7 @@ typedef struct dev_cp_run {
   void *pCompiled;
   csq_mrange *aRange; /* private copy (an MRS may be deleted meanwhile) */
   int nRange;
+  uint64_t *aChecked; /* the device's memo of checked chunks, or NULL */
 } dev_cp_run;
 
 void dev_cp_init(dev_cp *cp, uint64_t nSlm, const char *zWho);

@@ -30,6 +30,7 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "hash.h"
 #include "chunk.h"
 #include "program.h"
 #include "ptype.h"
@@ -855,12 +856,34 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
 }
 
-/* Set up column c from the chunk at p[0..n): 0 or a CSQ_FAULT_*. */
-static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow) {
+/* The device's memo of chunks checked in full. Every Execute verifies each
+** input chunk's bytes against the XXH3-64 its job names; chunk bytes that
+** once passed csq_chunk_view's full check (the checksum, the ordered
+** dictionary, every code in range, ...) need only their layout next time,
+** which spares a scan from re-reading every value of every chunk before it
+** starts. A slot holds the tag of one chunk (its XXH3-64 mixed with its
+** length, never 0); engines race on slots harmlessly, since a slot only
+** ever holds a whole tag of some checked chunk. */
+static uint64_t chunk_tag(uint64_t h, uint64_t len) {
+  uint64_t t = h ^ (len * 0x9E3779B97F4A7C15ull);
+  return t ? t : 1;
+}
+static int chunk_checked(const dev_exec_ctx *ctx, uint64_t tag) {
+  if (!ctx->aChecked) return 0;
+  return __atomic_load_n(&ctx->aChecked[tag & (ctx->nChecked - 1)], __ATOMIC_RELAXED) == tag;
+}
+static void chunk_set_checked(const dev_exec_ctx *ctx, uint64_t tag) {
+  if (ctx->aChecked)
+    __atomic_store_n(&ctx->aChecked[tag & (ctx->nChecked - 1)], tag, __ATOMIC_RELAXED);
+}
+
+/* Set up column c from the chunk at p[0..n): 0 or a CSQ_FAULT_*. bChecked:
+** these very bytes passed csq_chunk_view before (see chunk_checked). */
+static int col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow, int bChecked) {
   memset(c, 0, sizeof(*c));
   c->b0 = -1;
   c->aCodeB0 = -1;
-  if (csq_chunk_view(p, n, &c->d)) return CSQ_FAULT_CORRUPT_CHUNK;
+  if ((bChecked ? csq_chunk_layout : csq_chunk_view)(p, n, &c->d)) return CSQ_FAULT_CORRUPT_CHUNK;
   if (c->d.nVal < nRow) return CSQ_FAULT_SHORT_CHUNK;
   c->bAllNull = c->d.nVal > 0 && c->d.nNull == c->d.nVal;
   switch (c->d.enc) {
@@ -950,8 +973,9 @@ static void code_range(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel
   uint32_t k;
   if (eAll >= 0) {
     memset(aM, (uint8_t)eAll ^ neg, n);
-  } else if (c->aCodeB0 != b0 && (uint64_t)n * 8 < nb) {
-    /* few rows left in the batch: fetch just their codes */
+  } else if (c->aCodeB0 != b0 && (uint64_t)n * 2 < nb) {
+    /* under half the batch left: fetching just their codes costs less than
+    ** unpacking all */
     uint64_t u[BATCH];
     csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
     for (k = 0; k < n; k++) aM[k] = (uint8_t)((u[k] - lo <= w) ^ neg);
@@ -981,6 +1005,187 @@ typedef struct ex_dmask {
   uint8_t m[];
 } ex_dmask;
 
+/* Dictionary entry e of column c as a value. */
+static void dict_entry(const ex_col *c, uint32_t e, ex_val *v) {
+  uint32_t o0 = csq_le32(c->d.aOff + 4 * (size_t)e), o1 = csq_le32(c->d.aOff + 4 * (size_t)e + 4);
+  v->cls = CSQ_TEXT;
+  v->z = c->d.aVar + o0;
+  v->n = o1 - o0;
+}
+
+/* The first entry of c's dictionary from which cmp_vk(entry, k) >= 0 (> 0
+** when bStrict) holds, or nAux. */
+static uint32_t dict_first(const ex_col *c, const csq_pconst *k, int coll, int bStrict) {
+  uint32_t a = 0, b = c->d.nAux;
+  ex_val v;
+  while (a < b) {
+    uint32_t m = a + (b - a) / 2;
+    dict_entry(c, m, &v);
+    int r = cmp_vk(&v, k, coll);
+    if (bStrict ? r > 0 : r >= 0)
+      b = m;
+    else
+      a = m + 1;
+  }
+  return a;
+}
+
+/* A comparison term over a dictionary column whose true entries form one
+** run, found by binary search: entries are TEXT in strictly ascending
+** BINARY order (csq_chunk_view checks), and against a constant of another
+** class, or a TEXT one under BINARY, cmp_vk is monotone in that order.
+** Returns 1 with the run in [*pLo, *pHi] (empty when lo > hi), or 0 if the
+** term is not of that kind (then every entry is evaluated). */
+static int dict_run(const ex_term *et, const ex_col *c, uint32_t *pLo, uint32_t *pHi) {
+  const csq_pconst *a = et->a, *b = et->b;
+  int coll = et->coll;
+  uint32_t n = c->d.nAux, lo = 0, hi = n; /* hi exclusive here */
+  if (!a || a->cls == CSQ_NULL || (a->cls == CSQ_TEXT && coll != CSQ_TF_BINARY)) return 0;
+  switch (et->t.op) {
+  case CSQ_OP_EQ:
+  case CSQ_OP_IS:
+    lo = dict_first(c, a, coll, 0);
+    hi = dict_first(c, a, coll, 1);
+    break;
+  case CSQ_OP_LT:
+    hi = dict_first(c, a, coll, 0);
+    break;
+  case CSQ_OP_LE:
+    hi = dict_first(c, a, coll, 1);
+    break;
+  case CSQ_OP_GT:
+    lo = dict_first(c, a, coll, 1);
+    break;
+  case CSQ_OP_GE:
+    lo = dict_first(c, a, coll, 0);
+    break;
+  case CSQ_OP_BETWEEN:
+    if (et->bNot || !b || b->cls == CSQ_NULL || (b->cls == CSQ_TEXT && coll != CSQ_TF_BINARY))
+      return 0;
+    lo = dict_first(c, a, coll, 0);
+    hi = dict_first(c, b, coll, 1);
+    break;
+  default:
+    return 0;
+  }
+  if (lo >= hi) {
+    *pLo = 1;
+    *pHi = 0;
+  } else {
+    *pLo = lo;
+    *pHi = hi - 1;
+  }
+  return 1;
+}
+
+/* The term over each entry of dictionary column c, built on first use into
+** *ppDict (one per term and row group). 0 or a CSQ_FAULT_*. */
+static int dict_mask(const ex_term *et, const ex_col *c, uint8_t **ppDict) {
+  ex_val v;
+  if (!*ppDict) {
+    ex_dmask *dm = malloc(sizeof(ex_dmask) + (c->d.nAux ? c->d.nAux : 1));
+    if (!dm) return CSQ_FAULT_NOMEM;
+    uint32_t nSet = 0, lo = UINT32_MAX, hi = 0;
+    int bRun = dict_run(et, c, &lo, &hi);
+    if (bRun) {
+      nSet = lo <= hi ? hi - lo + 1 : 0;
+      memset(dm->m, 0, c->d.nAux);
+      if (nSet) memset(dm->m + lo, 1, nSet);
+    }
+    for (uint32_t e = 0; e < c->d.nAux && !bRun; e++) {
+      dict_entry(c, e, &v);
+      dm->m[e] = (uint8_t)ev_one(et, &v);
+      if (dm->m[e]) {
+        nSet++;
+        if (lo == UINT32_MAX) lo = e;
+        hi = e;
+      }
+    }
+    dm->eAll = nSet == 0 ? 0 : nSet == c->d.nAux ? 1 : nSet == hi - lo + 1 ? -1 : -2;
+    dm->lo = lo;
+    dm->hi = hi;
+    *ppDict = (uint8_t *)dm;
+  }
+  return 0;
+}
+
+/* A term decided on a chunk's packed codes: a row satisfies it when its
+** code lies in [lo, hi], xor neg. The chunk's codes are [0, top]; eAll is 1
+** when every code is inside, 0 when none is (then lo > hi), -1 otherwise. */
+typedef struct ex_crange {
+  int eAll;
+  uint64_t lo, hi, top;
+  uint8_t neg;
+} ex_crange;
+
+static void crange_settle(ex_crange *r) {
+  r->eAll = r->lo > r->hi ? 0 : r->lo == 0 && r->hi == r->top ? 1 : -1;
+}
+
+/* Is term et on column c a range of c's codes in this chunk? 1 with *pr
+** filled; 0 if not (or on error, with *pRc = a CSQ_FAULT_*):
+**  - INT_FOR: codes are x - iRef, so the integer plan's interval moves by
+**    iRef, clipped to the chunk's values;
+**  - REAL_DEC: the comparison becomes an interval of the scaled integers
+**    (dec_first), so nothing is converted or divided;
+**  - TEXT_DICT: the entries are sorted (chunk.c checks), so the true ones
+**    usually form one run of codes (dict_mask). */
+static int term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr, int *pRc) {
+  memset(pr, 0, sizeof(*pr));
+  if (c->kind == K_INT && et->ip == IP_RANGE && !et->bEmpty && c->d.enc == CSQ_ENC_INT_FOR &&
+      c->d.width < 64) {
+    pr->top = ((uint64_t)1 << c->d.width) - 1;
+    __int128 cMin = (__int128)c->d.iRef, cMax = cMin + (__int128)pr->top;
+    __int128 lo = et->lo > cMin ? et->lo : cMin, hi = et->hi < cMax ? et->hi : cMax;
+    pr->lo = lo > hi ? 1 : (uint64_t)(lo - cMin);
+    pr->hi = lo > hi ? 0 : (uint64_t)(hi - cMin);
+    pr->neg = (uint8_t)et->bNeg;
+    crange_settle(pr);
+    return 1;
+  }
+  if (c->kind == K_REAL && et->bReal && c->d.enc == CSQ_ENC_REAL_DEC && c->d.width < 53 &&
+      et->t.op != CSQ_OP_NE && !isnan(et->rA) && !isnan(et->rB)) {
+    const double p10 = csq_pow10(c->d.nAux);
+    const int64_t kMin = c->d.iRef, kMax = kMin + (((int64_t)1 << c->d.width) - 1);
+    double ra = et->rA, rb = et->t.op == CSQ_OP_BETWEEN ? et->rB : et->rA;
+    int64_t kLo = kMin, kHi = kMax;
+    switch (et->t.op) {
+    case CSQ_OP_GE:
+      kLo = dec_first(kMin, kMax, p10, ra, 0);
+      break;
+    case CSQ_OP_GT:
+      kLo = dec_first(kMin, kMax, p10, ra, 1);
+      break;
+    case CSQ_OP_LE:
+      kHi = dec_first(kMin, kMax, p10, ra, 1) - 1;
+      break;
+    case CSQ_OP_LT:
+      kHi = dec_first(kMin, kMax, p10, ra, 0) - 1;
+      break;
+    default: /* EQ, BETWEEN */
+      kLo = dec_first(kMin, kMax, p10, ra, 0);
+      kHi = dec_first(kMin, kMax, p10, rb, 1) - 1;
+      break;
+    }
+    pr->top = (uint64_t)(kMax - kMin);
+    pr->lo = kLo > kHi ? 1 : (uint64_t)(kLo - kMin);
+    pr->hi = kLo > kHi ? 0 : (uint64_t)(kHi - kMin);
+    crange_settle(pr);
+    return 1;
+  }
+  if (c->kind == K_DICT) {
+    if ((*pRc = dict_mask(et, c, ppDict)) != 0) return 0;
+    const ex_dmask *dm = (const ex_dmask *)*ppDict;
+    if (dm->eAll == -2) return 0;
+    pr->top = c->d.nAux - 1;
+    pr->lo = dm->eAll == 0 ? 1 : dm->eAll == 1 ? 0 : dm->lo;
+    pr->hi = dm->eAll == 0 ? 0 : dm->eAll == 1 ? pr->top : dm->hi;
+    crange_settle(pr);
+    return 1;
+  }
+  return 0;
+}
+
 static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                      uint32_t n, uint8_t *aM, uint8_t **ppDict) {
   uint32_t k;
@@ -992,18 +1197,13 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
     for (k = 0; k < n; k++) aM[k] = col_null(c, aSel[k]) ? rn : rv;
     return 0;
   }
-  if (c->kind == K_INT && et->ip == IP_RANGE && !et->bEmpty && c->d.enc == CSQ_ENC_INT_FOR &&
-      c->d.width < 64) {
-    /* frame of reference: the chunk holds codes u = x - iRef of width
-    ** bits, so the whole chunk may be decided at once, and otherwise the
-    ** codes are compared with the range moved by iRef, without decoding */
-    uint64_t ref = (uint64_t)c->d.iRef, top = ((uint64_t)1 << c->d.width) - 1;
-    __int128 cMin = (__int128)c->d.iRef, cMax = cMin + (__int128)top;
-    int eAll = et->lo <= cMin && cMax <= et->hi ? 1 : cMax < et->lo || cMin > et->hi ? 0 : -1;
-    code_range(c, b0, nb, aSel, n, eAll, (uint64_t)et->lo - ref,
-               (uint64_t)et->hi - (uint64_t)et->lo, (uint8_t)et->bNeg, et->nullRes, aM);
+  ex_crange cr;
+  int rc = 0;
+  if (term_codes(et, c, ppDict, &cr, &rc)) {
+    code_range(c, b0, nb, aSel, n, cr.eAll, cr.lo, cr.hi - cr.lo, cr.neg, et->nullRes, aM);
     return 0;
   }
+  if (rc) return rc;
   if (c->kind == K_INT && et->ip != IP_GENERIC) {
     col_ints(c, b0, nb);
     const int64_t *a = c->aI;
@@ -1037,37 +1237,6 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
     if (c->d.aNull)
       for (k = 0; k < n; k++)
         if (col_null(c, aSel[k])) aM[k] = rn;
-    return 0;
-  }
-  if (c->kind == K_REAL && et->bReal && c->d.enc == CSQ_ENC_REAL_DEC && c->d.width < 53 &&
-      et->t.op != CSQ_OP_NE && !isnan(et->rA) && !isnan(et->rB)) {
-    /* decimal-scaled: the comparison becomes a range of the integers, and
-    ** of the packed codes, so nothing is converted or divided */
-    const double p10 = csq_pow10(c->d.nAux);
-    const int64_t kMin = c->d.iRef, kMax = kMin + (((int64_t)1 << c->d.width) - 1);
-    double ra = et->rA, rb = et->t.op == CSQ_OP_BETWEEN ? et->rB : et->rA;
-    int64_t kLo = kMin, kHi = kMax;
-    switch (et->t.op) {
-    case CSQ_OP_GE:
-      kLo = dec_first(kMin, kMax, p10, ra, 0);
-      break;
-    case CSQ_OP_GT:
-      kLo = dec_first(kMin, kMax, p10, ra, 1);
-      break;
-    case CSQ_OP_LE:
-      kHi = dec_first(kMin, kMax, p10, ra, 1) - 1;
-      break;
-    case CSQ_OP_LT:
-      kHi = dec_first(kMin, kMax, p10, ra, 0) - 1;
-      break;
-    default: /* EQ, BETWEEN */
-      kLo = dec_first(kMin, kMax, p10, ra, 0);
-      kHi = dec_first(kMin, kMax, p10, rb, 1) - 1;
-      break;
-    }
-    int eAll = kLo > kHi ? 0 : kLo == kMin && kHi == kMax ? 1 : -1;
-    code_range(c, b0, nb, aSel, n, eAll, (uint64_t)(kLo - kMin), (uint64_t)(kHi - kLo), 0,
-               et->nullRes, aM);
     return 0;
   }
   if (c->kind == K_REAL && et->bReal) {
@@ -1106,36 +1275,8 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
     return 0;
   }
   if (c->kind == K_DICT) {
-    /* the term over each dictionary entry once; the entries are sorted
-    ** (chunk.c checks), so a range of values is usually a range of codes */
-    if (!*ppDict) {
-      ex_dmask *dm = malloc(sizeof(ex_dmask) + (c->d.nAux ? c->d.nAux : 1));
-      if (!dm) return CSQ_FAULT_NOMEM;
-      uint32_t nSet = 0, lo = UINT32_MAX, hi = 0;
-      for (uint32_t e = 0; e < c->d.nAux; e++) {
-        uint32_t o0 = csq_le32(c->d.aOff + 4 * (size_t)e),
-                 o1 = csq_le32(c->d.aOff + 4 * (size_t)e + 4);
-        v.cls = CSQ_TEXT;
-        v.z = c->d.aVar + o0;
-        v.n = o1 - o0;
-        dm->m[e] = (uint8_t)ev_one(et, &v);
-        if (dm->m[e]) {
-          nSet++;
-          if (lo == UINT32_MAX) lo = e;
-          hi = e;
-        }
-      }
-      dm->eAll = nSet == 0 ? 0 : nSet == c->d.nAux ? 1 : nSet == hi - lo + 1 ? -1 : -2;
-      dm->lo = lo;
-      dm->hi = hi;
-      *ppDict = (uint8_t *)dm;
-    }
+    /* here the true entries are scattered (a run was decided above) */
     const ex_dmask *dm = (const ex_dmask *)*ppDict;
-    if (dm->eAll >= -1) { /* none, all, or one run of codes */
-      code_range(c, b0, nb, aSel, n, dm->eAll, dm->lo, (uint64_t)dm->hi - dm->lo, 0, et->nullRes,
-                 aM);
-      return 0;
-    }
     const uint64_t *u = col_codes(c, b0, nb);
     const uint8_t *m = dm->m;
     for (k = 0; k < n; k++) {
@@ -1376,7 +1517,15 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
   }
   if (c->kind == K_INT || c->kind == K_REAL) {
     int bDense = n > 0 && aSel[n - 1] - aSel[0] == n - 1; /* rows aSel[0].. in a run */
-    if (c->kind == K_INT) {
+    if (c->kind == K_INT && c->d.enc == CSQ_ENC_INT_FOR && c->b0 != b0 && n < nb / 4) {
+      /* few rows survived: unpack just theirs */
+      uint64_t *u = (uint64_t *)e->aI, ref = (uint64_t)c->d.iRef;
+      if (c->aCodeB0 == b0)
+        for (k = 0; k < n; k++) u[k] = c->aCode[aSel[k] - b0];
+      else
+        csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
+      for (k = 0; k < n; k++) u[k] += ref;
+    } else if (c->kind == K_INT) {
       col_ints(c, b0, nb);
       if (bDense)
         memcpy(e->aI, c->aI + (aSel[0] - b0), 8 * (size_t)n);
@@ -1384,8 +1533,14 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
         for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
     } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
       /* few rows of the batch survived the filter: convert just those */
-      const uint64_t *u = col_codes(c, b0, nb);
-      for (k = 0; k < n; k++) e->aR[k] = dec_value(c, u[aSel[k] - b0]);
+      if (c->aCodeB0 == b0) {
+        const uint64_t *u = c->aCode;
+        for (k = 0; k < n; k++) e->aR[k] = dec_value(c, u[aSel[k] - b0]);
+      } else {
+        uint64_t u[BATCH];
+        csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
+        for (k = 0; k < n; k++) e->aR[k] = dec_value(c, u[k]);
+      }
     } else {
       col_reals(c, b0, nb);
       if (bDense)
@@ -2610,19 +2765,132 @@ static int fault(uint64_t *pRet, uint64_t reason) {
   return CSQ_SC_PROGRAM_FAULT;
 }
 
+/* Clause cl (with clause aPair[cl] when >= 0, see pair_clauses) over rows
+** s[0..n) of aligned batch [ab0, ab0+anb): aM[k] = 1 if row s[k] passes.
+** aOr is scratch. 0 or a CSQ_FAULT_*. */
+static int eval_clause(const ex_prog *ep, ex_col *aCol, int cl, const int *aFirst, const int *aPair,
+                       uint32_t ab0, uint32_t anb, const uint32_t *s, uint32_t n, uint8_t *aM,
+                       uint8_t *aOr, uint8_t **apDict) {
+  const csq_prog *pp = &ep->p;
+  int iTerm = aFirst[cl], nT = pp->aClause[cl], rc;
+  if (nT == 1 && aPair[cl] >= 0) {
+    /* two comparisons on one column (x >= a AND x < b): one range of codes
+    ** where both are ranges, else both terms on the same rows */
+    int iT2 = aFirst[aPair[cl]];
+    const ex_term *e1 = &ep->aT[iTerm], *e2 = &ep->aT[iT2];
+    ex_col *c = &aCol[e1->t.slot];
+    ex_crange r1, r2;
+    rc = 0;
+    if (term_codes(e1, c, &apDict[iTerm], &r1, &rc) && !r1.neg &&
+        term_codes(e2, c, &apDict[iT2], &r2, &rc) && !r2.neg) {
+      r1.lo = r1.lo > r2.lo ? r1.lo : r2.lo;
+      r1.hi = r1.hi < r2.hi ? r1.hi : r2.hi;
+      crange_settle(&r1);
+      code_range(c, ab0, anb, s, n, r1.eAll, r1.lo, r1.hi - r1.lo, 0,
+                 (uint8_t)(e1->nullRes & e2->nullRes), aM);
+      return 0;
+    }
+    if (rc) return rc;
+    if ((rc = eval_term(e1, c, ab0, anb, s, n, aM, &apDict[iTerm])) != 0) return rc;
+    if ((rc = eval_term(e2, c, ab0, anb, s, n, aOr, &apDict[iT2])) != 0) return rc;
+    for (uint32_t k = 0; k < n; k++) aM[k] &= aOr[k];
+    return 0;
+  }
+  if (nT == 1) {
+    const ex_term *et = &ep->aT[iTerm];
+    return eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aM, &apDict[iTerm]);
+  }
+  memset(aM, 0, n);
+  for (int t = 0; t < nT; t++) {
+    const ex_term *et = &ep->aT[iTerm + t];
+    rc = eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aOr, &apDict[iTerm + t]);
+    if (rc) return rc;
+    for (uint32_t k = 0; k < n; k++) aM[k] |= aOr[k];
+  }
+  return 0;
+}
+
+/* Clause cl over the whole of rows [b0, b0+nb), written straight as the
+** rows that pass into s, when it is a range of the packed codes of a column
+** without NULLs (one pass: no mask, no compaction). Returns the count, or
+** -1 when the clause is not of that kind (or on a fault, with *pRc set). */
+static int64_t select_first(const ex_prog *ep, ex_col *aCol, int cl, const int *aFirst,
+                            const int *aPair, uint32_t b0, uint32_t nb, uint8_t **apDict,
+                            uint32_t *s, int *pRc) {
+  const csq_prog *pp = &ep->p;
+  int iTerm = aFirst[cl];
+  if (pp->aClause[cl] != 1) return -1;
+  const ex_term *et = &ep->aT[iTerm];
+  ex_col *c = &aCol[et->t.slot];
+  ex_crange r;
+  if (!c->d.aPacked || c->d.aNull) return -1;
+  if (!term_codes(et, c, &apDict[iTerm], &r, pRc)) return -1;
+  if (aPair[cl] >= 0) {
+    int iT2 = aFirst[aPair[cl]];
+    ex_crange r2;
+    if (r.neg || !term_codes(&ep->aT[iT2], c, &apDict[iT2], &r2, pRc) || r2.neg) return -1;
+    r.lo = r.lo > r2.lo ? r.lo : r2.lo;
+    r.hi = r.hi < r2.hi ? r.hi : r2.hi;
+    crange_settle(&r);
+  }
+  if (r.eAll >= 0) {
+    if (!(r.eAll ^ r.neg)) return 0;
+    for (uint32_t k = 0; k < nb; k++) s[k] = b0 + k;
+    return nb;
+  }
+  return csq_select_range(c->d.aPacked, c->d.width, b0, nb, r.lo, r.hi - r.lo, r.neg, s);
+}
+
+/* Is et a comparison whose true values form one interval (so that two of
+** them on one column intersect into one)? */
+static int term_is_bound(const ex_term *et) {
+  switch (et->t.op) {
+  case CSQ_OP_LT:
+  case CSQ_OP_LE:
+  case CSQ_OP_GT:
+  case CSQ_OP_GE:
+    return 1;
+  case CSQ_OP_BETWEEN:
+    return !et->bNot;
+  default:
+    return 0;
+  }
+}
+
+/* Pair single-term clauses that bound the same column: aPair[cl] = the
+** clause evaluated together with cl, -1 none, -2 cl is the second of a
+** pair (skipped by the clause loop). */
+static void pair_clauses(const ex_prog *ep, const int *aFirst, int *aPair) {
+  const csq_prog *pp = &ep->p;
+  for (int cl = 0; cl < pp->nClause; cl++) aPair[cl] = -1;
+  for (int cl = 0; cl < pp->nClause; cl++) {
+    const ex_term *et = &ep->aT[aFirst[cl]];
+    if (pp->aClause[cl] != 1 || !term_is_bound(et)) continue;
+    for (int p = 0; p < cl; p++) {
+      const ex_term *ep0 = &ep->aT[aFirst[p]];
+      if (aPair[p] == -1 && pp->aClause[p] == 1 && term_is_bound(ep0) &&
+          ep0->t.slot == et->t.slot) {
+        aPair[p] = cl;
+        aPair[cl] = -2;
+        break;
+      }
+    }
+  }
+}
+
 /* Order the clauses by the share of rows s[0..n) of one batch each keeps on
 ** its own (a clause of several ORed terms, costlier per row, counts as
-** keeping all), most selective first, into aOrd. 0 or a fault. */
+** keeping all; the second clause of a pair is skipped), most selective
+** first, into aOrd. 0 or a fault. */
 static int order_clauses(const ex_prog *ep, ex_col *aCol, uint32_t ab0, uint32_t anb,
-                         const uint32_t *s, uint32_t n, uint8_t *aM, uint8_t **apDict,
-                         const int *aFirst, int *aOrd) {
+                         const uint32_t *s, uint32_t n, uint8_t *aM, uint8_t *aOr, uint8_t **apDict,
+                         const int *aFirst, const int *aPair, int *aOrd) {
   const csq_prog *pp = &ep->p;
   uint32_t aKeep[CSQ_PROG_MAX_TERMS];
   for (int cl = 0; cl < pp->nClause; cl++) {
     aKeep[cl] = n + 1;
-    if (pp->aClause[cl] != 1) continue;
-    const ex_term *et = &ep->aT[aFirst[cl]];
-    int rc = eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aM, &apDict[aFirst[cl]]);
+    if (aPair[cl] == -2 || pp->aClause[cl] != 1) continue;
+    int rc = eval_clause(ep, aCol, cl, aFirst, aPair, ab0, anb, s, n, aM, aOr, apDict);
     if (rc) return rc;
     uint32_t m = 0;
     for (uint32_t k = 0; k < n; k++) m += aM[k];
@@ -2704,13 +2972,16 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       reason = CSQ_FAULT_CHUNK_RANGE;
       goto done;
     }
-    if (XXH3_64bits(pIn + off, len) != h) {
+    if (csq_xxh3(pIn + off, len) != h) {
       reason = CSQ_FAULT_CHECKSUM;
       goto done;
     }
+    uint64_t tag = chunk_tag(h, len);
+    int bChecked = chunk_checked(ctx, tag);
     nOpen = (int)i + 1;
-    reason = (uint64_t)col_open(&aCol[i], pIn + off, len, nRow);
+    reason = (uint64_t)col_open(&aCol[i], pIn + off, len, nRow, bChecked);
     if (reason) goto done;
+    if (!bChecked) chunk_set_checked(ctx, tag);
   }
 
   /* Filter, batch by batch, collecting qualifying rows in aSel. Clauses
@@ -2719,17 +2990,19 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   ** so the order changes the work, not the answer). */
   uint32_t nSel = 0;
   uint8_t aM[BATCH], aOr[BATCH];
-  aOrd = malloc(sizeof(int) * 2 * (pp->nClause ? pp->nClause : 1));
-  int *aFirst;
+  aOrd = malloc(sizeof(int) * 3 * (pp->nClause ? pp->nClause : 1));
+  int *aFirst, *aPair;
   if (!aOrd) {
     reason = CSQ_FAULT_NOMEM;
     goto done;
   }
   aFirst = aOrd + pp->nClause;
+  aPair = aFirst + pp->nClause;
   for (int cl = 0, iT = 0; cl < pp->nClause; iT += pp->aClause[cl], cl++) {
     aOrd[cl] = cl;
     aFirst[cl] = iT;
   }
+  pair_clauses(ep, aFirst, aPair);
   int bOrdered = pp->nClause < 2;
   for (uint32_t b0 = (uint32_t)start; b0 < nRow;) {
     uint32_t bEnd = (b0 / BATCH + 1) * BATCH; /* batches aligned to BATCH rows */
@@ -2743,29 +3016,29 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     } else {
       for (uint32_t r = b0; r < bEnd; r++) s[n++] = r;
     }
-    (void)nb;
     if (!bOrdered && n >= BATCH / 4) {
-      reason = (uint64_t)order_clauses(ep, aCol, ab0, anb, s, n, aM, apDict, aFirst, aOrd);
+      reason =
+          (uint64_t)order_clauses(ep, aCol, ab0, anb, s, n, aM, aOr, apDict, aFirst, aPair, aOrd);
       if (reason) goto done;
       bOrdered = 1;
     }
     for (int io = 0; io < pp->nClause && n > 0; io++) {
-      int cl = aOrd[io], iTerm = aFirst[cl];
-      int nT = pp->aClause[cl];
-      if (nT == 1) {
-        const ex_term *et = &ep->aT[iTerm];
-        reason = (uint64_t)eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aM, &apDict[iTerm]);
-        if (reason) goto done;
-      } else {
-        memset(aM, 0, n);
-        for (int t = 0; t < nT; t++) {
-          const ex_term *et = &ep->aT[iTerm + t];
-          reason =
-              (uint64_t)eval_term(et, &aCol[et->t.slot], ab0, anb, s, n, aOr, &apDict[iTerm + t]);
-          if (reason) goto done;
-          for (uint32_t k = 0; k < n; k++) aM[k] |= aOr[k];
+      int cl = aOrd[io];
+      if (aPair[cl] == -2) continue;
+      if (n == nb && !aDel) { /* the first clause over the whole batch */
+        int rcSel = 0;
+        int64_t nPass = select_first(ep, aCol, cl, aFirst, aPair, b0, nb, apDict, s, &rcSel);
+        if (rcSel) {
+          reason = (uint64_t)rcSel;
+          goto done;
+        }
+        if (nPass >= 0) {
+          n = (uint32_t)nPass;
+          continue;
         }
       }
+      reason = (uint64_t)eval_clause(ep, aCol, cl, aFirst, aPair, ab0, anb, s, n, aM, aOr, apDict);
+      if (reason) goto done;
       uint32_t m = 0;
       for (uint32_t k = 0; k < n; k++) {
         s[m] = s[k];

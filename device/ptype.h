@@ -50,6 +50,11 @@ struct dev_exec_ctx {
   ** status field (LBA_RANGE, READ_ERROR). */
   int (*xReadLba)(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void *pDst);
   void *pDevPriv; /* the device's, for xReadLba */
+  /* Tags of chunks this device has checked in full (see device/exec.c):
+  ** nChecked slots (a power of 2), direct-mapped, shared by every engine and
+  ** accessed with relaxed atomics only. NULL: the device keeps none. */
+  uint64_t *aChecked;
+  uint32_t nChecked;
 };
 
 typedef struct dev_ptype {
