@@ -174,6 +174,53 @@ void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, 
   for (; k < n; k++) out[k] = unpack_one(packed, w, (uint64_t)i0 + k);
 }
 
+/*
+** Decimal-scaled values without a division. A double division costs about
+** as much as the rest of an aggregate's work per value, and REAL_DEC
+** columns (prices, rates) are converted on every scan. With FMA, the
+** quotient a/b is q0 = a*y (y = 1/b rounded), corrected once:
+** r = a - b*q0 is exact under FMA, and q0 + r*y rounds to a/b exactly
+** (Markstein's theorem: y within half an ulp of 1/b, q0 within one ulp of
+** a/b). a = code + ref is formed in doubles exactly: a code under 2^52 is
+** read through the exponent trick, and the sum of two integers that are
+** doubles is exact while it stays under 2^53, which the encoder ensures
+** (encode checks each value's round trip). test_chunk compares this with
+** the division bit for bit.
+*/
+static inline double u52_to_double(uint64_t u) {
+  uint64_t b = u | 0x4330000000000000ull; /* 2^52 + u */
+  double d;
+  memcpy(&d, &b, 8);
+  return d - 4503599627370496.0;
+}
+
+#if defined(__x86_64__)
+__attribute__((target("avx2,fma"))) static void dec_values_fma(const uint64_t *u, uint32_t n,
+                                                               int64_t ref, double p10,
+                                                               double *out) {
+  const double y = 1.0 / p10, r0 = (double)ref;
+  for (uint32_t k = 0; k < n; k++) {
+    double a = u52_to_double(u[k]) + r0, q = a * y;
+    out[k] = __builtin_fma(__builtin_fma(-q, p10, a), y, q);
+  }
+}
+#endif
+
+void csq_dec_values(const uint64_t *u, uint32_t n, int64_t ref, unsigned scale, double *out) {
+  const double p10 = csq_pow10(scale);
+  uint64_t mx = 0;
+  for (uint32_t k = 0; k < n; k++) mx |= u[k];
+#if defined(__x86_64__)
+  int64_t aref = ref < 0 ? -(ref + 1) : ref;
+  if (mx < ((uint64_t)1 << 52) && aref < ((int64_t)1 << 52) && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("fma")) {
+    dec_values_fma(u, n, ref, p10, out);
+    return;
+  }
+#endif
+  for (uint32_t k = 0; k < n; k++) out[k] = (double)(int64_t)(u[k] + (uint64_t)ref) / p10;
+}
+
 /* Groups of 8 codes as in unpack_groups, each code tested and its index
 ** appended without a branch (the store always happens, the count moves
 ** only for a selected code). */

@@ -156,6 +156,10 @@ void csq_unpack_u64(const uint8_t *packed, unsigned width, uint32_t i0, uint32_t
 ** rows of a batch, cheaper than unpacking all of it. */
 void csq_unpack_sel(const uint8_t *packed, unsigned width, const uint32_t *aIdx, uint32_t n,
                     uint64_t *out);
+/* REAL_DEC values of codes u[0..n): out[k] = (double)(int64)(u[k] + ref) /
+** 10^scale, the correctly rounded quotient, bit for bit what the division
+** gives (on CPUs with FMA without dividing: see chunk.c). */
+void csq_dec_values(const uint64_t *u, uint32_t n, int64_t ref, unsigned scale, double *out);
 /* Select in one pass over codes [i0, i0+n): the indexes i of the codes c
 ** with (c - lo <= w) != neg (unsigned, so [lo, lo+w] is a range of codes),
 ** in ascending order into out[], which has room for n. Returns how many. */

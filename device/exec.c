@@ -850,8 +850,7 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
   if (c->d.enc == CSQ_ENC_REAL_PLAIN)
     memcpy(c->aR, c->d.aReal + 8 * (size_t)b0, 8 * (size_t)n);
   else if (c->d.enc == CSQ_ENC_REAL_DEC) {
-    const uint64_t *u = col_codes(c, b0, n);
-    for (uint32_t i = 0; i < n; i++) c->aR[i] = dec_value(c, u[i]);
+    csq_dec_values(col_codes(c, b0, n), n, c->d.iRef, c->d.nAux, c->aR);
   } else
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
 }
@@ -1533,14 +1532,12 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
         for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
     } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
       /* few rows of the batch survived the filter: convert just those */
-      if (c->aCodeB0 == b0) {
-        const uint64_t *u = c->aCode;
-        for (k = 0; k < n; k++) e->aR[k] = dec_value(c, u[aSel[k] - b0]);
-      } else {
-        uint64_t u[BATCH];
+      uint64_t u[BATCH];
+      if (c->aCodeB0 == b0)
+        for (k = 0; k < n; k++) u[k] = c->aCode[aSel[k] - b0];
+      else
         csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
-        for (k = 0; k < n; k++) e->aR[k] = dec_value(c, u[k]);
-      }
+      csq_dec_values(u, n, c->d.iRef, c->d.nAux, e->aR);
     } else {
       col_reals(c, b0, nb);
       if (bDense)

@@ -855,11 +855,50 @@ static void test_throughput(void) {
   csq_vec_free(&v);
 }
 
+/* csq_dec_values against the division it replaces, bit for bit: every code
+** under 2^20 around refs near 0 and far out, then random 52-bit codes, at
+** every scale; plus codes too wide for the fast path. */
+static void test_dec_values(void) {
+  enum { N = 4096 };
+  static uint64_t u[N];
+  static double out[N];
+  uint64_t seed = 0x9E3779B97F4A7C15ull;
+  long nBad = 0;
+  for (unsigned s = 0; s <= CSQ_DEC_MAX_SCALE; s++) {
+    const int64_t aRef[] = {0, -(1 << 19), -1234567, 987654321, -((int64_t)1 << 51)};
+    for (size_t r = 0; r < sizeof(aRef) / sizeof(aRef[0]); r++)
+      for (uint64_t b = 0; b < (1u << 20); b += N) {
+        for (uint32_t i = 0; i < N; i++) u[i] = b + i;
+        csq_dec_values(u, N, aRef[r], s, out);
+        for (uint32_t i = 0; i < N; i++) {
+          double e = (double)(int64_t)(u[i] + (uint64_t)aRef[r]) / csq_pow10(s);
+          nBad += memcmp(&e, &out[i], 8) != 0;
+        }
+      }
+    for (int rep = 0; rep < 64; rep++) {
+      int64_t ref = 0;
+      for (uint32_t i = 0; i < N; i++) {
+        seed ^= seed << 13, seed ^= seed >> 7, seed ^= seed << 17;
+        u[i] = (seed & (((uint64_t)1 << 52) - 1)) >> (seed >> 58);
+        if (i == 0) ref = (int64_t)(seed >> 13) - ((int64_t)1 << 50);
+      }
+      if (rep == 63) u[7] = (uint64_t)1 << 60; /* too wide: the division path */
+      csq_dec_values(u, N, rep & 1 ? ref : 0, s, out);
+      for (uint32_t i = 0; i < N; i++) {
+        double e = (double)(int64_t)(u[i] + (uint64_t)(rep & 1 ? ref : 0)) / csq_pow10(s);
+        nBad += memcmp(&e, &out[i], 8) != 0;
+      }
+    }
+  }
+  CHECK(nBad == 0, "csq_dec_values: %ld values differ from the division", nBad);
+}
+
 int main(int argc, char **argv) {
   (void)argv;
   test_round_trips();
   test_zone_merge();
   test_corruption();
+  test_dec_values();
   if (argc < 2) test_throughput(); /* any argument: skip the timing print */
   if (nFail) {
     printf("test_chunk: %d checks failed\n", nFail);
