@@ -30,7 +30,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "hash.h"
 #include "chunk.h"
 #include "program.h"
 #include "ptype.h"
@@ -2969,7 +2968,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       reason = CSQ_FAULT_CHUNK_RANGE;
       goto done;
     }
-    if (csq_xxh3(pIn + off, len) != h) {
+    if (XXH3_64bits(pIn + off, len) != h) {
       reason = CSQ_FAULT_CHECKSUM;
       goto done;
     }

@@ -16,7 +16,6 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "hash.h"
 #include "chunk.h"
 #include "program.h"
 #include "store.h"
@@ -70,7 +69,7 @@ const char *csq_fault_name(uint64_t r) {
 }
 
 uint64_t csq_prog_id(const uint8_t *p, size_t n) {
-  return csq_xxh3(p, n);
+  return XXH3_64bits(p, n);
 }
 
 uint64_t csq_job_hash(const uint8_t *p, size_t n) {

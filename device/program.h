@@ -247,7 +247,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
-#include "hash.h"
+#include <xxhash.h>
 #include "vec.h"
 
 #define CSQ_PROG_MAGIC   0x50515343u /* "CSQP" */
@@ -415,7 +415,7 @@ uint64_t csq_job_hash(const uint8_t *p, size_t n);
 ** are n), so the host can tell a result damaged between the engine and
 ** its own memory. */
 static inline uint32_t csq_res_check(const uint8_t *p, size_t n) {
-  return (uint32_t)csq_xxh3(p, n);
+  return (uint32_t)XXH3_64bits(p, n);
 }
 /* Execute's 64-bit return value (DW0-DW1) for the result of nBytes (a
 ** multiple of 8) at p, partial or not; and the parts the host reads back:

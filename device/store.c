@@ -32,7 +32,6 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include "hash.h"
 #include "store_int.h"
 
 #define IO_MAX_BLOCKS 1024 /* blocks per NVM command: 4 MiB */
@@ -219,7 +218,7 @@ static int load_delmaps(store *p, dev_queue *q, store_snap *s, char **pzErr) {
         *pzErr = io_errmsg(p, q, rc, "reading a delete bitmap");
         return rc;
       }
-      if (csq_xxh3(buf, pRg->delBytes) != pRg->delXxh3) {
+      if (XXH3_64bits(buf, pRg->delBytes) != pRg->delXxh3) {
         free(buf);
         *pzErr = dev_mprintf("device %s: table '%s': the delete bitmap at block %llu is "
                              "damaged (checksum mismatch)",
@@ -337,7 +336,7 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
     free(buf);
     return rc;
   }
-  if (csq_xxh3(buf, pSb->catBytes) != pSb->catXxh3) {
+  if (XXH3_64bits(buf, pSb->catBytes) != pSb->catXxh3) {
     *pzErr = dev_mprintf("device image %s: the catalog (blocks %llu-%llu) is damaged "
                          "(checksum mismatch)",
                          dev_path(p->pDev), (unsigned long long)pSb->catLba,
@@ -406,7 +405,7 @@ static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTab
     pSb->catLba = lba;
     pSb->catBlocks = (uint32_t)nblk;
     pSb->catBytes = n;
-    pSb->catXxh3 = csq_xxh3(buf, n);
+    pSb->catXxh3 = XXH3_64bits(buf, n);
   }
   free(buf);
   return rc;
@@ -533,7 +532,7 @@ static int decision_lookup(store *p, const store_prep *r, int *pbCommitted, char
     zWhy = dev_mprintf("reading its catalog failed: %s", dev_errmsg(q));
     goto done;
   }
-  if (csq_xxh3(buf, sb.catBytes) != sb.catXxh3) {
+  if (XXH3_64bits(buf, sb.catBytes) != sb.catXxh3) {
     zWhy = dev_mprintf("its catalog (blocks %llu-%llu) is damaged (checksum mismatch)",
                        (unsigned long long)sb.catLba,
                        (unsigned long long)(sb.catLba + sb.catBlocks - 1));
@@ -869,7 +868,7 @@ static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, con
                             int iChunk, uint8_t **ppBuf, const uint8_t **ppChunk, char **pzErr) {
   const store_chunk *pC = &pRg->aChunk[iChunk];
   const uint8_t *aRaw = rg_raw(p, q, pRg);
-  if (aRaw && csq_xxh3(aRaw + pC->off, pC->len) == pC->xxh3) {
+  if (aRaw && XXH3_64bits(aRaw + pC->off, pC->len) == pC->xxh3) {
     *ppBuf = NULL;
     *ppChunk = aRaw + pC->off;
     return 0;
@@ -889,7 +888,7 @@ static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, con
     return rc;
   }
   const uint8_t *pChunk = buf + (pC->off - first * CSQ_LBA_SIZE);
-  if (csq_xxh3(pChunk, pC->len) != pC->xxh3) {
+  if (XXH3_64bits(pChunk, pC->len) != pC->xxh3) {
     *pzErr =
         dev_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
                     "%llu-%llu is damaged (checksum mismatch)",
@@ -1506,7 +1505,7 @@ static int write_delmaps(store_txn *t, store_table *pTab, char **pzErr) {
     if (rc == 0) {
       pRg->delLba = lba;
       pRg->delBytes = nBytes;
-      pRg->delXxh3 = csq_xxh3(buf, nBytes);
+      pRg->delXxh3 = XXH3_64bits(buf, nBytes);
     }
     free(buf);
     if (rc) return rc;
