@@ -21,6 +21,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+#if defined(__x86_64__)
+#include <immintrin.h>
+#endif
 
 #define CHUNK_MAGIC   "CSQC"
 #define CHUNK_VERSION 1
@@ -199,28 +202,45 @@ static inline double u52_to_double(uint64_t u) {
 }
 
 #if defined(__x86_64__)
-__attribute__((target("fma,prefer-vector-width=128"))) static void
-dec_values_fma(const uint64_t *u, uint32_t n, int64_t ref, double p10, double *out) {
+/* Returns the OR of the codes: the caller redoes the work by division if
+** a code was too wide for the exponent trick. */
+__attribute__((target("fma"))) static uint64_t dec_values_fma(const uint64_t *u, uint32_t n,
+                                                              int64_t ref, double p10,
+                                                              double *out) {
   const double y = 1.0 / p10, r0 = (double)ref;
-  for (uint32_t k = 0; k < n; k++) {
-    double a = u52_to_double(u[k]) + r0, q = a * y;
+  const __m128d vy = _mm_set1_pd(y), vp = _mm_set1_pd(p10), vr0 = _mm_set1_pd(r0),
+                v52 = _mm_set1_pd(4503599627370496.0);
+  const __m128i vexp = _mm_set1_epi64x(0x4330000000000000ll);
+  __m128i vor = _mm_setzero_si128();
+  uint32_t k = 0;
+  for (; k + 2 <= n; k += 2) {
+    __m128i c = _mm_loadu_si128((const __m128i *)(const void *)(u + k));
+    vor = _mm_or_si128(vor, c);
+    __m128d a = _mm_add_pd(_mm_sub_pd(_mm_castsi128_pd(_mm_or_si128(c, vexp)), v52), vr0);
+    __m128d q = _mm_mul_pd(a, vy);
+    _mm_storeu_pd(out + k, _mm_fmadd_pd(_mm_fnmadd_pd(q, vp, a), vy, q));
+  }
+  uint64_t aOr[2];
+  _mm_storeu_si128((__m128i *)(void *)aOr, vor);
+  uint64_t mx = aOr[0] | aOr[1];
+  for (; k < n; k++) {
+    mx |= u[k];
+    double a = u52_to_double(u[k] & (((uint64_t)1 << 52) - 1)) + r0, q = a * y;
     out[k] = __builtin_fma(__builtin_fma(-q, p10, a), y, q);
   }
+  return mx;
 }
 #endif
 
 void csq_dec_values(const uint64_t *u, uint32_t n, int64_t ref, unsigned scale, double *out) {
   const double p10 = csq_pow10(scale);
-  uint64_t mx = 0;
-  for (uint32_t k = 0; k < n; k++) mx |= u[k];
 #if defined(__x86_64__)
   int64_t aref = ref < 0 ? -(ref + 1) : ref;
-  if (mx < ((uint64_t)1 << 52) && aref < ((int64_t)1 << 52) && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("fma")) {
-    dec_values_fma(u, n, ref, p10, out);
+  if (aref < ((int64_t)1 << 52) && __builtin_cpu_supports("fma") &&
+      dec_values_fma(u, n, ref, p10, out) < ((uint64_t)1 << 52))
     return;
-  }
 #endif
+  /* no FMA, or a code of 52 bits or more: divide */
   for (uint32_t k = 0; k < n; k++) out[k] = (double)(int64_t)(u[k] + (uint64_t)ref) / p10;
 }
 
