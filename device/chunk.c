@@ -204,9 +204,8 @@ static inline double u52_to_double(uint64_t u) {
 #if defined(__x86_64__)
 /* Returns the OR of the codes: the caller redoes the work by division if
 ** a code was too wide for the exponent trick. */
-__attribute__((target("fma"))) static uint64_t dec_values_fma(const uint64_t *u, uint32_t n,
-                                                              int64_t ref, double p10,
-                                                              double *out) {
+__attribute__((target("fma"))) static uint64_t
+dec_values_fma(const uint64_t *u, uint32_t n, int64_t ref, double p10, double *out) {
   const double y = 1.0 / p10, r0 = (double)ref;
   const __m128d vy = _mm_set1_pd(y), vp = _mm_set1_pd(p10), vr0 = _mm_set1_pd(r0),
                 v52 = _mm_set1_pd(4503599627370496.0);

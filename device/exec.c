@@ -1508,6 +1508,24 @@ static void ev_settle(ex_ev *e, uint32_t n) {
   e->cls = mask_single(m) ? (uint8_t)__builtin_ctz(m) : n ? 0 : CSQ_NULL;
 }
 
+/* dst[k] = src[aSel[k] - b0] for k < n, elements of 8 bytes. aSel ascends,
+** so 8 entries whose ends differ by 7 are 8 consecutive rows: one block
+** copy. After a filter that keeps most rows, nearly every block is one. */
+static void gather8(void *dst, const void *src, const uint32_t *aSel, uint32_t n, uint32_t b0) {
+  uint8_t *d = dst;
+  const uint8_t *q = src;
+  uint32_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    if (aSel[k + 7] - aSel[k] == 7) {
+      memcpy(d + 8 * (size_t)k, q + 8 * (size_t)(aSel[k] - b0), 64);
+    } else {
+      for (uint32_t j = k; j < k + 8; j++)
+        memcpy(d + 8 * (size_t)j, q + 8 * (size_t)(aSel[j] - b0), 8);
+    }
+  }
+  for (; k < n; k++) memcpy(d + 8 * (size_t)k, q + 8 * (size_t)(aSel[k] - b0), 8);
+}
+
 /* Column values for rows aSel[0..n) of aligned batch [b0, b0+nb). */
 static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                    uint32_t n) {
@@ -1531,7 +1549,7 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
       if (bDense)
         memcpy(e->aI, c->aI + (aSel[0] - b0), 8 * (size_t)n);
       else
-        for (k = 0; k < n; k++) e->aI[k] = c->aI[aSel[k] - b0];
+        gather8(e->aI, c->aI, aSel, n, b0);
     } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
       /* few rows of the batch survived the filter: convert just those */
       uint64_t u[BATCH];
@@ -1545,7 +1563,7 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
       if (bDense)
         memcpy(e->aR, c->aR + (aSel[0] - b0), 8 * (size_t)n);
       else
-        for (k = 0; k < n; k++) e->aR[k] = c->aR[aSel[k] - b0];
+        gather8(e->aR, c->aR, aSel, n, b0);
     }
     uint8_t cls = c->kind == K_INT ? CSQ_INT : CSQ_REAL;
     e->cls = cls;
@@ -2091,7 +2109,9 @@ static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b
         for (uint32_t k = 0; k < n; k++)
           aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : (uint32_t)u[aSel[k] - b0]);
       } else {
-        for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)u[aSel[k] - b0];
+        uint64_t aU[BATCH];
+        gather8(aU, u, aSel, n, b0);
+        for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)aU[k];
       }
     } else {
       col_ints(c, b0, nb);
