@@ -36,7 +36,7 @@
 #include "queue.h" /* dev_now_ns */
 #include "scan.h"
 
-#define SCAN_SLOTS 2
+#define SCAN_SLOTS 4
 #define SCAN_RETRY                                                                                 \
   32 /* re-executions after a stale/unloaded program (another connection                           \
       ** may replace ours between Load and Execute) */
