@@ -857,6 +857,24 @@ static void col_reals(ex_col *c, uint32_t b0, uint32_t n) {
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
 }
 
+/* dst[k] = src[aSel[k] - b0] for k < n, elements of 8 bytes. aSel ascends,
+** so 8 entries whose ends differ by 7 are 8 consecutive rows: one block
+** copy. After a filter that keeps most rows, nearly every block is one. */
+static void gather8(void *dst, const void *src, const uint32_t *aSel, uint32_t n, uint32_t b0) {
+  uint8_t *d = dst;
+  const uint8_t *q = src;
+  uint32_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    if (aSel[k + 7] - aSel[k] == 7) {
+      memcpy(d + 8 * (size_t)k, q + 8 * (size_t)(aSel[k] - b0), 64);
+    } else {
+      for (uint32_t j = k; j < k + 8; j++)
+        memcpy(d + 8 * (size_t)j, q + 8 * (size_t)(aSel[j] - b0), 8);
+    }
+  }
+  for (; k < n; k++) memcpy(d + 8 * (size_t)k, q + 8 * (size_t)(aSel[k] - b0), 8);
+}
+
 /* The device's memo of chunks checked in full. Every Execute verifies each
 ** input chunk's bytes against the XXH3-64 its job names; chunk bytes that
 ** once passed csq_chunk_view's full check (the checksum, the ordered
@@ -1365,24 +1383,37 @@ static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outc
   ex_val v;
   if (bCls && (pad8(n) > n)) memset(out + n, 0, pad8(n) - n);
   if (bLen && pad8(4ull * n) > 4ull * n) memset(aLen + 4ull * n, 0, 4);
-  if (c->kind == K_INT && !c->bAllNull) {
+  if ((c->kind == K_INT || c->kind == K_REAL) && !c->bAllNull) {
+    /* batch by batch: the values of the rows of one aligned batch as 8-byte
+    ** words, unpacking just theirs when few of the batch's rows are here */
+    const uint8_t cls = c->kind == K_INT ? CSQ_INT : CSQ_REAL;
+    const int bCodes = c->d.enc == CSQ_ENC_INT_FOR || c->d.enc == CSQ_ENC_REAL_DEC;
+    uint64_t aU[BATCH];
+    double aD[BATCH];
     uint32_t k = 0;
     while (k < n) {
       uint32_t b0 = aSel[k] / BATCH * BATCH, e = k;
       while (e < n && aSel[e] < b0 + BATCH) e++;
-      if (e - k >= 16 || c->d.enc != CSQ_ENC_INT_FOR) {
-        uint32_t nb = c->d.nVal - b0 < BATCH ? c->d.nVal - b0 : BATCH;
+      uint32_t nb = c->d.nVal - b0 < BATCH ? c->d.nVal - b0 : BATCH, m = e - k;
+      if (bCodes && c->b0 != b0 && (uint64_t)m * 4 < nb) {
+        csq_unpack_sel(c->d.aPacked, c->d.width, aSel + k, m, aU);
+        if (cls == CSQ_INT) {
+          for (uint32_t j = 0; j < m; j++) aU[j] += (uint64_t)c->d.iRef;
+        } else {
+          csq_dec_values(aU, m, c->d.iRef, c->d.nAux, aD);
+          memcpy(aU, aD, 8 * (size_t)m);
+        }
+      } else if (cls == CSQ_INT) {
         col_ints(c, b0, nb);
-        for (; k < e; k++) {
-          put64(aVal + 8ull * k, col_null(c, aSel[k]) ? 0 : (uint64_t)c->aI[aSel[k] - b0]);
-          if (aCls) aCls[k] = col_null(c, aSel[k]) ? CSQ_NULL : CSQ_INT;
-        }
+        gather8(aU, c->aI, aSel + k, m, b0);
       } else {
-        for (; k < e; k++) {
-          col_get(c, aSel[k], &v);
-          put64(aVal + 8ull * k, v.cls == CSQ_NULL ? 0 : (uint64_t)v.i);
-          if (aCls) aCls[k] = v.cls;
-        }
+        col_reals(c, b0, nb);
+        gather8(aU, c->aR, aSel + k, m, b0);
+      }
+      for (uint32_t j = 0; j < m; j++, k++) {
+        int bNull = col_null(c, aSel[k]);
+        put64(aVal + 8ull * k, bNull ? 0 : aU[j]);
+        if (aCls) aCls[k] = bNull ? CSQ_NULL : cls;
       }
     }
   } else {
@@ -1506,24 +1537,6 @@ static void ev_settle(ex_ev *e, uint32_t n) {
   uint8_t m = 0;
   for (uint32_t k = 0; k < n; k++) m |= (uint8_t)(1u << e->aCls[k]);
   e->cls = mask_single(m) ? (uint8_t)__builtin_ctz(m) : n ? 0 : CSQ_NULL;
-}
-
-/* dst[k] = src[aSel[k] - b0] for k < n, elements of 8 bytes. aSel ascends,
-** so 8 entries whose ends differ by 7 are 8 consecutive rows: one block
-** copy. After a filter that keeps most rows, nearly every block is one. */
-static void gather8(void *dst, const void *src, const uint32_t *aSel, uint32_t n, uint32_t b0) {
-  uint8_t *d = dst;
-  const uint8_t *q = src;
-  uint32_t k = 0;
-  for (; k + 8 <= n; k += 8) {
-    if (aSel[k + 7] - aSel[k] == 7) {
-      memcpy(d + 8 * (size_t)k, q + 8 * (size_t)(aSel[k] - b0), 64);
-    } else {
-      for (uint32_t j = k; j < k + 8; j++)
-        memcpy(d + 8 * (size_t)j, q + 8 * (size_t)(aSel[j] - b0), 8);
-    }
-  }
-  for (; k < n; k++) memcpy(d + 8 * (size_t)k, q + 8 * (size_t)(aSel[k] - b0), 8);
 }
 
 /* Column values for rows aSel[0..n) of aligned batch [b0, b0+nb). */
