@@ -3072,9 +3072,13 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     uint32_t nb = bEnd - b0, ab0 = b0 / BATCH * BATCH,
              anb = (nRow - ab0) < BATCH ? nRow - ab0 : BATCH;
     uint32_t *s = aSel + nSel, n = 0;
+    int bFilled = 1; /* s holds the rows; else the batch's rows are all in play, n = nb */
     if (aDel) {
       for (uint32_t r = b0; r < bEnd; r++)
         if (!((aDel[r >> 3] >> (r & 7)) & 1)) s[n++] = r;
+    } else if (bOrdered && pp->nClause > 0) {
+      n = nb; /* the first clause may select straight from the codes */
+      bFilled = 0;
     } else {
       for (uint32_t r = b0; r < bEnd; r++) s[n++] = r;
     }
@@ -3087,17 +3091,19 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     for (int io = 0; io < pp->nClause && n > 0; io++) {
       int cl = aOrd[io];
       if (aPair[cl] == -2) continue;
-      if (n == nb && !aDel) { /* the first clause over the whole batch */
+      if (!bFilled) { /* the first clause, over the whole batch */
         int rcSel = 0;
         int64_t nPass = select_first(ep, aCol, cl, aFirst, aPair, b0, nb, apDict, s, &rcSel);
         if (rcSel) {
           reason = (uint64_t)rcSel;
           goto done;
         }
+        bFilled = 1;
         if (nPass >= 0) {
           n = (uint32_t)nPass;
           continue;
         }
+        for (uint32_t r = 0; r < nb; r++) s[r] = b0 + r;
       }
       reason = (uint64_t)eval_clause(ep, aCol, cl, aFirst, aPair, ab0, anb, s, n, aM, aOr, apDict);
       if (reason) goto done;
@@ -3108,6 +3114,8 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       }
       n = m;
     }
+    if (!bFilled) /* no clause looked at the batch (cannot happen: some clause is not a pair's second) */
+      for (uint32_t r = 0; r < n; r++) s[r] = b0 + r;
     nSel += n;
     b0 = bEnd;
   }
