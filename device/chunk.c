@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+#include "checksum.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -1098,10 +1099,10 @@ int csq_chunk_encode(const csq_vec *v, uint32_t i0, uint32_t n, uint8_t **ppOut,
     rc = encode_tagged(v, i0, n, nNull, nVar, z, &p, &nBytes);
   }
   if (rc) return rc;
-  st64(p + H_XXH3, XXH3_64bits(p + H_VERSION, (size_t)nBytes - H_VERSION));
+  st64(p + H_XXH3, csq_checksum(p + H_VERSION, (size_t)nBytes - H_VERSION));
   info.enc = p[H_ENC];
   info.nBytes = nBytes;
-  info.xxh3 = XXH3_64bits(p, (size_t)nBytes);
+  info.xxh3 = csq_checksum(p, (size_t)nBytes);
   if (pInfo) *pInfo = info;
   *ppOut = p;
   *pnOut = (size_t)nBytes;
@@ -1117,7 +1118,7 @@ static int chunk_check_header(const uint8_t *p, size_t n, uint64_t *pnBytes, int
   if (!p || n < CSQ_CHUNK_HDR || memcmp(p + H_MAGIC, CHUNK_MAGIC, 4)) return -EBADMSG;
   uint64_t nBytes = ld64(p + H_NBYTES);
   if (nBytes < CSQ_CHUNK_HDR || nBytes > n) return -EBADMSG;
-  if (bDeep && XXH3_64bits(p + H_VERSION, (size_t)nBytes - H_VERSION) != ld64(p + H_XXH3))
+  if (bDeep && csq_checksum(p + H_VERSION, (size_t)nBytes - H_VERSION) != ld64(p + H_XXH3))
     return -EBADMSG;
   if (p[H_VERSION] != CHUNK_VERSION) return -EBADMSG;
   *pnBytes = nBytes;

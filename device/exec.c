@@ -29,6 +29,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <xxhash.h>
+#include "checksum.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
@@ -3034,7 +3035,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       reason = CSQ_FAULT_CHUNK_RANGE;
       goto done;
     }
-    if (XXH3_64bits(pIn + off, len) != h) {
+    if (csq_checksum(pIn + off, len) != h) {
       reason = CSQ_FAULT_CHECKSUM;
       goto done;
     }
@@ -3114,7 +3115,8 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       }
       n = m;
     }
-    if (!bFilled) /* no clause looked at the batch (cannot happen: some clause is not a pair's second) */
+    if (!bFilled) /* no clause looked at the batch (cannot happen: some clause is not a pair's
+                     second) */
       for (uint32_t r = 0; r < n; r++) s[r] = b0 + r;
     nSel += n;
     b0 = bEnd;

@@ -32,6 +32,7 @@
 #include <time.h>
 #include <unistd.h>
 #include <xxhash.h>
+#include "checksum.h"
 #include "store_int.h"
 
 #define IO_MAX_BLOCKS 1024 /* blocks per NVM command: 4 MiB */
@@ -336,7 +337,7 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
     free(buf);
     return rc;
   }
-  if (XXH3_64bits(buf, pSb->catBytes) != pSb->catXxh3) {
+  if (csq_checksum(buf, pSb->catBytes) != pSb->catXxh3) {
     *pzErr = dev_mprintf("device image %s: the catalog (blocks %llu-%llu) is damaged "
                          "(checksum mismatch)",
                          dev_path(p->pDev), (unsigned long long)pSb->catLba,
@@ -405,7 +406,7 @@ static int write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTab
     pSb->catLba = lba;
     pSb->catBlocks = (uint32_t)nblk;
     pSb->catBytes = n;
-    pSb->catXxh3 = XXH3_64bits(buf, n);
+    pSb->catXxh3 = csq_checksum(buf, n);
   }
   free(buf);
   return rc;
@@ -532,7 +533,7 @@ static int decision_lookup(store *p, const store_prep *r, int *pbCommitted, char
     zWhy = dev_mprintf("reading its catalog failed: %s", dev_errmsg(q));
     goto done;
   }
-  if (XXH3_64bits(buf, sb.catBytes) != sb.catXxh3) {
+  if (csq_checksum(buf, sb.catBytes) != sb.catXxh3) {
     zWhy = dev_mprintf("its catalog (blocks %llu-%llu) is damaged (checksum mismatch)",
                        (unsigned long long)sb.catLba,
                        (unsigned long long)(sb.catLba + sb.catBlocks - 1));
@@ -868,7 +869,7 @@ static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, con
                             int iChunk, uint8_t **ppBuf, const uint8_t **ppChunk, char **pzErr) {
   const store_chunk *pC = &pRg->aChunk[iChunk];
   const uint8_t *aRaw = rg_raw(p, q, pRg);
-  if (aRaw && XXH3_64bits(aRaw + pC->off, pC->len) == pC->xxh3) {
+  if (aRaw && csq_checksum(aRaw + pC->off, pC->len) == pC->xxh3) {
     *ppBuf = NULL;
     *ppChunk = aRaw + pC->off;
     return 0;
@@ -888,7 +889,7 @@ static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, con
     return rc;
   }
   const uint8_t *pChunk = buf + (pC->off - first * CSQ_LBA_SIZE);
-  if (XXH3_64bits(pChunk, pC->len) != pC->xxh3) {
+  if (csq_checksum(pChunk, pC->len) != pC->xxh3) {
     *pzErr =
         dev_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
                     "%llu-%llu is damaged (checksum mismatch)",

@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "device/chunk.h"
+#include "device/checksum.h"
 #include "check.h"
 
 #define M(c) (uint8_t)(1u << (c))
@@ -893,12 +894,34 @@ static void test_dec_values(void) {
   CHECK(nBad == 0, "csq_dec_values: %ld values differ from the division", nBad);
 }
 
+/* csq_checksum is XXH3-64 whichever code computes it: every length up to
+** 4 KiB (the short paths and the block boundaries) and some long ones. */
+static void test_checksum(void) {
+  enum { N = 1 << 20 };
+  uint8_t *p = malloc(N + 64);
+  if (!p) return;
+  uint64_t x = 0x243F6A8885A308D3ull;
+  for (size_t i = 0; i < N + 64; i++) {
+    x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+    p[i] = (uint8_t)x;
+  }
+  int nBad = 0;
+  for (size_t n = 0; n <= 4096; n++)
+    nBad += csq_checksum(p + (n & 7), n) != XXH3_64bits(p + (n & 7), n);
+  const size_t aLong[] = {65536, 65537, 100003, 458752, N};
+  for (size_t i = 0; i < sizeof(aLong) / sizeof(aLong[0]); i++)
+    nBad += csq_checksum(p + i, aLong[i]) != XXH3_64bits(p + i, aLong[i]);
+  CHECK(nBad == 0, "csq_checksum: %d lengths differ from XXH3_64bits", nBad);
+  free(p);
+}
+
 int main(int argc, char **argv) {
   (void)argv;
   test_round_trips();
   test_zone_merge();
   test_corruption();
   test_dec_values();
+  test_checksum();
   if (argc < 2) test_throughput(); /* any argument: skip the timing print */
   if (nFail) {
     printf("test_chunk: %d checks failed\n", nFail);
