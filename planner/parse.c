@@ -53,7 +53,8 @@ enum { C_RES = 1, C_FB, C_IDX, C_JOIN };
   X(AFTER, C_FB)                                                                                                      \
   X(ALL, C_RES)                                                                                                       \
   X(ALTER, C_RES)                                                                                                     \
-  X(ALWAYS, C_FB) X(ANALYZE, C_FB) X(AND, C_RES) X(AS, C_RES) X(ASC, C_FB) X(ATTACH, C_FB) X(                         \
+  X(ALWAYS, C_FB)                                                                                                     \
+  X(ANALYZE, C_FB) X(AND, C_RES) X(AS, C_RES) X(ASC, C_FB) X(ATTACH, C_FB) X(                                         \
       AUTOINCREMENT, C_RES) X(BEFORE, C_FB) X(BEGIN, C_FB) X(BETWEEN, C_RES) X(BY, C_FB)                              \
       X(CASCADE, C_FB) X(CASE, C_RES) X(CAST, C_FB) X(CHECK, C_RES) X(COLLATE, C_RES) X(                              \
           COLUMN, C_FB) X(COMMIT, C_RES) X(CONFLICT, C_FB) X(CONSTRAINT, C_RES) X(CREATE, C_RES)                      \

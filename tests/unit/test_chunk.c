@@ -894,6 +894,56 @@ static void test_dec_values(void) {
   CHECK(nBad == 0, "csq_dec_values: %ld values differ from the division", nBad);
 }
 
+/* csq_select_range against csq_unpack_u64 and the plain test, for every
+** width, unaligned starts, ranges inside, around and past the codes, both
+** polarities; each section is allocated to its exact size, so that a read
+** past its slack shows under AddressSanitizer. */
+static void test_select_range(void) {
+  enum { NT = 3000 };
+  static uint64_t aCode[NT], aU[NT];
+  static uint32_t aOut[NT];
+  uint64_t x = 0x9E3779B97F4A7C15ull;
+  int nBad = 0;
+  for (unsigned w = 1; w <= 64; w++) {
+    uint64_t top = w == 64 ? ~(uint64_t)0 : ((uint64_t)1 << w) - 1;
+    size_t nBytes = (size_t)csq_packed_size(NT, w);
+    uint8_t *p = calloc(1, nBytes);
+    if (!p) return;
+    for (uint32_t i = 0; i < NT; i++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      aCode[i] = (i % 7 == 0 ? x >> 3 : x % 23) & top; /* many small codes, some large */
+      for (unsigned b = 0; b < w; b++)
+        if ((aCode[i] >> b) & 1) {
+          uint64_t bit = (uint64_t)i * w + b;
+          p[bit / 8] |= (uint8_t)(1u << (bit % 8));
+        }
+    }
+    for (int rep = 0; rep < 24; rep++) {
+      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      uint32_t i0 = rep < 4 ? 0 : (uint32_t)(x % NT), n = (uint32_t)((x >> 20) % (NT - i0 + 1));
+      if (rep == 1) n = NT; /* the whole section: the last groups end at its slack */
+      uint64_t lo = rep % 6 == 0   ? 0
+                    : rep % 6 == 1 ? top + 1
+                                   : (x >> 30) % 20,
+               wid = rep % 6 == 2   ? ~(uint64_t)0 - lo
+                     : rep % 6 == 3 ? top
+                                    : (x >> 40) % 10;
+      int neg = rep & 1;
+      csq_unpack_u64(p, w, i0, n, aU);
+      uint32_t m = csq_select_range(p, w, i0, n, lo, wid, neg, aOut), e = 0;
+      for (uint32_t k = 0; k < n; k++) {
+        if (aU[k] != aCode[i0 + k]) nBad++;
+        if (((aU[k] - lo <= wid) ^ (neg != 0)) == 0) continue;
+        if (e >= m || aOut[e] != i0 + k) nBad++;
+        e++;
+      }
+      if (e != m) nBad++;
+    }
+    free(p);
+  }
+  CHECK(nBad == 0, "csq_select_range: %d disagreements with the plain test", nBad);
+}
+
 /* csq_checksum is XXH3-64 whichever code computes it: every length up to
 ** 4 KiB (the short paths and the block boundaries) and some long ones. */
 static void test_checksum(void) {
@@ -922,6 +972,7 @@ int main(int argc, char **argv) {
   test_corruption();
   test_dec_values();
   test_checksum();
+  test_select_range();
   if (argc < 2) test_throughput(); /* any argument: skip the timing print */
   if (nFail) {
     printf("test_chunk: %d checks failed\n", nFail);
