@@ -138,13 +138,46 @@ static inline uint64_t unpack_one(const uint8_t *packed, unsigned w, uint64_t i)
   return w == 64 ? x : x & (((uint64_t)1 << w) - 1);
 }
 
+#if defined(__x86_64__) && defined(__GNUC__)
+/* csq_unpack_sel for codes of at most 25 bits with AVX2, 8 at a time: each
+** code lies in the 4 bytes from bit i*w rounded down to a byte (its shift
+** is at most 7), so one gather of 32-bit words, a per-lane shift and a mask
+** give 8 codes. A word read for the last code stays inside the section's 8
+** bytes of slack. Returns how many it did (a multiple of 8). */
+__attribute__((target("avx2"))) static uint32_t unpack_sel_avx2(const uint8_t *packed, unsigned w,
+                                                                const uint32_t *aIdx, uint32_t n,
+                                                                uint64_t *out) {
+  const __m256i vW = _mm256_set1_epi32((int)w), v7 = _mm256_set1_epi32(7),
+                vMask = _mm256_set1_epi32((int)((1u << w) - 1));
+  uint32_t k = 0;
+  for (; k + 8 <= n; k += 8) {
+    __m256i bit =
+        _mm256_mullo_epi32(_mm256_loadu_si256((const __m256i *)(const void *)(aIdx + k)), vW);
+    __m256i v =
+        _mm256_i32gather_epi32((const int *)(const void *)packed, _mm256_srli_epi32(bit, 3), 1);
+    v = _mm256_and_si256(_mm256_srlv_epi32(v, _mm256_and_si256(bit, v7)), vMask);
+    _mm256_storeu_si256((__m256i *)(void *)(out + k),
+                        _mm256_cvtepu32_epi64(_mm256_castsi256_si128(v)));
+    _mm256_storeu_si256((__m256i *)(void *)(out + k + 4),
+                        _mm256_cvtepu32_epi64(_mm256_extracti128_si256(v, 1)));
+  }
+  return k;
+}
+#endif
+
 void csq_unpack_sel(const uint8_t *packed, unsigned w, const uint32_t *aIdx, uint32_t n,
                     uint64_t *out) {
   if (w == 0 || w > 64) {
     memset(out, 0, (size_t)n * 8);
     return;
   }
-  for (uint32_t k = 0; k < n; k++) out[k] = unpack_one(packed, w, aIdx[k]);
+  uint32_t k = 0;
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* row numbers stay below CSQ_CHUNK_MAX_VALS (2^20), so i*w fits 32 bits */
+  if (w <= 25 && n >= 8 && __builtin_cpu_supports("avx2"))
+    k = unpack_sel_avx2(packed, w, aIdx, n, out);
+#endif
+  for (; k < n; k++) out[k] = unpack_one(packed, w, aIdx[k]);
 }
 
 void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, uint64_t *out) {

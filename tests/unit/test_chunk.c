@@ -894,7 +894,7 @@ static void test_dec_values(void) {
   CHECK(nBad == 0, "csq_dec_values: %ld values differ from the division", nBad);
 }
 
-/* csq_select_range against csq_unpack_u64 and the plain test, for every
+/* csq_select_range and csq_unpack_sel against csq_unpack_u64 and the plain test, for every
 ** width, unaligned starts, ranges inside, around and past the codes, both
 ** polarities; each section is allocated to its exact size, so that a read
 ** past its slack shows under AddressSanitizer. */
@@ -938,6 +938,13 @@ static void test_select_range(void) {
         e++;
       }
       if (e != m) nBad++;
+      /* csq_unpack_sel on indexes in any order, up to the last code */
+      for (uint32_t k = 0; k < 40; k++) {
+        x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+        aOut[k] = k == 0 ? NT - 1 : (uint32_t)(x % NT);
+      }
+      csq_unpack_sel(p, w, aOut, 40, aU);
+      for (uint32_t k = 0; k < 40; k++) nBad += aU[k] != aCode[aOut[k]];
     }
     free(p);
   }
