@@ -79,6 +79,7 @@ static void job_append(dev_backend *d, emu_job *j) {
   else
     d->pJobHead = j;
   d->pJobTail = j;
+  __atomic_fetch_add(&d->nJob, 1, __ATOMIC_RELEASE);
   pthread_cond_signal(&d->jobCond);
   pthread_mutex_unlock(&d->jobMutex);
 }
@@ -112,9 +113,11 @@ typedef struct ctrl_cmd {
 ** engine helping it (engine_help). */
 typedef struct ctrl_ctx {
   dev_backend *d;
-  dev_mio *pMio; /* the thread's own media context */
-  int iNext;     /* queue the next pass starts at (round robin) */
-  int bMain;     /* the controller thread: may call for help */
+  dev_mio *pMio;     /* the thread's own media context */
+  int iNext;         /* queue the next pass starts at (round robin) */
+  int bMain;         /* the controller thread: may call for help */
+  int bDrained;      /* the last look at the SQs found them empty... */
+  uint32_t lastRing; /* ...when the SQ bell had rung this many times */
 } ctrl_ctx;
 
 /* 1 if the command is an inline transfer of at least CTRL_HEAVY_BYTES. */
@@ -225,7 +228,17 @@ static void ctrl_want_help(dev_backend *d) {
 ** and reads completed. */
 static int ctrl_pass(ctrl_ctx *c) {
   ctrl_cmd a[CTRL_BATCH];
-  int bMore, i, n = ctrl_take(c, a, &bMore);
+  int bMore = 0, i, n = 0;
+  /* Hosts ring the SQ bell after each submission: while it has not rung
+  ** since the SQs were found empty, there is nothing to take, and the
+  ** spinning threads (controller, helping engines) leave qMutex alone;
+  ** taking it on every spin made them wait for one another in the kernel. */
+  uint32_t r = __atomic_load_n(&c->d->sqBell.nRing, __ATOMIC_ACQUIRE);
+  if (!c->bDrained || r != c->lastRing) {
+    n = ctrl_take(c, a, &bMore);
+    c->bDrained = n == 0;
+    c->lastRing = r;
+  }
   if (bMore && c->bMain && dev_mio_inflight(c->pMio) == 0) ctrl_want_help(c->d);
   for (i = 0; i < n; i++) ctrl_dispatch(c, &a[i]);
   if (dev_mio_inflight(c->pMio)) n += dev_mio_reap(c->pMio, 0);
@@ -243,7 +256,7 @@ static int ctrl_any_pending(dev_backend *d) {
 
 static void *ctrl_main(void *pArg) {
   dev_backend *d = pArg;
-  ctrl_ctx c = {d, d->pCtrlMio, 0, 1};
+  ctrl_ctx c = {.d = d, .pMio = d->pCtrlMio, .bMain = 1};
   dev_spin spin;
   unsigned nIdle = 0;
   dev_mio_set_async(c.pMio, 1);
@@ -283,13 +296,11 @@ static void *ctrl_main(void *pArg) {
   return NULL;
 }
 
-/* 1 if a job waits in the engines' list. */
+/* 1 if a job waits in the engines' list. Without the lock: a helping
+** engine asks on every pass, and taking jobMutex that often made the
+** controller's job_append wait and wake. */
 static int job_waiting(dev_backend *d) {
-  int b;
-  pthread_mutex_lock(&d->jobMutex);
-  b = d->pJobHead != NULL;
-  pthread_mutex_unlock(&d->jobMutex);
-  return b;
+  return __atomic_load_n(&d->nJob, __ATOMIC_ACQUIRE) > 0;
 }
 
 /* Engine e acts as a second controller thread while the SQs have a backlog
@@ -300,7 +311,7 @@ static int job_waiting(dev_backend *d) {
 ** or at stop; its reads are all complete by then. */
 static void engine_help(emu_engine *e) {
   dev_backend *d = e->pDev;
-  ctrl_ctx c = {d, e->pMio, e->iEngine, 0};
+  ctrl_ctx c = {.d = d, .pMio = e->pMio, .iNext = e->iEngine};
   dev_spin spin;
   int i;
   dev_mio_set_async(c.pMio, 1);
@@ -331,6 +342,7 @@ static void *engine_main(void *pArg) {
     }
     d->pJobHead = j->pNext;
     if (!d->pJobHead) d->pJobTail = NULL;
+    __atomic_fetch_sub(&d->nJob, 1, __ATOMIC_RELEASE);
     pthread_mutex_unlock(&d->jobMutex);
     if (!j->q) { /* the controller's call for help */
       free(j);

@@ -81,6 +81,7 @@ struct dev_backend {
   pthread_mutex_t jobMutex;
   pthread_cond_t jobCond;
   emu_job *pJobHead, *pJobTail;
+  int nJob; /* jobs in the list: written under jobMutex, read without it (atomic) */
   int bJobStop;
 
   /* programs and memory range sets */

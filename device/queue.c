@@ -84,6 +84,7 @@ void dev_bell_ring(dev_bell *b) {
   /* The fence orders the caller's publishing store before the waiter check;
   ** it pairs with the seq_cst increment in dev_bell_prepare (Dekker). */
   __atomic_thread_fence(__ATOMIC_SEQ_CST);
+  __atomic_fetch_add(&b->nRing, 1, __ATOMIC_RELEASE);
   if (__atomic_load_n(&b->nWaiter, __ATOMIC_SEQ_CST) == 0) return;
   __atomic_fetch_add(&b->seq, 1, __ATOMIC_SEQ_CST);
   syscall(SYS_futex, &b->seq, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);

@@ -29,6 +29,8 @@
 typedef struct dev_bell {
   uint32_t seq;
   uint32_t nWaiter;
+  uint32_t nRing; /* rings so far, waiters or not: a spinning waiter's lock-free
+                  ** "anything new since I last looked?" */
 } dev_bell;
 
 uint32_t dev_bell_prepare(dev_bell *b);

@@ -11,7 +11,7 @@
 #include "tests/unit/device_test.h"
 
 static void test_raw_ring(void) {
-  dev_bell bell = {0, 0};
+  dev_bell bell = {0, 0, 0};
   dev_qp qp;
   csq_sqe s;
   csq_cqe c;
