@@ -107,6 +107,16 @@ static inline int cmp_bytes(const void *a, uint64_t na, const void *b, uint64_t 
 /* Bit packing                                                              */
 /* ------------------------------------------------------------------------ */
 
+/* W(1) ... W(64): the cases of a switch over the code width, one per width,
+** so that each loop behind them is compiled with its width as a constant. */
+// clang-format off
+#define EACH_WIDTH(W)                                                                              \
+  W(1)  W(2)  W(3)  W(4)  W(5)  W(6)  W(7)  W(8)  W(9)  W(10) W(11) W(12) W(13) W(14) W(15) W(16) \
+  W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30) W(31) W(32) \
+  W(33) W(34) W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44) W(45) W(46) W(47) W(48) \
+  W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58) W(59) W(60) W(61) W(62) W(63) W(64)
+// clang-format on
+
 /*
 ** Unpack groups of 8 codes: 8 codes of w bits are exactly w bytes, so within
 ** a group the bit offset of code j is the constant j*w and, with w a
@@ -198,12 +208,7 @@ void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, 
   case x:                                                                                          \
     unpack_groups(base, nGroup, out + k, x);                                                       \
     break;
-      // clang-format off
-      W(1)  W(2)  W(3)  W(4)  W(5)  W(6)  W(7)  W(8)  W(9)  W(10) W(11) W(12) W(13) W(14) W(15) W(16)
-      W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30) W(31) W(32)
-      W(33) W(34) W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44) W(45) W(46) W(47) W(48)
-      W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58) W(59) W(60) W(61) W(62) W(63) W(64)
-      // clang-format on
+      EACH_WIDTH(W)
 #undef W
     }
     k += nGroup * 8;
@@ -386,12 +391,7 @@ uint32_t csq_select_range(const uint8_t *packed, unsigned w, uint32_t i0, uint32
   case x:                                                                                          \
     m += select_groups(base, nGroup, i0 + k, lo, wid, ng, out + m, x);                             \
     break;
-      // clang-format off
-      W(1)  W(2)  W(3)  W(4)  W(5)  W(6)  W(7)  W(8)  W(9)  W(10) W(11) W(12) W(13) W(14) W(15) W(16)
-      W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30) W(31) W(32)
-      W(33) W(34) W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44) W(45) W(46) W(47) W(48)
-      W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58) W(59) W(60) W(61) W(62) W(63) W(64)
-      // clang-format on
+      EACH_WIDTH(W)
 #undef W
     }
     k += nGroup * 8;
@@ -641,12 +641,7 @@ static void pack_codes(packer *pk, const uint64_t *a, uint32_t n, unsigned w, ui
   case x:                                                                                          \
     pack_groups(base, a + k, nGroup, ref, x);                                                      \
     break;
-      // clang-format off
-      W(1)  W(2)  W(3)  W(4)  W(5)  W(6)  W(7)  W(8)  W(9)  W(10) W(11) W(12) W(13) W(14) W(15) W(16)
-      W(17) W(18) W(19) W(20) W(21) W(22) W(23) W(24) W(25) W(26) W(27) W(28) W(29) W(30) W(31) W(32)
-      W(33) W(34) W(35) W(36) W(37) W(38) W(39) W(40) W(41) W(42) W(43) W(44) W(45) W(46) W(47) W(48)
-      W(49) W(50) W(51) W(52) W(53) W(54) W(55) W(56) W(57) W(58) W(59) W(60) W(61) W(62) W(63) W(64)
-      // clang-format on
+      EACH_WIDTH(W)
 #undef W
     }
     k += nGroup * 8;
