@@ -3001,8 +3001,8 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   uint64_t start = ctx->aParam[1] & CSQ_EXEC_START_MASK;
   int bAcc = (ctx->aParam[1] & CSQ_EXEC_ACC) != 0;
   uint32_t accCheck = (uint32_t)(ctx->aParam[1] >> 32);
-  if (start > nRow || (ctx->aParam[1] & ~(CSQ_EXEC_START_MASK | CSQ_EXEC_ACC) && !bAcc) ||
-      (bAcc && !pp->bAgg))
+  uint32_t rowCap = bAcc ? 0 : (uint32_t)(ctx->aParam[1] >> 32); /* 0: none */
+  if (start > nRow || (bAcc && !pp->bAgg) || (rowCap && pp->bAgg))
     return fault(pRet, CSQ_FAULT_BAD_JOB);
   uint64_t nFixed = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * pp->nOut;
   if (nOutArea < nFixed) return fault(pRet, CSQ_FAULT_OUTPUT_FULL);
@@ -3130,7 +3130,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
 
   /* Size the result; if it does not fit, keep the longest prefix that does
   ** (sizes grow with rows, so a binary search finds it). */
-  uint32_t nKeep = nSel;
+  uint32_t nKeep = rowCap && nSel > rowCap ? rowCap : nSel;
   for (;;) {
     uint64_t nBytes = nFixed;
     for (int j = 0; j < pp->nOut; j++) {

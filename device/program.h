@@ -119,9 +119,13 @@
 **     it, so the host reads one result for many row groups; then bits
 **     63:32 must be that result's csq_res_check (its Execute's DW0), which
 **     the engine verifies before trusting it (else CSQ_FAULT_CHECKSUM).
-**     Without the flag, bits 63:31 are 0. Accumulating is exact only where
-**     the order in which rows reach the aggregates cannot show (the host
-**     decides: dev_scan's order-free test).
+**     Without the flag, bits 63:32 are a row cap (programs without
+**     aggregation only; 0 = none): the result holds at most that many
+**     rows and is partial past them (nextRow = the first row left out), so
+**     a LIMIT does not bring a whole row group's survivors to the host.
+**     Accumulating is exact only where the order in which rows reach the
+**     aggregates cannot show (the host decides: dev_scan's order-free
+**     test).
 **   Job descriptor, 24 + 24*nIn bytes + delete bitmap
 **     0  u32 magic      CSQ_JOB_MAGIC ("CSQJ")
 **     4  u32 nRow       rows of the row group (<= CSQ_CHUNK_MAX_VALS)

@@ -10,6 +10,8 @@
 **   EXEC   Execute Program pending
 **   READ   SLM Read of the result pending
 **   READY  result in the host buffer, waiting to be handed out
+**   HOLD   a part was handed out and the row cap stopped it: the rest runs
+**          only when the caller asks for more
 ** dev_scan_next advances every slot as completions arrive and returns the
 ** oldest row group's result. Commands are asynchronous (dev_submit /
 ** dev_reap); completions of other scans on the same queue are routed to
@@ -45,7 +47,7 @@
   (64u * 1024) /* an accumulated result larger than this is read out: beyond it,                   \
                ** merging on the device costs more than it saves */
 
-enum { S_FREE, S_COPY, S_EXEC, S_READ, S_READY };
+enum { S_FREE, S_COPY, S_EXEC, S_READ, S_READY, S_HOLD };
 
 typedef struct scan_slot {
   int state;
@@ -87,6 +89,7 @@ struct dev_scan {
   int bActivated; /* pind holds our program, activated by this scan */
   csq_prog prog;
   int nSlot;
+  uint32_t nRowCap; /* Execute's row cap for the next row programs (0 none) */
   scan_slot aSlot[SCAN_SLOTS];
   int iHead; /* slot to deliver next (slots are used round robin) */
   int iTail; /* slot to fill next */
@@ -381,7 +384,7 @@ static int submit_exec(dev_scan *s, scan_slot *t) {
   e.cdw13 = (uint32_t)(s->id >> 32);
   t->bAccRun = t->bAcc;
   e.cdw14 = t->startRow | (t->bAcc ? (uint32_t)CSQ_EXEC_ACC : 0);
-  e.cdw15 = t->bAcc ? t->resCheck : 0;
+  e.cdw15 = t->bAcc ? t->resCheck : s->nRowCap;
   e.prp1 = (uint64_t)(uintptr_t)t->aMr;
   t->nCid = 0;
   t->state = S_EXEC;
@@ -919,6 +922,12 @@ int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
   *pnRows = 0;
   if (pzErr) *pzErr = NULL;
   if (s->bAcc) return dev_scan_next_acc(s, aOut, pnRows, pzErr);
+  if (s->nBusy && s->aSlot[s->iHead].state == S_HOLD && !s->rcErr) {
+    /* more is wanted from the row group the cap stopped */
+    scan_slot *h = &s->aSlot[s->iHead];
+    int rc = resume_slot(s, h, h->startRow);
+    if (rc) goto fail;
+  }
   for (;;) {
     int rc = s->rcErr ? s->rcErr : fill(s);
     if (rc) goto fail;
@@ -955,6 +964,10 @@ int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       t->startRow = next;
       t->state = S_FREE;
       s->bHostMore = 1;
+    } else if (next < t->nRow && s->nRowCap) {
+      /* partial, perhaps at the row cap: the caller may need no more */
+      t->startRow = next;
+      t->state = S_HOLD;
     } else if (next < t->nRow) {
       /* partial: the output area was full; continue this row group */
       rc = resume_slot(s, t, next);
@@ -986,6 +999,10 @@ int dev_scan_rg(const dev_scan *s) {
 }
 uint64_t dev_scan_fault(const dev_scan *s) {
   return s->fault;
+}
+
+void dev_scan_set_row_cap(dev_scan *s, uint32_t nRow) {
+  if (s && !s->bAcc && !s->prog.bAgg) s->nRowCap = nRow;
 }
 
 void dev_scan_close(dev_scan *s) {

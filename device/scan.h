@@ -53,6 +53,12 @@ int dev_scan_ncol(const dev_scan *s);
 ** only fails. */
 int dev_scan_next(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char **pzErr);
 
+/* At most nRow rows per Execute from now on (0: no cap), for a caller
+** that will stop after so many rows (a LIMIT): a capped row group comes back
+** in parts, each read only when the caller asks for more. Programs with
+** aggregation are never capped. */
+void dev_scan_set_row_cap(dev_scan *s, uint32_t nRow);
+
 /* After dev_scan_next failed with an Execute fault: its CSQ_FAULT_* reason
 ** (program.h); else 0. */
 uint64_t dev_scan_fault(const dev_scan *s);

@@ -56,11 +56,11 @@ enum { C_RES = 1, C_FB, C_IDX, C_JOIN };
   X(ALWAYS, C_FB)                                                                                                     \
   X(ANALYZE, C_FB)                                                                                                    \
   X(AND, C_RES)                                                                                                       \
-  X(AS, C_RES) X(ASC, C_FB) X(ATTACH, C_FB) X(AUTOINCREMENT, C_RES) X(BEFORE, C_FB) X(                                \
-      BEGIN, C_FB) X(BETWEEN, C_RES) X(BY, C_FB) X(CASCADE, C_FB) X(CASE, C_RES) X(CAST, C_FB)                        \
-      X(CHECK, C_RES) X(COLLATE, C_RES) X(COLUMN, C_FB) X(COMMIT, C_RES) X(CONFLICT, C_FB) X(                         \
-          CONSTRAINT, C_RES) X(CREATE, C_RES) X(CROSS, C_JOIN) X(CURRENT, C_FB) X(CURRENT_DATE,                       \
-                                                                                  C_FB)                               \
+  X(AS, C_RES)                                                                                                        \
+  X(ASC, C_FB) X(ATTACH, C_FB) X(AUTOINCREMENT, C_RES) X(BEFORE, C_FB) X(BEGIN, C_FB) X(                              \
+      BETWEEN, C_RES) X(BY, C_FB) X(CASCADE, C_FB) X(CASE, C_RES) X(CAST, C_FB) X(CHECK, C_RES)                       \
+      X(COLLATE, C_RES) X(COLUMN, C_FB) X(COMMIT, C_RES) X(CONFLICT, C_FB) X(CONSTRAINT, C_RES) X(                    \
+          CREATE, C_RES) X(CROSS, C_JOIN) X(CURRENT, C_FB) X(CURRENT_DATE, C_FB)                                      \
           X(CURRENT_TIME, C_FB) X(CURRENT_TIMESTAMP, C_FB) X(DATABASE, C_FB) X(DEFAULT, C_RES) X(                     \
               DEFERRABLE,                                                                                             \
               C_RES) X(DEFERRED, C_FB)                                                                                \
@@ -82,8 +82,8 @@ enum { C_RES = 1, C_FB, C_IDX, C_JOIN };
                                        C_FB) X(IGNORE,                                                                \
                                                C_FB) X(IMMEDIATE, C_FB)                                               \
                               X(IN, C_RES) X(INDEX, C_RES) X(INDEXED, C_IDX) X(INITIALLY, C_FB) X(                    \
-                                  INNER, C_JOIN)                                                                      \
-                                  X(INSERT, C_RES) X(INSTEAD, C_FB) X(INTERSECT, C_RES) X(INTO, C_RES) X(             \
+                                  INNER, C_JOIN) X(INSERT, C_RES)                                                     \
+                                  X(INSTEAD, C_FB) X(INTERSECT, C_RES) X(INTO, C_RES) X(                              \
                                       IS,                                                                             \
                                       C_RES) X(ISNULL,                                                                \
                                                C_RES) X(JOIN, C_RES)                                                  \

@@ -757,6 +757,8 @@ static int settle_scan(vt_cursor *c, vt_tab *p) {
       if (rc) return rc;
     }
     char *zErr = NULL;
+    if (c->nLeft > 0 && c->nKey == 0) /* a LIMIT: the device sends no more rows than are left */
+      dev_scan_set_row_cap(c->apScan[k], c->nLeft < UINT32_MAX ? (uint32_t)c->nLeft : 0);
     int rc = dev_scan_next(c->apScan[k], c->aOut, &n, &zErr);
     if (rc) return vt_err(&p->base, rc, zErr);
     c->iScan = (k + 1) % c->nMem;

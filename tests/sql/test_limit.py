@@ -273,6 +273,8 @@ def test_cap_reduces_bytes():
     rows, full = measured(con, q)
     assert len(rows) == 60000 and full["programs_executed"] == 60, full
     assert lim["programs_executed"] == 1 and lim["bytes_to_host"] * 30 < full["bytes_to_host"], (lim, full)
+    # and the device itself stops at the cap: 10 of the row group's 1000 rows cross
+    assert lim["rows_returned"] == 10 and lim["bytes_to_host"] * 1000 < full["bytes_to_host"], (lim, full)
     # 2600 rows: 3 row groups, read as windows of 1 and 2
     assert lim2["programs_executed"] == 3, lim2
     # a filter that matches late: the windows grow until it is found
