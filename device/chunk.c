@@ -124,17 +124,19 @@ static inline int cmp_bytes(const void *a, uint64_t na, const void *b, uint64_t 
 ** load, a shift and a mask. The extra byte load for w > 56 stays inside the
 ** section thanks to its 8 bytes of slack.
 */
+static inline __attribute__((always_inline)) uint64_t group_code(const uint8_t *base, unsigned j,
+                                                                 const unsigned w) {
+  const unsigned bit = j * w, sh = bit & 7;
+  uint64_t x = ld64(base + (bit >> 3)) >> sh;
+  if (sh + w > 64) x |= (uint64_t)base[(bit >> 3) + 8] << (64 - sh);
+  return w == 64 ? x : x & (((uint64_t)1 << w) - 1);
+}
+
 static inline __attribute__((always_inline)) void
 unpack_groups(const uint8_t *base, uint32_t nGroup, uint64_t *out, const unsigned w) {
-  const uint64_t mask = w == 64 ? ~(uint64_t)0 : ((uint64_t)1 << w) - 1;
   for (uint32_t g = 0; g < nGroup; g++, base += w, out += 8) {
 #pragma GCC unroll 8
-    for (unsigned j = 0; j < 8; j++) {
-      const unsigned bit = j * w, sh = bit & 7;
-      uint64_t x = ld64(base + (bit >> 3)) >> sh;
-      if (sh + w > 64) x |= (uint64_t)base[(bit >> 3) + 8] << (64 - sh);
-      out[j] = x & mask;
-    }
+    for (unsigned j = 0; j < 8; j++) out[j] = group_code(base, j, w);
   }
 }
 
@@ -288,16 +290,12 @@ void csq_dec_values(const uint64_t *u, uint32_t n, int64_t ref, unsigned scale, 
 static inline __attribute__((always_inline)) uint32_t
 select_groups(const uint8_t *base, uint32_t nGroup, uint32_t i, uint64_t lo, uint64_t w,
               uint64_t neg, uint32_t *out, const unsigned wd) {
-  const uint64_t mask = wd == 64 ? ~(uint64_t)0 : ((uint64_t)1 << wd) - 1;
   uint32_t m = 0;
   for (uint32_t g = 0; g < nGroup; g++, base += wd, i += 8) {
 #pragma GCC unroll 8
     for (unsigned j = 0; j < 8; j++) {
-      const unsigned bit = j * wd, sh = bit & 7;
-      uint64_t x = ld64(base + (bit >> 3)) >> sh;
-      if (sh + wd > 64) x |= (uint64_t)base[(bit >> 3) + 8] << (64 - sh);
       out[m] = i + j;
-      m += (uint32_t)(((x & mask) - lo <= w) ^ neg);
+      m += (uint32_t)((group_code(base, j, wd) - lo <= w) ^ neg);
     }
   }
   return m;

@@ -46,99 +46,153 @@ static void *pl_grow(void *p, size_t n) {
 ** only in context, as in SQLite's tokenizer, so they are not listed. */
 enum { C_RES = 1, C_FB, C_IDX, C_JOIN };
 
-#define PL_KEYWORDS(X)                                                                                                \
-  X(ABORT, C_FB)                                                                                                      \
-  X(ACTION, C_FB)                                                                                                     \
-  X(ADD, C_RES)                                                                                                       \
-  X(AFTER, C_FB)                                                                                                      \
-  X(ALL, C_RES)                                                                                                       \
-  X(ALTER, C_RES)                                                                                                     \
-  X(ALWAYS, C_FB)                                                                                                     \
-  X(ANALYZE, C_FB)                                                                                                    \
-  X(AND, C_RES)                                                                                                       \
-  X(AS, C_RES)                                                                                                        \
-  X(ASC, C_FB) X(ATTACH, C_FB) X(AUTOINCREMENT, C_RES) X(BEFORE, C_FB) X(BEGIN, C_FB) X(                              \
-      BETWEEN, C_RES) X(BY, C_FB) X(CASCADE, C_FB) X(CASE, C_RES) X(CAST, C_FB) X(CHECK, C_RES)                       \
-      X(COLLATE, C_RES) X(COLUMN, C_FB) X(COMMIT, C_RES) X(CONFLICT, C_FB) X(CONSTRAINT, C_RES) X(                    \
-          CREATE, C_RES) X(CROSS, C_JOIN) X(CURRENT, C_FB) X(CURRENT_DATE, C_FB)                                      \
-          X(CURRENT_TIME, C_FB) X(CURRENT_TIMESTAMP, C_FB) X(DATABASE, C_FB) X(DEFAULT, C_RES) X(                     \
-              DEFERRABLE,                                                                                             \
-              C_RES) X(DEFERRED, C_FB)                                                                                \
-              X(DELETE, C_RES) X(DESC, C_FB) X(DETACH, C_FB) X(DISTINCT, C_RES) X(DO, C_FB) X(                        \
-                  DROP,                                                                                               \
-                  C_RES) X(EACH,                                                                                      \
-                           C_FB) X(ELSE,                                                                              \
-                                   C_RES) X(END, C_FB)                                                                \
-                  X(ESCAPE, C_RES) X(EXCEPT, C_RES) X(EXCLUDE, C_FB) X(EXCLUSIVE, C_FB) X(                            \
-                      EXISTS,                                                                                         \
-                      C_RES) X(EXPLAIN,                                                                               \
-                               C_FB) X(FAIL, C_FB)                                                                    \
-                      X(FIRST, C_FB) X(FOLLOWING, C_FB) X(FOR, C_FB) X(FOREIGN, C_RES) X(                             \
-                          FROM,                                                                                       \
-                          C_RES) X(FULL, C_JOIN)                                                                      \
-                          X(GENERATED, C_FB) X(GLOB, C_FB) X(GROUP, C_RES) X(GROUPS, C_FB) X(                         \
-                              HAVING,                                                                                 \
-                              C_RES) X(IF,                                                                            \
-                                       C_FB) X(IGNORE,                                                                \
-                                               C_FB) X(IMMEDIATE, C_FB)                                               \
-                              X(IN, C_RES) X(INDEX, C_RES) X(INDEXED, C_IDX) X(INITIALLY, C_FB) X(                    \
-                                  INNER, C_JOIN) X(INSERT, C_RES)                                                     \
-                                  X(INSTEAD, C_FB) X(INTERSECT, C_RES) X(INTO, C_RES) X(                              \
-                                      IS,                                                                             \
-                                      C_RES) X(ISNULL,                                                                \
-                                               C_RES) X(JOIN, C_RES)                                                  \
-                                      X(KEY, C_FB) X(LAST, C_FB) X(LEFT, C_JOIN) X(LIKE, C_FB) X(                     \
-                                          LIMIT,                                                                      \
-                                          C_RES) X(MATCH,                                                             \
-                                                   C_FB) X(MATERIALIZED, C_FB)                                        \
-                                          X(NATURAL, C_JOIN) X(NO, C_FB) X(NOT, C_RES) X(                             \
-                                              NOTHING,                                                                \
-                                              C_RES) X(NOTNULL,                                                       \
-                                                       C_RES) X(NULL, C_RES)                                          \
-                                              X(NULLS, C_FB) X(OF, C_FB) X(OFFSET, C_FB) X(ON, C_RES) X(OR, C_RES) X( \
-                                                  ORDER,                                                              \
-                                                  C_RES) X(OTHERS,                                                    \
-                                                           C_FB) X(OUTER, C_JOIN)                                     \
-                                                  X(PARTITION, C_FB) X(PLAN, C_FB) X(PRAGMA, C_FB) X(                 \
-                                                      PRECEDING, C_FB) X(PRIMARY, C_RES)                              \
-                                                      X(QUERY, C_FB) X(RAISE, C_FB) X(RANGE, C_FB) X(                 \
-                                                          RECURSIVE, C_FB) X(REFERENCES,                              \
-                                                                             C_RES) X(REGEXP, C_FB)                   \
-                                                          X(REINDEX, C_FB) X(RELEASE, C_FB) X(RENAME, C_FB) X(        \
-                                                              REPLACE, C_FB) X(RESTRICT,                              \
-                                                                               C_FB) X(RETURNING,                     \
-                                                                                       C_RES)                         \
-                                                              X(RIGHT, C_JOIN) X(ROLLBACK, C_FB) X(                   \
-                                                                  ROW, C_FB) X(ROWS,                                  \
-                                                                               C_FB) X(SAVEPOINT,                     \
-                                                                                       C_FB)                          \
-                                                                  X(SELECT, C_RES) X(SET, C_RES) X(                   \
-                                                                      TABLE,                                          \
-                                                                      C_RES) X(TEMP,                                  \
-                                                                               C_FB) X(TEMPORARY,                     \
-                                                                                       C_FB) X(THEN, C_RES)           \
-                                                                      X(TIES, C_FB) X(TO, C_RES) X(                   \
-                                                                          TRANSACTION,                                \
-                                                                          C_RES) X(TRIGGER, C_FB)                     \
-                                                                          X(UNBOUNDED, C_FB) X(                       \
-                                                                              UNION,                                  \
-                                                                              C_RES) X(UNIQUE,                        \
-                                                                                       C_RES)                         \
-                                                                              X(UPDATE, C_RES) X(                     \
-                                                                                  USING,                              \
-                                                                                  C_RES) X(VACUUM,                    \
-                                                                                           C_FB) X(VALUES,            \
-                                                                                                   C_RES)             \
-                                                                                  X(VIEW, C_FB) X(                    \
-                                                                                      VIRTUAL,                        \
-                                                                                      C_FB)                           \
-                                                                                      X(WHEN, C_RES) X(               \
-                                                                                          WHERE,                      \
-                                                                                          C_RES)                      \
-                                                                                          X(WITH,                     \
-                                                                                            C_FB)                     \
-                                                                                              X(WITHOUT,              \
-                                                                                                C_FB)
+// clang-format off
+#define PL_KEYWORDS(X) \
+  X(ABORT, C_FB) \
+  X(ACTION, C_FB) \
+  X(ADD, C_RES) \
+  X(AFTER, C_FB) \
+  X(ALL, C_RES) \
+  X(ALTER, C_RES) \
+  X(ALWAYS, C_FB) \
+  X(ANALYZE, C_FB) \
+  X(AND, C_RES) \
+  X(AS, C_RES) \
+  X(ASC, C_FB) \
+  X(ATTACH, C_FB) \
+  X(AUTOINCREMENT, C_RES) \
+  X(BEFORE, C_FB) \
+  X(BEGIN, C_FB) \
+  X(BETWEEN, C_RES) \
+  X(BY, C_FB) \
+  X(CASCADE, C_FB) \
+  X(CASE, C_RES) \
+  X(CAST, C_FB) \
+  X(CHECK, C_RES) \
+  X(COLLATE, C_RES) \
+  X(COLUMN, C_FB) \
+  X(COMMIT, C_RES) \
+  X(CONFLICT, C_FB) \
+  X(CONSTRAINT, C_RES) \
+  X(CREATE, C_RES) \
+  X(CROSS, C_JOIN) \
+  X(CURRENT, C_FB) \
+  X(CURRENT_DATE, C_FB) \
+  X(CURRENT_TIME, C_FB) \
+  X(CURRENT_TIMESTAMP, C_FB) \
+  X(DATABASE, C_FB) \
+  X(DEFAULT, C_RES) \
+  X(DEFERRABLE, C_RES) \
+  X(DEFERRED, C_FB) \
+  X(DELETE, C_RES) \
+  X(DESC, C_FB) \
+  X(DETACH, C_FB) \
+  X(DISTINCT, C_RES) \
+  X(DO, C_FB) \
+  X(DROP, C_RES) \
+  X(EACH, C_FB) \
+  X(ELSE, C_RES) \
+  X(END, C_FB) \
+  X(ESCAPE, C_RES) \
+  X(EXCEPT, C_RES) \
+  X(EXCLUDE, C_FB) \
+  X(EXCLUSIVE, C_FB) \
+  X(EXISTS, C_RES) \
+  X(EXPLAIN, C_FB) \
+  X(FAIL, C_FB) \
+  X(FIRST, C_FB) \
+  X(FOLLOWING, C_FB) \
+  X(FOR, C_FB) \
+  X(FOREIGN, C_RES) \
+  X(FROM, C_RES) \
+  X(FULL, C_JOIN) \
+  X(GENERATED, C_FB) \
+  X(GLOB, C_FB) \
+  X(GROUP, C_RES) \
+  X(GROUPS, C_FB) \
+  X(HAVING, C_RES) \
+  X(IF, C_FB) \
+  X(IGNORE, C_FB) \
+  X(IMMEDIATE, C_FB) \
+  X(IN, C_RES) \
+  X(INDEX, C_RES) \
+  X(INDEXED, C_IDX) \
+  X(INITIALLY, C_FB) \
+  X(INNER, C_JOIN) \
+  X(INSERT, C_RES) \
+  X(INSTEAD, C_FB) \
+  X(INTERSECT, C_RES) \
+  X(INTO, C_RES) \
+  X(IS, C_RES) \
+  X(ISNULL, C_RES) \
+  X(JOIN, C_RES) \
+  X(KEY, C_FB) \
+  X(LAST, C_FB) \
+  X(LEFT, C_JOIN) \
+  X(LIKE, C_FB) \
+  X(LIMIT, C_RES) \
+  X(MATCH, C_FB) \
+  X(MATERIALIZED, C_FB) \
+  X(NATURAL, C_JOIN) \
+  X(NO, C_FB) \
+  X(NOT, C_RES) \
+  X(NOTHING, C_RES) \
+  X(NOTNULL, C_RES) \
+  X(NULL, C_RES) \
+  X(NULLS, C_FB) \
+  X(OF, C_FB) \
+  X(OFFSET, C_FB) \
+  X(ON, C_RES) \
+  X(OR, C_RES) \
+  X(ORDER, C_RES) \
+  X(OTHERS, C_FB) \
+  X(OUTER, C_JOIN) \
+  X(PARTITION, C_FB) \
+  X(PLAN, C_FB) \
+  X(PRAGMA, C_FB) \
+  X(PRECEDING, C_FB) \
+  X(PRIMARY, C_RES) \
+  X(QUERY, C_FB) \
+  X(RAISE, C_FB) \
+  X(RANGE, C_FB) \
+  X(RECURSIVE, C_FB) \
+  X(REFERENCES, C_RES) \
+  X(REGEXP, C_FB) \
+  X(REINDEX, C_FB) \
+  X(RELEASE, C_FB) \
+  X(RENAME, C_FB) \
+  X(REPLACE, C_FB) \
+  X(RESTRICT, C_FB) \
+  X(RETURNING, C_RES) \
+  X(RIGHT, C_JOIN) \
+  X(ROLLBACK, C_FB) \
+  X(ROW, C_FB) \
+  X(ROWS, C_FB) \
+  X(SAVEPOINT, C_FB) \
+  X(SELECT, C_RES) \
+  X(SET, C_RES) \
+  X(TABLE, C_RES) \
+  X(TEMP, C_FB) \
+  X(TEMPORARY, C_FB) \
+  X(THEN, C_RES) \
+  X(TIES, C_FB) \
+  X(TO, C_RES) \
+  X(TRANSACTION, C_RES) \
+  X(TRIGGER, C_FB) \
+  X(UNBOUNDED, C_FB) \
+  X(UNION, C_RES) \
+  X(UNIQUE, C_RES) \
+  X(UPDATE, C_RES) \
+  X(USING, C_RES) \
+  X(VACUUM, C_FB) \
+  X(VALUES, C_RES) \
+  X(VIEW, C_FB) \
+  X(VIRTUAL, C_FB) \
+  X(WHEN, C_RES) \
+  X(WHERE, C_RES) \
+  X(WITH, C_FB) \
+  X(WITHOUT, C_FB)
+// clang-format on
 
 #define KW_ENUM(name, cls) K_##name,
 enum { K_NONE_, PL_KEYWORDS(KW_ENUM) K_COUNT_ };
