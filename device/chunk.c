@@ -312,7 +312,7 @@ select_groups(const uint8_t *base, uint32_t nGroup, uint32_t i, uint64_t lo, uin
 ** i + 8*nGroup (plus the section's 8 bytes of slack) come here. Integer
 ** operations only: no clock penalty for the scalar code around it.
 */
-__attribute__((target("avx2"))) static uint32_t
+__attribute__((target("avx2,bmi2,popcnt"))) static uint32_t
 select_groups_avx2(const uint8_t *base, uint32_t nGroup, uint32_t i, uint32_t lo, uint32_t hi,
                    unsigned neg, uint32_t *out, unsigned w) {
   uint8_t aShuf[32];
@@ -337,16 +337,16 @@ select_groups_avx2(const uint8_t *base, uint32_t nGroup, uint32_t i, uint32_t lo
     __m256i ok = _mm256_and_si256(_mm256_cmpeq_epi32(_mm256_max_epu32(v, vLo), v),
                                   _mm256_cmpeq_epi32(_mm256_min_epu32(v, vHi), v));
     unsigned bits = (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(ok)) ^ negBits;
-    if (bits == 0xFF) {
-      _mm256_storeu_si256((__m256i *)(void *)(out + m),
-                          _mm256_add_epi32(_mm256_set1_epi32((int)i), vIota));
-      m += 8;
-    } else {
-      while (bits) {
-        out[m++] = i + (uint32_t)__builtin_ctz(bits);
-        bits &= bits - 1;
-      }
-    }
+    /* compress without a branch: the selected lanes' numbers move to the
+    ** front (byte k of wanted = the k-th selected lane), all 8 are stored,
+    ** and only the selected count advances (out has room: m <= i - i0) */
+    uint64_t wanted =
+        _pext_u64(0x0706050403020100ull, _pdep_u64(bits, 0x0101010101010101ull) * 0xFF);
+    __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)wanted));
+    _mm256_storeu_si256(
+        (__m256i *)(void *)(out + m),
+        _mm256_permutevar8x32_epi32(_mm256_add_epi32(_mm256_set1_epi32((int)i), vIota), perm));
+    m += (uint32_t)__builtin_popcount(bits);
   }
   return m;
 }
@@ -372,7 +372,8 @@ uint32_t csq_select_range(const uint8_t *packed, unsigned w, uint32_t i0, uint32
   ** bytes of slack after the codes: ceil(8 / w) groups of w bytes */
   uint32_t nTail = (8 + w - 1) / w;
   if (nGroup > nTail && w <= 16 && lo < ((uint64_t)1 << 16) && wid <= UINT64_MAX - lo &&
-      __builtin_cpu_supports("avx2")) {
+      __builtin_cpu_supports("avx2") && __builtin_cpu_supports("bmi2") &&
+      __builtin_cpu_supports("popcnt")) {
     /* codes are below 2^16, so the range is [lo, min(lo + wid, 2^32 - 1)] */
     uint64_t hi = lo + wid > UINT32_MAX ? UINT32_MAX : lo + wid;
     uint32_t nv = nGroup - nTail;
