@@ -1476,9 +1476,7 @@ typedef struct ag_sum {
 } ag_sum;
 
 #define AG_DIRECT_MAX (1u << 16) /* largest product of key domains for the direct table */
-#define AG_LANES                                                                                   \
-  4 /* per-group scratch sums per run: row k adds to lane k % 4, so that                           \
-       rows of one group do not wait for each other's additions */
+#define AG_LANES      4          /* per-group scratch sums per run (REAL: four running sums) */
 
 typedef struct ag_tab {
   int nKey, nAgg, nCol;
@@ -1500,6 +1498,10 @@ typedef struct ag_tab {
   double *aRunR;    /* AG_LANES per group */
   uint32_t *aTouch; /* groups the run touched */
   uint32_t nTouch;
+  /* the run's rows grouped (ag_group_rows): touched group aTouch[j] has rows
+  ** aPerm[aSeg[j] .. aSeg[j+1]), in row order; bPerm says they are current */
+  uint32_t *aPerm, *aSeg;
+  int bPerm;
 } ag_tab;
 
 static inline uint8_t ev_cls(const ex_ev *e, uint32_t k) {
@@ -1983,6 +1985,8 @@ static void ag_tab_free(ag_tab *t) {
   free(t->aRunN);
   free(t->aRunR);
   free(t->aTouch);
+  free(t->aPerm);
+  free(t->aSeg);
   free(t->aKey);
   free(t->aHashG);
   free(t->aState);
@@ -2180,6 +2184,25 @@ static inline void kbn_add(double *ps, double *pc, double x) {
 ** Uniform vectors take typed loops: counts come from the run's histogram,
 ** real sums are summed per group for the run (at most CSQ_PROG_BATCH plain
 ** additions) and then added to the state with compensation. 0 or a fault. */
+/* Order the run's n rows by group (a counting sort on aRunN, the rows of
+** each group kept in row order): the sums below then add each group's
+** values in registers, instead of through per-group lanes in memory where
+** rows of the same group wait for one another's stores. */
+static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n) {
+  uint32_t pos = 0;
+  for (uint32_t j = 0; j < t->nTouch; j++) { /* aRunN: counts -> starts */
+    uint32_t g = t->aTouch[j], c = t->aRunN[g];
+    t->aSeg[j] = pos;
+    t->aRunN[g] = pos;
+    pos += c;
+  }
+  t->aSeg[t->nTouch] = pos;
+  for (uint32_t k = 0; k < n; k++) t->aPerm[t->aRunN[aGid[k]]++] = k; /* -> ends */
+  for (uint32_t j = 0; j < t->nTouch; j++)                            /* -> counts again */
+    t->aRunN[t->aTouch[j]] = t->aSeg[j + 1] - t->aSeg[j];
+  t->bPerm = 1;
+}
+
 static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const uint32_t *aGid,
                      uint32_t n) {
   uint8_t *base = t->aState + t->aOff[ia];
@@ -2218,25 +2241,30 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         SUMST(0)->ineg += neg;
       } else {
         /* Values under 2^51 in magnitude cannot overflow an int64 over one
-        ** run (BATCH rows): sum them in per-group lanes (0-1 the sum, 2-3
-        ** the negatives' magnitudes) so that rows of one group do not wait
-        ** for each other's 128-bit additions. */
+        ** run (BATCH rows): sum them in int64 (the sum and the negatives'
+        ** magnitudes), and add to the 128-bit states once per group. */
         uint64_t m = 0;
         for (k = 0; k < n; k++) m |= (uint64_t)(e->aI[k] ^ (e->aI[k] >> 63));
         if (m < ((uint64_t)1 << 51)) {
-          int64_t *aL = (int64_t *)(void *)t->aRunR;
-          for (k = 0; k < nT; k++) memset(&aL[AG_LANES * aT[k]], 0, sizeof(int64_t) * AG_LANES);
-          for (k = 0; k < n; k++) {
-            int64_t x = e->aI[k];
-            int64_t *l = &aL[AG_LANES * aGid[k] + (k & 1)];
-            l[0] += x;
-            l[2] += x & (x >> 63);
-          }
+          /* group by group in registers (ag_group_rows) */
           for (k = 0; k < nT; k++) {
-            const int64_t *l = &aL[AG_LANES * aT[k]];
+            int64_t s0 = 0, s1 = 0, n0 = 0, n1 = 0;
+            uint32_t q = t->aSeg[k], qEnd = t->aSeg[k + 1];
+            for (; q + 2 <= qEnd; q += 2) {
+              int64_t x0 = e->aI[t->aPerm[q]], x1 = e->aI[t->aPerm[q + 1]];
+              s0 += x0;
+              s1 += x1;
+              n0 += x0 & (x0 >> 63);
+              n1 += x1 & (x1 >> 63);
+            }
+            if (q < qEnd) {
+              int64_t x0 = e->aI[t->aPerm[q]];
+              s0 += x0;
+              n0 += x0 & (x0 >> 63);
+            }
             ag_sum *s = SUMST(aT[k]);
-            s->isum += (__int128)l[0] + l[1];
-            s->ineg -= (__int128)l[2] + l[3];
+            s->isum += (__int128)s0 + s1;
+            s->ineg -= (__int128)n0 + n1;
           }
         } else {
           for (k = 0; k < n; k++) {
@@ -2267,7 +2295,24 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         aR[2] = a2;
         aR[3] = a3;
       } else {
-        for (k = 0; k < n; k++) aR[AG_LANES * aGid[k] + (k & (AG_LANES - 1))] += x[k];
+        /* group by group (ag_group_rows), four running sums in registers */
+        for (k = 0; k < nT; k++) {
+          double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
+          uint32_t q = t->aSeg[k], qEnd = t->aSeg[k + 1];
+          const uint32_t *P = t->aPerm;
+          for (; q + 4 <= qEnd; q += 4) {
+            a0 += x[P[q]];
+            a1 += x[P[q + 1]];
+            a2 += x[P[q + 2]];
+            a3 += x[P[q + 3]];
+          }
+          for (; q < qEnd; q++) a0 += x[P[q]];
+          double *l = &aR[AG_LANES * aT[k]];
+          l[0] = a0;
+          l[1] = a1;
+          l[2] = a2;
+          l[3] = a3;
+        }
       }
       for (k = 0; k < nT; k++) {
         ag_sum *s = SUMST(aT[k]);
@@ -2733,7 +2778,9 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     if ((pp->aAgg[i].fn == CSQ_AGG_MIN || pp->aAgg[i].fn == CSQ_AGG_MAX) && aAlias[i] < 0)
       aVarEv[nVarEv++] = pp->aAgg[i].expr;
   t.aTouch = malloc(sizeof(uint32_t) * BATCH);
-  if (!t.aTouch) {
+  t.aPerm = malloc(sizeof(uint32_t) * BATCH);
+  t.aSeg = malloc(sizeof(uint32_t) * (BATCH + 1));
+  if (!t.aTouch || !t.aPerm || !t.aSeg) {
     reason = CSQ_FAULT_NOMEM;
     goto done;
   }
@@ -2791,12 +2838,14 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     t.nTouch = 0;
     for (uint32_t k = 0; k < m; k++)
       if (t.aRunN[aGid[k]]++ == 0) t.aTouch[t.nTouch++] = aGid[k];
+    if (t.nGroup > 1) ag_group_rows(&t, aGid, m);
     for (int i = 0; i < pp->nAgg && !reason; i++) {
       const csq_pagg *a = &pp->aAgg[i];
       if (aAlias[i] < 0)
         reason = ag_update(&t, a, i, a->fn == CSQ_AGG_COUNT_STAR ? NULL : &aEv[a->expr], aGid, m);
     }
     for (uint32_t k = 0; k < t.nTouch; k++) t.aRunN[t.aTouch[k]] = 0;
+    t.bPerm = 0;
     if (reason) goto done;
     if (m < n) {
       nextRow = s[m];
