@@ -1504,12 +1504,12 @@ int csq_chunk_decode(const uint8_t *p, size_t n, csq_vec *pOut) {
   }
   case CSQ_ENC_REAL_DEC: {
     uint64_t aCode[BLOCK];
-    const uint64_t ref = (uint64_t)w.iRef;
-    const double p10 = csq_pow10(w.nAux);
+    double aDec[BLOCK];
     for (uint32_t k = 0; k < nVal; k += BLOCK) {
       uint32_t m = nVal - k < BLOCK ? nVal - k : BLOCK;
       csq_unpack_u64(w.aPacked, w.width, k, m, aCode);
-      for (uint32_t j = 0; j < m; j++) aVal[k + j].r = (double)(int64_t)(aCode[j] + ref) / p10;
+      csq_dec_values(aCode, m, w.iRef, w.nAux, aDec);
+      for (uint32_t j = 0; j < m; j++) aVal[k + j].r = aDec[j];
     }
     memset(aCls, CSQ_REAL, nVal);
     memset(aLen, 0, (size_t)nVal * 4);

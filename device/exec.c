@@ -825,6 +825,16 @@ static const uint64_t *col_codes(ex_col *c, uint32_t b0, uint32_t n) {
   return c->aCode;
 }
 
+/* The packed codes of rows aSel[0..n) of batch b0 into u: from the batch's
+** unpacked codes if some term already asked for them, else just theirs. */
+static void col_sel_codes(const ex_col *c, uint32_t b0, const uint32_t *aSel, uint32_t n,
+                          uint64_t *u) {
+  if (c->aCodeB0 == b0)
+    for (uint32_t k = 0; k < n; k++) u[k] = c->aCode[aSel[k] - b0];
+  else
+    csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
+}
+
 /* Materialise batch [b0, b0+n) of an integer column into c->aI. */
 static void col_ints(ex_col *c, uint32_t b0, uint32_t n) {
   if (c->b0 == b0) return;
@@ -1397,7 +1407,7 @@ static void out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outc
       while (e < n && aSel[e] < b0 + BATCH) e++;
       uint32_t nb = c->d.nVal - b0 < BATCH ? c->d.nVal - b0 : BATCH, m = e - k;
       if (bCodes && c->b0 != b0 && (uint64_t)m * 4 < nb) {
-        csq_unpack_sel(c->d.aPacked, c->d.width, aSel + k, m, aU);
+        col_sel_codes(c, b0, aSel + k, m, aU);
         if (cls == CSQ_INT) {
           for (uint32_t j = 0; j < m; j++) aU[j] += (uint64_t)c->d.iRef;
         } else {
@@ -1498,10 +1508,10 @@ typedef struct ag_tab {
   double *aRunR;    /* AG_LANES per group */
   uint32_t *aTouch; /* groups the run touched */
   uint32_t nTouch;
-  /* the run's rows grouped (ag_group_rows): touched group aTouch[j] has rows
-  ** aPerm[aSeg[j] .. aSeg[j+1]), in row order; bPerm says they are current */
+  /* the run's rows grouped (ag_group_rows, whenever there are several
+  ** groups): touched group aTouch[j] has rows aPerm[aSeg[j] .. aSeg[j+1]),
+  ** in row order */
   uint32_t *aPerm, *aSeg;
-  int bPerm;
 } ag_tab;
 
 static inline uint8_t ev_cls(const ex_ev *e, uint32_t k) {
@@ -1555,10 +1565,7 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
     if (c->kind == K_INT && c->d.enc == CSQ_ENC_INT_FOR && c->b0 != b0 && n < nb / 4) {
       /* few rows survived: unpack just theirs */
       uint64_t *u = (uint64_t *)e->aI, ref = (uint64_t)c->d.iRef;
-      if (c->aCodeB0 == b0)
-        for (k = 0; k < n; k++) u[k] = c->aCode[aSel[k] - b0];
-      else
-        csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
+      col_sel_codes(c, b0, aSel, n, u);
       for (k = 0; k < n; k++) u[k] += ref;
     } else if (c->kind == K_INT) {
       col_ints(c, b0, nb);
@@ -1569,10 +1576,7 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
     } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
       /* few rows of the batch survived the filter: convert just those */
       uint64_t u[BATCH];
-      if (c->aCodeB0 == b0)
-        for (k = 0; k < n; k++) u[k] = c->aCode[aSel[k] - b0];
-      else
-        csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
+      col_sel_codes(c, b0, aSel, n, u);
       csq_dec_values(u, n, c->d.iRef, c->d.nAux, e->aR);
     } else {
       col_reals(c, b0, nb);
@@ -2200,7 +2204,6 @@ static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n) {
   for (uint32_t k = 0; k < n; k++) t->aPerm[t->aRunN[aGid[k]]++] = k; /* -> ends */
   for (uint32_t j = 0; j < t->nTouch; j++)                            /* -> counts again */
     t->aRunN[t->aTouch[j]] = t->aSeg[j + 1] - t->aSeg[j];
-  t->bPerm = 1;
 }
 
 static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const uint32_t *aGid,
@@ -2845,7 +2848,6 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
         reason = ag_update(&t, a, i, a->fn == CSQ_AGG_COUNT_STAR ? NULL : &aEv[a->expr], aGid, m);
     }
     for (uint32_t k = 0; k < t.nTouch; k++) t.aRunN[t.aTouch[k]] = 0;
-    t.bPerm = 0;
     if (reason) goto done;
     if (m < n) {
       nextRow = s[m];
@@ -2877,6 +2879,31 @@ static int fault(uint64_t *pRet, uint64_t reason) {
   return CSQ_SC_PROGRAM_FAULT;
 }
 
+/* Is single-term clause cl (with clause aPair[cl] when >= 0, see
+** pair_clauses) one range of its column's codes in this chunk? 1 with *pr
+** and *pRn (the clause's result for a NULL row); 0 if not (or on a fault,
+** with *pRc set). A pair intersects its two ranges; negated ranges do not
+** pair up. */
+static int clause_codes(const ex_prog *ep, ex_col *aCol, int cl, const int *aFirst,
+                        const int *aPair, uint8_t **apDict, ex_crange *pr, uint8_t *pRn, int *pRc) {
+  int iTerm = aFirst[cl];
+  if (ep->p.aClause[cl] != 1) return 0;
+  const ex_term *e1 = &ep->aT[iTerm];
+  ex_col *c = &aCol[e1->t.slot];
+  if (!term_codes(e1, c, &apDict[iTerm], pr, pRc)) return 0;
+  *pRn = e1->nullRes;
+  if (aPair[cl] < 0) return 1;
+  int iT2 = aFirst[aPair[cl]];
+  const ex_term *e2 = &ep->aT[iT2];
+  ex_crange r2;
+  if (pr->neg || !term_codes(e2, c, &apDict[iT2], &r2, pRc) || r2.neg) return 0;
+  pr->lo = pr->lo > r2.lo ? pr->lo : r2.lo;
+  pr->hi = pr->hi < r2.hi ? pr->hi : r2.hi;
+  crange_settle(pr);
+  *pRn &= e2->nullRes;
+  return 1;
+}
+
 /* Clause cl (with clause aPair[cl] when >= 0, see pair_clauses) over rows
 ** s[0..n) of aligned batch [ab0, ab0+anb): aM[k] = 1 if row s[k] passes.
 ** aOr is scratch. 0 or a CSQ_FAULT_*. */
@@ -2884,22 +2911,17 @@ static int eval_clause(const ex_prog *ep, ex_col *aCol, int cl, const int *aFirs
                        uint32_t ab0, uint32_t anb, const uint32_t *s, uint32_t n, uint8_t *aM,
                        uint8_t *aOr, uint8_t **apDict) {
   const csq_prog *pp = &ep->p;
-  int iTerm = aFirst[cl], nT = pp->aClause[cl], rc;
+  int iTerm = aFirst[cl], nT = pp->aClause[cl], rc = 0;
   if (nT == 1 && aPair[cl] >= 0) {
     /* two comparisons on one column (x >= a AND x < b): one range of codes
     ** where both are ranges, else both terms on the same rows */
     int iT2 = aFirst[aPair[cl]];
     const ex_term *e1 = &ep->aT[iTerm], *e2 = &ep->aT[iT2];
     ex_col *c = &aCol[e1->t.slot];
-    ex_crange r1, r2;
-    rc = 0;
-    if (term_codes(e1, c, &apDict[iTerm], &r1, &rc) && !r1.neg &&
-        term_codes(e2, c, &apDict[iT2], &r2, &rc) && !r2.neg) {
-      r1.lo = r1.lo > r2.lo ? r1.lo : r2.lo;
-      r1.hi = r1.hi < r2.hi ? r1.hi : r2.hi;
-      crange_settle(&r1);
-      code_range(c, ab0, anb, s, n, r1.eAll, r1.lo, r1.hi - r1.lo, 0,
-                 (uint8_t)(e1->nullRes & e2->nullRes), aM);
+    ex_crange r;
+    uint8_t rn;
+    if (clause_codes(ep, aCol, cl, aFirst, aPair, apDict, &r, &rn, &rc)) {
+      code_range(c, ab0, anb, s, n, r.eAll, r.lo, r.hi - r.lo, 0, rn, aM);
       return 0;
     }
     if (rc) return rc;
@@ -2929,22 +2951,11 @@ static int eval_clause(const ex_prog *ep, ex_col *aCol, int cl, const int *aFirs
 static int64_t select_first(const ex_prog *ep, ex_col *aCol, int cl, const int *aFirst,
                             const int *aPair, uint32_t b0, uint32_t nb, uint8_t **apDict,
                             uint32_t *s, int *pRc) {
-  const csq_prog *pp = &ep->p;
-  int iTerm = aFirst[cl];
-  if (pp->aClause[cl] != 1) return -1;
-  const ex_term *et = &ep->aT[iTerm];
-  ex_col *c = &aCol[et->t.slot];
+  const ex_col *c = &aCol[ep->aT[aFirst[cl]].t.slot];
   ex_crange r;
+  uint8_t rn;
   if (!c->d.aPacked || c->d.aNull) return -1;
-  if (!term_codes(et, c, &apDict[iTerm], &r, pRc)) return -1;
-  if (aPair[cl] >= 0) {
-    int iT2 = aFirst[aPair[cl]];
-    ex_crange r2;
-    if (r.neg || !term_codes(&ep->aT[iT2], c, &apDict[iT2], &r2, pRc) || r2.neg) return -1;
-    r.lo = r.lo > r2.lo ? r.lo : r2.lo;
-    r.hi = r.hi < r2.hi ? r.hi : r2.hi;
-    crange_settle(&r);
-  }
+  if (!clause_codes(ep, aCol, cl, aFirst, aPair, apDict, &r, &rn, pRc)) return -1;
   if (r.eAll >= 0) {
     if (!(r.eAll ^ r.neg)) return 0;
     for (uint32_t k = 0; k < nb; k++) s[k] = b0 + k;
