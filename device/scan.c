@@ -39,11 +39,11 @@
 #include "scan.h"
 
 /* Row groups in flight per scan. Four overlapped copies and executes
-** better (Q1 view ~15%), but then a scan's slots reload their program into
-** each other's way when another connection deactivates it (a reload that
-** finds the slot in use deactivates it first), and test_faults' churn test
-** ran out of retries in about one run of three: two until reloads stop
-** undoing one another. */
+** better (Q1 view ~15%), but with four, test_faults' churn test (another
+** connection deactivating the program while this scan runs) ran out of
+** Execute retries in about one run of three; likely the slots' reloads
+** undo one another (a reload that finds the slot in use deactivates it
+** first). Two until that is understood and fixed. */
 #define SCAN_SLOTS 2
 #define SCAN_RETRY                                                                                 \
   32 /* re-executions after a stale/unloaded program (another connection                           \
