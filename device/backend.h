@@ -28,8 +28,9 @@
 **               A queue is used by one host thread at a time: xSubmit and
 **               xReap are never called concurrently on one queue.
 **   xStats      device-wide counters (snapshot).
-**   xDetail     optional: device-side detail of the last failed command of
-**               the queue (e.g. the verifier's message), or NULL/"".
+**   xDetail     optional: device-side detail of the failed command cid that
+**               completed with status sf (e.g. the verifier's message), copied
+**               to zOut; "" if the device does not remember it.
 **
 ** Admin and I/O commands travel on the same queue pair: csq's admin opcodes
 ** (06h, 85h, 88h, 89h) are disjoint from its I/O opcodes, so a backend routes
@@ -56,7 +57,7 @@ typedef struct dev_backend_ops {
   int (*xSubmit)(dev_bqueue *pQ, const csq_sqe *pSqe);
   int (*xReap)(dev_bqueue *pQ, csq_cqe *pCqe, int64_t timeoutNs);
   void (*xStats)(dev_backend *pB, dev_stats *pOut);
-  const char *(*xDetail)(dev_bqueue *pQ); /* may be NULL */
+  void (*xDetail)(dev_bqueue *pQ, uint16_t cid, uint16_t sf, char *zOut, size_t nOut); /* or NULL */
 } dev_backend_ops;
 
 extern const dev_backend_ops dev_emu_backend;

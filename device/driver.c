@@ -29,6 +29,7 @@
 
 #define ULL(x)    ((unsigned long long)(x))
 #define N_ABANDON 64
+#define N_ERRMSG  8 /* recent failures kept with their cid (dev_cqe_errmsg) */
 
 typedef struct slm_ext {
   uint64_t addr, len;
@@ -74,6 +75,16 @@ struct dev_queue {
   csq_cqe *aStash; /* completions reaped by dev_exec for other commands */
   uint32_t nStash, iStash;
   char zErr[640];
+  /* Completions can be handled long after they were reaped (dev_exec stashes
+  ** others' completions; scans route them between themselves), by when zErr
+  ** may describe a later failure: each failure's text is also kept with its
+  ** cid and status. */
+  struct {
+    uint16_t cid, sf;
+    char z[640];
+  } aErr[N_ERRMSG];
+  int iErr;
+  char zCqeErr[200];
 };
 
 /* ---- registry ------------------------------------------------------------ */
@@ -457,18 +468,35 @@ static void describe_cmd(const csq_sqe *p, char *z, size_t n) {
 
 static void set_cmd_error(dev_queue *q, const csq_sqe *p, uint16_t sf) {
   char zCmd[160];
-  const char *zDetail = NULL;
+  char zDetail[256] = "";
   describe_cmd(p, zCmd, sizeof(zCmd));
   if (sf == CSQ_SC_HOST_TIMEOUT) {
     snprintf(q->zErr, sizeof(q->zErr),
              "%s on device %s failed: no completion within %d ms (%s, status 0x%03x)", zCmd,
              q->pDev->zPath, dev_timeout(q->pDev), csq_status_name(sf), sf);
-    return;
+  } else {
+    if (q->pDev->pOps->xDetail) q->pDev->pOps->xDetail(q->pB, p->cid, sf, zDetail, sizeof(zDetail));
+    snprintf(q->zErr, sizeof(q->zErr), "%s on device %s failed: %s (status 0x%03x)%s%s", zCmd,
+             q->pDev->zPath, csq_status_name(sf), sf, zDetail[0] ? ": " : "", zDetail);
   }
-  if (q->pDev->pOps->xDetail) zDetail = q->pDev->pOps->xDetail(q->pB);
-  snprintf(q->zErr, sizeof(q->zErr), "%s on device %s failed: %s (status 0x%03x)%s%s", zCmd,
-           q->pDev->zPath, csq_status_name(sf), sf, zDetail && zDetail[0] ? ": " : "",
-           zDetail ? zDetail : "");
+  q->iErr = (q->iErr + 1) % N_ERRMSG;
+  q->aErr[q->iErr].cid = p->cid;
+  q->aErr[q->iErr].sf = sf;
+  memcpy(q->aErr[q->iErr].z, q->zErr, sizeof(q->zErr));
+}
+
+const char *dev_cqe_errmsg(dev_queue *q, const csq_cqe *pCqe) {
+  uint16_t sf = (uint16_t)(csq_cqe_sf(pCqe) & 0x7FF);
+  if (!q) return "no queue";
+  /* newest first: a cid's generation bits make an older entry with the same
+  ** cid and status a different command only after hundreds of reuses */
+  for (int k = 0; k < N_ERRMSG; k++) {
+    int i = (q->iErr - k + N_ERRMSG) % N_ERRMSG;
+    if (q->aErr[i].z[0] && q->aErr[i].cid == pCqe->cid && q->aErr[i].sf == sf) return q->aErr[i].z;
+  }
+  snprintf(q->zCqeErr, sizeof(q->zCqeErr), "command %u on device %s failed: %s (status 0x%03x)",
+           pCqe->cid, q->pDev->zPath, csq_status_name(sf), sf);
+  return q->zCqeErr;
 }
 
 int dev_submit(dev_queue *q, csq_sqe *pSqe) {

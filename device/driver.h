@@ -112,6 +112,10 @@ void dev_queue_close(dev_queue *pQ);
 dev_device *dev_queue_device(dev_queue *pQ);
 dev_stats *dev_queue_stats(dev_queue *pQ); /* live counters of this queue; caller may reset */
 const char *dev_errmsg(dev_queue *pQ);     /* last error on this queue, never NULL */
+/* The failure a completion reports, described (the command, the device, the
+** status and the device's detail) even if later failures on the queue have
+** replaced dev_errmsg; valid until the queue's next failure. */
+const char *dev_cqe_errmsg(dev_queue *pQ, const csq_cqe *pCqe);
 
 /* Asynchronous: dev_submit assigns pSqe->cid and queues the command; returns
 ** 0, or -EAGAIN when the queue is full (reap first). dev_reap waits up to

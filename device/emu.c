@@ -59,7 +59,7 @@ void emu_complete(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t resu
   csq_cqe cqe;
   dev_stats_account(q->pStats, pSqe, sf, pAcct);
   dev_stats_account(&q->pDev->stats, pSqe, sf, pAcct);
-  if (sf) snprintf(q->zDetail, sizeof(q->zDetail), "%s", zDetail ? zDetail : "");
+  if (sf) dev_errlog_add(&q->errLog, pSqe->cid, sf, zDetail);
   cqe.dw0 = (uint32_t)result;
   cqe.dw1 = (uint32_t)(result >> 32);
   cqe.sq_head = 0;
@@ -479,16 +479,19 @@ static int emu_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, de
   if (!q) return -ENOMEM;
   q->pDev = d;
   q->pStats = pStats;
+  dev_errlog_init(&q->errLog);
   pthread_mutex_lock(&d->qMutex);
   for (i = 0; i < EMU_MAX_QUEUES && d->apQ[i]; i++) {}
   if (i == EMU_MAX_QUEUES) {
     pthread_mutex_unlock(&d->qMutex);
+    dev_errlog_free(&q->errLog);
     free(q);
     return -EMFILE;
   }
   rc = dev_qp_init(&q->qp, nDepth, (uint16_t)(i + 1), &d->sqBell);
   if (rc) {
     pthread_mutex_unlock(&d->qMutex);
+    dev_errlog_free(&q->errLog);
     free(q);
     return rc;
   }
@@ -511,6 +514,7 @@ static void emu_queue_close(dev_bqueue *q) {
   while (__atomic_load_n(&q->nInflight, __ATOMIC_ACQUIRE) > 0) usleep(200);
   emu_resv_drop(q);
   dev_qp_destroy(&q->qp);
+  dev_errlog_free(&q->errLog);
   free(q);
 }
 
@@ -534,8 +538,8 @@ static void emu_stats(dev_backend *d, dev_stats *pOut) {
   dev_stats_snapshot(pOut, &d->stats);
 }
 
-static const char *emu_detail(dev_bqueue *q) {
-  return q->zDetail;
+static void emu_detail(dev_bqueue *q, uint16_t cid, uint16_t sf, char *zOut, size_t nOut) {
+  dev_errlog_find(&q->errLog, cid, sf, zOut, nOut);
 }
 
 const dev_backend_ops dev_emu_backend = {

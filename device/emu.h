@@ -26,6 +26,7 @@
 #include "ptype.h"
 #include "queue.h"
 #include "cp_slots.h"
+#include "errlog.h"
 
 /* Compute limits reported by Identify: the shared program-slot module's. */
 #define EMU_MAX_PROGRAMS      DEV_CP_MAX_PROGRAMS
@@ -98,7 +99,7 @@ struct dev_bqueue {
   dev_stats *pStats;
   int iSlot;         /* index in pDev->apQ */
   int nInflight;     /* taken from the SQ, not yet completed (atomic) */
-  char zDetail[256]; /* device-side detail of the last failure */
+  dev_errlog errLog; /* recent failures' detail (xDetail) */
 };
 
 /* 1 if [addr, addr+len) is inside SLM and both are 4-byte aligned. */
@@ -106,8 +107,8 @@ static inline int emu_slm_ok(const dev_backend *d, uint64_t addr, uint64_t len) 
   return dev_cp_slm_ok(d->nSlm, addr, len);
 }
 
-/* Complete a command: count it (queue and device), post the CQE, set the
-** queue's detail text for a failure (zDetail may be NULL). */
+/* Complete a command: count it (queue and device), log a failure's detail
+** text (zDetail may be NULL), post the CQE. */
 void emu_complete(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t result,
                   const dev_io_acct *pAcct, const char *zDetail);
 

@@ -61,6 +61,7 @@
 #include "ptype.h"
 #include "queue.h"
 #include "cp_slots.h"
+#include "errlog.h"
 
 #define ULL(x) ((unsigned long long)(x))
 
@@ -143,8 +144,9 @@ struct dev_bqueue {
   int evfd;
   uint64_t evBuf;
   int bEvArmed;
-  int nJobs; /* Executes handed to engines, not yet posted (atomic) */
-  char zDetail[320];
+  int nJobs;          /* Executes handed to engines, not yet posted (atomic) */
+  dev_errlog errLog;  /* failed commands' detail (xDetail) */
+  char zRingErr[160]; /* the last io_uring submit failure: every command's concern */
 };
 
 /* ---- small helpers ------------------------------------------------------- */
@@ -170,7 +172,7 @@ static void post_cqe(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t r
   c.cid = pSqe->cid;
   c.status = (uint16_t)(sf << 1);
   pthread_mutex_lock(&q->readyMutex);
-  if (sf & 0x7FF) snprintf(q->zDetail, sizeof(q->zDetail), "%s", zDetail ? zDetail : "");
+  if (sf & 0x7FF) dev_errlog_add(&q->errLog, pSqe->cid, sf & 0x7FF, zDetail);
   if (q->nReady == q->nReadyAlloc) {
     uint32_t nNew = q->nReadyAlloc ? q->nReadyAlloc * 2 : 64;
     csq_cqe *a = realloc(q->aReady, nNew * sizeof(csq_cqe));
@@ -451,7 +453,7 @@ static void pump(dev_bqueue *q) {
   if (nPrep) {
     int rc = dev_nvme_ring_submit(q->ring);
     if (rc < 0)
-      snprintf(q->zDetail, sizeof(q->zDetail), "io_uring submit failed: %s", strerror(-rc));
+      snprintf(q->zRingErr, sizeof(q->zRingErr), "io_uring submit failed: %s", strerror(-rc));
   }
 }
 
@@ -772,6 +774,7 @@ static int nvb_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, de
   q->nCmd = nDepth ? nDepth : 256;
   q->evfd = -1;
   pthread_mutex_init(&q->readyMutex, NULL);
+  dev_errlog_init(&q->errLog);
   q->aCmd = calloc(q->nCmd, sizeof(nvb_cmd));
   q->aFree = malloc(q->nCmd * sizeof(uint32_t));
   q->aWork = malloc(q->nCmd * sizeof(uint32_t));
@@ -793,6 +796,7 @@ static int nvb_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, de
 fail:
   if (q->evfd >= 0) close(q->evfd);
   pthread_mutex_destroy(&q->readyMutex);
+  dev_errlog_free(&q->errLog);
   free(q->aCmd);
   free(q->aFree);
   free(q->aWork);
@@ -826,6 +830,7 @@ static void nvb_queue_close(dev_bqueue *q) {
   dev_nvme_ring_close(q->ring);
   close(q->evfd);
   pthread_mutex_destroy(&q->readyMutex);
+  dev_errlog_free(&q->errLog);
   free(q->aReady);
   free(q->aCmd);
   free(q->aFree);
@@ -1021,8 +1026,9 @@ static void nvb_stats(dev_backend *d, dev_stats *pOut) {
   dev_stats_snapshot(pOut, &d->stats);
 }
 
-static const char *nvb_detail(dev_bqueue *q) {
-  return q->zDetail;
+static void nvb_detail(dev_bqueue *q, uint16_t cid, uint16_t sf, char *zOut, size_t nOut) {
+  dev_errlog_find(&q->errLog, cid, sf, zOut, nOut);
+  if (!zOut[0] && q->zRingErr[0]) snprintf(zOut, nOut, "%s", q->zRingErr);
 }
 
 const dev_backend_ops dev_nvme_backend = {

@@ -188,6 +188,35 @@ static void test_nvm(dev_device *d, dev_queue *q) {
   CHECK_RC(dev_exec(q, &s, NULL), CSQ_SC_INVALID_OPCODE);
   sqe_init(&s, CSQ_NVM_READ, 77);
   CHECK_RC(dev_exec(q, &s, NULL), CSQ_SC_INVALID_NS);
+  /* Two failures in flight, reaped together: each completion keeps its own
+  ** description and device detail, whichever is handled last (dev_errmsg is
+  ** only the latest). */
+  {
+    csq_sqe a, b;
+    csq_cqe c1, c2;
+    char zA[80], zB[80];
+    sqe_init(&a, CSQ_NVM_READ, CSQ_NSID_NVM);
+    a.cdw10 = (uint32_t)(nBlk - 1);
+    a.cdw11 = (uint32_t)((nBlk - 1) >> 32);
+    a.cdw12 = 1; /* two blocks: one past the end */
+    a.prp1 = (uint64_t)(uintptr_t)r;
+    b = a;
+    b.cdw10 = (uint32_t)(nBlk + 100);
+    b.cdw11 = (uint32_t)((nBlk + 100) >> 32);
+    snprintf(zA, sizeof(zA), "LBAs %llu..%llu, namespace has", (unsigned long long)nBlk - 1,
+             (unsigned long long)nBlk);
+    snprintf(zB, sizeof(zB), "LBAs %llu..%llu, namespace has", (unsigned long long)nBlk + 100,
+             (unsigned long long)nBlk + 101);
+    CHECK_RC(dev_submit(q, &a), 0);
+    CHECK_RC(dev_submit(q, &b), 0);
+    CHECK_RC(dev_reap(q, &c1, 5000), 0);
+    CHECK_RC(dev_reap(q, &c2, 5000), 0);
+    const csq_cqe *pA = c1.cid == a.cid ? &c1 : &c2, *pB = c1.cid == a.cid ? &c2 : &c1;
+    CHECK(strstr(dev_cqe_errmsg(q, pA), "LBA Out of Range") != NULL, "%s", dev_cqe_errmsg(q, pA));
+    CHECK(strstr(dev_cqe_errmsg(q, pA), zA) != NULL, "%s", dev_cqe_errmsg(q, pA));
+    CHECK(strstr(dev_cqe_errmsg(q, pB), zB) != NULL, "%s", dev_cqe_errmsg(q, pB));
+    CHECK(strstr(dev_cqe_errmsg(q, pA), zB) == NULL, "%s", dev_cqe_errmsg(q, pA));
+  }
   free(w);
   free(r);
 }
