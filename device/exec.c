@@ -1469,10 +1469,12 @@ typedef struct ex_ev {
   uint8_t bAsReal; /* cls INT, and aR holds (double)aI[k] too (a constant) */
   uint8_t bFilled; /* a constant's vectors hold all BATCH rows already */
   uint8_t *aCls;
-  int64_t *aI;
+  int64_t *aI; /* a column's may point into the column's batch (ev_col) */
   double *aR;
   const uint8_t **aZ;
   uint32_t *aN;
+  int64_t *aIOwn; /* this vector's own arrays, which aI and aR point to again */
+  double *aROwn;  /* before each run */
 } ex_ev;
 
 /* SUM / TOTAL / AVG state (48 bytes, 16-aligned inside a group's block). */
@@ -1569,8 +1571,8 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
       for (k = 0; k < n; k++) u[k] += ref;
     } else if (c->kind == K_INT) {
       col_ints(c, b0, nb);
-      if (bDense)
-        memcpy(e->aI, c->aI + (aSel[0] - b0), 8 * (size_t)n);
+      if (bDense) /* read in place: nothing writes a column's vector */
+        e->aI = c->aI + (aSel[0] - b0);
       else
         gather8(e->aI, c->aI, aSel, n, b0);
     } else if (c->d.enc == CSQ_ENC_REAL_DEC && c->b0 != b0 && n < nb / 4) {
@@ -1581,7 +1583,7 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
     } else {
       col_reals(c, b0, nb);
       if (bDense)
-        memcpy(e->aR, c->aR + (aSel[0] - b0), 8 * (size_t)n);
+        e->aR = c->aR + (aSel[0] - b0);
       else
         gather8(e->aR, c->aR, aSel, n, b0);
     }
@@ -1864,6 +1866,8 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
     ex_ev *e = &aEv[i];
     int rc = 0;
     e->bAsReal = 0;
+    e->aI = e->aIOwn;
+    e->aR = e->aROwn;
     switch (x->op) {
     case CSQ_EX_COL:
       ev_col(e, &aCol[x->a], b0, nb, aSel, n);
@@ -2075,9 +2079,10 @@ static int64_t ag_lookup(ag_tab *t, const ex_val *aK, uint64_t h) {
   return g;
 }
 
-/* Group ids of rows [0, n) by hashing the key vectors. 0 or a fault. */
+/* Group ids of rows [0, n) by hashing the key vectors (row k's values at
+** X[k], or k if X is NULL; see agg_exec). 0 or a fault. */
 static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n,
-                       uint32_t *aGid) {
+                       const uint32_t *X, uint32_t *aGid) {
   uint64_t aH[BATCH];
   int nKey = t->nKey;
   ex_val aK[CSQ_AGG_MAX_KEYS];
@@ -2087,17 +2092,17 @@ static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t
     const ex_ev *e = &aEv[pp->aKey[j]];
     if (e->cls == CSQ_INT) {
       for (uint32_t k = 0; k < n; k++)
-        aH[k] = (aH[k] ^ mix64((uint64_t)e->aI[k])) * 0x100000001b3ull;
+        aH[k] = (aH[k] ^ mix64((uint64_t)e->aI[X ? X[k] : k])) * 0x100000001b3ull;
     } else {
       for (uint32_t k = 0; k < n; k++) {
-        ev_get(e, k, &aK[0]);
+        ev_get(e, X ? X[k] : k, &aK[0]);
         aH[k] = (aH[k] ^ key_hash(&aK[0])) * 0x100000001b3ull;
       }
     }
   }
   for (uint32_t k = 0; k < n; k++) {
     if (ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
-    for (int j = 0; j < nKey; j++) ev_get(&aEv[pp->aKey[j]], k, &aK[j]);
+    for (int j = 0; j < nKey; j++) ev_get(&aEv[pp->aKey[j]], X ? X[k] : k, &aK[j]);
     int64_t g = ag_lookup(t, aK, mix64(aH[k]));
     if (g < 0) return CSQ_FAULT_NOMEM;
     aGid[k] = (uint32_t)g;
@@ -2114,44 +2119,54 @@ static uint32_t key_domain(const ex_col *c) {
   return 0;
 }
 
-/* Group ids through the direct table: every key is a narrow column. */
+/* Group ids through the direct table: every key is a narrow column. With X
+** (see agg_exec) the table index is computed for every batch row up to the
+** run's last, in place, and looked up for the run's rows only. */
 static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b0, uint32_t nb,
-                         const uint32_t *aSel, uint32_t n, uint32_t *aGid) {
+                         const uint32_t *aSel, uint32_t n, const uint32_t *X, uint32_t *aGid) {
   uint32_t aIdx[BATCH];
   uint32_t stride = 1;
-  memset(aIdx, 0, sizeof(uint32_t) * n);
+  /* rows k < nIdx; row k is batch row S ? S[k] - b0 : k */
+  const uint32_t *S = X ? NULL : aSel;
+  uint32_t nIdx = X ? (n ? X[n - 1] + 1 : 0) : n;
+#define ROW(k) (S ? S[k] - b0 : (k))
+  memset(aIdx, 0, sizeof(uint32_t) * nIdx);
   for (int j = 0; j < t->nKey; j++) {
     ex_col *c = &aCol[pp->aExpr[pp->aKey[j]].a];
     uint32_t dom = t->aDom[j], nullCode = dom - 1;
     if (c->bAllNull || c->kind == K_CONSTX) {
-      for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : 0);
+      for (uint32_t k = 0; k < nIdx; k++)
+        aIdx[k] += stride * (col_null(c, b0 + ROW(k)) ? nullCode : 0);
     } else if (c->kind == K_DICT) {
       const uint64_t *u = col_codes(c, b0, nb);
       if (c->d.aNull) {
-        for (uint32_t k = 0; k < n; k++)
-          aIdx[k] += stride * (col_null(c, aSel[k]) ? nullCode : (uint32_t)u[aSel[k] - b0]);
-      } else {
+        for (uint32_t k = 0; k < nIdx; k++)
+          aIdx[k] += stride * (col_null(c, b0 + ROW(k)) ? nullCode : (uint32_t)u[ROW(k)]);
+      } else if (S) {
         uint64_t aU[BATCH];
         gather8(aU, u, aSel, n, b0);
         for (uint32_t k = 0; k < n; k++) aIdx[k] += stride * (uint32_t)aU[k];
+      } else {
+        for (uint32_t k = 0; k < nIdx; k++) aIdx[k] += stride * (uint32_t)u[k];
       }
     } else {
       col_ints(c, b0, nb);
       uint64_t ref = (uint64_t)c->d.iRef;
       if (c->d.aNull) {
-        for (uint32_t k = 0; k < n; k++)
+        for (uint32_t k = 0; k < nIdx; k++)
           aIdx[k] +=
               stride *
-              (col_null(c, aSel[k]) ? nullCode : (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref));
+              (col_null(c, b0 + ROW(k)) ? nullCode : (uint32_t)((uint64_t)c->aI[ROW(k)] - ref));
       } else {
-        for (uint32_t k = 0; k < n; k++)
-          aIdx[k] += stride * (uint32_t)((uint64_t)c->aI[aSel[k] - b0] - ref);
+        for (uint32_t k = 0; k < nIdx; k++)
+          aIdx[k] += stride * (uint32_t)((uint64_t)c->aI[ROW(k)] - ref);
       }
     }
     stride *= dom;
   }
+#undef ROW
   for (uint32_t k = 0; k < n; k++) {
-    uint32_t idx = aIdx[k];
+    uint32_t idx = aIdx[X ? X[k] : k];
     if (idx >= t->nDirect) return CSQ_FAULT_CORRUPT_CHUNK; /* a code beyond its domain */
     int32_t g = t->aDirect[idx];
     if (g < 0) {
@@ -2183,16 +2198,11 @@ static inline void kbn_add(double *ps, double *pc, double x) {
   *ps = t;
 }
 
-/* Update aggregate ia's states with rows [0, n) of the run, whose groups
-** are aGid and whose per-group row counts are t->aRunN over t->aTouch.
-** Uniform vectors take typed loops: counts come from the run's histogram,
-** real sums are summed per group for the run (at most CSQ_PROG_BATCH plain
-** additions) and then added to the state with compensation. 0 or a fault. */
 /* Order the run's n rows by group (a counting sort on aRunN, the rows of
 ** each group kept in row order): the sums below then add each group's
 ** values in registers, instead of through per-group lanes in memory where
 ** rows of the same group wait for one another's stores. */
-static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n) {
+static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X) {
   uint32_t pos = 0;
   for (uint32_t j = 0; j < t->nTouch; j++) { /* aRunN: counts -> starts */
     uint32_t g = t->aTouch[j], c = t->aRunN[g];
@@ -2201,13 +2211,22 @@ static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n) {
     pos += c;
   }
   t->aSeg[t->nTouch] = pos;
-  for (uint32_t k = 0; k < n; k++) t->aPerm[t->aRunN[aGid[k]]++] = k; /* -> ends */
-  for (uint32_t j = 0; j < t->nTouch; j++)                            /* -> counts again */
+  if (X) /* aPerm holds where the values are (agg_exec) */
+    for (uint32_t k = 0; k < n; k++) t->aPerm[t->aRunN[aGid[k]]++] = X[k];
+  else
+    for (uint32_t k = 0; k < n; k++) t->aPerm[t->aRunN[aGid[k]]++] = k; /* -> ends */
+  for (uint32_t j = 0; j < t->nTouch; j++)                              /* -> counts again */
     t->aRunN[t->aTouch[j]] = t->aSeg[j + 1] - t->aSeg[j];
 }
 
+/* Update aggregate ia's states with rows [0, n) of the run, whose groups
+** are aGid and whose per-group row counts are t->aRunN over t->aTouch.
+** Uniform vectors take typed loops: counts come from the run's histogram,
+** real sums are summed per group for the run (at most CSQ_PROG_BATCH plain
+** additions) and then added to the state with compensation. Row k's value is
+** at X[k] in e's vectors, or at k if X is NULL. 0 or a fault. */
 static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const uint32_t *aGid,
-                     uint32_t n) {
+                     uint32_t n, const uint32_t *X) {
   uint8_t *base = t->aState + t->aOff[ia];
   size_t st = t->stride;
   uint32_t k, nT = t->nTouch;
@@ -2215,6 +2234,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
 #define CNT(g)   (*(int64_t *)(base + (size_t)(g)*st))
 #define SUMST(g) ((ag_sum *)(base + (size_t)(g)*st))
 #define BEST(g)  ((ex_val *)(base + (size_t)(g)*st))
+#define IX(k)    (X ? X[k] : (k))
   switch (a->fn) {
   case CSQ_AGG_COUNT_STAR:
     for (k = 0; k < nT; k++) CNT(aT[k]) += aRunN[aT[k]];
@@ -2224,7 +2244,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
     if (e->cls)
       for (k = 0; k < nT; k++) CNT(aT[k]) += aRunN[aT[k]];
     else
-      for (k = 0; k < n; k++) CNT(aGid[k]) += e->aCls[k] != CSQ_NULL;
+      for (k = 0; k < n; k++) CNT(aGid[k]) += e->aCls[IX(k)] != CSQ_NULL;
     return 0;
   case CSQ_AGG_SUM:
   case CSQ_AGG_TOTAL:
@@ -2236,7 +2256,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
       if (t->nGroup == 1) {
         __int128 acc = 0, neg = 0;
         for (k = 0; k < n; k++) {
-          int64_t x = e->aI[k];
+          int64_t x = e->aI[IX(k)];
           acc += x;
           neg += (((uint64_t)0 - (uint64_t)x) & (uint64_t)(x >> 63));
         }
@@ -2246,8 +2266,10 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         /* Values under 2^51 in magnitude cannot overflow an int64 over one
         ** run (BATCH rows): sum them in int64 (the sum and the negatives'
         ** magnitudes), and add to the 128-bit states once per group. */
+        /* (with X, every row of the batch: the run's are among them) */
         uint64_t m = 0;
-        for (k = 0; k < n; k++) m |= (uint64_t)(e->aI[k] ^ (e->aI[k] >> 63));
+        uint32_t nAll = X && n ? X[n - 1] + 1 : n;
+        for (k = 0; k < nAll; k++) m |= (uint64_t)(e->aI[k] ^ (e->aI[k] >> 63));
         if (m < ((uint64_t)1 << 51)) {
           /* group by group in registers (ag_group_rows) */
           for (k = 0; k < nT; k++) {
@@ -2271,7 +2293,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
           }
         } else {
           for (k = 0; k < n; k++) {
-            int64_t x = e->aI[k];
+            int64_t x = e->aI[IX(k)];
             ag_sum *s = SUMST(aGid[k]);
             s->isum += x;
             s->ineg += (((uint64_t)0 - (uint64_t)x) & (uint64_t)(x >> 63));
@@ -2286,13 +2308,23 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
       for (k = 0; k < nT; k++) memset(&aR[AG_LANES * aT[k]], 0, sizeof(double) * AG_LANES);
       if (t->nGroup == 1) {
         double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
-        for (k = 0; k + 4 <= n; k += 4) {
-          a0 += x[k];
-          a1 += x[k + 1];
-          a2 += x[k + 2];
-          a3 += x[k + 3];
+        if (X) {
+          for (k = 0; k + 4 <= n; k += 4) {
+            a0 += x[X[k]];
+            a1 += x[X[k + 1]];
+            a2 += x[X[k + 2]];
+            a3 += x[X[k + 3]];
+          }
+          for (; k < n; k++) a0 += x[X[k]];
+        } else {
+          for (k = 0; k + 4 <= n; k += 4) {
+            a0 += x[k];
+            a1 += x[k + 1];
+            a2 += x[k + 2];
+            a3 += x[k + 3];
+          }
+          for (; k < n; k++) a0 += x[k];
         }
-        for (; k < n; k++) a0 += x[k];
         aR[0] = a0;
         aR[1] = a1;
         aR[2] = a2;
@@ -2332,16 +2364,17 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
     case 0:
       for (k = 0; k < n; k++) {
         ag_sum *s = SUMST(aGid[k]);
-        switch (e->aCls[k]) {
+        uint32_t r = IX(k);
+        switch (e->aCls[r]) {
         case CSQ_INT:
-          s->isum += e->aI[k];
-          if (e->aI[k] < 0) s->ineg += (uint64_t)0 - (uint64_t)e->aI[k];
+          s->isum += e->aI[r];
+          if (e->aI[r] < 0) s->ineg += (uint64_t)0 - (uint64_t)e->aI[r];
           s->cnt++;
           break;
         case CSQ_REAL:
           s->cnt++;
           s->nReal++;
-          kbn_add(&s->rs, &s->rc, e->aR[k]);
+          kbn_add(&s->rs, &s->rc, e->aR[r]);
           break;
         case CSQ_NULL:
           break;
@@ -2359,7 +2392,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
     if (e->cls == CSQ_INT) {
       for (k = 0; k < n; k++) {
         ex_val *b = BEST(aGid[k]);
-        int64_t x = e->aI[k];
+        int64_t x = e->aI[IX(k)];
         if (b->cls == CSQ_INT) {
           if (sign < 0 ? x < b->i : x > b->i) b->i = x;
           continue;
@@ -2379,7 +2412,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
     ex_val v;
     memset(&v, 0, sizeof(v));
     for (k = 0; k < n; k++) {
-      ev_get(e, k, &v);
+      ev_get(e, IX(k), &v);
       if (v.cls == CSQ_NULL) continue;
       ex_val *b = BEST(aGid[k]);
       if (b->cls == 0 || val_cmp(&v, b, coll) * sign > 0) {
@@ -2393,6 +2426,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
 #undef CNT
 #undef SUMST
 #undef BEST
+#undef IX
 }
 
 /* ---- the result ---- */
@@ -2687,15 +2721,16 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
   uint8_t **apCondDict = calloc(pp->nCond ? pp->nCond : 1, sizeof(uint8_t *));
   uint32_t *aGid = malloc(sizeof(uint32_t) * BATCH);
   uint64_t *aVarCum = malloc(sizeof(uint64_t) * (BATCH + 1));
+  uint32_t *aAll = malloc(sizeof(uint32_t) * BATCH * 2), *aX = aAll ? aAll + BATCH : NULL;
   uint8_t aM[BATCH];
-  if (!aEvMem || !aEv || !apCondDict || !aGid || !aVarCum) {
+  if (!aEvMem || !aEv || !apCondDict || !aGid || !aVarCum || !aAll) {
     reason = CSQ_FAULT_NOMEM;
     goto done;
   }
   for (int i = 0; i < pp->nExpr; i++) {
     uint8_t *m = aEvMem + nEvBytes * i;
-    aEv[i].aI = (int64_t *)m;
-    aEv[i].aR = (double *)(m + 8 * BATCH);
+    aEv[i].aI = aEv[i].aIOwn = (int64_t *)m;
+    aEv[i].aR = aEv[i].aROwn = (double *)(m + 8 * BATCH);
     aEv[i].aZ = (const uint8_t **)(m + 16 * BATCH);
     aEv[i].aN = (uint32_t *)(m + (16 + sizeof(void *)) * BATCH);
     aEv[i].aCls = m + (20 + sizeof(void *)) * BATCH;
@@ -2800,8 +2835,22 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     uint32_t b0 = aSel[k0] / BATCH * BATCH, kEnd = k0;
     while (kEnd < nSel && aSel[kEnd] < b0 + BATCH) kEnd++;
     uint32_t nb = nRow - b0 < BATCH ? nRow - b0 : BATCH, n = kEnd - k0;
-    const uint32_t *s = aSel + k0;
-    reason = ev_all(ep, aCol, apCondDict, aEv, aM, aNeed, b0, nb, s, n);
+    const uint32_t *s = aSel + k0, *X = NULL;
+    /* A run that keeps most of its batch is evaluated over the whole batch,
+    ** where columns are read in place, rather than over its rows gathered
+    ** first; X maps run row k to its batch row. Should the batch's other
+    ** rows fault (text in arithmetic, say), the run's own rows are
+    ** evaluated as usual. */
+    reason = -1;
+    if (n < nb && 2 * n >= nb) {
+      for (uint32_t r = 0; r < nb; r++) aAll[r] = b0 + r;
+      reason = ev_all(ep, aCol, apCondDict, aEv, aM, aNeed, b0, nb, aAll, nb);
+      if (!reason) {
+        for (uint32_t k = 0; k < n; k++) aX[k] = s[k] - b0;
+        X = aX;
+      }
+    }
+    if (reason) reason = ev_all(ep, aCol, apCondDict, aEv, aM, aNeed, b0, nb, s, n);
     if (reason) goto done;
     /* how many rows of the run fit, assuming each one makes a new group */
     aVarCum[0] = 0;
@@ -2809,8 +2858,9 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
       uint64_t b = 0;
       for (int i = 0; i < nVarEv; i++) {
         const ex_ev *e = &aEv[aVarEv[i]];
-        uint8_t c = ev_cls(e, k);
-        if (c == CSQ_TEXT || c == CSQ_BLOB) b += e->aN[k];
+        uint32_t r = X ? X[k] : k;
+        uint8_t c = ev_cls(e, r);
+        if (c == CSQ_TEXT || c == CSQ_BLOB) b += e->aN[r];
       }
       aVarCum[k + 1] = aVarCum[k] + b + nKeyVarMax;
     }
@@ -2833,19 +2883,20 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
       }
       memset(aGid, 0, sizeof(uint32_t) * m);
     } else if (bDirect) {
-      reason = ag_ids_direct(&t, pp, aCol, b0, nb, s, m, aGid);
+      reason = ag_ids_direct(&t, pp, aCol, b0, nb, s, m, X, aGid);
     } else {
-      reason = ag_ids_hash(&t, pp, aEv, m, aGid);
+      reason = ag_ids_hash(&t, pp, aEv, m, X, aGid);
     }
     if (reason) goto done;
     t.nTouch = 0;
     for (uint32_t k = 0; k < m; k++)
       if (t.aRunN[aGid[k]]++ == 0) t.aTouch[t.nTouch++] = aGid[k];
-    if (t.nGroup > 1) ag_group_rows(&t, aGid, m);
+    if (t.nGroup > 1) ag_group_rows(&t, aGid, m, X);
     for (int i = 0; i < pp->nAgg && !reason; i++) {
       const csq_pagg *a = &pp->aAgg[i];
       if (aAlias[i] < 0)
-        reason = ag_update(&t, a, i, a->fn == CSQ_AGG_COUNT_STAR ? NULL : &aEv[a->expr], aGid, m);
+        reason =
+            ag_update(&t, a, i, a->fn == CSQ_AGG_COUNT_STAR ? NULL : &aEv[a->expr], aGid, m, X);
     }
     for (uint32_t k = 0; k < t.nTouch; k++) t.aRunN[t.aTouch[k]] = 0;
     if (reason) goto done;
@@ -2868,6 +2919,7 @@ done:
   free(aEv);
   free(aGid);
   free(aVarCum);
+  free(aAll);
   ag_tab_free(&t);
   return reason;
 }
