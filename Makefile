@@ -15,7 +15,12 @@ DEBS    := build-essential pkg-config sqlite3 libsqlite3-dev liburing-dev libnvm
            libfuzzer-14-dev qemu-system-x86 xz-utils
 BUILD   ?= build
 OPT     ?= -O2
-CFLAGS  += $(OPT) -g -std=gnu11 -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
+# GCC's -O2 vectorizes only loops that need no runtime checks ("very cheap");
+# the executor's loops over vectors of values need more (Q1 view: ~20% less
+# CPU). Probed, so that a compiler without the flag still builds.
+VECT    := $(shell $(CC) -fvect-cost-model=dynamic -Werror -x c -c /dev/null -o /dev/null 2>/dev/null \
+             && echo -fvect-cost-model=dynamic)
+CFLAGS  += $(OPT) $(VECT) -g -std=gnu11 -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 SF      ?= 0.1
