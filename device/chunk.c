@@ -175,6 +175,36 @@ __attribute__((target("avx2"))) static uint32_t unpack_sel_avx2(const uint8_t *p
   }
   return k;
 }
+
+/* unpack_groups for codes of at most 25 bits with AVX2: a group of 8 codes
+** is w bytes, code j's bits lie in the 4 bytes from byte j*w/8 (shift
+** j*w%8), the same in every group. Codes 0-3 come from the group's first 16
+** bytes, codes 4-7 from the 16 from byte 4*w/8: one byte shuffle puts each
+** code's 4 bytes in its lane, then a shift and a mask. The loads reach up
+** to w/2 + 16 bytes from the group's start, past the group itself for
+** narrow codes, so the caller leaves the last groups to the scalar loop. */
+__attribute__((target("avx2"))) static void unpack_groups_avx2(const uint8_t *base, uint32_t nGroup,
+                                                               uint64_t *out, unsigned w) {
+  uint8_t aCtl[32];
+  uint32_t aSh[8];
+  unsigned off1 = (4 * w) >> 3;
+  for (unsigned j = 0; j < 8; j++) {
+    unsigned bit = j * w, b = (bit >> 3) - (j < 4 ? 0 : off1);
+    for (unsigned i = 0; i < 4; i++) aCtl[(j < 4 ? 0 : 16) + 4 * (j & 3) + i] = (uint8_t)(b + i);
+    aSh[j] = bit & 7;
+  }
+  const __m256i vCtl = _mm256_loadu_si256((const __m256i *)(const void *)aCtl),
+                vSh = _mm256_loadu_si256((const __m256i *)(const void *)aSh),
+                vMask = _mm256_set1_epi32((int)((1u << w) - 1));
+  for (uint32_t g = 0; g < nGroup; g++, base += w, out += 8) {
+    __m256i v = _mm256_loadu2_m128i((const __m128i *)(const void *)(base + off1),
+                                    (const __m128i *)(const void *)base);
+    v = _mm256_and_si256(_mm256_srlv_epi32(_mm256_shuffle_epi8(v, vCtl), vSh), vMask);
+    _mm256_storeu_si256((__m256i *)(void *)out, _mm256_cvtepu32_epi64(_mm256_castsi256_si128(v)));
+    _mm256_storeu_si256((__m256i *)(void *)(out + 4),
+                        _mm256_cvtepu32_epi64(_mm256_extracti128_si256(v, 1)));
+  }
+}
 #endif
 
 void csq_unpack_sel(const uint8_t *packed, unsigned w, const uint32_t *aIdx, uint32_t n,
@@ -203,6 +233,16 @@ void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, 
     k++;
   }
   uint32_t nGroup = (n - k) / 8;
+#if defined(__x86_64__) && defined(__GNUC__)
+  /* The last AVX2 group's loads end w/2 + 16 bytes from its start; the t
+  ** full groups after it and the section's 8 bytes of slack give (t+1)*w + 8. */
+  uint32_t nTail = ((w >> 1) + 8 + w - 1) / w - 1;
+  if (w <= 25 && nGroup > nTail && __builtin_cpu_supports("avx2")) {
+    unpack_groups_avx2(packed + ((uint64_t)(i0 + k) / 8) * w, nGroup - nTail, out + k, w);
+    k += (nGroup - nTail) * 8;
+    nGroup = nTail;
+  }
+#endif
   if (nGroup) {
     const uint8_t *base = packed + ((uint64_t)(i0 + k) / 8) * w;
     switch (w) {

@@ -39,11 +39,6 @@
 #include "ptype.h"
 
 #define BATCH CSQ_PROG_BATCH
-#if defined(__GNUC__) && !defined(__clang__)
-#define EX_VECTORIZE __attribute__((optimize("tree-vectorize")))
-#else
-#define EX_VECTORIZE
-#endif
 _Static_assert(CSQ_PROG_BATCH <= 2048, "int64 lanes of ag_update need runs of at most 2048 rows");
 
 /* A value in the generic evaluator. z/n: TEXT/BLOB bytes. */
@@ -1475,6 +1470,8 @@ typedef struct ex_ev {
   uint32_t *aN;
   int64_t *aIOwn; /* this vector's own arrays, which aI and aR point to again */
   double *aROwn;  /* before each run */
+  uint64_t mag;   /* cls INT: every aI[k] has aI[k] ^ (aI[k] >> 63) <= mag
+                  ** (known from the encoding), else UINT64_MAX */
 } ex_ev;
 
 /* SUM / TOTAL / AVG state (48 bytes, 16-aligned inside a group's block). */
@@ -1554,6 +1551,23 @@ static void ev_settle(ex_ev *e, uint32_t n) {
   e->cls = mask_single(m) ? (uint8_t)__builtin_ctz(m) : n ? 0 : CSQ_NULL;
 }
 
+/* x ^ (x >> 63): |x|, or |x| - 1 for a negative x. */
+static inline uint64_t mag_of(int64_t x) {
+  return (uint64_t)(x ^ (x >> 63));
+}
+
+/* A bound of mag_of() over an integer column's values: a frame of
+** reference's values lie in [ref, ref + 2^width - 1], unless that range
+** leaves int64 (where the values wrap). UINT64_MAX if unknown. */
+static uint64_t col_mag(const ex_col *c) {
+  if (c->d.enc == CSQ_ENC_CONST) return mag_of(c->d.iRef);
+  if (c->d.enc != CSQ_ENC_INT_FOR || c->d.width >= 63) return UINT64_MAX;
+  __int128 hi = (__int128)c->d.iRef + (((__int128)1 << c->d.width) - 1);
+  if (hi > INT64_MAX) return UINT64_MAX;
+  uint64_t a = mag_of(c->d.iRef), b = mag_of((int64_t)hi);
+  return a > b ? a : b;
+}
+
 /* Column values for rows aSel[0..n) of aligned batch [b0, b0+nb). */
 static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                    uint32_t n) {
@@ -1589,6 +1603,7 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
     }
     uint8_t cls = c->kind == K_INT ? CSQ_INT : CSQ_REAL;
     e->cls = cls;
+    if (cls == CSQ_INT) e->mag = col_mag(c);
     if (c->d.aNull) {
       int bNull = 0;
       for (k = 0; k < n; k++) {
@@ -1735,8 +1750,7 @@ static int real_op(int op, const double *a, const double *b, double *r, uint32_t
 #undef REAL_OP_SSE2
 
 /* o = x op y over n rows. 0 or CSQ_FAULT_NOT_NUMERIC. */
-/* (vectorised even at -O2: these loops are the executor's arithmetic) */
-EX_VECTORIZE static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n) {
+static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n) {
   uint32_t k;
   if (x->cls == CSQ_NULL || y->cls == CSQ_NULL) {
     o->cls = CSQ_NULL;
@@ -1868,6 +1882,7 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
     e->bAsReal = 0;
     e->aI = e->aIOwn;
     e->aR = e->aROwn;
+    e->mag = UINT64_MAX;
     switch (x->op) {
     case CSQ_EX_COL:
       ev_col(e, &aCol[x->a], b0, nb, aSel, n);
@@ -1877,6 +1892,7 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
       e->bFilled = 1;
       e->cls = pp->aConst[x->a].cls;
       e->bAsReal = e->cls == CSQ_INT;
+      if (e->cls == CSQ_INT) e->mag = mag_of(pp->aConst[x->a].i);
       break;
     case CSQ_EX_NEG: { /* 0 - a, as SQLite computes it */
       const ex_ev *a = &aEv[x->a];
@@ -2267,9 +2283,10 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         ** run (BATCH rows): sum them in int64 (the sum and the negatives'
         ** magnitudes), and add to the 128-bit states once per group. */
         /* (with X, every row of the batch: the run's are among them) */
-        uint64_t m = 0;
+        uint64_t m = e->mag;
         uint32_t nAll = X && n ? X[n - 1] + 1 : n;
-        for (k = 0; k < nAll; k++) m |= (uint64_t)(e->aI[k] ^ (e->aI[k] >> 63));
+        if (m >= ((uint64_t)1 << 51))
+          for (k = 0, m = 0; k < nAll; k++) m |= mag_of(e->aI[k]);
         if (m < ((uint64_t)1 << 51)) {
           /* group by group in registers (ag_group_rows) */
           for (k = 0; k < nT; k++) {
@@ -2832,8 +2849,20 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
   uint32_t nextRow = nRow;
   uint32_t k0 = 0;
   while (k0 < nSel) {
-    uint32_t b0 = aSel[k0] / BATCH * BATCH, kEnd = k0;
-    while (kEnd < nSel && aSel[kEnd] < b0 + BATCH) kEnd++;
+    /* the run: selected rows of this batch (at most BATCH, ascending) */
+    uint32_t b0 = aSel[k0] / BATCH * BATCH;
+    uint32_t kEnd = nSel - k0 < BATCH ? nSel : k0 + BATCH;
+    if (aSel[kEnd - 1] >= b0 + BATCH) {
+      uint32_t lo = k0 + 1, hi = kEnd - 1; /* aSel[lo-1] in the batch, aSel[hi] not */
+      while (lo < hi) {
+        uint32_t mid = lo + (hi - lo) / 2;
+        if (aSel[mid] < b0 + BATCH)
+          lo = mid + 1;
+        else
+          hi = mid;
+      }
+      kEnd = lo;
+    }
     uint32_t nb = nRow - b0 < BATCH ? nRow - b0 : BATCH, n = kEnd - k0;
     const uint32_t *s = aSel + k0, *X = NULL;
     /* A run that keeps most of its batch is evaluated over the whole batch,
