@@ -33,6 +33,9 @@
 #ifdef __SSE2__
 #include <emmintrin.h>
 #endif
+#if defined(__x86_64__) && defined(__GNUC__)
+#include <immintrin.h>
+#endif
 
 #include "chunk.h"
 #include "program.h"
@@ -1468,10 +1471,11 @@ typedef struct ex_ev {
   double *aR;
   const uint8_t **aZ;
   uint32_t *aN;
-  int64_t *aIOwn; /* this vector's own arrays, which aI and aR point to again */
-  double *aROwn;  /* before each run */
-  uint64_t mag;   /* cls INT: every aI[k] has aI[k] ^ (aI[k] >> 63) <= mag
-                  ** (known from the encoding), else UINT64_MAX */
+  int64_t *aIOwn;  /* this vector's own arrays, which aI and aR point to again */
+  double *aROwn;   /* before each run */
+  uint64_t mag;    /* cls INT: every aI[k] has aI[k] ^ (aI[k] >> 63) <= mag
+                   ** (known from the encoding), else UINT64_MAX */
+  uint8_t bNonNeg; /* cls INT, mag known, and no aI[k] is negative */
 } ex_ev;
 
 /* SUM / TOTAL / AVG state (48 bytes, 16-aligned inside a group's block). */
@@ -1603,7 +1607,10 @@ static void ev_col(ex_ev *e, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t
     }
     uint8_t cls = c->kind == K_INT ? CSQ_INT : CSQ_REAL;
     e->cls = cls;
-    if (cls == CSQ_INT) e->mag = col_mag(c);
+    if (cls == CSQ_INT) {
+      e->mag = col_mag(c);
+      e->bNonNeg = e->mag != UINT64_MAX && c->d.iRef >= 0; /* FOR: values >= ref */
+    }
     if (c->d.aNull) {
       int bNull = 0;
       for (k = 0; k < n; k++) {
@@ -1883,6 +1890,7 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
     e->aI = e->aIOwn;
     e->aR = e->aROwn;
     e->mag = UINT64_MAX;
+    e->bNonNeg = 0;
     switch (x->op) {
     case CSQ_EX_COL:
       ev_col(e, &aCol[x->a], b0, nb, aSel, n);
@@ -1892,7 +1900,10 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
       e->bFilled = 1;
       e->cls = pp->aConst[x->a].cls;
       e->bAsReal = e->cls == CSQ_INT;
-      if (e->cls == CSQ_INT) e->mag = mag_of(pp->aConst[x->a].i);
+      if (e->cls == CSQ_INT) {
+        e->mag = mag_of(pp->aConst[x->a].i);
+        e->bNonNeg = pp->aConst[x->a].i >= 0;
+      }
       break;
     case CSQ_EX_NEG: { /* 0 - a, as SQLite computes it */
       const ex_ev *a = &aEv[x->a];
@@ -2181,9 +2192,23 @@ static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b
     stride *= dom;
   }
 #undef ROW
+  /* the run's indexes, checked, then their groups; a row whose group does
+  ** not exist yet is rare (the first rows of each group): a second pass */
+  uint32_t aRunIdx[BATCH], mx = 0;
+  int32_t gOr = 0;
+  if (X)
+    for (uint32_t k = 0; k < n; k++) aRunIdx[k] = aIdx[X[k]];
+  else
+    memcpy(aRunIdx, aIdx, sizeof(uint32_t) * n);
+  for (uint32_t k = 0; k < n; k++) mx = aRunIdx[k] > mx ? aRunIdx[k] : mx;
+  if (n && mx >= t->nDirect) return CSQ_FAULT_CORRUPT_CHUNK; /* a code beyond its domain */
   for (uint32_t k = 0; k < n; k++) {
-    uint32_t idx = aIdx[X ? X[k] : k];
-    if (idx >= t->nDirect) return CSQ_FAULT_CORRUPT_CHUNK; /* a code beyond its domain */
+    int32_t g = t->aDirect[aRunIdx[k]];
+    aGid[k] = (uint32_t)g;
+    gOr |= g;
+  }
+  for (uint32_t k = 0; gOr < 0 && k < n; k++) {
+    uint32_t idx = aRunIdx[k];
     int32_t g = t->aDirect[idx];
     if (g < 0) {
       ex_val aK[CSQ_AGG_MAX_KEYS];
@@ -2207,6 +2232,62 @@ static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b
 }
 
 /* ---- aggregate updates ---- */
+
+#if defined(__x86_64__) && defined(__GNUC__)
+#define AG_PART_MAX 8 /* groups ag_partition picks out one by one, at most */
+/* What the touched-group count and ag_group_rows do, for a table of at most
+** AG_PART_MAX groups: each group's rows are picked out of the run in turn,
+** 8 at a time (a compare, and a compress of the rows' positions through a
+** permutation that PDEP/PEXT make from the compare's mask), which counts
+** them too. The counting sort's per-row counters in memory, which
+** consecutive rows of one group wait on, are gone. */
+__attribute__((target("avx2,bmi2,popcnt"))) static void
+ag_partition_avx2(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X) {
+  uint32_t *P = t->aPerm, pos = 0;
+  const __m256i vIota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
+  t->nTouch = 0;
+  for (uint32_t g = 0; g < t->nGroup; g++) {
+    uint32_t start = pos, k = 0;
+    const __m256i vG = _mm256_set1_epi32((int)g);
+    for (; k + 8 <= n; k += 8) {
+      __m256i vGid = _mm256_loadu_si256((const __m256i *)(const void *)(aGid + k));
+      unsigned bits =
+          (unsigned)_mm256_movemask_ps(_mm256_castsi256_ps(_mm256_cmpeq_epi32(vGid, vG)));
+      uint64_t wanted =
+          _pext_u64(0x0706050403020100ull, _pdep_u64(bits, 0x0101010101010101ull) * 0xFF);
+      __m256i perm = _mm256_cvtepu8_epi32(_mm_cvtsi64_si128((long long)wanted));
+      __m256i src = X ? _mm256_loadu_si256((const __m256i *)(const void *)(X + k))
+                      : _mm256_add_epi32(_mm256_set1_epi32((int)k), vIota);
+      /* all 8 lanes are stored, the selected ones first: P has 8 spare */
+      _mm256_storeu_si256((__m256i *)(void *)(P + pos), _mm256_permutevar8x32_epi32(src, perm));
+      pos += (uint32_t)__builtin_popcount(bits);
+    }
+    for (; k < n; k++) {
+      P[pos] = X ? X[k] : k;
+      pos += aGid[k] == g;
+    }
+    if (pos > start) {
+      t->aSeg[t->nTouch] = start;
+      t->aTouch[t->nTouch++] = g;
+      t->aRunN[g] = pos - start;
+    }
+  }
+  t->aSeg[t->nTouch] = pos;
+}
+#endif
+
+/* ag_partition_avx2 where it applies (then 1), else 0. */
+static int ag_partition(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (t->nGroup > 1 && t->nGroup <= AG_PART_MAX && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")) {
+    ag_partition_avx2(t, aGid, n, X);
+    return 1;
+  }
+#endif
+  (void)t, (void)aGid, (void)n, (void)X;
+  return 0;
+}
 
 static inline void kbn_add(double *ps, double *pc, double x) {
   double s = *ps, t = s + x;
@@ -2287,7 +2368,19 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         uint32_t nAll = X && n ? X[n - 1] + 1 : n;
         if (m >= ((uint64_t)1 << 51))
           for (k = 0, m = 0; k < nAll; k++) m |= mag_of(e->aI[k]);
-        if (m < ((uint64_t)1 << 51)) {
+        if (m < ((uint64_t)1 << 51) && e->bNonNeg) {
+          /* as below, with no negative values to track */
+          for (k = 0; k < nT; k++) {
+            int64_t s0 = 0, s1 = 0;
+            uint32_t q = t->aSeg[k], qEnd = t->aSeg[k + 1];
+            for (; q + 2 <= qEnd; q += 2) {
+              s0 += e->aI[t->aPerm[q]];
+              s1 += e->aI[t->aPerm[q + 1]];
+            }
+            if (q < qEnd) s0 += e->aI[t->aPerm[q]];
+            SUMST(aT[k])->isum += (__int128)s0 + s1;
+          }
+        } else if (m < ((uint64_t)1 << 51)) {
           /* group by group in registers (ag_group_rows) */
           for (k = 0; k < nT; k++) {
             int64_t s0 = 0, s1 = 0, n0 = 0, n1 = 0;
@@ -2833,7 +2926,7 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
     if ((pp->aAgg[i].fn == CSQ_AGG_MIN || pp->aAgg[i].fn == CSQ_AGG_MAX) && aAlias[i] < 0)
       aVarEv[nVarEv++] = pp->aAgg[i].expr;
   t.aTouch = malloc(sizeof(uint32_t) * BATCH);
-  t.aPerm = malloc(sizeof(uint32_t) * BATCH);
+  t.aPerm = malloc(sizeof(uint32_t) * (BATCH + 8)); /* + 8: ag_partition_avx2's stores */
   t.aSeg = malloc(sizeof(uint32_t) * (BATCH + 1));
   if (!t.aTouch || !t.aPerm || !t.aSeg) {
     reason = CSQ_FAULT_NOMEM;
@@ -2917,10 +3010,12 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
       reason = ag_ids_hash(&t, pp, aEv, m, X, aGid);
     }
     if (reason) goto done;
-    t.nTouch = 0;
-    for (uint32_t k = 0; k < m; k++)
-      if (t.aRunN[aGid[k]]++ == 0) t.aTouch[t.nTouch++] = aGid[k];
-    if (t.nGroup > 1) ag_group_rows(&t, aGid, m, X);
+    if (!ag_partition(&t, aGid, m, X)) {
+      t.nTouch = 0;
+      for (uint32_t k = 0; k < m; k++)
+        if (t.aRunN[aGid[k]]++ == 0) t.aTouch[t.nTouch++] = aGid[k];
+      if (t.nGroup > 1) ag_group_rows(&t, aGid, m, X);
+    }
     for (int i = 0; i < pp->nAgg && !reason; i++) {
       const csq_pagg *a = &pp->aAgg[i];
       if (aAlias[i] < 0)
