@@ -68,6 +68,7 @@ import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import queries as Q  # noqa: E402
+from worker import steal_s  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PY = "/usr/bin/python3"
@@ -328,6 +329,7 @@ def run_bench(args, bench, dbs, qlist, colbytes, duck):
                 "energy_mj": energy,
                 "peak_rss_mb": (r["hwm_kb"] / 1024.0) if r.get("hwm_kb") else None,
                 "base_rss_mb": (r["base_kb"] / 1024.0) if r.get("base_kb") else None,
+                "steal_pct": r.get("steal_pct"),
                 "answers": ok, "note": note,
                 "_rows": r.get("rows"), "_ref": n.get("rows")})
     return rows
@@ -414,15 +416,15 @@ def fmt(v, spec):
 
 
 def print_table(rows):
-    log("%-5s %-6s %-16s %4s %9s %8s %8s %12s %12s %12s %9s %7s %s" % (
+    log("%-5s %-6s %-16s %4s %9s %8s %8s %12s %12s %12s %9s %7s %6s %s" % (
         "bench", "query", "engine", "runs", "median s", "x native", "x duckdb", "media B", "to host B",
-        "host scan B", "model mJ", "RSS MB", "answers"))
+        "host scan B", "model mJ", "RSS MB", "steal%", "answers"))
     for r in rows:
-        log("%-5s %-6s %-16s %4d %9s %8s %8s %12s %12s %12s %9s %7s %s" % (
+        log("%-5s %-6s %-16s %4d %9s %8s %8s %12s %12s %12s %9s %7s %6s %s" % (
             r["bench"], r["query"], r["engine"], r["runs"], fmt(r["median_s"], "%.4f"),
             fmt(r["x_native"], "%.2f"), fmt(r["x_duckdb"], "%.2f"), fmt(r["media_bytes_read"], "%d"),
             fmt(r["bytes_to_host"], "%d"), fmt(r["host_scan_bytes"], "%d"), fmt(r["energy_mj"], "%.3f"),
-            fmt(r["peak_rss_mb"], "%.1f"), r["answers"]))
+            fmt(r["peak_rss_mb"], "%.1f"), fmt(r.get("steal_pct"), "%.1f"), r["answers"]))
         if r["answers"] in ("DIFFER", "ERROR"):
             log("    %s\n    got %r\n    native %r" % (r["note"], (r["_rows"] or [])[:3], (r["_ref"] or [])[:3]))
 
@@ -439,7 +441,8 @@ def write_csv(path, rows, cols, header_lines):
 
 
 QCOLS = ["bench", "query", "engine", "runs", "median_s", "x_native", "x_duckdb", "media_bytes_read",
-         "bytes_to_host", "host_scan_bytes", "energy_mj", "peak_rss_mb", "base_rss_mb", "answers", "note"]
+         "bytes_to_host", "host_scan_bytes", "energy_mj", "peak_rss_mb", "base_rss_mb", "steal_pct",
+         "answers", "note"]
 XCOLS = ["target_sel", "actual_sel", "k", "path", "runs", "median_s", "media_bytes_read", "bytes_to_host",
          "peak_rss_mb", "auto_table_chose", "auto_view_chose", "answers"]
 LCOLS = ["what", "engine", "seconds", "rows", "peak_rss_mb"]
@@ -463,7 +466,7 @@ def main():
         if not os.path.exists(p):
             log("bench: %s is missing: run make first" % p)
             return 2
-    t_start = time.perf_counter()
+    t_start, steal_start = time.perf_counter(), steal_s()
     work = args.work or tempfile.mkdtemp(prefix="csq-bench-")
     os.makedirs(work, exist_ok=True)
     os.makedirs(args.out, exist_ok=True)
@@ -476,7 +479,10 @@ def main():
               "host_scan_bytes: the query's columns as a columnar host scan moves them (8 B per INTEGER/REAL "
               "value, UTF-8 bytes per TEXT value)",
               "peak_rss_mb: the engine process's peak resident set (VmHWM, reset before the query) over its "
-              "runs; base_rss_mb: its resident set just before", Q.ENERGY_NOTE]
+              "runs; base_rss_mb: its resident set just before",
+              "steal_pct: share of the machine's CPU time the hypervisor took during the timed runs "
+              "(/proc/stat, 10 ms ticks); csq's device threads need both cores, so steal slows it more "
+              "than single-threaded native SQLite", Q.ENERGY_NOTE]
     for h in header:
         log(h)
 
@@ -563,8 +569,9 @@ def main():
     if not args.work:
         shutil.rmtree(work, ignore_errors=True)
     bad = [r for r in rows + xrows if r["answers"] in ("DIFFER", "ERROR")]
-    log("bench: %d results, %d disagree or failed; %.0f s in all" % (
-        len(rows) + len(xrows), len(bad), time.perf_counter() - t_start))
+    wall = time.perf_counter() - t_start
+    log("bench: %d results, %d disagree or failed; %.0f s in all; CPU steal %.1f%% of the machine's time" % (
+        len(rows) + len(xrows), len(bad), wall, 100.0 * (steal_s() - steal_start) / (wall * (os.cpu_count() or 1))))
     return 1 if bad else 0
 
 

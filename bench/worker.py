@@ -10,7 +10,7 @@ memory apart, so the peak resident set of each query can be read:
          "queries": [{"name", "sql", "runs", "slow_s", "explain": bool}]}
   out = {"setup_s": float, "queries": [{"name", "times", "median", "runs",
          "rows", "media_bytes_read", "bytes_to_host", "rows_scanned",
-         "hwm_kb", "base_kb", "plan", "csq_explain", "error"}]}
+         "hwm_kb", "base_kb", "steal_pct", "plan", "csq_explain", "error"}]}
 
 Each query runs once to warm up (not counted), then `runs` timed times; when
 the warm-up alone took longer than `slow_s` seconds, it is the one and only
@@ -18,10 +18,14 @@ run (runs = 1), to keep slow paths within the time budget. csq counters are
 reset before the counted runs and divided by their number. The peak
 RSS mark is reset (5 to /proc/self/clear_refs) before the warm-up and read
 (VmHWM) after the last run; base_kb is the resident set just before.
+steal_pct is the share of the machine's CPU time that the hypervisor took
+while the timed runs ran (/proc/stat's steal, 10 ms ticks): on a shared VM
+it tells a run that lost its cores from a slow one.
 With "explain", plan holds EXPLAIN QUERY PLAN's detail text and, with an
 extension loaded, csq_explain its "plan (why)" rows: what ran where.
 """
 import json
+import os
 import sqlite3
 import statistics
 import sys
@@ -34,6 +38,16 @@ def proc_kb(field):
             if line.startswith(field + ":"):
                 return int(line.split()[1])
     return None
+
+
+def steal_s():
+    """The machine's stolen CPU time so far, in seconds (0 where unknown)."""
+    try:
+        with open("/proc/stat") as f:
+            cpu = f.readline().split()
+        return int(cpu[8]) / os.sysconf("SC_CLK_TCK") if cpu[0] == "cpu" and len(cpu) > 8 else 0.0
+    except (OSError, ValueError):
+        return 0.0
 
 
 def reset_peak():
@@ -62,8 +76,8 @@ def explain(con, sql, ext):
 def measure(con, q, ext):
     r = {"name": q["name"], "times": [], "median": None, "runs": 0, "rows": None,
          "media_bytes_read": None, "bytes_to_host": None, "rows_scanned": None,
-         "hwm_kb": None, "base_kb": proc_kb("VmRSS"), "plan": None, "csq_explain": None,
-         "error": None}
+         "hwm_kb": None, "base_kb": proc_kb("VmRSS"), "steal_pct": None, "plan": None,
+         "csq_explain": None, "error": None}
     try:
         if q.get("explain"):
             r["plan"], r["csq_explain"] = explain(con, q["sql"], ext)
@@ -80,10 +94,14 @@ def measure(con, q, ext):
         else:
             if ext:
                 con.execute("SELECT csq_stats_reset()")
+            s0, w0 = steal_s(), time.perf_counter()
             for _ in range(runs):
                 t0 = time.perf_counter()
                 rows = con.execute(q["sql"]).fetchall()
                 r["times"].append(time.perf_counter() - t0)
+            wall = time.perf_counter() - w0
+            if wall > 0:
+                r["steal_pct"] = min(100.0, 100.0 * (steal_s() - s0) / (wall * (os.cpu_count() or 1)))
         r["hwm_kb"] = proc_kb("VmHWM")
         r["runs"] = runs
         r["median"] = statistics.median(r["times"])
