@@ -24,12 +24,12 @@
 
 #include "backend.h"
 #include "driver.h"
+#include "errlog.h"
 #include "fault.h"
 #include "queue.h"
 
 #define ULL(x)    ((unsigned long long)(x))
 #define N_ABANDON 64
-#define N_ERRMSG  8 /* recent failures kept with their cid (dev_cqe_errmsg) */
 
 typedef struct slm_ext {
   uint64_t addr, len;
@@ -77,14 +77,10 @@ struct dev_queue {
   char zErr[640];
   /* Completions can be handled long after they were reaped (dev_exec stashes
   ** others' completions; scans route them between themselves), by when zErr
-  ** may describe a later failure: each failure's text is also kept with its
-  ** cid and status. */
-  struct {
-    uint16_t cid, sf;
-    char z[640];
-  } aErr[N_ERRMSG];
-  int iErr;
-  char zCqeErr[200];
+  ** may describe a later failure: each failure's text is also logged with
+  ** its cid and status (dev_cqe_errmsg). */
+  dev_errlog errLog;
+  char zCqeErr[DEV_ERRLOG_TEXT];
 };
 
 /* ---- registry ------------------------------------------------------------ */
@@ -397,6 +393,7 @@ int dev_queue_open(dev_device *d, dev_queue **ppQ) {
   if (!q) return -ENOMEM;
   q->pDev = d;
   q->nDepth = d->nDepth;
+  dev_errlog_init(&q->errLog);
   while ((1u << q->nBits) < q->nDepth) q->nBits++;
   q->aSlot = calloc(q->nDepth, sizeof(cid_slot));
   q->aGen = calloc(q->nDepth, sizeof(uint16_t));
@@ -419,6 +416,7 @@ fail:
   free(q->aGen);
   free(q->aFreeSlot);
   free(q->aStash);
+  dev_errlog_free(&q->errLog);
   free(q);
   return rc;
 }
@@ -431,6 +429,7 @@ void dev_queue_close(dev_queue *q) {
   free(q->aGen);
   free(q->aFreeSlot);
   free(q->aStash);
+  dev_errlog_free(&q->errLog);
   free(q);
 }
 
@@ -479,21 +478,15 @@ static void set_cmd_error(dev_queue *q, const csq_sqe *p, uint16_t sf) {
     snprintf(q->zErr, sizeof(q->zErr), "%s on device %s failed: %s (status 0x%03x)%s%s", zCmd,
              q->pDev->zPath, csq_status_name(sf), sf, zDetail[0] ? ": " : "", zDetail);
   }
-  q->iErr = (q->iErr + 1) % N_ERRMSG;
-  q->aErr[q->iErr].cid = p->cid;
-  q->aErr[q->iErr].sf = sf;
-  memcpy(q->aErr[q->iErr].z, q->zErr, sizeof(q->zErr));
+  dev_errlog_add(&q->errLog, p->cid, sf, q->zErr);
 }
 
 const char *dev_cqe_errmsg(dev_queue *q, const csq_cqe *pCqe) {
   uint16_t sf = (uint16_t)(csq_cqe_sf(pCqe) & 0x7FF);
   if (!q) return "no queue";
-  /* newest first: a cid's generation bits make an older entry with the same
-  ** cid and status a different command only after hundreds of reuses */
-  for (int k = 0; k < N_ERRMSG; k++) {
-    int i = (q->iErr - k + N_ERRMSG) % N_ERRMSG;
-    if (q->aErr[i].z[0] && q->aErr[i].cid == pCqe->cid && q->aErr[i].sf == sf) return q->aErr[i].z;
-  }
+  /* the newest entry: a cid's generation bits make an older one with the
+  ** same cid and status a different command only after hundreds of reuses */
+  if (dev_errlog_find(&q->errLog, pCqe->cid, sf, q->zCqeErr, sizeof(q->zCqeErr))) return q->zCqeErr;
   snprintf(q->zCqeErr, sizeof(q->zCqeErr), "command %u on device %s failed: %s (status 0x%03x)",
            pCqe->cid, q->pDev->zPath, csq_status_name(sf), sf);
   return q->zCqeErr;

@@ -24,7 +24,8 @@ void dev_errlog_add(dev_errlog *p, uint16_t cid, uint16_t sf, const char *zDetai
   pthread_mutex_unlock(&p->mu);
 }
 
-void dev_errlog_find(dev_errlog *p, uint16_t cid, uint16_t sf, char *zOut, size_t nOut) {
+int dev_errlog_find(dev_errlog *p, uint16_t cid, uint16_t sf, char *zOut, size_t nOut) {
+  int bFound = 0;
   zOut[0] = 0;
   pthread_mutex_lock(&p->mu);
   unsigned nKept = p->n < DEV_ERRLOG_N ? p->n : DEV_ERRLOG_N;
@@ -32,8 +33,10 @@ void dev_errlog_find(dev_errlog *p, uint16_t cid, uint16_t sf, char *zOut, size_
     unsigned i = (p->n - k) % DEV_ERRLOG_N;
     if (p->a[i].cid == cid && p->a[i].sf == sf) {
       snprintf(zOut, nOut, "%s", p->a[i].z);
+      bFound = 1;
       break;
     }
   }
   pthread_mutex_unlock(&p->mu);
+  return bFound;
 }
