@@ -2276,7 +2276,7 @@ static int ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b
 /* ---- aggregate updates ---- */
 
 #if defined(__x86_64__) && defined(__GNUC__)
-#define AG_PART_MAX 8 /* groups ag_partition picks out one by one, at most */
+#define AG_PART_MAX 8 /* groups ag_partition_avx2 picks out one by one, at most */
 /* What the touched-group count and ag_group_rows do, for a table of at most
 ** AG_PART_MAX groups: each group's rows are picked out of the run in turn,
 ** 8 at a time (a compare, and a compress of the rows' positions through a
@@ -2318,19 +2318,6 @@ ag_partition_avx2(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X
 }
 #endif
 
-/* ag_partition_avx2 where it applies (then 1), else 0. */
-static int ag_partition(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X) {
-#if defined(__x86_64__) && defined(__GNUC__)
-  if (t->nGroup > 1 && t->nGroup <= AG_PART_MAX && __builtin_cpu_supports("avx2") &&
-      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")) {
-    ag_partition_avx2(t, aGid, n, X);
-    return 1;
-  }
-#endif
-  (void)t, (void)aGid, (void)n, (void)X;
-  return 0;
-}
-
 static inline void kbn_add(double *ps, double *pc, double x) {
   double s = *ps, t = s + x;
   *pc += fabs(s) >= fabs(x) ? (s - t) + x : (x - t) + s;
@@ -2356,6 +2343,23 @@ static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n, const uin
     for (uint32_t k = 0; k < n; k++) t->aPerm[t->aRunN[aGid[k]]++] = k; /* -> ends */
   for (uint32_t j = 0; j < t->nTouch; j++)                              /* -> counts again */
     t->aRunN[t->aTouch[j]] = t->aSeg[j + 1] - t->aSeg[j];
+}
+
+/* Group the run's rows for ag_update: the touched groups with their row
+** counts, and with more than one group the rows in group order (aPerm,
+** aSeg). */
+static void ag_order_run(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X) {
+#if defined(__x86_64__) && defined(__GNUC__)
+  if (t->nGroup > 1 && t->nGroup <= AG_PART_MAX && __builtin_cpu_supports("avx2") &&
+      __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")) {
+    ag_partition_avx2(t, aGid, n, X);
+    return;
+  }
+#endif
+  t->nTouch = 0;
+  for (uint32_t k = 0; k < n; k++)
+    if (t->aRunN[aGid[k]]++ == 0) t->aTouch[t->nTouch++] = aGid[k];
+  if (t->nGroup > 1) ag_group_rows(t, aGid, n, X);
 }
 
 /* Update aggregate ia's states with rows [0, n) of the run, whose groups
@@ -3052,12 +3056,7 @@ static int agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint3
       reason = ag_ids_hash(&t, pp, aEv, m, X, aGid);
     }
     if (reason) goto done;
-    if (!ag_partition(&t, aGid, m, X)) {
-      t.nTouch = 0;
-      for (uint32_t k = 0; k < m; k++)
-        if (t.aRunN[aGid[k]]++ == 0) t.aTouch[t.nTouch++] = aGid[k];
-      if (t.nGroup > 1) ag_group_rows(&t, aGid, m, X);
-    }
+    ag_order_run(&t, aGid, m, X);
     for (int i = 0; i < pp->nAgg && !reason; i++) {
       const csq_pagg *a = &pp->aAgg[i];
       if (aAlias[i] < 0)
