@@ -1368,6 +1368,11 @@ static void out_size(const ex_col *c, const uint32_t *aSel, uint32_t n, ex_outco
   }
 }
 
+/* Did the job's omit mask (NULL: none) leave output column j out? */
+static int out_omitted(const uint8_t *aOmit, int j) {
+  return aOmit && (csq_le64(aOmit + 8 * (size_t)(j / 64)) >> (j % 64)) & 1;
+}
+
 static int mask_single(uint8_t m) {
   return m && !(m & (m - 1));
 }
@@ -3270,11 +3275,13 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   uint32_t nRow = csq_le32(pJob + 4), nIn = csq_le32(pJob + 8), delBytes = csq_le32(pJob + 12);
   if (csq_le32(pJob) != CSQ_JOB_MAGIC || nIn != (uint32_t)pp->nIn || nRow > CSQ_CHUNK_MAX_VALS)
     return fault(pRet, CSQ_FAULT_BAD_JOB);
-  uint64_t nJobNeed = CSQ_JOB_HDR + (uint64_t)CSQ_JOB_CHUNK_SZ * nIn;
+  uint64_t nOmit = pp->bRowNum ? 8ull * (((uint64_t)pp->nOut + 63) / 64) : 0;
+  uint64_t nJobNeed = CSQ_JOB_HDR + (uint64_t)CSQ_JOB_CHUNK_SZ * nIn + nOmit;
   if (nJob < nJobNeed + delBytes || (delBytes && delBytes < (nRow + 7) / 8) ||
       csq_job_hash(pJob, nJobNeed + delBytes) != csq_le64(pJob + 16))
     return fault(pRet, CSQ_FAULT_BAD_JOB);
   const uint8_t *aDel = delBytes ? pJob + nJobNeed : NULL;
+  const uint8_t *aOmit = nOmit ? pJob + nJobNeed - nOmit : NULL;
   uint64_t start = ctx->aParam[1] & CSQ_EXEC_START_MASK;
   int bAcc = (ctx->aParam[1] & CSQ_EXEC_ACC) != 0;
   uint32_t accCheck = (uint32_t)(ctx->aParam[1] >> 32);
@@ -3409,8 +3416,9 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   ** (sizes grow with rows, so a binary search finds it). */
   uint32_t nKeep = rowCap && nSel > rowCap ? rowCap : nSel;
   for (;;) {
-    uint64_t nBytes = nFixed;
+    uint64_t nBytes = nFixed + (pp->bRowNum ? pad8(4ull * nKeep) : 0);
     for (int j = 0; j < pp->nOut; j++) {
+      if (out_omitted(aOmit, j)) continue;
       out_size(&aCol[pp->aOut[j]], aSel, nKeep, &aOc[j]);
       nBytes += col_bytes(&aOc[j], nKeep);
     }
@@ -3423,9 +3431,10 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     uint32_t lo = 0, hi = nKeep - 1;
     while (lo < hi) {
       uint32_t mid = lo + (hi - lo + 1) / 2;
-      uint64_t nb2 = nFixed;
+      uint64_t nb2 = nFixed + (pp->bRowNum ? pad8(4ull * mid) : 0);
       for (int j = 0; j < pp->nOut; j++) {
         ex_outcol o;
+        if (out_omitted(aOmit, j)) continue;
         out_size(&aCol[pp->aOut[j]], aSel, mid, &o);
         nb2 += col_bytes(&o, mid);
       }
@@ -3448,12 +3457,21 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     const ex_outcol *o = &aOc[j];
     uint8_t *d = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
     memset(d, 0, CSQ_RES_COL_SZ);
+    if (out_omitted(aOmit, j)) {
+      d[3] = 1; /* absent: the host reads it from the chunk if it needs it */
+      continue;
+    }
     d[0] = o->clsMask;
     d[1] = (uint8_t)(!mask_single(o->clsMask) && nKeep > 0);
     d[2] = (uint8_t)((o->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0);
     put64(d + 8, o->nHeap);
     out_write(&aCol[pp->aOut[j]], aSel, nKeep, o, q);
     q += col_bytes(o, nKeep);
+  }
+  if (pp->bRowNum) {
+    memcpy(q, aSel, 4ull * nKeep); /* row numbers; SLM is little-endian like the host */
+    if (nKeep & 1) memset(q + 4ull * nKeep, 0, 4);
+    q += pad8(4ull * nKeep);
   }
   uint64_t nBytes = (uint64_t)(q - pOut);
   put32(pOut, CSQ_RES_MAGIC);

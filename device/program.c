@@ -334,9 +334,11 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   uint32_t version = rd16(p + 4), pflags = rd16(p + 6);
   if (version != CSQ_PROG_VERSION && version != CSQ_PROG_VERSION_AGG)
     return verr(zErr, nErr, "unsupported program version %u", version);
-  if ((version == CSQ_PROG_VERSION && pflags) || (pflags & ~(uint32_t)CSQ_PF_AGG) ||
-      rd16(p + 22) != 0 || rd32(p + 28) != 0)
+  if ((version == CSQ_PROG_VERSION && pflags) ||
+      (pflags & ~(uint32_t)(CSQ_PF_AGG | CSQ_PF_ROWNUM)) || rd16(p + 22) != 0 || rd32(p + 28) != 0)
     return verr(zErr, nErr, "reserved header fields are not zero");
+  if ((pflags & CSQ_PF_AGG) && (pflags & CSQ_PF_ROWNUM))
+    return verr(zErr, nErr, "row numbers are for programs without aggregation");
   int bAggFlag = (pflags & CSQ_PF_AGG) != 0;
   uint32_t nTotal = rd32(p + 8);
   uint32_t nIn = rd16(p + 12), nOut = rd16(p + 14), nClause = rd16(p + 16);
@@ -361,6 +363,7 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
                 (unsigned long long)want, n);
   const uint8_t *q = p + CSQ_PROG_HDR;
   pOut->nTotal = nTotal;
+  pOut->bRowNum = (pflags & CSQ_PF_ROWNUM) != 0;
   pOut->nIn = (int)nIn;
   pOut->nOut = (int)nOut;
   for (uint32_t i = 0; i < nIn; i++, q += 4) {
@@ -492,7 +495,12 @@ struct csq_pb {
   int nAgg;
   uint8_t aCond[CSQ_AGG_MAX_CONDS][CSQ_PROG_TERM_SZ];
   int nCond;
+  int bRowNum;
 };
+
+void csq_pb_rownums(csq_pb *b) {
+  b->bRowNum = 1;
+}
 
 csq_pb *csq_pb_new(void) {
   return calloc(1, sizeof(csq_pb));
@@ -699,7 +707,7 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   int bAgg = b->nKey + b->nAgg > 0;
   size_t nBase = n;
   if (bAgg) {
-    if (b->nOut) return pb_fail(b, -EINVAL);
+    if (b->nOut || b->bRowNum) return pb_fail(b, -EINVAL);
     n += (size_t)agg_bytes((uint32_t)b->nExpr, (uint32_t)b->nKey, (uint32_t)b->nAgg,
                            (uint32_t)b->nCond);
   }
@@ -707,8 +715,8 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   uint8_t *p = calloc(1, n), *q = p;
   if (!p) return pb_fail(b, -ENOMEM);
   wr32(q, CSQ_PROG_MAGIC);
-  wr16(q + 4, bAgg ? CSQ_PROG_VERSION_AGG : CSQ_PROG_VERSION);
-  wr16(q + 6, bAgg ? CSQ_PF_AGG : 0);
+  wr16(q + 4, bAgg || b->bRowNum ? CSQ_PROG_VERSION_AGG : CSQ_PROG_VERSION);
+  wr16(q + 6, bAgg ? CSQ_PF_AGG : b->bRowNum ? CSQ_PF_ROWNUM : 0);
   wr32(q + 8, (uint32_t)n);
   wr16(q + 12, (uint16_t)b->nIn);
   wr16(q + 14, (uint16_t)b->nOut);

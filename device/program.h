@@ -126,7 +126,7 @@
 **     Accumulating is exact only where the order in which rows reach the
 **     aggregates cannot show (the host decides: dev_scan's order-free
 **     test).
-**   Job descriptor, 24 + 24*nIn bytes + delete bitmap
+**   Job descriptor, 24 + 24*nIn bytes [+ omit mask] + delete bitmap
 **     0  u32 magic      CSQ_JOB_MAGIC ("CSQJ")
 **     4  u32 nRow       rows of the row group (<= CSQ_CHUNK_MAX_VALS)
 **     8  u32 nIn        must equal the program's nIn
@@ -139,6 +139,9 @@
 **    24  nIn x { u64 off (in the input area), u64 len, u64 xxh3 }: input
 **                       slot i's chunk; xxh3 is XXH3-64 of its len bytes
 **                       (the catalog's checksum) and is checked
+**    ..  omit mask      programs with CSQ_PF_ROWNUM only: (nOut + 63) / 64
+**                       u64 words; bit j%64 of word j/64 set = leave output
+**                       column j out of this result (see ROW NUMBERS)
 **    ..  delete bitmap  bit r (byte r/8, bit r%8) set = row r is deleted
 **   Result in the output area (every section offset a multiple of 8)
 **     0  u32 magic      CSQ_RES_MAGIC ("CSQR")
@@ -149,7 +152,9 @@
 **    16  u64 nBytes     bytes of the result, header included (multiple of 8)
 **    24  nCol x 16-byte column descriptors:
 **          u8 clsMask (OR of 1 << class), u8 bCls (class array present),
-**          u8 bLen (length array present), u8 rsvd, u32 rsvd, u64 nHeap
+**          u8 bLen (length array present), u8 bAbsent (1: the job's omit
+**          mask left this column out: every other field is 0 and it has no
+**          sections), u32 rsvd, u64 nHeap
 **    then each column in turn:
 **          if bCls: nRows u8 classes (else every value has the one class of
 **                   clsMask, or NULL when nRows is 0), padded to 8
@@ -158,11 +163,20 @@
 **          if bLen: nRows x u32 byte lengths (0 for non TEXT/BLOB), padded
 **                   to 8
 **          nHeap bytes of TEXT/BLOB, padded to 8
+**    then, with CSQ_PF_ROWNUM: nRows x u32 row numbers, padded to 8
 **   Completion: DW0 = csq_res_check() of the result, DW1 = nBytes | P,
 **   where P (bit 0; nBytes is a multiple of 8) is 1 when nextRow < nRow (the
 **   host reads nBytes and checks DW0 against what arrived; P lets it know
 **   the result is partial without reading it).
 **   Faults: status CSQ_SC_PROGRAM_FAULT with DW0-DW1 = a CSQ_FAULT_* reason.
+**
+** ROW NUMBERS (version 2, header flag CSQ_PF_ROWNUM; not with CSQ_PF_AGG)
+**   The result ends with each returned row's number in its row group (its
+**   index in the chunks, ascending), and each job carries an omit mask.
+**   Together they let the host ask for fewer columns than it might need:
+**   an output it left out, or the rowid it did not ask for, can still be
+**   read for exactly the returned rows from the row group's own chunk
+**   (NVM Read) if it turns out to be needed after all.
 **
 ** AGGREGATION (version 2)
 **   A version 2 program is a version 1 program whose header flags may hold
@@ -282,6 +296,7 @@
 /* Version 2: the aggregation section (see AGGREGATION above). */
 #define CSQ_PROG_VERSION_AGG 2u
 #define CSQ_PF_AGG           0x0001 /* header flag: an aggregation section follows the heap */
+#define CSQ_PF_ROWNUM        0x0002 /* header flag: row numbers and omit masks (ROW NUMBERS) */
 #define CSQ_AGG_HDR          16
 #define CSQ_AGG_MAX_EXPR     256
 #define CSQ_AGG_MAX_KEYS     8
@@ -401,6 +416,7 @@ typedef struct csq_prog {
   csq_pagg aAgg[CSQ_AGG_MAX_AGGS];
   csq_pterm *aCond; /* nCond (malloc'd) */
   int nResCol;      /* columns of a result: nOut, or the aggregation's */
+  int bRowNum;      /* CSQ_PF_ROWNUM: row numbers in results, omit masks in jobs */
 } csq_prog;
 
 /* Verify program p[0..n) and parse it into *pOut (free with
@@ -458,9 +474,13 @@ int csq_pb_const_bytes(csq_pb *b, int cls, const void *p, uint32_t n); /* TEXT o
 int csq_pb_clause(csq_pb *b);
 /* Add a term to the current clause (fields as in the format above). */
 int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc);
+/* Ask for row numbers (CSQ_PF_ROWNUM) in the results of a program without
+** aggregation. */
+void csq_pb_rownums(csq_pb *b);
 /* Emit the program: *pp is malloc'd (caller frees), *pn its size. A program
 ** with a group key or an aggregate is emitted as version 2 with CSQ_PF_AGG
-** (then csq_pb_output must not have been used), else as version 1. */
+** (then csq_pb_output must not have been used), one with row numbers as
+** version 2 with CSQ_PF_ROWNUM, else as version 1. */
 int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn);
 
 /* Aggregation (version 2). Expressions return their instruction index; an

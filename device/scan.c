@@ -112,6 +112,11 @@ struct dev_scan {
   int bHostMore;   /* the host slot's row group has more to run (from startRow) */
   int nLbaCap;     /* LBA ranges a device slot's aLba holds */
   int bAcc;        /* accumulate mode (see dev_scan_next_acc) */
+  /* programs with row numbers (CSQ_PF_ROWNUM): */
+  uint64_t *aOmit;   /* omit mask written into each job from now on */
+  int nOmitW;        /* its words: (nOut + 63) / 64 */
+  uint32_t *aRowNum; /* the last batch's row numbers */
+  uint32_t nRowNumCap;
 };
 
 /* ---- registry of open scans (completion routing) ---- */
@@ -251,7 +256,7 @@ static uint64_t pad4k(uint64_t n) {
 }
 
 static uint64_t job_bytes(const dev_scan *s, const store_rg *pRg) {
-  uint64_t n = CSQ_JOB_HDR + (uint64_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn;
+  uint64_t n = CSQ_JOB_HDR + (uint64_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn + 8ull * s->nOmitW;
   if (pRg->nDel && pRg->aDel) n += (pRg->nRow + 7) / 8;
   return pad8(n);
 }
@@ -407,9 +412,11 @@ static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t
     uint64_t v64[3] = {aOff[i], pC->len, pC->xxh3};
     memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
   }
-  if (delBytes)
-    memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn, pRg->aDel, delBytes);
-  uint64_t h = csq_job_hash(j, CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn + delBytes);
+  size_t nHead = CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn;
+  if (s->nOmitW) memcpy(j + nHead, s->aOmit, 8 * (size_t)s->nOmitW);
+  nHead += 8 * (size_t)s->nOmitW;
+  if (delBytes) memcpy(j + nHead, pRg->aDel, delBytes);
+  uint64_t h = csq_job_hash(j, nHead + delBytes);
   memcpy(j + 16, &h, 8);
   return nJob;
 }
@@ -642,6 +649,10 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
     memcpy(&nHeap, d + 8, 8);
     csq_vec *v = &aOut[j];
     csq_vec_reset(v);
+    if (d[3]) { /* left out by the job's omit mask: v stays empty */
+      if (d[3] != 1 || !s->prog.bRowNum || clsMask || bCls || bLen || nHeap) return -EBADMSG;
+      continue;
+    }
     if (csq_vec_reserve(v, nRows ? nRows : 1, nHeap ? nHeap : 1)) return -ENOMEM;
     uint64_t need =
         (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(nHeap);
@@ -685,6 +696,21 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
     v->n = nRows;
     v->clsMask = clsMask;
     q += need;
+  }
+  if (s->prog.bRowNum) {
+    if (pad8(4ull * nRows) > n - q) return -EBADMSG;
+    if (nRows > s->nRowNumCap) {
+      uint32_t *a = realloc(s->aRowNum, sizeof(uint32_t) * nRows);
+      if (!a) return -ENOMEM;
+      s->aRowNum = a;
+      s->nRowNumCap = nRows;
+    }
+    if (nRows) memcpy(s->aRowNum, p + q, 4ull * nRows);
+    /* ascending, inside the rows this Execute covered */
+    for (uint32_t i = 0; i < nRows; i++)
+      if (s->aRowNum[i] < t->startRow || s->aRowNum[i] >= h[2] ||
+          (i && s->aRowNum[i] <= s->aRowNum[i - 1]))
+        return -EBADMSG;
   }
   *pnRows = nRows;
   *pNext = h[2];
@@ -1003,6 +1029,14 @@ uint64_t dev_scan_fault(const dev_scan *s) {
   return s->fault;
 }
 
+const uint32_t *dev_scan_rownums(const dev_scan *s) {
+  return s->prog.bRowNum ? s->aRowNum : NULL;
+}
+
+void dev_scan_set_omit(dev_scan *s, uint64_t mask) {
+  if (s && s->nOmitW) s->aOmit[0] = s->prog.nOut < 64 ? mask & ((1ull << s->prog.nOut) - 1) : mask;
+}
+
 void dev_scan_set_row_cap(dev_scan *s, uint32_t nRow) {
   if (s && !s->bAcc && !s->prog.bAgg) s->nRowCap = nRow;
 }
@@ -1060,6 +1094,8 @@ void dev_scan_close(dev_scan *s) {
   csq_prog_clear(&s->prog);
   free(s->aProg);
   free(s->aMail);
+  free(s->aOmit);
+  free(s->aRowNum);
   free(s->zErr);
   free(s);
 }
@@ -1093,6 +1129,15 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   if (rc) {
     *pzErr = dev_mprintf("table '%s': invalid program: %s", pTab->zName, zErr);
     goto fail;
+  }
+  if (s->prog.bRowNum) {
+    s->nOmitW = (s->prog.nOut + 63) / 64;
+    s->aOmit = calloc(s->nOmitW ? (size_t)s->nOmitW : 1, sizeof(uint64_t));
+    if (!s->aOmit) {
+      rc = -ENOMEM;
+      *pzErr = dev_mprintf("table '%s': out of memory", pTab->zName);
+      goto fail;
+    }
   }
   /* Size the slots for the largest row group that will be sent. If SLM
   ** cannot hold that, size them for the row groups under a bound that halves

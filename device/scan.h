@@ -66,6 +66,18 @@ uint64_t dev_scan_fault(const dev_scan *s);
 /* Index (in apRg) of the row group the last batch came from, -1 if none. */
 int dev_scan_rg(const dev_scan *s);
 
+/* Programs with row numbers (CSQ_PF_ROWNUM, program.h): the row number in
+** its row group of each row of the last batch (valid until the next
+** dev_scan_next), NULL for other programs. */
+const uint32_t *dev_scan_rownums(const dev_scan *s);
+
+/* Programs with row numbers: leave out of the row groups started from now
+** on the output columns j < 64 whose bit (1 << j) is set in mask (later
+** ones always come back). A left-out column comes back as an empty vector
+** (n = 0) in a batch of rows; row groups already in flight keep the mask
+** they started with. No-op for other programs. */
+void dev_scan_set_omit(dev_scan *s, uint64_t mask);
+
 /* Wait for commands still in flight, free SLM and the scan. NULL is a no-op. */
 void dev_scan_close(dev_scan *s);
 

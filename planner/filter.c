@@ -96,13 +96,14 @@ int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
   }
 }
 
-int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp, size_t *pn,
-                      int *pbEmpty, char **pzErr) {
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum, uint8_t **pp,
+                      size_t *pn, int *pbEmpty, char **pzErr) {
   *pp = NULL;
   *pn = 0;
   *pbEmpty = 0;
   csq_pb *b = csq_pb_new();
   if (!b) return SQLITE_NOMEM;
+  if (bRowNum) csq_pb_rownums(b);
   int rc = 0;
   /* outputs first, so their input slots come first too */
   for (int i = 0; i < nOut && rc >= 0; i++) {

@@ -30,7 +30,8 @@ typedef struct pl_cons {
 } pl_cons;
 
 /* Build a program that keeps the rows satisfying every constraint of a[0..n)
-** and outputs the chunks aOut[0..nOut) (chunk 0 = rowids). On success *pp is
+** and outputs the chunks aOut[0..nOut) (chunk 0 = rowids), with each row's
+** number in its row group if bRowNum (CSQ_PF_ROWNUM). On success *pp is
 ** a sqlite3_malloc'd program of *pn bytes. A constraint that can never be
 ** true (a comparison with NULL) makes *pbEmpty 1: the scan returns nothing.
 ** Returns SQLITE_OK or an error code with *pzErr (sqlite3_malloc'd). */
@@ -39,7 +40,7 @@ typedef struct pl_cons {
 struct csq_pb;
 int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
 
-int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, uint8_t **pp, size_t *pn,
-                      int *pbEmpty, char **pzErr);
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum, uint8_t **pp,
+                      size_t *pn, int *pbEmpty, char **pzErr);
 
 #endif /* CSQ_PLANNER_FILTER_H */

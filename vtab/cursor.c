@@ -14,6 +14,11 @@
 ** A row group's columns are fetched from the device (NVM Read commands) when
 ** the cursor reaches it, only the columns the statement uses (colUsed), and
 ** handed to SQLite straight from the decoded vectors.
+** A device scan's program returns each row's number in its row group instead
+** of its rowid, and after the first batch only the columns SQLite has read
+** (update_omit): a rowid or column asked for later is read from its chunk
+** (lazy_value), so the device sends what the statement reads, not what
+** colUsed names (which includes the columns of exact, omitted constraints).
 ** With a pushed LIMIT the cursor stops at LIMIT + OFFSET rows; a device scan
 ** then runs in windows of row groups (1, 2, 4, ...) so that nothing past the
 ** window holding the last row is ever read. With a consumed ORDER BY the
@@ -71,8 +76,18 @@ typedef struct vt_cursor {
                      not read a row group made only of them) */
   uint8_t *pProg; /* capped device scan: its program, for the next window */
   size_t nProg;
-  int *aWinNext;                 /* per member: first row group of its next window, -1 none */
-  int *aWinLen;                  /* per member: row groups in its next window */
+  int *aWinNext; /* per member: first row group of its next window, -1 none */
+  int *aWinLen;  /* per member: row groups in its next window */
+  int *aWinBase; /* per member: index in its table of its scan's first row group */
+  /* device scans with row numbers (see device_filter): */
+  int bRowNum;
+  const uint32_t *aRowNum;       /* the current batch's row numbers in its row group */
+  const store_rg *pBatchRg;      /* the current batch's row group */
+  int iBatchMem;                 /* and its member */
+  uint64_t mAsked;               /* outputs (the first 64) SQLite has read so far */
+  uint64_t mOmit;                /* outputs left out of the row groups started since */
+  const store_rg **apLazyRg;     /* nCol + 1: row group whose chunk aVec[i] holds, read
+                                    because the batch left column i out */
   int nKey;                      /* consumed ORDER BY: sort keys (0: none) */
   int aKeyChunk[VT_TOPN_MAXKEY]; /* chunk of each key: 0 rowid, 1 + i column i */
   uint8_t aKeyDesc[VT_TOPN_MAXKEY];
@@ -553,8 +568,10 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   c->apScan = sqlite3_malloc64(sizeof(dev_scan *) * nMem);
   c->aWinNext = sqlite3_malloc64(sizeof(int) * nMem);
   c->aWinLen = sqlite3_malloc64(sizeof(int) * nMem);
-  if (!c->aVec || !c->aLoaded || !c->aOutOf || !c->aSnap || !c->aTab || !c->aTabCopy ||
-      !c->apScan || !c->aWinNext || !c->aWinLen) {
+  c->aWinBase = sqlite3_malloc64(sizeof(int) * nMem);
+  c->apLazyRg = sqlite3_malloc64(sizeof(store_rg *) * (size_t)(p->s.nCol + 1));
+  if (!c->aWinBase || !c->apLazyRg || !c->aVec || !c->aLoaded || !c->aOutOf || !c->aSnap ||
+      !c->aTab || !c->aTabCopy || !c->apScan || !c->aWinNext || !c->aWinLen) {
     sqlite3_free(c->aVec);
     sqlite3_free(c->aLoaded);
     sqlite3_free(c->aOutOf);
@@ -564,10 +581,14 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
     sqlite3_free(c->apScan);
     sqlite3_free(c->aWinNext);
     sqlite3_free(c->aWinLen);
+    sqlite3_free(c->aWinBase);
+    sqlite3_free(c->apLazyRg);
     sqlite3_free(c);
     return SQLITE_NOMEM;
   }
   for (int k = 0; k < c->nMem; k++) c->aWinNext[k] = -1;
+  memset(c->aWinBase, 0, sizeof(int) * nMem);
+  memset(c->apLazyRg, 0, sizeof(store_rg *) * (size_t)(p->s.nCol + 1));
   c->nLeft = -1;
   memset(c->aSnap, 0, sizeof(store_snap *) * nMem);
   memset(c->aTab, 0, sizeof(store_table *) * nMem);
@@ -630,6 +651,11 @@ static void cursor_reset(vt_cursor *c, int nCol) {
   c->nKey = 0;
   c->bProbe = 0;
   c->bEof = 1;
+  c->bRowNum = 0;
+  c->aRowNum = NULL;
+  c->pBatchRg = NULL;
+  c->mAsked = c->mOmit = 0;
+  memset(c->apLazyRg, 0, sizeof(store_rg *) * (size_t)(nCol + 1));
 }
 
 int vt_close(sqlite3_vtab_cursor *pCur) {
@@ -647,6 +673,8 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   sqlite3_free(c->apScan);
   sqlite3_free(c->aWinNext);
   sqlite3_free(c->aWinLen);
+  sqlite3_free(c->aWinBase);
+  sqlite3_free(c->apLazyRg);
   sqlite3_free(c);
   return SQLITE_OK;
 }
@@ -733,9 +761,28 @@ static int open_window(vt_cursor *c, vt_tab *p, int k) {
   int rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg + i0, n, c->pProg,
                          c->nProg, &c->apScan[k], &zErr);
   if (rc) return vt_err(&p->base, rc, zErr);
+  c->aWinBase[k] = i0;
+  if (c->mOmit) dev_scan_set_omit(c->apScan[k], c->mOmit);
   c->aWinNext[k] = i0 + n < pTab->nRg ? i0 + n : -1;
   if (c->aWinLen[k] < (1 << 20)) c->aWinLen[k] *= 2;
   return SQLITE_OK;
+}
+
+/* A device scan with row numbers asks only for the outputs SQLite has read
+** so far: once a batch is consumed, the others are left out of the row
+** groups started from then on (vt_column reads one from its chunk if SQLite
+** wants it after all, and from then on it comes back again). The columns a
+** statement reads do not change between rows in practice (colUsed also
+** counts the columns of the constraints the device evaluated exactly, which
+** SQLite never reads), so the device sends only what is read. */
+static void update_omit(vt_cursor *c) {
+  if (!c->bRowNum || !c->pBatchRg) return; /* no batch consumed yet */
+  int n = c->nOut < 64 ? c->nOut : 64;
+  uint64_t all = n == 64 ? ~(uint64_t)0 : ((uint64_t)1 << n) - 1;
+  uint64_t m = all & ~c->mAsked;
+  if (m == c->mOmit) return;
+  c->mOmit = m;
+  for (int k = 0; k < c->nMem; k++) dev_scan_set_omit(c->apScan[k], m);
 }
 
 /* Device mode: the rows of every batch qualify; fetch batches as needed,
@@ -746,6 +793,7 @@ static int open_window(vt_cursor *c, vt_tab *p, int k) {
 static int settle_scan(vt_cursor *c, vt_tab *p) {
   while (c->iRow >= c->nRow) {
     uint32_t n = 0;
+    update_omit(c);
     int k = c->iScan, nTry = 0;
     while (!scan_live(c, k) && nTry < c->nMem) k = (k + 1) % c->nMem, nTry++;
     if (!scan_live(c, k)) {
@@ -769,6 +817,11 @@ static int settle_scan(vt_cursor *c, vt_tab *p) {
     }
     c->iRow = 0;
     c->nRow = n;
+    if (c->bRowNum) {
+      c->aRowNum = dev_scan_rownums(c->apScan[k]);
+      c->iBatchMem = k;
+      c->pBatchRg = c->aTab[k]->apRg[c->aWinBase[k] + dev_scan_rg(c->apScan[k])];
+    }
   }
   return SQLITE_OK; /* the device counted rows_returned */
 }
@@ -1168,14 +1221,17 @@ static void topn_init(vt_topn *t, const vt_cursor *c, int nOut, uint32_t nMax) {
   }
 }
 
-/* The cursor's output columns: rowids, then every column the statement
-** reads (colUsed, which includes the sort keys); fills aChunk[] with their
-** chunks and c->aOutOf. Returns their number. */
-static int set_outputs(vt_cursor *c, const vt_tab *p, int *aChunk) {
+/* The cursor's output columns: rowids (if bRowid, or the INTEGER PRIMARY
+** KEY is read), then every column the statement reads (colUsed, which
+** includes the sort keys); fills aChunk[] with their chunks and c->aOutOf.
+** Returns their number. */
+static int set_outputs(vt_cursor *c, const vt_tab *p, int bRowid, int *aChunk) {
   int nOut = 0, nCol = p->s.nCol;
   for (int i = 0; i <= nCol; i++) c->aOutOf[i] = -1;
-  aChunk[nOut] = 0;
-  c->aOutOf[0] = nOut++;
+  if (bRowid || (p->s.iIpk >= 0 && col_used(c, p->s.iIpk))) {
+    aChunk[nOut] = 0;
+    c->aOutOf[0] = nOut++;
+  }
   for (int i = 0; i < nCol; i++) {
     if (!col_used(c, i) || i == p->s.iIpk) continue;
     aChunk[nOut] = i + 1;
@@ -1244,8 +1300,13 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int nArg,
     else
       free_terms(&aTerm[i], 1);
   nTerm = nKeep;
-  int nOut = set_outputs(c, p, aChunk);
-  rc = pl_filter_program(aTerm, nTerm, aChunk, nOut, &pProg, &nProg, &bEmpty, &zErr);
+  /* Without a top-N, rows go to SQLite straight from the batches: the
+  ** program then returns row numbers, so the rowid (which SQLite reads only
+  ** for writes, rowid in the statement, or OR-by-union) and any column left
+  ** out can be read from their chunks when asked for (vt_column). */
+  c->bRowNum = c->nKey == 0;
+  int nOut = set_outputs(c, p, !c->bRowNum, aChunk);
+  rc = pl_filter_program(aTerm, nTerm, aChunk, nOut, c->bRowNum, &pProg, &nProg, &bEmpty, &zErr);
   if (rc) {
     vt_set_error(&p->base, "%s", zErr ? zErr : "csq: cannot build the device program");
     sqlite3_free(zErr);
@@ -1281,6 +1342,7 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int nArg,
     /* one scan per member, all open at once: every device works in parallel */
     for (int k = 0; k < c->nMem; k++) {
       const store_table *pTab = c->aTab[k];
+      c->aWinBase[k] = 0;
       rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg, pProg,
                          nProg, &c->apScan[k], &zErr);
       if (rc) {
@@ -1449,7 +1511,7 @@ static int host_topn(vt_cursor *c, vt_tab *p) {
     rc = SQLITE_NOMEM;
     goto done;
   }
-  int nOut = set_outputs(c, p, aChunk);
+  int nOut = set_outputs(c, p, 1, aChunk);
   for (int j = 0; j < nOut; j++) apSrc[j] = &c->aVec[aChunk[j]];
   topn_init(&t, c, nOut, topn_max(c));
   rc = open_scan(c, p);
@@ -1586,6 +1648,35 @@ int vt_eof(sqlite3_vtab_cursor *pCur) {
   return ((vt_cursor *)pCur)->bEof;
 }
 
+/* The value of column iVec (0 the rowid) for the current row of a device
+** batch that left it out: its chunk of the batch's row group is read (once
+** per row group) and indexed by the row's number. */
+static int lazy_value(vt_cursor *c, vt_tab *p, int iVec, const csq_vec **ppV, uint32_t *pR) {
+  csq_vec *v = &c->aVec[iVec];
+  if (!c->aRowNum || !c->pBatchRg) {
+    vt_set_error(&p->base, "csq: no device batch to read a column for");
+    return SQLITE_ERROR;
+  }
+  if (c->apLazyRg[iVec] != c->pBatchRg) {
+    int k = c->iBatchMem, ai = iVec - 1;
+    char *zErr = NULL;
+    c->apLazyRg[iVec] = NULL;
+    csq_vec_reset(v);
+    int rc = store_read_chunks(p->apMem[k]->pStore, p->apMem[k]->pQ, c->aTab[k], c->pBatchRg, &ai,
+                               1, v, &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+    c->apLazyRg[iVec] = c->pBatchRg;
+  }
+  uint32_t r = c->aRowNum[c->iRow];
+  if (r >= v->n) {
+    vt_set_error(&p->base, "csq: the device returned row %u of a row group of %u rows", r, v->n);
+    return SQLITE_CORRUPT;
+  }
+  *ppV = v;
+  *pR = r;
+  return SQLITE_OK;
+}
+
 int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
@@ -1603,11 +1694,20 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
     return SQLITE_OK;
   }
   if (c->nOut) {
-    if (c->aOutOf[iVec] < 0) {
+    int j = c->aOutOf[iVec];
+    if (j >= 0 && j < 64) c->mAsked |= (uint64_t)1 << j;
+    if (j >= 0 && c->aOut[j].n == c->nRow) {
+      v = &c->aOut[j];
+    } else if (c->bRowNum) {
+      uint32_t r;
+      int rc = lazy_value(c, p, iVec, &v, &r);
+      if (rc) return rc;
+      vt_result_value(ctx, v, r);
+      return SQLITE_OK;
+    } else {
       vt_set_error(&p->base, "csq: column %s was not fetched (colUsed)", p->s.aCol[i].zName);
       return SQLITE_ERROR;
     }
-    v = &c->aOut[c->aOutOf[iVec]];
   } else {
     if (!c->aLoaded[iVec]) {
       int rc = load_column(c, p, iVec);
@@ -1629,7 +1729,18 @@ int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
     return SQLITE_OK;
   }
   if (c->nOut) {
-    *pRowid = c->aOut[0].aVal[c->iRow].i;
+    int j = c->aOutOf[0];
+    if (j >= 0 && j < 64) c->mAsked |= (uint64_t)1 << j;
+    if (j >= 0 && c->aOut[j].n == c->nRow) {
+      *pRowid = c->aOut[j].aVal[c->iRow].i;
+    } else {
+      const csq_vec *v;
+      uint32_t r;
+      int rc = c->bRowNum ? lazy_value(c, p, 0, &v, &r) : SQLITE_ERROR;
+      if (rc == SQLITE_ERROR && !c->bRowNum) vt_set_error(&p->base, "csq: rowids were not fetched");
+      if (rc) return rc;
+      *pRowid = v->aVal[r].i;
+    }
     return SQLITE_OK;
   }
   if (!c->aLoaded[0]) {

@@ -2,10 +2,11 @@
 device as a program. Differential tests against a native table holding the
 same rows, plus the plan, zone-map skipping and the edge cases of SQLite's
 comparison rules."""
+import os
 import random
 from collections import Counter
 
-from harness import connect, stats, same_rows
+from harness import connect, stats, same_rows, tmpdir
 
 AFFS = ["INTEGER", "REAL", "TEXT", "BLOB", "NUMERIC", ""]
 
@@ -300,3 +301,95 @@ def test_decimal_columns_filter_on_their_integers():
         # (sums rounded: an OR may run as two scans, which changes the order of addition)
         q = "SELECT count(*), round(sum(x), 6), round(sum(y), 6) FROM %s WHERE " + w
         same_rows(con.execute(q % "t").fetchall(), con.execute(q % "n").fetchall(), w)
+
+
+def lazy_tables(con, n=20000, rowgroup=1000, extra=""):
+    """t (csq, pushdown always) and n (native) with the same rows:
+    a = i, b = i % 1000, c = a long text, d = i / 8."""
+    rows = [(i, i % 1000, "text value number %d" % i, i / 8) for i in range(n)]
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b INTEGER, c TEXT, d REAL, "
+                "rowgroup=%d, pushdown='always'%s)" % (rowgroup, extra))
+    con.execute("CREATE TABLE n(a INTEGER, b INTEGER, c TEXT, d REAL)")
+    con.execute("BEGIN")
+    for tb in ("t", "n"):
+        con.executemany("INSERT INTO %s VALUES(?,?,?,?)" % tb, rows)
+    con.execute("COMMIT")
+
+
+def bytes_of(con, q):
+    con.execute("SELECT csq_stats_reset()")
+    r = con.execute(q).fetchall()
+    return r, stats(con)["bytes_to_host"]
+
+
+def test_device_sends_only_the_columns_sqlite_reads():
+    # colUsed names b and c (the WHERE), but SQLite never reads them: the
+    # device evaluates those terms exactly. After the first batch the device
+    # leaves them (and the rowids) out.
+    con = connect()
+    lazy_tables(con, n=40000, rowgroup=500)
+    q_few = "SELECT sum(d) FROM TBL WHERE c >= 'text' AND b < 500"
+    q_all = "SELECT sum(d), max(c), sum(b) FROM TBL WHERE c >= 'text' AND b < 500"
+    few, n_few = bytes_of(con, q_few.replace("TBL", "t"))
+    alls, n_all = bytes_of(con, q_all.replace("TBL", "t"))
+    assert few == con.execute(q_few.replace("TBL", "n")).fetchall()
+    assert alls == con.execute(q_all.replace("TBL", "n")).fetchall()
+    # d and the row number, 12 bytes a row once the first batch is read,
+    # against 4 + 8 + 8 + 8 + 4 + ~24 with b and c (offset, length, text)
+    assert n_few * 2.5 < n_all, (n_few, n_all)
+
+
+def test_a_column_read_for_some_rows_only_comes_from_its_chunk():
+    # c is read only for rows past 15000: the first batch does not read it,
+    # so the device stops sending it, and the cursor reads it from the
+    # chunks of the later row groups when SQLite asks after all
+    con = connect()
+    lazy_tables(con)
+    q = "SELECT a, CASE WHEN a >= 15000 THEN c END, CASE WHEN a % 997 = 5 THEN rowid END FROM TBL WHERE b < 300"
+    con.execute("SELECT csq_stats_reset()")
+    same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
+    st = stats(con)
+    # the device filtered every row group; the cursor read left-out columns
+    # (the chunks of c and the rowids) for some of them
+    assert st["programs_executed"] == 20 and st["media_bytes_read"] > 0, st
+    # with deleted rows in the row groups, row numbers still index the chunks
+    for tb in ("t", "n"):
+        con.execute("DELETE FROM %s WHERE a %% 7 = 3" % tb)
+    same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
+
+
+def test_rowids_through_device_scans():
+    # the device returns row numbers, not rowids: writes, rowid in the
+    # statement, OR-by-union and LIMIT windows read rowids from the chunk
+    con = connect()
+    lazy_tables(con)
+    for q in ["SELECT rowid, a FROM TBL WHERE b < 3",
+              "SELECT rowid FROM TBL WHERE b = 5 OR c = 'text value number 77'",
+              "SELECT rowid, d FROM TBL WHERE b > 990 AND rowid % 2 = 0"]:
+        same_rows(sorted(con.execute(q.replace("TBL", "t")).fetchall()),
+                  sorted(con.execute(q.replace("TBL", "n")).fetchall()), q)
+    q = "SELECT rowid, a FROM TBL WHERE b < 10 LIMIT 5 OFFSET 12"
+    assert ";limit=" in " ".join(r[-1] for r in con.execute("EXPLAIN QUERY PLAN " + q.replace("TBL", "t")))
+    got = con.execute(q.replace("TBL", "t")).fetchall()
+    assert len(got) == 5 and all(r[0] == r[1] + 1 and r[1] % 1000 < 10 for r in got), got
+    for w in ["UPDATE TBL SET d = d + 1 WHERE b < 20",
+              "DELETE FROM TBL WHERE b = 3 AND a > 100",
+              "UPDATE TBL SET c = 'changed' WHERE b BETWEEN 40 AND 45"]:
+        for tb in ("t", "n"):
+            con.execute(w.replace("TBL", tb))
+        q = "SELECT rowid, * FROM TBL ORDER BY rowid"
+        same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), w)
+
+
+def test_row_numbers_over_striped_devices():
+    d = tmpdir()
+    con = connect()
+    devs = ",".join(os.path.join(d, x) for x in ("a.csd", "b.csd"))
+    lazy_tables(con, n=9000, rowgroup=500, extra=", devices='%s'" % devs)
+    q = "SELECT rowid, a, CASE WHEN a > 6000 THEN c END FROM TBL WHERE b < 50"
+    same_rows(sorted(con.execute(q.replace("TBL", "t")).fetchall()),
+              sorted(con.execute(q.replace("TBL", "n")).fetchall()), q)
+    # a LIMIT takes the members' rows in turn: each row must be the native one
+    got = con.execute("SELECT rowid, d FROM t WHERE b < 7 LIMIT 30").fetchall()
+    every = set(con.execute("SELECT rowid, d FROM n WHERE b < 7").fetchall())
+    assert len(got) == 30 and set(got) <= every, got

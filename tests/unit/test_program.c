@@ -911,6 +911,143 @@ static void test_faults(void) {
   rg_free(&g);
 }
 
+/* Row numbers (CSQ_PF_ROWNUM): run one Execute over a row group laid out by
+** hand with omit mask `omit` in its job; rows with rowid > 100 that are not
+** deleted qualify. Checks the result against the data and returns its size
+** in bytes (0 on a fault: *pReason gets it). */
+static uint64_t run_rownums(const uint8_t *p, size_t n, rg_buf *g, uint64_t omit, int bDamage,
+                            uint64_t *pReason) {
+  size_t nJobHead = CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ + 8, nDel = (NROW + 7) / 8;
+  size_t nJob = (nJobHead + nDel + 7) & ~(size_t)7;
+  size_t off1 = (g->anChunk[0] + 7) & ~(size_t)7;
+  size_t nIn = (off1 + g->anChunk[1] + 7) & ~(size_t)7, nOut = 1 << 20;
+  uint8_t *slm = calloc(1, nJob + nIn + nOut), *j = slm;
+  uint32_t h[4] = {CSQ_JOB_MAGIC, NROW, 2, (uint32_t)nDel};
+  memcpy(j, h, 16);
+  uint64_t e[6] = {0,    g->anChunk[0], XXH3_64bits(g->aChunk[0], g->anChunk[0]),
+                   off1, g->anChunk[1], XXH3_64bits(g->aChunk[1], g->anChunk[1])};
+  memcpy(j + CSQ_JOB_HDR, e, sizeof(e));
+  memcpy(j + nJobHead - 8, &omit, 8);
+  for (int r = 0; r < NROW; r++)
+    if (aDel[r]) j[nJobHead + r / 8] |= (uint8_t)(1u << (r % 8));
+  uint64_t hJob = csq_job_hash(j, nJobHead + nDel);
+  memcpy(j + 16, &hJob, 8);
+  if (bDamage) j[nJobHead - 8] ^= 0x04; /* the omit mask changed after hashing */
+  memcpy(slm + nJob, g->aChunk[0], g->anChunk[0]);
+  memcpy(slm + nJob + off1, g->aChunk[1], g->anChunk[1]);
+  csq_mrange aMr[3] = {{CSQ_NSID_SLM, 0, nJob, 0, 0},
+                       {CSQ_NSID_SLM, 0, nIn, nJob, 0},
+                       {CSQ_NSID_SLM, 0, nOut, nJob + nIn, 0}};
+  void *pc = NULL;
+  char zErr[200];
+  uint64_t ret = 0, nBytes = 0;
+  CHECK(dev_ptype_csq.xVerify(p, n, &pc, zErr, sizeof(zErr)) == 0, "verify: %s", zErr);
+  dev_stats st;
+  memset(&st, 0, sizeof(st));
+  dev_exec_ctx ctx;
+  memset(&ctx, 0, sizeof(ctx));
+  ctx.pSlm = slm;
+  ctx.nSlm = nJob + nIn + nOut;
+  ctx.aRange = aMr;
+  ctx.nRange = 3;
+  ctx.aParam[0] = csq_prog_id(p, n);
+  ctx.pStats = &st;
+  *pReason = 0;
+  if (pc && dev_ptype_csq.xRun(pc, &ctx, &ret) != 0) {
+    *pReason = ret;
+  } else if (pc) {
+    const uint8_t *o = slm + nJob + nIn;
+    uint32_t hr[4];
+    memcpy(hr, o, 16);
+    memcpy(&nBytes, o + 16, 8);
+    uint32_t nWant = 0;
+    for (int r = 100; r < NROW; r++) nWant += !aDel[r];
+    CHECK(hr[1] == nWant && hr[2] == NROW && hr[3] == 2, "rows %u of %u", hr[1], nWant);
+    /* the sections of the columns present, then the row numbers */
+    const uint8_t *q = o + CSQ_RES_HDR + 2 * CSQ_RES_COL_SZ;
+    const uint8_t *aRid = NULL;
+    for (int c = 0; c < 2; c++) {
+      const uint8_t *d = o + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * c;
+      uint64_t nHeap;
+      memcpy(&nHeap, d + 8, 8);
+      if ((omit >> c) & 1) {
+        CHECK(d[3] == 1 && d[0] == 0 && d[1] == 0 && d[2] == 0 && nHeap == 0,
+              "column %d should be absent", c);
+        continue;
+      }
+      CHECK(d[3] == 0, "column %d should be present", c);
+      if (d[1]) q += (hr[1] + 7) & ~7u;
+      if (c == 0) aRid = q;
+      q += 8ull * hr[1];
+      if (d[2]) q += (4ull * hr[1] + 7) & ~7ull;
+      q += (nHeap + 7) & ~7ull;
+    }
+    const uint8_t *aNum = q;
+    CHECK((uint64_t)(aNum - o) + ((4ull * hr[1] + 7) & ~7ull) == nBytes, "result size %llu",
+          (unsigned long long)nBytes);
+    uint32_t k = 0;
+    for (uint32_t r = 100; r < NROW && k < hr[1]; r++) {
+      if (aDel[r]) continue;
+      uint32_t num;
+      memcpy(&num, aNum + 4ull * k, 4);
+      CHECK(num == r, "row number %u: %u, want %u", k, num, r);
+      if (aRid) {
+        int64_t rid;
+        memcpy(&rid, aRid + 8ull * k, 8);
+        CHECK(rid == (int64_t)num + 1, "rowid of row number %u: %lld", num, (long long)rid);
+      }
+      k++;
+    }
+  }
+  if (pc) dev_ptype_csq.xFree(pc);
+  free(slm);
+  return nBytes;
+}
+
+static void test_rownums(void) {
+  memset(aDel, 0, sizeof(aDel));
+  for (int r = 0; r < NROW; r++) {
+    rand_val(&aData[r], 5);
+    aDel[r] = r % 11 == 4;
+  }
+  rg_buf g;
+  rg_build(&g, 64);
+  csq_pb *b = csq_pb_new();
+  int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1);
+  csq_pb_output(b, s0);
+  csq_pb_output(b, s1);
+  csq_pb_term(b, CSQ_OP_GT, 0, s0, csq_pb_const_int(b, 100), 0, 0);
+  csq_pb_rownums(b);
+  uint8_t *p = NULL;
+  size_t n = 0;
+  CHECK(csq_pb_finish(b, &p, &n) == 0, "encode with row numbers");
+  csq_pb_free(b);
+  csq_prog pr;
+  char zErr[200];
+  CHECK(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)) == 0 && pr.bRowNum && p[4] == 2 &&
+            p[6] == CSQ_PF_ROWNUM,
+        "parse: %s", zErr);
+  csq_prog_clear(&pr);
+  uint64_t why;
+  uint64_t nAll = run_rownums(p, n, &g, 0, 0, &why);
+  uint64_t nNoText = run_rownums(p, n, &g, 2, 0, &why);
+  uint64_t nNone = run_rownums(p, n, &g, 3, 0, &why);
+  CHECK(nAll > nNoText && nNoText > nNone && nNone > 0, "sizes %llu %llu %llu",
+        (unsigned long long)nAll, (unsigned long long)nNoText, (unsigned long long)nNone);
+  CHECK(run_rownums(p, n, &g, 2, 1, &why) == 0 && why == CSQ_FAULT_BAD_JOB,
+        "a damaged omit mask faults: %llu", (unsigned long long)why);
+  /* row numbers are for programs without aggregation */
+  p[6] |= CSQ_PF_AGG;
+  CHECK(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)) != 0, "AGG with ROWNUM accepted");
+  free(p);
+  b = csq_pb_new();
+  csq_pb_agg(b, CSQ_AGG_COUNT_STAR, 0, -1);
+  csq_pb_rownums(b);
+  CHECK(csq_pb_finish(b, &p, &n) != 0, "an aggregation program with row numbers was encoded");
+  csq_pb_free(b);
+  rg_free(&g);
+}
+
 int main(void) {
   rng = 0x243F6A8885A308D3ull; /* the data this test was written with */
   csq_exec_register();
@@ -918,6 +1055,7 @@ int main(void) {
   test_executor();
   test_like_case();
   test_faults();
+  test_rownums();
   printf("%d checks, %d failed\n", nCheck, nFail);
   return nFail ? 1 : 0;
 }
