@@ -1306,6 +1306,8 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int nArg,
   ** out can be read from their chunks when asked for (vt_column). */
   c->bRowNum = c->nKey == 0;
   int nOut = set_outputs(c, p, !c->bRowNum, aChunk);
+  if (nOut == 0) /* no column read (count(*)): one output all the same, dropped after a batch */
+    nOut = set_outputs(c, p, 1, aChunk);
   rc = pl_filter_program(aTerm, nTerm, aChunk, nOut, c->bRowNum, &pProg, &nProg, &bEmpty, &zErr);
   if (rc) {
     vt_set_error(&p->base, "%s", zErr ? zErr : "csq: cannot build the device program");
