@@ -291,14 +291,17 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
     bOmit = 0;
     sel = 0.25;
     break;
-  default:
+  default: {
+    int bIn = op == CSQ_OP_EQ && sqlite3_vtab_in(pInfo, i, -1);
     if (bNumeric)
       cAff = PL_AFF_NUMERIC;
+    else if (bIn)
+      cAff = PL_AFF_NONE; /* pushed only if every value is TEXT, BLOB or NULL (keep_term) */
     else if (bConst)
       cAff = aff == VT_AFF_TEXT ? PL_AFF_TEXT : PL_AFF_NONE;
     else
       return 0;
-    if (op == CSQ_OP_EQ && bNumeric && sqlite3_vtab_in(pInfo, i, -1)) {
+    if (bIn) {
       sqlite3_vtab_in(pInfo, i, 1); /* every IN value in one xFilter */
       op = CSQ_OP_IN;
       bOmit = 0; /* a list too long for a program is left to SQLite (keep_term) */
@@ -308,6 +311,7 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
     } else if (op == CSQ_OP_NE || op == CSQ_OP_ISNOT) {
       sel = 0.9;
     }
+  }
   }
   *pbEst = 0;
   if (bConst && !flags &&
@@ -920,7 +924,22 @@ static void free_terms(pl_cons *a, int n) {
 ** (omit = 0), so SQLite still applies them. */
 #define VT_IN_MAX 4096
 static int keep_term(const pl_cons *t) {
-  if (t->op == CSQ_OP_IN) return t->nVal <= VT_IN_MAX;
+  if (t->op == CSQ_OP_IN && t->nVal > VT_IN_MAX) return 0;
+  if (t->op == CSQ_OP_IN && t->aff != PL_AFF_NUMERIC) {
+    /* IN on a TEXT or untyped column: SQLite may compare a number in the
+    ** list after converting the column's value or the number (a list's
+    ** values take the column's affinity; a subquery's compare as "x = y"),
+    ** which the device does not do. Text, blobs and NULLs compare as they
+    ** are, or not at all where SQLite would convert the column's value to a
+    ** number: the device's answer is then a superset, which SQLite checks
+    ** again (IN is never omitted). */
+    for (int i = 0; i < t->nVal; i++) {
+      int ty = sqlite3_value_type(t->apVal[i]);
+      if (ty == SQLITE_INTEGER || ty == SQLITE_FLOAT) return 0;
+    }
+    return 1;
+  }
+  if (t->op == CSQ_OP_IN) return 1;
   if (t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB) return 1;
   int ty = sqlite3_value_type(t->apVal[0]);
   return ty == SQLITE_TEXT || ty == SQLITE_NULL;
@@ -1415,6 +1434,11 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
     sqlite3_free(aKeep);
     if (!pr) return SQLITE_NOMEM;
     int rc = open_scan(c, p);
+    if (rc == SQLITE_OK) {
+      uint64_t nLive = c->nBuf;
+      for (int g = 0; g < c->nRg; g++) nLive += c->apRg[g]->nRow - c->apRg[g]->nDel;
+      if (nLive < VT_PROBE_MAX_ROWS * 2u) rc = vt_probe_reserve(pr, (uint32_t)nLive);
+    }
     while (rc == SQLITE_OK && !c->bEof) {
       if (!c->aLoaded[0]) rc = load_column(c, p, 0);
       for (int i = 0; rc == SQLITE_OK && i < p->s.nCol; i++)
@@ -1425,11 +1449,16 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
                      VT_PROBE_MAX_ROWS * 2);
         rc = SQLITE_FULL;
       }
-      if (rc == SQLITE_OK) rc = vt_probe_append(pr, c->aVec, c->iRow);
       if (rc == SQLITE_OK) {
-        c->iRow++;
-        rc = settle(c, p);
+        /* the run of visible rows from here, in one append */
+        uint32_t r0 = c->iRow;
+        do c->iRow++;
+        while (c->iRow < c->nRow && row_ok(c));
+        rc = vt_probe_append(pr, c->aVec, r0, c->iRow - r0);
+        dev_queue_stats(p->apMem[c->iRg < c->nRg ? c->aRgMem[c->iRg] : 0]->pQ)->rows_returned +=
+            c->iRow - r0 - 1; /* settle counted the first */
       }
+      if (rc == SQLITE_OK) rc = settle(c, p);
     }
     if (rc == SQLITE_OK) rc = vt_probe_index(pr);
     cursor_reset(c, p->s.nCol);

@@ -76,12 +76,18 @@ uint32_t vt_probe_rows(const vt_probe *p) {
   return p->n;
 }
 
-int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow) {
+int vt_probe_reserve(vt_probe *p, uint32_t nRow) {
+  for (int i = 0; i < p->nVec; i++)
+    if (p->aKeep[i] && csq_vec_reserve(&p->aVec[i], nRow, 0)) return SQLITE_NOMEM;
+  return SQLITE_OK;
+}
+
+int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow, uint32_t n) {
   for (int i = 0; i < p->nVec; i++) {
     if (!p->aKeep[i]) continue;
-    if (csq_vec_append(&p->aVec[i], &aSrc[i], iRow, 1)) return SQLITE_NOMEM;
+    if (csq_vec_append(&p->aVec[i], &aSrc[i], iRow, n)) return SQLITE_NOMEM;
   }
-  p->n++;
+  p->n += n;
   return SQLITE_OK;
 }
 
@@ -137,15 +143,27 @@ int vt_probe_index(vt_probe *p) {
   if (!p->aHead || !p->aNext) return SQLITE_NOMEM;
   p->nBucket = nb;
   const csq_vec *k = &p->aVec[p->iKey];
-  /* insert back to front so that each chain lists rows in table order */
-  for (uint32_t r = p->n; r-- > 0;) {
+  /* Two passes: every row's bucket first (into aNext, UINT32_MAX for NULL),
+  ** then the inserts, prefetching the bucket a few rows ahead: the buckets
+  ** of a large table are random accesses into an array bigger than the
+  ** cache, and waiting for each was most of the build. */
+  for (uint32_t r = 0; r < p->n; r++) {
     int cls = k->aCls[r];
-    if (cls == CSQ_NULL) {
+    p->aNext[r] =
+        cls == CSQ_NULL
+            ? UINT32_MAX
+            : (uint32_t)key_hash(cls, &k->aVal[r], val_bytes(k, r), k->aLen[r]) & (nb - 1);
+  }
+  /* back to front, so that each chain lists rows in table order */
+  enum { AHEAD = 16 };
+  for (uint32_t r = p->n; r-- > 0;) {
+    if (r >= AHEAD && p->aNext[r - AHEAD] != UINT32_MAX)
+      __builtin_prefetch(&p->aHead[p->aNext[r - AHEAD]], 1);
+    uint32_t b = p->aNext[r];
+    if (b == UINT32_MAX) {
       p->aNext[r] = 0;
       continue;
     }
-    uint64_t h = key_hash(cls, &k->aVal[r], val_bytes(k, r), k->aLen[r]);
-    uint32_t b = (uint32_t)h & (nb - 1);
     p->aNext[r] = p->aHead[b];
     p->aHead[b] = r + 1;
   }

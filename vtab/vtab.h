@@ -233,9 +233,11 @@ vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp)
 void vt_probe_free(vt_probe *p);
 uint64_t vt_probe_stamp(const vt_probe *p);
 uint32_t vt_probe_rows(const vt_probe *p);
-int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow); /* row iRow of aSrc[] */
-int vt_probe_index(vt_probe *p);                                      /* after the last append */
-int vt_probe_find(vt_probe *p, sqlite3_value *pVal);                  /* rows where key = pVal */
+int vt_probe_reserve(vt_probe *p, uint32_t nRow); /* room for nRow rows: no regrowth while built */
+int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow,
+                    uint32_t n);                     /* rows [iRow, iRow + n) of aSrc[] */
+int vt_probe_index(vt_probe *p);                     /* after the last append */
+int vt_probe_find(vt_probe *p, sqlite3_value *pVal); /* rows where key = pVal */
 uint32_t vt_probe_nhit(const vt_probe *p);
 /* Vector iVec (NULL if not kept) and, in *piRow, the row of hit iHit. */
 const csq_vec *vt_probe_value(const vt_probe *p, int iVec, uint32_t iHit, uint32_t *piRow);

@@ -418,3 +418,32 @@ def test_random_projections_match_native():
         a = con.execute(q.replace("TBL", "t")).fetchall()
         b = con.execute(q.replace("TBL", "n")).fetchall()
         assert Counter(a) == Counter(b), q
+
+
+def test_in_lists_on_text_columns():
+    # pushed when every value is text, a blob or NULL; a number in the list
+    # (or from a subquery) leaves the term to SQLite, which converts values
+    # the device does not
+    con = connect()
+    rows = [(i, rnd_text) for i, rnd_text in enumerate(
+        ["MAIL", "SHIP", "mail", "5", "5.0", " 5", "AIR", None, "RAIL", "TRUCK", "Ship", "10"] * 300)]
+    for tb, extra in (("t", ", rowgroup=500, pushdown='always'"), ("n", "")):
+        if tb == "t":
+            con.execute("CREATE VIRTUAL TABLE t USING csq(k INTEGER, m TEXT, u, c TEXT COLLATE NOCASE%s)" % extra)
+        else:
+            con.execute("CREATE TABLE n(k INTEGER, m TEXT, u, c TEXT COLLATE NOCASE)")
+        con.executemany("INSERT INTO %s VALUES(?,?,?,?)" % tb, [(k, m, m, m) for k, m in rows])
+    con.execute("CREATE TABLE nums(x NUMERIC, y TEXT, z)")
+    con.executemany("INSERT INTO nums VALUES(?,?,?)", [(5, "MAIL", 5), ("abc", "AIR", "5"), (10, None, 10.0)])
+    plan = " ".join(r[-1] for r in con.execute("EXPLAIN QUERY PLAN SELECT k FROM t WHERE m IN ('MAIL', 'SHIP')"))
+    assert ":in:" in plan, plan
+    con.execute("SELECT csq_stats_reset()")
+    got = con.execute("SELECT count(*) FROM t WHERE m IN ('MAIL', 'SHIP')").fetchone()
+    assert got == (600,) and stats(con)["bytes_to_host"] < 3600 * 4, (got, stats(con))
+    for col in ("m", "u", "c"):
+        for rhs in ["('MAIL', 'SHIP')", "('mail', x'41')", "(5, 'AIR')", "(5.0, '10', NULL)",
+                    "('5', ' 5', 10)", "(SELECT x FROM nums)", "(SELECT y FROM nums)",
+                    "(SELECT z FROM nums)", "(SELECT 5 UNION SELECT 'RAIL')"]:
+            for neg in ("", "NOT "):
+                q = "SELECT k FROM TBL WHERE %s %sIN %s ORDER BY k" % (col, neg, rhs)
+                same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
