@@ -132,9 +132,11 @@ typedef struct vt_cursor {
 **     (sqlite3_vtab_rhs_value): then no affinity of the right side can
 **     convert the column's values; exact;
 **   IS NULL, IS NOT NULL: exact;
-**   IN on a numeric column, with every value in one xFilter
-**     (sqlite3_vtab_in): pushed, not marked exact, so that a list longer
-**     than a program holds can be left to SQLite;
+**   IN, with every value in one xFilter (sqlite3_vtab_in): pushed, not
+**     marked exact, so that a list longer than a program holds can be left
+**     to SQLite; on a TEXT or untyped column only when every value is TEXT,
+**     BLOB or NULL (keep_term: SQLite may convert a number or the column's
+**     value where the device would not);
 **   LIKE, GLOB: pushed, not exact (LIKE runs case-insensitively, a superset
 **     when PRAGMA case_sensitive_like is on), so SQLite checks again;
 **   only with BINARY, NOCASE or RTRIM collation; anything else stays with
