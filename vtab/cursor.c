@@ -65,8 +65,10 @@ typedef struct vt_cursor {
   int *aOutOf;     /* nCol + 1: output index of aVec's slot, -1 if not fetched */
   int64_t iLookup; /* idxNum 1: the rowid sought */
   int bLookup;
-  vt_probe *pProbe; /* idxNum 3: the table, hashed on the probed column (probe.c) */
-  int bProbe;       /* rows come from pProbe's hits */
+  vt_probe *pProbe;       /* idxNum 3: the table, hashed on the probed column (probe.c) */
+  const char *zProbePlan; /* idxStr of the plan that last looked pProbe up (SQLite's string:
+                             compared by address only, never read) */
+  int bProbe;             /* rows come from pProbe's hits */
   uint32_t iHit;
   int bEof;
   uint64_t colUsed;
@@ -1473,6 +1475,7 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int argc,
   int rc = vt_probe_find(c->pProbe, argv[0]);
   if (rc) return rc;
   c->bProbe = 1;
+  c->zProbePlan = idxStr;
   c->iHit = 0;
   c->bEof = vt_probe_nhit(c->pProbe) == 0;
   return SQLITE_OK;
@@ -1572,6 +1575,15 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
               sqlite3_value **argv) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
+  if (idxNum == 3 && c->bProbe && idxStr == c->zProbePlan && argc >= 1 &&
+      vt_probe_stamp(c->pProbe) == p->nWrite) {
+    /* the next probe of a join, same plan: only the lookup (the cursor
+    ** holds nothing else since the last one) */
+    int rc = vt_probe_find(c->pProbe, argv[0]);
+    c->iHit = 0;
+    c->bEof = rc != SQLITE_OK || vt_probe_nhit(c->pProbe) == 0;
+    return rc;
+  }
   cursor_reset(c, p->s.nCol);
   c->colUsed = ~(uint64_t)0;
   const char *zCols = idxStr ? strstr(idxStr, ";cols=") : NULL;

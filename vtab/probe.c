@@ -35,6 +35,7 @@ struct vt_probe {
   uint32_t *aHit; /* rows of the last lookup */
   uint32_t nHit, nHitAlloc;
   uint64_t stamp; /* the table's write count when built */
+  csq_vec key;    /* the value sought, converted (kept: a join looks up once per outer row) */
 };
 
 vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp) {
@@ -50,6 +51,7 @@ vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp)
     return NULL;
   }
   for (int i = 0; i < nVec; i++) csq_vec_init(&p->aVec[i]);
+  csq_vec_init(&p->key);
   memcpy(p->aKeep, aKeep, (size_t)nVec);
   p->aKeep[iKey] = 1;
   p->nVec = nVec;
@@ -61,6 +63,7 @@ vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp)
 void vt_probe_free(vt_probe *p) {
   if (!p) return;
   for (int i = 0; i < p->nVec; i++) csq_vec_free(&p->aVec[i]);
+  csq_vec_free(&p->key);
   sqlite3_free(p->aVec);
   sqlite3_free(p->aKeep);
   free(p->aHead);
@@ -172,13 +175,11 @@ int vt_probe_index(vt_probe *p) {
 
 int vt_probe_find(vt_probe *p, sqlite3_value *pVal) {
   p->nHit = 0;
-  csq_vec v;
-  csq_vec_init(&v);
+  csq_vec *pv = &p->key;
+  csq_vec_reset(pv);
   /* the comparison applies the column's numeric affinity to the value */
-  if (vt_push_value(&v, pVal, VT_AFF_NUMERIC)) {
-    csq_vec_free(&v);
-    return SQLITE_NOMEM;
-  }
+  if (vt_push_value(pv, pVal, VT_AFF_NUMERIC)) return SQLITE_NOMEM;
+  const csq_vec v = *pv;
   int cls = v.aCls[0];
   int rc = SQLITE_OK;
   if (cls != CSQ_NULL) {
@@ -203,7 +204,6 @@ int vt_probe_find(vt_probe *p, sqlite3_value *pVal) {
       p->aHit[p->nHit++] = r;
     }
   }
-  csq_vec_free(&v);
   return rc;
 }
 
