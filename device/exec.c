@@ -1323,6 +1323,95 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
   return 0;
 }
 
+/* ---- top-N (program.h, TOP-N) ---- */
+
+static int val_cmp(const ex_val *a, const ex_val *b, int coll); /* (aggregation, below) */
+
+/* ORDER BY order of two values (BINARY; NULL first). */
+static int ord_cmp(const ex_val *a, const ex_val *b) {
+  if (a->cls == CSQ_NULL || b->cls == CSQ_NULL) return (b->cls == CSQ_NULL) - (a->cls == CSQ_NULL);
+  return val_cmp(a, b, CSQ_TF_BINARY);
+}
+
+/* Order of selected row aSel[x] against the key values aK of another row
+** (< 0: x first), by the program's keys; ties are left to the caller. */
+static int top_cmp(const csq_prog *pp, const ex_col *aCol, uint32_t r, const ex_val *aK) {
+  for (int j = 0; j < pp->nTopKey; j++) {
+    ex_val v;
+    col_get(&aCol[pp->aTopSlot[j]], r, &v);
+    int c = ord_cmp(&v, &aK[j]);
+    if (c) return pp->aTopDesc[j] ? -c : c;
+  }
+  return 0;
+}
+
+/* Does position x sort after position y (keys, then row order)? */
+static int top_after(const csq_prog *pp, const ex_col *aCol, const uint32_t *aSel, uint32_t x,
+                     uint32_t y) {
+  ex_val aK[CSQ_TOPN_MAX_KEYS];
+  for (int j = 0; j < pp->nTopKey; j++) col_get(&aCol[pp->aTopSlot[j]], aSel[y], &aK[j]);
+  int c = top_cmp(pp, aCol, aSel[x], aK);
+  return c > 0 || (c == 0 && x > y);
+}
+
+static void top_sift_down(const csq_prog *pp, const ex_col *aCol, const uint32_t *aSel,
+                          uint32_t *aH, uint32_t i, uint32_t n) {
+  for (;;) {
+    uint32_t l = 2 * i + 1, m = l;
+    if (l >= n) return;
+    if (l + 1 < n && top_after(pp, aCol, aSel, aH[l + 1], aH[l])) m = l + 1;
+    if (!top_after(pp, aCol, aSel, aH[m], aH[i])) return;
+    uint32_t t = aH[i];
+    aH[i] = aH[m];
+    aH[m] = t;
+    i = m;
+  }
+}
+
+static int cmp_u32(const void *x, const void *y) {
+  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
+  return (a > b) - (a < b);
+}
+
+/* Keep in aSel[0..*pnSel) (ascending rows) only the nTop rows that sort
+** first, still ascending. A max-heap of positions holds the kept rows with
+** the one that sorts last at the root, whose key values are kept decoded:
+** a row that does not belong costs one comparison against them. */
+static int top_select(const csq_prog *pp, const ex_col *aCol, uint32_t *aSel, uint32_t *pnSel) {
+  uint32_t n = *pnSel, nTop = pp->nTop, nH = 0;
+  uint32_t *aH = malloc(sizeof(uint32_t) * nTop);
+  if (!aH) return CSQ_FAULT_NOMEM;
+  ex_val aRoot[CSQ_TOPN_MAX_KEYS];
+  for (uint32_t x = 0; x < n; x++) {
+    if (nH < nTop) {
+      uint32_t i = nH++;
+      aH[i] = x;
+      while (i > 0) {
+        uint32_t up = (i - 1) / 2;
+        if (!top_after(pp, aCol, aSel, aH[i], aH[up])) break;
+        uint32_t t = aH[i];
+        aH[i] = aH[up];
+        aH[up] = t;
+        i = up;
+      }
+      if (nH == nTop)
+        for (int j = 0; j < pp->nTopKey; j++)
+          col_get(&aCol[pp->aTopSlot[j]], aSel[aH[0]], &aRoot[j]);
+      continue;
+    }
+    /* a later row replaces the root only if it sorts strictly before it */
+    if (top_cmp(pp, aCol, aSel[x], aRoot) >= 0) continue;
+    aH[0] = x;
+    top_sift_down(pp, aCol, aSel, aH, 0, nH);
+    for (int j = 0; j < pp->nTopKey; j++) col_get(&aCol[pp->aTopSlot[j]], aSel[aH[0]], &aRoot[j]);
+  }
+  qsort(aH, nH, sizeof(uint32_t), cmp_u32);
+  for (uint32_t i = 0; i < nH; i++) aSel[i] = aSel[aH[i]];
+  *pnSel = nH;
+  free(aH);
+  return 0;
+}
+
 /* ---- output ---- */
 
 typedef struct ex_outcol {
@@ -3286,7 +3375,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   int bAcc = (ctx->aParam[1] & CSQ_EXEC_ACC) != 0;
   uint32_t accCheck = (uint32_t)(ctx->aParam[1] >> 32);
   uint32_t rowCap = bAcc ? 0 : (uint32_t)(ctx->aParam[1] >> 32); /* 0: none */
-  if (start > nRow || (bAcc && !pp->bAgg) || (rowCap && pp->bAgg))
+  if (start > nRow || (bAcc && !pp->bAgg) || (rowCap && (pp->bAgg || pp->nTop)))
     return fault(pRet, CSQ_FAULT_BAD_JOB);
   uint64_t nFixed = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * pp->nOut;
   if (nOutArea < nFixed) return fault(pRet, CSQ_FAULT_OUTPUT_FULL);
@@ -3412,8 +3501,16 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     goto done;
   }
 
+  if (pp->nTop && nSel > pp->nTop) {
+    reason = (uint64_t)top_select(pp, aCol, aSel, &nSel);
+    if (reason) goto done;
+  }
+
   /* Size the result; if it does not fit, keep the longest prefix that does
-  ** (sizes grow with rows, so a binary search finds it). */
+  ** (sizes grow with rows, so a binary search finds it). A partial top-N is
+  ** still a superset of what its rows contribute: the rows it left out
+  ** before nextRow lose to the nTop it kept, which the host sees (those
+  ** before nextRow now, the others in the next part). */
   uint32_t nKeep = rowCap && nSel > rowCap ? rowCap : nSel;
   for (;;) {
     uint64_t nBytes = nFixed + (pp->bRowNum ? pad8(4ull * nKeep) : 0);

@@ -211,6 +211,40 @@ static uint64_t agg_bytes(uint32_t nExpr, uint32_t nKey, uint32_t nAgg, uint32_t
 
 /* Parse and check the aggregation section at p[off..n) into pOut (whose
 ** inputs and constants are already parsed). 0 or -EINVAL / -ENOMEM. */
+static size_t topn_bytes(uint32_t nKey) {
+  return CSQ_TOPN_HDR + ((4 * (size_t)nKey + 7) & ~(size_t)7);
+}
+
+/* The top-N section at p[off..n) (the rest of the program). */
+static int topn_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, char *zErr,
+                      size_t nErr) {
+  if (n - off < CSQ_TOPN_HDR) return verr(zErr, nErr, "top-N section truncated");
+  const uint8_t *h = p + off;
+  uint32_t nTop = rd32(h), nKey = rd16(h + 4);
+  if (rd16(h + 6)) return verr(zErr, nErr, "top-N section: reserved field not zero");
+  if (nTop < 1 || nTop > CSQ_TOPN_MAX)
+    return verr(zErr, nErr, "top-N: %u rows (1 to %d)", nTop, CSQ_TOPN_MAX);
+  if (nKey < 1 || nKey > CSQ_TOPN_MAX_KEYS)
+    return verr(zErr, nErr, "top-N: %u keys (1 to %d)", nKey, CSQ_TOPN_MAX_KEYS);
+  if (topn_bytes(nKey) != n - off)
+    return verr(zErr, nErr, "top-N section of %zu bytes, %u keys need %zu", n - off, nKey,
+                topn_bytes(nKey));
+  for (uint32_t i = 0; i < nKey; i++) {
+    const uint8_t *k = h + CSQ_TOPN_HDR + 4 * i;
+    uint32_t slot = rd16(k);
+    if (slot >= (uint32_t)pOut->nIn)
+      return verr(zErr, nErr, "top-N key %u: input slot %u out of range", i, slot);
+    if ((k[2] & ~CSQ_TOPN_DESC) || k[3]) return verr(zErr, nErr, "top-N key %u: bad flags", i);
+    pOut->aTopSlot[i] = (uint16_t)slot;
+    pOut->aTopDesc[i] = k[2] & CSQ_TOPN_DESC;
+  }
+  for (size_t j = CSQ_TOPN_HDR + 4 * (size_t)nKey; j < n - off; j++)
+    if (h[j]) return verr(zErr, nErr, "top-N section: padding not zero");
+  pOut->nTop = nTop;
+  pOut->nTopKey = (int)nKey;
+  return 0;
+}
+
 static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, char *zErr,
                      size_t nErr) {
   if (n - off < CSQ_AGG_HDR) return verr(zErr, nErr, "aggregation section truncated");
@@ -335,11 +369,15 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   if (version != CSQ_PROG_VERSION && version != CSQ_PROG_VERSION_AGG)
     return verr(zErr, nErr, "unsupported program version %u", version);
   if ((version == CSQ_PROG_VERSION && pflags) ||
-      (pflags & ~(uint32_t)(CSQ_PF_AGG | CSQ_PF_ROWNUM)) || rd16(p + 22) != 0 || rd32(p + 28) != 0)
+      (pflags & ~(uint32_t)(CSQ_PF_AGG | CSQ_PF_ROWNUM | CSQ_PF_TOPN)) || rd16(p + 22) != 0 ||
+      rd32(p + 28) != 0)
     return verr(zErr, nErr, "reserved header fields are not zero");
   if ((pflags & CSQ_PF_AGG) && (pflags & CSQ_PF_ROWNUM))
     return verr(zErr, nErr, "row numbers are for programs without aggregation");
+  if ((pflags & CSQ_PF_TOPN) && (pflags & (CSQ_PF_AGG | CSQ_PF_ROWNUM)))
+    return verr(zErr, nErr, "a top-N goes with neither aggregation nor row numbers");
   int bAggFlag = (pflags & CSQ_PF_AGG) != 0;
+  int bTopFlag = (pflags & CSQ_PF_TOPN) != 0;
   uint32_t nTotal = rd32(p + 8);
   uint32_t nIn = rd16(p + 12), nOut = rd16(p + 14), nClause = rd16(p + 16);
   uint32_t nTerm = rd16(p + 18), nConst = rd16(p + 20), nHeap = rd32(p + 24);
@@ -358,7 +396,7 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
                   (uint64_t)CSQ_PROG_TERM_SZ * nTerm + (uint64_t)CSQ_PROG_CONST_SZ * nConst +
                   ((nHeap + 7ull) & ~7ull);
   size_t aggOff = (size_t)want;
-  if (bAggFlag ? want > n : want != n)
+  if (bAggFlag || bTopFlag ? want > n : want != n)
     return verr(zErr, nErr, "sections add up to %llu bytes, program has %zu",
                 (unsigned long long)want, n);
   const uint8_t *q = p + CSQ_PROG_HDR;
@@ -465,6 +503,10 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   } else {
     pOut->nResCol = pOut->nOut;
   }
+  if (bTopFlag) {
+    rc = topn_parse(p, n, aggOff, pOut, zErr, nErr);
+    if (rc) goto fail;
+  }
   return 0;
 fail:
   csq_prog_clear(pOut);
@@ -496,6 +538,9 @@ struct csq_pb {
   uint8_t aCond[CSQ_AGG_MAX_CONDS][CSQ_PROG_TERM_SZ];
   int nCond;
   int bRowNum;
+  uint32_t nTop;
+  int nTopKey;
+  uint8_t aTopKey[CSQ_TOPN_MAX_KEYS][4];
 };
 
 void csq_pb_rownums(csq_pb *b) {
@@ -516,6 +561,23 @@ void csq_pb_free(csq_pb *b) {
 static int pb_fail(csq_pb *b, int rc) {
   if (!b->rc) b->rc = rc;
   return rc;
+}
+
+int csq_pb_topn(csq_pb *b, uint32_t nTop) {
+  if (b->rc) return b->rc;
+  if (nTop < 1 || nTop > CSQ_TOPN_MAX) return pb_fail(b, -EINVAL);
+  b->nTop = nTop;
+  return 0;
+}
+
+int csq_pb_topn_key(csq_pb *b, int slot, int bDesc) {
+  if (b->rc) return b->rc;
+  if (b->nTopKey >= CSQ_TOPN_MAX_KEYS || slot < 0 || slot >= b->nIn) return pb_fail(b, -EINVAL);
+  uint8_t *k = b->aTopKey[b->nTopKey++];
+  wr16(k, (uint16_t)slot);
+  k[2] = bDesc ? CSQ_TOPN_DESC : 0;
+  k[3] = 0;
+  return 0;
 }
 
 int csq_pb_input(csq_pb *b, uint32_t iChunk) {
@@ -704,8 +766,12 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   size_t nHeapPad = (b->nHeap + 7u) & ~7u;
   size_t n = CSQ_PROG_HDR + 4u * (size_t)(b->nIn + b->nOut + nClause) +
              (size_t)CSQ_PROG_TERM_SZ * b->nTerm + (size_t)CSQ_PROG_CONST_SZ * b->nConst + nHeapPad;
-  int bAgg = b->nKey + b->nAgg > 0;
+  int bAgg = b->nKey + b->nAgg > 0, bTop = b->nTop > 0;
   size_t nBase = n;
+  if (bTop) {
+    if (bAgg || b->bRowNum || b->nTopKey == 0) return pb_fail(b, -EINVAL);
+    n += topn_bytes((uint32_t)b->nTopKey);
+  }
   if (bAgg) {
     if (b->nOut || b->bRowNum) return pb_fail(b, -EINVAL);
     n += (size_t)agg_bytes((uint32_t)b->nExpr, (uint32_t)b->nKey, (uint32_t)b->nAgg,
@@ -715,8 +781,8 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   uint8_t *p = calloc(1, n), *q = p;
   if (!p) return pb_fail(b, -ENOMEM);
   wr32(q, CSQ_PROG_MAGIC);
-  wr16(q + 4, bAgg || b->bRowNum ? CSQ_PROG_VERSION_AGG : CSQ_PROG_VERSION);
-  wr16(q + 6, bAgg ? CSQ_PF_AGG : b->bRowNum ? CSQ_PF_ROWNUM : 0);
+  wr16(q + 4, bAgg || bTop || b->bRowNum ? CSQ_PROG_VERSION_AGG : CSQ_PROG_VERSION);
+  wr16(q + 6, bAgg ? CSQ_PF_AGG : bTop ? CSQ_PF_TOPN : b->bRowNum ? CSQ_PF_ROWNUM : 0);
   wr32(q + 8, (uint32_t)n);
   wr16(q + 12, (uint16_t)b->nIn);
   wr16(q + 14, (uint16_t)b->nOut);
@@ -733,6 +799,12 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   if (b->nConst) memcpy(q, b->aConst, (size_t)b->nConst * CSQ_PROG_CONST_SZ);
   q += (size_t)b->nConst * CSQ_PROG_CONST_SZ;
   if (b->nHeap) memcpy(q, b->aHeap, b->nHeap);
+  if (bTop) {
+    q = p + nBase;
+    wr32(q, b->nTop);
+    wr16(q + 4, (uint16_t)b->nTopKey);
+    for (int i = 0; i < b->nTopKey; i++) memcpy(q + CSQ_TOPN_HDR + 4 * i, b->aTopKey[i], 4);
+  }
   if (bAgg) {
     q = p + nBase;
     wr16(q, (uint16_t)b->nExpr);

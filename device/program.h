@@ -178,6 +178,23 @@
 **   read for exactly the returned rows from the row group's own chunk
 **   (NVM Read) if it turns out to be needed after all.
 **
+** TOP-N (version 2, header flag CSQ_PF_TOPN; not with CSQ_PF_AGG or
+** CSQ_PF_ROWNUM)
+**   A section follows the (padded) heap (offset A, as for aggregation):
+**     0  u32 nTop      rows kept (1..CSQ_TOPN_MAX)
+**     4  u16 nKey      sort keys (1..CSQ_TOPN_MAX_KEYS)
+**     6  u16 rsvd      0
+**     8  nKey x 4 bytes: u16 slot (an input slot), u8 flags (CSQ_TOPN_DESC
+**        or 0), u8 rsvd 0; then zero bytes up to a multiple of 8
+**   So nTotal = A + 8 + ((4*nKey + 7) & ~7).
+**   Of the rows an Execute qualifies, the result holds only the nTop that
+**   sort first by the keys, in row order. The order is SQLite's ORDER BY
+**   with BINARY collation (NULL first, then numbers by value, TEXT by bytes,
+**   BLOBs by bytes), CSQ_TOPN_DESC reversing a key, and equal keys going to
+**   the earlier row: the rows a top-N over the whole table in row order
+**   would keep from this row group are among them, so the host merges the
+**   row groups' results with a top-N of its own. Its row cap must be 0.
+**
 ** AGGREGATION (version 2)
 **   A version 2 program is a version 1 program whose header flags may hold
 **   CSQ_PF_AGG; then an aggregation section follows the (padded) heap, and the
@@ -297,6 +314,11 @@
 #define CSQ_PROG_VERSION_AGG 2u
 #define CSQ_PF_AGG           0x0001 /* header flag: an aggregation section follows the heap */
 #define CSQ_PF_ROWNUM        0x0002 /* header flag: row numbers and omit masks (ROW NUMBERS) */
+#define CSQ_PF_TOPN          0x0004 /* header flag: a top-N section follows the heap (TOP-N) */
+#define CSQ_TOPN_HDR         8
+#define CSQ_TOPN_MAX         65536
+#define CSQ_TOPN_MAX_KEYS    16
+#define CSQ_TOPN_DESC        0x01
 #define CSQ_AGG_HDR          16
 #define CSQ_AGG_MAX_EXPR     256
 #define CSQ_AGG_MAX_KEYS     8
@@ -417,6 +439,11 @@ typedef struct csq_prog {
   csq_pterm *aCond; /* nCond (malloc'd) */
   int nResCol;      /* columns of a result: nOut, or the aggregation's */
   int bRowNum;      /* CSQ_PF_ROWNUM: row numbers in results, omit masks in jobs */
+  /* Top-N (CSQ_PF_TOPN; else nTop = 0). */
+  uint32_t nTop;
+  int nTopKey;
+  uint16_t aTopSlot[CSQ_TOPN_MAX_KEYS];
+  uint8_t aTopDesc[CSQ_TOPN_MAX_KEYS];
 } csq_prog;
 
 /* Verify program p[0..n) and parse it into *pOut (free with
@@ -477,10 +504,14 @@ int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t
 /* Ask for row numbers (CSQ_PF_ROWNUM) in the results of a program without
 ** aggregation. */
 void csq_pb_rownums(csq_pb *b);
+/* Keep only the nTop rows that sort first (CSQ_PF_TOPN): set nTop, then add
+** the keys in order, each an input slot, ascending or descending. */
+int csq_pb_topn(csq_pb *b, uint32_t nTop);
+int csq_pb_topn_key(csq_pb *b, int slot, int bDesc);
 /* Emit the program: *pp is malloc'd (caller frees), *pn its size. A program
 ** with a group key or an aggregate is emitted as version 2 with CSQ_PF_AGG
-** (then csq_pb_output must not have been used), one with row numbers as
-** version 2 with CSQ_PF_ROWNUM, else as version 1. */
+** (then csq_pb_output must not have been used), one with row numbers or a
+** top-N as version 2 with CSQ_PF_ROWNUM or CSQ_PF_TOPN, else as version 1. */
 int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn);
 
 /* Aggregation (version 2). Expressions return their instruction index; an

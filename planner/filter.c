@@ -96,8 +96,8 @@ int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
   }
 }
 
-int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum, uint8_t **pp,
-                      size_t *pn, int *pbEmpty, char **pzErr) {
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum,
+                      const pl_topn *pTop, uint8_t **pp, size_t *pn, int *pbEmpty, char **pzErr) {
   *pp = NULL;
   *pn = 0;
   *pbEmpty = 0;
@@ -111,6 +111,11 @@ int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bR
     rc = slot < 0 ? slot : csq_pb_output(b, slot);
   }
   for (int i = 0; i < n && rc >= 0; i++) rc = pl_filter_add(b, &a[i], pbEmpty);
+  if (pTop && rc >= 0) rc = csq_pb_topn(b, pTop->nTop);
+  for (int k = 0; pTop && k < pTop->nKey && rc >= 0; k++) {
+    int slot = csq_pb_input(b, (uint32_t)pTop->aChunk[k]);
+    rc = slot < 0 ? slot : csq_pb_topn_key(b, slot, pTop->aDesc[k]);
+  }
   uint8_t *p = NULL;
   size_t np = 0;
   if (rc >= 0) rc = csq_pb_finish(b, &p, &np);

@@ -31,7 +31,8 @@ typedef struct pl_cons {
 
 /* Build a program that keeps the rows satisfying every constraint of a[0..n)
 ** and outputs the chunks aOut[0..nOut) (chunk 0 = rowids), with each row's
-** number in its row group if bRowNum (CSQ_PF_ROWNUM). On success *pp is
+** number in its row group if bRowNum (CSQ_PF_ROWNUM), only the rows of a
+** top-N if pTop is not NULL. On success *pp is
 ** a sqlite3_malloc'd program of *pn bytes. A constraint that can never be
 ** true (a comparison with NULL) makes *pbEmpty 1: the scan returns nothing.
 ** Returns SQLITE_OK or an error code with *pzErr (sqlite3_malloc'd). */
@@ -40,7 +41,17 @@ typedef struct pl_cons {
 struct csq_pb;
 int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
 
-int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum, uint8_t **pp,
-                      size_t *pn, int *pbEmpty, char **pzErr);
+/* A top-N for the device (CSQ_PF_TOPN): keep the nTop rows that sort first
+** on the chunks aChunk[0..nKey) (each among the outputs), descending where
+** aDesc[k]. */
+typedef struct pl_topn {
+  uint32_t nTop;
+  int nKey;
+  int aChunk[16];
+  uint8_t aDesc[16];
+} pl_topn;
+
+int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum,
+                      const pl_topn *pTop, uint8_t **pp, size_t *pn, int *pbEmpty, char **pzErr);
 
 #endif /* CSQ_PLANNER_FILTER_H */

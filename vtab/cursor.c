@@ -22,8 +22,9 @@
 ** With a pushed LIMIT the cursor stops at LIMIT + OFFSET rows; a device scan
 ** then runs in windows of row groups (1, 2, 4, ...) so that nothing past the
 ** window holding the last row is ever read. With a consumed ORDER BY the
-** cursor reads every qualifying row into a bounded top-N heap and hands back
-** its LIMIT + OFFSET best rows in order.
+** device keeps each row group's LIMIT + OFFSET best rows (a top-N section in
+** the program), the cursor reads them into a bounded top-N heap and hands
+** back its LIMIT + OFFSET best rows in order.
 */
 #include <errno.h>
 #include <math.h>
@@ -39,6 +40,8 @@
 ** this many rows (LIMIT + OFFSET) and sort keys; beyond, SQLite sorts. */
 #define VT_TOPN_MAX    65536
 #define VT_TOPN_MAXKEY 16
+_Static_assert(VT_TOPN_MAXKEY <= CSQ_TOPN_MAX_KEYS && VT_TOPN_MAX <= CSQ_TOPN_MAX,
+               "a consumed ORDER BY fits a device top-N");
 
 typedef struct vt_cursor {
   sqlite3_vtab_cursor base; /* must be first */
@@ -1331,7 +1334,19 @@ static int device_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int nArg,
   int nOut = set_outputs(c, p, !c->bRowNum, aChunk);
   if (nOut == 0) /* no column read (count(*)): one output all the same, dropped after a batch */
     nOut = set_outputs(c, p, 1, aChunk);
-  rc = pl_filter_program(aTerm, nTerm, aChunk, nOut, c->bRowNum, &pProg, &nProg, &bEmpty, &zErr);
+  /* With sort keys the device keeps only each row group's top LIMIT +
+  ** OFFSET rows; the cursor's top-N merges them. */
+  pl_topn top;
+  memset(&top, 0, sizeof(top));
+  top.nTop = topn_max(c);
+  top.nKey = c->nKey;
+  for (int k = 0; k < c->nKey; k++) {
+    top.aChunk[k] = c->aKeyChunk[k];
+    top.aDesc[k] = c->aKeyDesc[k];
+  }
+  const pl_topn *pTop = c->nKey > 0 && top.nTop >= 1 && top.nTop <= CSQ_TOPN_MAX ? &top : NULL;
+  rc = pl_filter_program(aTerm, nTerm, aChunk, nOut, c->bRowNum, pTop, &pProg, &nProg, &bEmpty,
+                         &zErr);
   if (rc) {
     vt_set_error(&p->base, "%s", zErr ? zErr : "csq: cannot build the device program");
     sqlite3_free(zErr);

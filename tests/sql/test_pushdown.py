@@ -447,3 +447,20 @@ def test_in_lists_on_text_columns():
             for neg in ("", "NOT "):
                 q = "SELECT k FROM TBL WHERE %s %sIN %s ORDER BY k" % (col, neg, rhs)
                 same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
+
+
+def test_order_by_limit_keeps_a_top_n_on_the_device():
+    # each row group sends only its own LIMIT + OFFSET best rows; the cursor
+    # merges them (ties go to the earlier row, as SQLite's sort would)
+    con = connect()
+    lazy_tables(con)
+    for q in ["SELECT rowid, * FROM TBL WHERE b < 900 ORDER BY d DESC LIMIT 3",
+              "SELECT a, c FROM TBL WHERE b < 900 ORDER BY b, a DESC LIMIT 4 OFFSET 2",
+              "SELECT a FROM TBL WHERE d > 10 ORDER BY c LIMIT 7"]:
+        plan = " ".join(r[-1] for r in con.execute("EXPLAIN QUERY PLAN " + q.replace("TBL", "t")))
+        assert ";order=" in plan, plan
+        con.execute("SELECT csq_stats_reset()")
+        got = con.execute(q.replace("TBL", "t")).fetchall()
+        st = stats(con)
+        same_rows(got, con.execute(q.replace("TBL", "n")).fetchall(), q)
+        assert st["bytes_to_host"] < 32 * 1024 and st["programs_executed"] == 20, (q, st)
