@@ -316,6 +316,13 @@ def lazy_tables(con, n=20000, rowgroup=1000, extra=""):
     con.execute("COMMIT")
 
 
+def same_as_native(con, q, bSort=False):
+    """q (with TBL for the table) gives the same rows on t (csq) as on n."""
+    a = con.execute(q.replace("TBL", "t")).fetchall()
+    b = con.execute(q.replace("TBL", "n")).fetchall()
+    same_rows(sorted(a) if bSort else a, sorted(b) if bSort else b, q)
+
+
 def bytes_of(con, q):
     con.execute("SELECT csq_stats_reset()")
     r = con.execute(q).fetchall()
@@ -347,7 +354,7 @@ def test_a_column_read_for_some_rows_only_comes_from_its_chunk():
     lazy_tables(con)
     q = "SELECT a, CASE WHEN a >= 15000 THEN c END, CASE WHEN a % 997 = 5 THEN rowid END FROM TBL WHERE b < 300"
     con.execute("SELECT csq_stats_reset()")
-    same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
+    same_as_native(con, q)
     st = stats(con)
     # the device filtered every row group; the cursor read left-out columns
     # (the chunks of c and the rowids) for some of them
@@ -355,7 +362,7 @@ def test_a_column_read_for_some_rows_only_comes_from_its_chunk():
     # with deleted rows in the row groups, row numbers still index the chunks
     for tb in ("t", "n"):
         con.execute("DELETE FROM %s WHERE a %% 7 = 3" % tb)
-    same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
+    same_as_native(con, q)
 
 
 def test_rowids_through_device_scans():
@@ -366,11 +373,10 @@ def test_rowids_through_device_scans():
     for q in ["SELECT rowid, a FROM TBL WHERE b < 3",
               "SELECT rowid FROM TBL WHERE b = 5 OR c = 'text value number 77'",
               "SELECT rowid, d FROM TBL WHERE b > 990 AND rowid % 2 = 0"]:
-        same_rows(sorted(con.execute(q.replace("TBL", "t")).fetchall()),
-                  sorted(con.execute(q.replace("TBL", "n")).fetchall()), q)
+        same_as_native(con, q, bSort=True)
     # no column read at all: the program still has an output, left out after a batch
     for q in ["SELECT count(*) FROM TBL WHERE rowid > 5", "SELECT 1 FROM TBL WHERE rowid BETWEEN 5 AND 4000"]:
-        same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
+        same_as_native(con, q)
     q = "SELECT rowid, a FROM TBL WHERE b < 10 LIMIT 5 OFFSET 12"
     assert ";limit=" in " ".join(r[-1] for r in con.execute("EXPLAIN QUERY PLAN " + q.replace("TBL", "t")))
     got = con.execute(q.replace("TBL", "t")).fetchall()
@@ -380,8 +386,7 @@ def test_rowids_through_device_scans():
               "UPDATE TBL SET c = 'changed' WHERE b BETWEEN 40 AND 45"]:
         for tb in ("t", "n"):
             con.execute(w.replace("TBL", tb))
-        q = "SELECT rowid, * FROM TBL ORDER BY rowid"
-        same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), w)
+        same_as_native(con, "SELECT rowid, * FROM TBL ORDER BY rowid")
 
 
 def test_row_numbers_over_striped_devices():
@@ -390,8 +395,7 @@ def test_row_numbers_over_striped_devices():
     devs = ",".join(os.path.join(d, x) for x in ("a.csd", "b.csd"))
     lazy_tables(con, n=9000, rowgroup=500, extra=", devices='%s'" % devs)
     q = "SELECT rowid, a, CASE WHEN a > 6000 THEN c END FROM TBL WHERE b < 50"
-    same_rows(sorted(con.execute(q.replace("TBL", "t")).fetchall()),
-              sorted(con.execute(q.replace("TBL", "n")).fetchall()), q)
+    same_as_native(con, q, bSort=True)
     # a LIMIT takes the members' rows in turn: each row must be the native one
     got = con.execute("SELECT rowid, d FROM t WHERE b < 7 LIMIT 30").fetchall()
     every = set(con.execute("SELECT rowid, d FROM n WHERE b < 7").fetchall())
@@ -446,7 +450,7 @@ def test_in_lists_on_text_columns():
                     "(SELECT z FROM nums)", "(SELECT 5 UNION SELECT 'RAIL')"]:
             for neg in ("", "NOT "):
                 q = "SELECT k FROM TBL WHERE %s %sIN %s ORDER BY k" % (col, neg, rhs)
-                same_rows(con.execute(q.replace("TBL", "t")).fetchall(), con.execute(q.replace("TBL", "n")).fetchall(), q)
+                same_as_native(con, q)
 
 
 def test_order_by_limit_keeps_a_top_n_on_the_device():

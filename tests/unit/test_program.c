@@ -368,6 +368,20 @@ static void rg_build(rg_buf *g, size_t nOut) {
   g->aMr[2] = (csq_mrange){CSQ_NSID_SLM, 0, nOut, nJob + nIn, 0};
 }
 
+/* An Execute context over slm[0..nSlm) with ranges aMr[0..3) for program
+** p[0..n), its statistics in *pSt (zeroed). */
+static void ctx_init(dev_exec_ctx *ctx, dev_stats *pSt, uint8_t *slm, size_t nSlm, csq_mrange *aMr,
+                     const uint8_t *p, size_t n) {
+  memset(pSt, 0, sizeof(*pSt));
+  memset(ctx, 0, sizeof(*ctx));
+  ctx->pSlm = slm;
+  ctx->nSlm = nSlm;
+  ctx->aRange = aMr;
+  ctx->nRange = 3;
+  ctx->aParam[0] = csq_prog_id(p, n);
+  ctx->pStats = pSt;
+}
+
 static void rg_free(rg_buf *g) {
   free(g->slm);
   free(g->aChunk[0]);
@@ -386,15 +400,8 @@ static int run_prog(rg_buf *g, const uint8_t *p, size_t n, int64_t *aOut, uint32
     return -1;
   }
   dev_stats st;
-  memset(&st, 0, sizeof(st));
   dev_exec_ctx ctx;
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.pSlm = g->slm;
-  ctx.nSlm = g->nSlm;
-  ctx.aRange = g->aMr;
-  ctx.nRange = 3;
-  ctx.aParam[0] = csq_prog_id(p, n);
-  ctx.pStats = &st;
+  ctx_init(&ctx, &st, g->slm, g->nSlm, g->aMr, p, n);
   int nRes = 0;
   uint32_t start = 0;
   for (int guard = 0; guard < 100000; guard++) {
@@ -878,15 +885,8 @@ static void test_faults(void) {
   char zErr[100];
   CHECK(dev_ptype_csq.xVerify(p, n, &pc, zErr, sizeof(zErr)) == 0, "verify");
   dev_stats st;
-  memset(&st, 0, sizeof(st));
   dev_exec_ctx ctx;
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.pSlm = g.slm;
-  ctx.nSlm = g.nSlm;
-  ctx.aRange = g.aMr;
-  ctx.nRange = 3;
-  ctx.aParam[0] = csq_prog_id(p, n);
-  ctx.pStats = &st;
+  ctx_init(&ctx, &st, g.slm, g.nSlm, g.aMr, p, n);
   uint64_t ret;
   CHECK(dev_ptype_csq.xRun(pc, &ctx, &ret) == 0 && csq_le32(g.slm + g.aMr[2].addr + 4) == NROW &&
             (uint32_t)ret == csq_res_check(g.slm + g.aMr[2].addr, (ret >> 32) & ~7ull),
@@ -963,15 +963,8 @@ static uint64_t run_rownums(const uint8_t *p, size_t n, rg_buf *g, uint64_t omit
   uint64_t ret = 0, nBytes = 0;
   CHECK(dev_ptype_csq.xVerify(p, n, &pc, zErr, sizeof(zErr)) == 0, "verify: %s", zErr);
   dev_stats st;
-  memset(&st, 0, sizeof(st));
   dev_exec_ctx ctx;
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.pSlm = slm;
-  ctx.nSlm = nJob + nIn + nOut;
-  ctx.aRange = aMr;
-  ctx.nRange = 3;
-  ctx.aParam[0] = csq_prog_id(p, n);
-  ctx.pStats = &st;
+  ctx_init(&ctx, &st, slm, nJob + nIn + nOut, aMr, p, n);
   *pReason = 0;
   if (pc && dev_ptype_csq.xRun(pc, &ctx, &ret) != 0) {
     *pReason = ret;
@@ -1130,16 +1123,9 @@ static void test_topn_format(void) {
   void *pc = NULL;
   CHECK(dev_ptype_csq.xVerify(p, n, &pc, zErr, sizeof(zErr)) == 0, "verify top-N: %s", zErr);
   dev_stats st;
-  memset(&st, 0, sizeof(st));
   dev_exec_ctx ctx;
-  memset(&ctx, 0, sizeof(ctx));
-  ctx.pSlm = g.slm;
-  ctx.nSlm = g.nSlm;
-  ctx.aRange = g.aMr;
-  ctx.nRange = 3;
-  ctx.aParam[0] = csq_prog_id(p, n);
+  ctx_init(&ctx, &st, g.slm, g.nSlm, g.aMr, p, n);
   ctx.aParam[1] = (uint64_t)5 << 32;
-  ctx.pStats = &st;
   uint64_t ret = 0;
   CHECK(pc && dev_ptype_csq.xRun(pc, &ctx, &ret) == CSQ_SC_PROGRAM_FAULT &&
             ret == CSQ_FAULT_BAD_JOB,
