@@ -31,6 +31,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     if (nSum != g.nTerm) abort();
     for (int t = 0; t < g.nTerm; t++)
       if (g.aTerm[t].slot >= g.nIn) abort();
+    if (g.nTop > CSQ_TOPN_MAX || (g.nTop && (g.nTopKey < 1 || g.nTopKey > CSQ_TOPN_MAX_KEYS)) ||
+        (g.nTop && (g.bAgg || g.bRowNum)))
+      abort();
+    for (int k = 0; g.nTop && k < g.nTopKey; k++)
+      if (g.aTopSlot[k] >= g.nIn) abort();
     for (int c = 0; c < g.nConst; c++) {
       const csq_pconst *k = &g.aConst[c];
       if ((k->cls == CSQ_TEXT || k->cls == CSQ_BLOB) && k->len &&

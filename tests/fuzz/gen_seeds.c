@@ -112,7 +112,7 @@ static void chunks(void) {
 }
 
 /* A program: inputs rowid + column 0, output both, where col0 > 10 AND (col0
-** IN (1,2,3) OR col0 LIKE 'a%'). */
+** IN (1,2,3) OR col0 LIKE 'a%'); kind 4 adds row numbers, kind 5 a top-N. */
 static int build_prog(int kind, uint8_t **pp, size_t *pn) {
   csq_pb *b = csq_pb_new();
   int s0 = csq_pb_input(b, 0);
@@ -141,13 +141,19 @@ static int build_prog(int kind, uint8_t **pp, size_t *pn) {
     csq_pb_term(b, CSQ_OP_ISNULL, 0, s0, 0, 0, 0);
     csq_pb_term(b, CSQ_OP_GLOB, 0, s1, csq_pb_const_bytes(b, CSQ_TEXT, "*x?[a-c]", 8), 0, 0);
   }
+  if (kind == 4) csq_pb_rownums(b); /* row numbers and omit masks */
+  if (kind == 5) {                   /* a top-N on two keys */
+    csq_pb_topn(b, 7);
+    csq_pb_topn_key(b, s1, 1);
+    csq_pb_topn_key(b, s0, 0);
+  }
   int rc = csq_pb_finish(b, pp, pn);
   csq_pb_free(b);
   return rc;
 }
 
 static void progs(void) {
-  for (int kind = 0; kind < 4; kind++) {
+  for (int kind = 0; kind < 6; kind++) {
     uint8_t *p;
     size_t n;
     char z[32];
