@@ -113,8 +113,8 @@ struct dev_scan {
   int nLbaCap;     /* LBA ranges a device slot's aLba holds */
   int bAcc;        /* accumulate mode (see dev_scan_next_acc) */
   /* programs with row numbers (CSQ_PF_ROWNUM): */
-  uint64_t *aOmit;   /* omit mask written into each job from now on */
-  int nOmitW;        /* its words: (nOut + 63) / 64 */
+  int nOmitW;        /* words of each job's omit mask: (nOut + 63) / 64 */
+  uint64_t omit;     /* its first word for the jobs from now on (later ones are 0) */
   uint32_t *aRowNum; /* the last batch's row numbers */
   uint32_t nRowNumCap;
 };
@@ -413,7 +413,7 @@ static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t
     memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
   }
   size_t nHead = CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn;
-  if (s->nOmitW) memcpy(j + nHead, s->aOmit, 8 * (size_t)s->nOmitW);
+  if (s->nOmitW) memcpy(j + nHead, &s->omit, 8); /* the other words stay 0 (memset) */
   nHead += 8 * (size_t)s->nOmitW;
   if (delBytes) memcpy(j + nHead, pRg->aDel, delBytes);
   uint64_t h = csq_job_hash(j, nHead + delBytes);
@@ -1034,7 +1034,7 @@ const uint32_t *dev_scan_rownums(const dev_scan *s) {
 }
 
 void dev_scan_set_omit(dev_scan *s, uint64_t mask) {
-  if (s && s->nOmitW) s->aOmit[0] = s->prog.nOut < 64 ? mask & ((1ull << s->prog.nOut) - 1) : mask;
+  if (s && s->nOmitW) s->omit = s->prog.nOut < 64 ? mask & ((1ull << s->prog.nOut) - 1) : mask;
 }
 
 void dev_scan_set_row_cap(dev_scan *s, uint32_t nRow) {
@@ -1094,7 +1094,6 @@ void dev_scan_close(dev_scan *s) {
   csq_prog_clear(&s->prog);
   free(s->aProg);
   free(s->aMail);
-  free(s->aOmit);
   free(s->aRowNum);
   free(s->zErr);
   free(s);
@@ -1130,15 +1129,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     *pzErr = dev_mprintf("table '%s': invalid program: %s", pTab->zName, zErr);
     goto fail;
   }
-  if (s->prog.bRowNum) {
-    s->nOmitW = (s->prog.nOut + 63) / 64;
-    s->aOmit = calloc(s->nOmitW ? (size_t)s->nOmitW : 1, sizeof(uint64_t));
-    if (!s->aOmit) {
-      rc = -ENOMEM;
-      *pzErr = dev_mprintf("table '%s': out of memory", pTab->zName);
-      goto fail;
-    }
-  }
+  if (s->prog.bRowNum) s->nOmitW = (s->prog.nOut + 63) / 64;
   /* Size the slots for the largest row group that will be sent. If SLM
   ** cannot hold that, size them for the row groups under a bound that halves
   ** until an allocation succeeds: the bigger ones run in the host engine

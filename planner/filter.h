@@ -14,6 +14,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/program.h" /* CSQ_TOPN_MAX_KEYS */
+
 /* Affinity applied to a constraint's values before comparison. */
 #define PL_AFF_NONE    'A' /* compare the value as it is */
 #define PL_AFF_TEXT    'B' /* numbers become their text */
@@ -47,8 +49,8 @@ int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
 typedef struct pl_topn {
   uint32_t nTop;
   int nKey;
-  int aChunk[16];
-  uint8_t aDesc[16];
+  int aChunk[CSQ_TOPN_MAX_KEYS];
+  uint8_t aDesc[CSQ_TOPN_MAX_KEYS];
 } pl_topn;
 
 int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum,

@@ -283,6 +283,7 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
   double sel = 0.3;
   sqlite3_value *pRhs = NULL;
   int bConst = sqlite3_vtab_rhs_value(pInfo, i, &pRhs) == SQLITE_OK;
+  int bIn = op == CSQ_OP_EQ && sqlite3_vtab_in(pInfo, i, -1); /* an IN list, values at xFilter */
   switch (op) {
   case CSQ_OP_ISNULL:
     sel = 0.1;
@@ -298,8 +299,7 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
     bOmit = 0;
     sel = 0.25;
     break;
-  default: {
-    int bIn = op == CSQ_OP_EQ && sqlite3_vtab_in(pInfo, i, -1);
+  default:
     if (bNumeric)
       cAff = PL_AFF_NUMERIC;
     else if (bIn)
@@ -318,7 +318,6 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
     } else if (op == CSQ_OP_NE || op == CSQ_OP_ISNOT) {
       sel = 0.9;
     }
-  }
   }
   *pbEst = 0;
   if (bConst && !flags &&
@@ -931,8 +930,9 @@ static void free_terms(pl_cons *a, int n) {
 ** (omit = 0), so SQLite still applies them. */
 #define VT_IN_MAX 4096
 static int keep_term(const pl_cons *t) {
-  if (t->op == CSQ_OP_IN && t->nVal > VT_IN_MAX) return 0;
-  if (t->op == CSQ_OP_IN && t->aff != PL_AFF_NUMERIC) {
+  if (t->op == CSQ_OP_IN) {
+    if (t->nVal > VT_IN_MAX) return 0;
+    if (t->aff == PL_AFF_NUMERIC) return 1;
     /* IN on a TEXT or untyped column: SQLite may compare a number in the
     ** list after converting the column's value or the number (a list's
     ** values take the column's affinity; a subquery's compare as "x = y"),
@@ -946,7 +946,6 @@ static int keep_term(const pl_cons *t) {
     }
     return 1;
   }
-  if (t->op == CSQ_OP_IN) return 1;
   if (t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB) return 1;
   int ty = sqlite3_value_type(t->apVal[0]);
   return ty == SQLITE_TEXT || ty == SQLITE_NULL;
@@ -1737,6 +1736,28 @@ static int lazy_value(vt_cursor *c, vt_tab *p, int iVec, const csq_vec **ppV, ui
   return SQLITE_OK;
 }
 
+/* Device mode: where the current row's value of column iVec (0 the rowid)
+** is: its output vector in the batch, or, if the batch left it out, its
+** chunk (lazy_value). Notes that SQLite read it (update_omit). zName names
+** the column (NULL: the rowid) in the error of a program without row
+** numbers that did not fetch it. */
+static int batch_value(vt_cursor *c, vt_tab *p, int iVec, const char *zName, const csq_vec **ppV,
+                       uint32_t *pR) {
+  int j = c->aOutOf[iVec];
+  if (j >= 0 && j < 64) c->mAsked |= (uint64_t)1 << j;
+  if (j >= 0 && c->aOut[j].n == c->nRow) {
+    *ppV = &c->aOut[j];
+    *pR = c->iRow;
+    return SQLITE_OK;
+  }
+  if (c->bRowNum) return lazy_value(c, p, iVec, ppV, pR);
+  if (zName)
+    vt_set_error(&p->base, "csq: column %s was not fetched (colUsed)", zName);
+  else
+    vt_set_error(&p->base, "csq: rowids were not fetched");
+  return SQLITE_ERROR;
+}
+
 int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
@@ -1754,20 +1775,11 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
     return SQLITE_OK;
   }
   if (c->nOut) {
-    int j = c->aOutOf[iVec];
-    if (j >= 0 && j < 64) c->mAsked |= (uint64_t)1 << j;
-    if (j >= 0 && c->aOut[j].n == c->nRow) {
-      v = &c->aOut[j];
-    } else if (c->bRowNum) {
-      uint32_t r;
-      int rc = lazy_value(c, p, iVec, &v, &r);
-      if (rc) return rc;
-      vt_result_value(ctx, v, r);
-      return SQLITE_OK;
-    } else {
-      vt_set_error(&p->base, "csq: column %s was not fetched (colUsed)", p->s.aCol[i].zName);
-      return SQLITE_ERROR;
-    }
+    uint32_t r;
+    int rc = batch_value(c, p, iVec, p->s.aCol[i].zName, &v, &r);
+    if (rc) return rc;
+    vt_result_value(ctx, v, r);
+    return SQLITE_OK;
   } else {
     if (!c->aLoaded[iVec]) {
       int rc = load_column(c, p, iVec);
@@ -1789,18 +1801,11 @@ int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
     return SQLITE_OK;
   }
   if (c->nOut) {
-    int j = c->aOutOf[0];
-    if (j >= 0 && j < 64) c->mAsked |= (uint64_t)1 << j;
-    if (j >= 0 && c->aOut[j].n == c->nRow) {
-      *pRowid = c->aOut[j].aVal[c->iRow].i;
-    } else {
-      const csq_vec *v;
-      uint32_t r;
-      int rc = c->bRowNum ? lazy_value(c, p, 0, &v, &r) : SQLITE_ERROR;
-      if (rc == SQLITE_ERROR && !c->bRowNum) vt_set_error(&p->base, "csq: rowids were not fetched");
-      if (rc) return rc;
-      *pRowid = v->aVal[r].i;
-    }
+    const csq_vec *v;
+    uint32_t r;
+    int rc = batch_value(c, p, 0, NULL, &v, &r);
+    if (rc) return rc;
+    *pRowid = v->aVal[r].i;
     return SQLITE_OK;
   }
   if (!c->aLoaded[0]) {
