@@ -11,7 +11,7 @@
 CC      ?= gcc
 PKGS    := sqlite3 liburing libnvme libxxhash
 DEBS    := build-essential pkg-config sqlite3 libsqlite3-dev liburing-dev libnvme-dev \
-           libjson-c-dev libxxhash-dev python3 gnuplot-nox clang libclang-rt-14-dev \
+           libjson-c-dev libssl-dev libxxhash-dev python3 gnuplot-nox clang libclang-rt-14-dev \
            libfuzzer-14-dev qemu-system-x86 xz-utils
 BUILD   ?= build
 OPT     ?= -O2
@@ -42,9 +42,11 @@ SHELL_MAIN := $(wildcard ext/*_main.c)
 .PHONY: all deps demo test sanitize bench format clean
 all: $(BUILD)/csq.so $(BUILD)/libcsq.a $(if $(SHELL_MAIN),$(BUILD)/csq)
 
-$(BUILD)/obj/%.o: %.c $(HDRS)
+# header dependencies as the compiler finds them (-MMD), not every header
+$(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -c -o $@ $<
+	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
+-include $(LIB_OBJ:.o=.d)
 
 $(BUILD)/libcsq.a: $(LIB_OBJ)
 	@rm -f $@; ar rcs $@ $^
