@@ -1374,6 +1374,35 @@ int store_txn_find(store_txn *t, store_table *pTab, int64_t iRowid, int bDeleted
   return 0;
 }
 
+int store_txn_max_rowid(store_txn *t, store_table *pTab, int64_t *pMax, char **pzErr) {
+  int64_t best = 0;
+  int bAny = 0;
+  /* a row group without deletes holds its zone map's maximum */
+  for (int g = 0; g < pTab->nRg; g++) {
+    const store_rg *pRg = pTab->apRg[g];
+    if (pRg->nDel == 0 && pRg->nRow > 0 && (!bAny || pRg->aChunk[0].zone.iMax > best)) {
+      best = pRg->aChunk[0].zone.iMax;
+      bAny = 1;
+    }
+  }
+  /* the others only where they might hold more: read their rowids */
+  for (int g = 0; g < pTab->nRg; g++) {
+    store_rg *pRg = pTab->apRg[g];
+    if (pRg->nDel == 0 || pRg->nDel >= pRg->nRow) continue;
+    if (bAny && pRg->aChunk[0].zone.iMax <= best) continue;
+    const int64_t *a = NULL;
+    int rc = store_rg_rowids(t->p, t->q, pTab, pRg, &a, pzErr);
+    if (rc) return rc;
+    for (uint32_t i = 0; i < pRg->nRow; i++) {
+      if (store_rg_deleted(pRg, i) || (bAny && a[i] <= best)) continue;
+      best = a[i];
+      bAny = 1;
+    }
+  }
+  *pMax = bAny ? best : 0;
+  return 0;
+}
+
 int store_txn_delete(store_txn *t, store_table *pTab, int iRg, uint32_t iRow, int bDelete,
                      char **pzErr) {
   (void)pzErr;

@@ -46,6 +46,7 @@ _Static_assert(VT_TOPN_MAXKEY <= CSQ_TOPN_MAX_KEYS && VT_TOPN_MAX <= CSQ_TOPN_MA
 typedef struct vt_cursor {
   sqlite3_vtab_cursor base; /* must be first */
   int nMem;                 /* the table's members (devices) */
+  uint64_t stmtKey;         /* the statement run that opened it (vtab/stmt.c) */
   store_snap **aSnap;       /* per member: keeps committed row groups alive */
   const store_table **aTab; /* per member: table of aSnap[k], or a private copy */
   store_table **aTabCopy;   /* per member: the copy made of a transaction's working table */
@@ -607,6 +608,7 @@ int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&c->aVec[i]);
   memset(c->aLoaded, 0, (size_t)p->s.nCol + 1);
   c->bEof = 1;
+  c->stmtKey = vt_stmt_enter(p->pConn);
   *ppCur = &c->base;
   return SQLITE_OK;
 }
@@ -672,6 +674,7 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
   cursor_reset(c, p->s.nCol);
+  vt_stmt_leave(p->pConn, c->stmtKey);
   vt_probe_free(c->pProbe);
   for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&c->aVec[i]);
   sqlite3_free(c->aVec);

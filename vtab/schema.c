@@ -329,6 +329,7 @@ static int parse_column(const char *zArg, vt_col *pCol, sqlite3_str *pDecl, char
     if (tok_is(t, "NULL") && tok_is(prev, "NOT")) pCol->bNotNull = 1;
     if (tok_is(t, "KEY") && tok_is(prev, "PRIMARY")) bPrimary = 1;
     if (bPrimary && tok_is(t, "DESC")) bDesc = 1;
+    if (tok_is(t, "AUTOINCREMENT")) pCol->bAutoinc = 1;
     if (tok_is(prev, "COLLATE")) {
       char *zColl = tok_ident(t);
       if (!zColl) return SQLITE_NOMEM;

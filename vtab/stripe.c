@@ -108,11 +108,10 @@ static int member_txn(vt_dev *d, vt_catalog_fn fn, void *pArg, char **pzErr) {
 }
 
 int vt_stripe_catalog(vt_tab *p, vt_catalog_fn fn, void *pArg, char **pzErr) {
-  for (int k = p->nMem - 1; k >= 0; k--) {
-    int rc = member_txn(p->apMem[k], fn, pArg, pzErr);
-    if (rc) return rc;
-  }
-  return 0;
+  int rc = 0;
+  for (int k = p->nMem - 1; k >= 0 && rc == 0; k--) rc = member_txn(p->apMem[k], fn, pArg, pzErr);
+  vt_stmt_forget(p->pConn);
+  return rc;
 }
 
 typedef struct meta_arg {
@@ -134,7 +133,11 @@ static int do_create_member(store_txn *t, void *pArg, char **pzErr) {
 }
 
 int vt_stripe_create(vt_tab *p, vt_catalog_fn fnCreate, void *pArg, char **pzErr) {
-  if (p->nMem == 1) return member_txn(p->pDev, fnCreate, pArg, pzErr);
+  if (p->nMem == 1) {
+    int rc = member_txn(p->pDev, fnCreate, pArg, pzErr);
+    vt_stmt_forget(p->pConn); /* the statements after it must see the new table */
+    return rc;
+  }
   uint64_t id = 0;
   sqlite3_randomness(sizeof(id), &id);
   char zId[17], zMember[32];
@@ -154,47 +157,13 @@ int vt_stripe_create(vt_tab *p, vt_catalog_fn fnCreate, void *pArg, char **pzErr
     rc = member_txn(p->apMem[k], do_create_member, &a, pzErr);
   }
   sqlite3_free(zMeta);
+  vt_stmt_forget(p->pConn);
   return rc;
 }
 
 /* The commit sequence of member k as table view pMeta shows it. */
 static int64_t meta_seq(const store_table *pMeta) {
   return pMeta ? pMeta->nextRowid : -1;
-}
-
-/* Which statement run is executing now: every busy statement of the
-** connection with its run count. 0 when none is (a call from C). */
-static uint64_t statement_key(sqlite3 *db) {
-  uint64_t k = 0;
-  for (sqlite3_stmt *s = sqlite3_next_stmt(db, NULL); s; s = sqlite3_next_stmt(db, s)) {
-    if (!sqlite3_stmt_busy(s)) continue;
-    k = (k ^ (uint64_t)(uintptr_t)s) * 0x100000001B3ull;
-    k = (k ^ (uint64_t)sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0)) * 0x100000001B3ull;
-    k |= 1;
-  }
-  return k;
-}
-
-/* The snapshot device d gives statement run `key`: the one taken earlier in
-** the same run (so that every cursor of a statement reads one state, as a
-** native table's statement does), unless bFresh. The caller owns one
-** reference. */
-static int dev_snapshot(vt_dev *d, uint64_t key, int bFresh, store_snap **ppSnap, char **pzErr) {
-  if (!bFresh && key && d->pStmtSnap && d->stmtKey == key) {
-    store_snap_ref(d->pStmtSnap);
-    *ppSnap = d->pStmtSnap;
-    return 0;
-  }
-  int rc = store_snapshot(d->pStore, d->pQ, ppSnap, pzErr);
-  if (rc) return rc;
-  if (d->pStmtSnap) store_snap_unref(d->pStmtSnap);
-  d->pStmtSnap = NULL;
-  if (key) {
-    store_snap_ref(*ppSnap);
-    d->pStmtSnap = *ppSnap;
-    d->stmtKey = key;
-  }
-  return 0;
 }
 
 static void ms_sleep(int ms) {
@@ -228,7 +197,7 @@ static char *torn_message(vt_tab *p, const int64_t *aSeq) {
 /* Take the views of every member into aTab/aSnap/aSeq: the connection's
 ** transaction's where it has one, else a snapshot (the statement's own
 ** unless bFresh). */
-static int take_views(vt_tab *p, const char *zMeta, uint64_t key, int bFresh, store_table **aTab,
+static int take_views(vt_tab *p, const char *zMeta, int bFresh, store_table **aTab,
                       store_snap **aSnap, int64_t *aSeq, char **pzErr) {
   for (int k = 0; k < p->nMem; k++) {
     vt_dev *d = p->apMem[k];
@@ -236,7 +205,7 @@ static int take_views(vt_tab *p, const char *zMeta, uint64_t key, int bFresh, st
       aTab[k] = store_txn_table(d->pTxn, p->zName);
       if (aSeq) aSeq[k] = meta_seq(store_txn_table(d->pTxn, zMeta));
     } else {
-      int rc = dev_snapshot(d, key, bFresh, &aSnap[k], pzErr);
+      int rc = vt_stmt_snapshot(p->pConn, d, bFresh, &aSnap[k], pzErr);
       if (rc) return rc;
       aTab[k] = store_snap_table(aSnap[k], p->zName);
       if (aSeq) aSeq[k] = meta_seq(store_snap_table(aSnap[k], zMeta));
@@ -278,7 +247,6 @@ static int all_same(const int64_t *aSeq, int n) {
 ** after a moment, up to VT_BUSY_MS. Errors are device codes with *pzErr
 ** libc-malloc'd. */
 int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char **pzErr) {
-  uint64_t key = statement_key(p->pConn->db);
   char *zMeta = NULL;
   int64_t *aSeq = NULL;
   int rc = 0;
@@ -292,7 +260,7 @@ int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char *
       return -ENOMEM;
     }
   }
-  rc = take_views(p, zMeta, key, 0, aTab, aSnap, aSeq, pzErr);
+  rc = take_views(p, zMeta, 0, aTab, aSnap, aSeq, pzErr);
   for (int waited = 0; rc == 0 && aSeq && !all_same(aSeq, p->nMem);) {
     store_txn *pLock = NULL;
     char *zBusy = NULL;
@@ -300,7 +268,7 @@ int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char *
     int bFinal = p->pDev->pTxn != NULL || waited >= VT_BUSY_MS;
     if (!bFinal && store_txn_begin(p->pDev->pStore, p->pDev->pQ, 0, &pLock, &zBusy) == 0) {
       drop_views(p, aTab, aSnap);
-      rc = take_views(p, zMeta, key, 1, aTab, aSnap, aSeq, pzErr);
+      rc = take_views(p, zMeta, 1, aTab, aSnap, aSeq, pzErr);
       store_txn_rollback(pLock);
       bFinal = 1;
       if (rc || all_same(aSeq, p->nMem)) break;
@@ -316,7 +284,7 @@ int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char *
     drop_views(p, aTab, aSnap);
     ms_sleep(2);
     waited += 2;
-    rc = take_views(p, zMeta, key, 1, aTab, aSnap, aSeq, pzErr);
+    rc = take_views(p, zMeta, 1, aTab, aSnap, aSeq, pzErr);
   }
   if (rc) drop_views(p, aTab, aSnap);
   sqlite3_free(zMeta);

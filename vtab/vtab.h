@@ -12,6 +12,8 @@
 **   vtab/query.c     csq_query pushdown views
 **   vtab/stripe.c    tables striped over several devices (devices=)
 **   vtab/fault.c     csq_fault() and csq_timeout(): fault injection, timeouts
+**   vtab/stmt.c      the committed state one statement run reads
+**   vtab/probe.c     the join probe cache of a cursor
 */
 #ifndef CSQ_VTAB_H
 #define CSQ_VTAB_H
@@ -49,7 +51,7 @@ struct vt_dev {
   store *pStore;
   store_txn *pTxn;       /* open write transaction, or NULL */
   store_snap *pStmtSnap; /* the snapshot the running statement reads */
-  uint64_t stmtKey;      /* which statement run it belongs to (see vt_visible_members) */
+  uint64_t stmtKey;      /* the statement run it belongs to (vtab/stmt.c) */
   int nRef;              /* tables of this connection using it */
   int eMedia;            /* VT_MEDIA_BUFFERED or VT_MEDIA_DIRECT, as opened */
   vt_dev *pNext;
@@ -63,6 +65,8 @@ struct vt_conn {
   dev_stats closed; /* counters of queues already closed */
   vt_tab *pTabs;    /* every open csq table of this connection */
   int bLikeBlob;    /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
+  uint64_t stmtKey; /* the statement run whose cursors share snapshots (vtab/stmt.c) */
+  int nStmtCur;     /* its cursors still open */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -77,8 +81,9 @@ typedef struct vt_col {
   char *zType; /* declared type ("" if none) */
   char aff;    /* VT_AFF_* */
   int bNotNull;
-  int bIpk;  /* INTEGER PRIMARY KEY: an alias of the rowid */
-  int bColl; /* declares COLLATE other than BINARY */
+  int bIpk;     /* INTEGER PRIMARY KEY: an alias of the rowid */
+  int bAutoinc; /* AUTOINCREMENT: new rowids never reuse one (a high-water mark) */
+  int bColl;    /* declares COLLATE other than BINARY */
 } vt_col;
 
 /* Parsed module arguments. */
@@ -154,8 +159,10 @@ struct vt_tab {
   vt_mark *aSave;
   int nSave, nSaveAlloc;
   int bInTxn;
-  int bStripeTxn; /* a striped table written in the open transaction: its commit
-                     sequence is raised at commit (kept until then, unlike bInTxn) */
+  int bMaxRowid;     /* iMaxRowid is known for the open transaction */
+  int64_t iMaxRowid; /* the largest rowid of a live row (new rowids follow it) */
+  int bStripeTxn;    /* a striped table written in the open transaction: its commit
+                        sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_tab *pNextTab;
 };
 
@@ -223,6 +230,15 @@ int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char *
 int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr);
 /* Is device d the coordinator of a striped table written in this transaction? */
 int vt_stripe_is_coordinator(vt_conn *pConn, vt_dev *d);
+
+/* stmt.c: the committed state a statement run reads (see the file). */
+uint64_t vt_stmt_key(sqlite3 *db);                /* the running statements, 0 if none */
+uint64_t vt_stmt_enter(vt_conn *pConn);           /* a cursor opens: its run's key */
+void vt_stmt_leave(vt_conn *pConn, uint64_t key); /* it closes */
+void vt_stmt_forget(vt_conn *pConn);              /* the connection committed */
+/* A snapshot of d for the running statement: the one its other cursors
+** read, unless bFresh. The caller owns one reference. */
+int vt_stmt_snapshot(vt_conn *pConn, vt_dev *d, int bFresh, store_snap **ppSnap, char **pzErr);
 
 /* probe.c: the join probe cache of a cursor (plan 3). */
 #define VT_PROBE_MAX_ROWS 2000000 /* larger tables are probed by device scans */

@@ -43,6 +43,7 @@ void vt_tab_txn_reset(vt_tab *p) {
   p->nSave = p->nSaveAlloc = 0;
   p->bufSeq0 = p->nSeq = 0;
   p->bInTxn = 0;
+  p->bMaxRowid = 0;
 }
 
 /* The transaction's working view of the table on member k. */
@@ -208,6 +209,7 @@ static int locate(vt_tab *p, int64_t iRowid, int64_t *piBuf, int *piMem, int *pi
 }
 
 static int delete_row(vt_tab *p, int64_t iRowid) {
+  if (p->bMaxRowid && iRowid >= p->iMaxRowid) p->bMaxRowid = 0;
   int64_t iBuf;
   int iRg, k;
   uint32_t iRow;
@@ -233,68 +235,155 @@ static int delete_row(vt_tab *p, int64_t iRowid) {
   return undo_push(p, k, pTab->apRg[iRg], iRow, -1);
 }
 
-static int insert_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, sqlite3_int64 *pRowid) {
-  vt_schema *s = &p->s;
-  int64_t iRowid = 0;
-  int bExplicit = 0;
+/* The largest rowid of a live row, over every member and the buffer
+** (p->iMaxRowid, kept while p->bMaxRowid). */
+static int max_rowid(vt_tab *p, int64_t *pMax) {
+  if (!p->bMaxRowid) {
+    int64_t best = 0;
+    for (int k = 0; k < p->nMem; k++) {
+      store_table *pTab = member_table(p, k);
+      int64_t m = 0;
+      char *zErr = NULL;
+      int rc = pTab ? store_txn_max_rowid(p->apMem[k]->pTxn, pTab, &m, &zErr) : 0;
+      if (rc) return vt_err(&p->base, rc, zErr);
+      if (m > best) best = m;
+    }
+    for (uint32_t i = 0; i < buf_rows(p); i++)
+      if (!p->aBufDel[i] && p->aBuf[0].aVal[i].i > best) best = p->aBuf[0].aVal[i].i;
+    p->iMaxRowid = best;
+    p->bMaxRowid = 1;
+  }
+  *pMax = p->iMaxRowid;
+  return SQLITE_OK;
+}
+
+static int rowid_exists(vt_tab *p, store_table *pTab, int64_t iRowid, int *pbExists) {
+  *pbExists = 0;
+  if (iRowid >= pTab->nextRowid) return SQLITE_OK; /* above every rowid ever used */
+  int64_t iBuf;
+  int iRg, k;
+  uint32_t iRow;
+  int rc = locate(p, iRowid, &iBuf, &k, &iRg, &iRow);
+  *pbExists = iBuf >= 0 || iRg >= 0;
+  return rc;
+}
+
+/* A rowid for a new row, by SQLite's rules: with AUTOINCREMENT one more
+** than any the table ever held; without, one more than the largest in the
+** table now, or when that is the largest integer, an unused one at random. */
+static int new_rowid(vt_tab *p, store_table *pTab, int64_t *piRowid) {
+  const vt_schema *s = &p->s;
+  if (s->iIpk >= 0 && s->aCol[s->iIpk].bAutoinc) {
+    if (pTab->nextRowid == INT64_MAX) {
+      vt_set_error(&p->base, "database or disk is full");
+      return SQLITE_FULL;
+    }
+    *piRowid = store_txn_new_rowids(p->pDev->pTxn, pTab, 1);
+    return SQLITE_OK;
+  }
+  int64_t iMax = 0;
+  int rc = max_rowid(p, &iMax);
+  if (rc) return rc;
+  if (iMax < INT64_MAX) {
+    *piRowid = iMax + 1;
+    return SQLITE_OK;
+  }
+  for (int i = 0; i < 100; i++) {
+    int64_t r;
+    sqlite3_randomness(sizeof(r), &r);
+    r = (int64_t)((uint64_t)r >> 1);
+    if (r == 0) continue;
+    int bExists;
+    rc = rowid_exists(p, pTab, r, &bExists);
+    if (rc) return rc;
+    if (!bExists) {
+      *piRowid = r;
+      return SQLITE_OK;
+    }
+  }
+  vt_set_error(&p->base, "database or disk is full");
+  return SQLITE_FULL;
+}
+
+/* The rowid a written row asks for: *pbGiven = 0 when SQLite leaves it to
+** the table (INSERT with a NULL rowid and rowid alias). */
+static int given_rowid(vt_tab *p, sqlite3_value **argv, int bUpdate, int64_t *piRowid,
+                       int *pbGiven) {
+  const vt_schema *s = &p->s;
   sqlite3_value *pIpk = s->iIpk >= 0 ? argv[2 + s->iIpk] : NULL;
-  if (pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL) {
+  *pbGiven = 0;
+  *piRowid = 0;
+  if (pIpk && (sqlite3_value_type(pIpk) != SQLITE_NULL || bUpdate)) {
+    /* the alias takes its value with INTEGER affinity; NULL only on INSERT */
     csq_vec tmp;
     csq_vec_init(&tmp);
     int e = vt_push_value(&tmp, pIpk, VT_AFF_INTEGER);
     int cls = e == 0 ? tmp.aCls[0] : 0;
-    iRowid = cls == CSQ_INT ? tmp.aVal[0].i : 0;
+    int64_t v = cls == CSQ_INT ? tmp.aVal[0].i : 0;
     csq_vec_free(&tmp);
     if (e) return SQLITE_NOMEM;
     if (cls != CSQ_INT) {
       vt_set_error(&p->base, "datatype mismatch");
       return SQLITE_MISMATCH;
     }
-    bExplicit = 1;
+    *piRowid = v;
+    *pbGiven = 1;
   } else if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
     if (sqlite3_value_numeric_type(argv[1]) != SQLITE_INTEGER) {
       vt_set_error(&p->base, "datatype mismatch");
       return SQLITE_MISMATCH;
     }
-    iRowid = sqlite3_value_int64(argv[1]);
-    bExplicit = 1;
+    *piRowid = sqlite3_value_int64(argv[1]);
+    *pbGiven = 1;
   }
+  return SQLITE_OK;
+}
+
+/* Write a row: an INSERT (iOld < 0) or the new version of row iOld (an
+** UPDATE). Every constraint is checked before anything changes, so that a
+** row that fails leaves the table as it was (FAIL keeps the statement's
+** earlier rows, ABORT undoes them through the statement savepoint) and one
+** that OR IGNORE skips is kept unchanged. */
+static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t iOld,
+                     sqlite3_int64 *pRowid) {
+  vt_schema *s = &p->s;
+  int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
+  int64_t iRowid;
+  int bGiven;
+  int rc = given_rowid(p, argv, iOld >= 0, &iRowid, &bGiven);
+  if (rc) return rc;
   for (int i = 0; i < s->nCol; i++) {
     if (s->aCol[i].bNotNull && i != s->iIpk && sqlite3_value_type(argv[2 + i]) == SQLITE_NULL) {
+      if (eConflict == SQLITE_IGNORE) return SQLITE_OK;
       vt_set_error(&p->base, "NOT NULL constraint failed: %s.%s", p->zName, s->aCol[i].zName);
       return SQLITE_CONSTRAINT;
     }
   }
-  if (bExplicit) {
-    if (iRowid < pTab->nextRowid) {
-      int64_t iBuf;
-      int iRg, k;
-      uint32_t iRow;
-      int rc = locate(p, iRowid, &iBuf, &k, &iRg, &iRow);
-      if (rc) return rc;
-      if (iBuf >= 0 || iRg >= 0) {
-        int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
-        if (eConflict == SQLITE_REPLACE) {
-          rc = delete_row(p, iRowid);
-          if (rc) return rc;
-        } else if (eConflict == SQLITE_IGNORE) {
-          *pRowid = iRowid;
-          return SQLITE_OK;
-        } else {
-          vt_set_error(&p->base, "UNIQUE constraint failed: %s.%s", p->zName,
-                       s->iIpk >= 0 ? s->aCol[s->iIpk].zName : "rowid");
-          return SQLITE_CONSTRAINT;
-        }
+  if (bGiven && iRowid != iOld) {
+    int bExists;
+    rc = rowid_exists(p, pTab, iRowid, &bExists);
+    if (rc) return rc;
+    if (bExists) {
+      if (eConflict == SQLITE_IGNORE) return SQLITE_OK;
+      if (eConflict != SQLITE_REPLACE) {
+        vt_set_error(&p->base, "UNIQUE constraint failed: %s.%s", p->zName,
+                     s->iIpk >= 0 ? s->aCol[s->iIpk].zName : "rowid");
+        return SQLITE_CONSTRAINT;
       }
+      rc = delete_row(p, iRowid);
+      if (rc) return rc;
     }
-    store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
-  } else {
-    if (pTab->nextRowid == INT64_MAX) {
-      vt_set_error(&p->base, "csq: table %s has used every rowid", p->zName);
-      return SQLITE_FULL;
-    }
-    iRowid = store_txn_new_rowids(p->pDev->pTxn, pTab, 1);
   }
+  if (iOld >= 0) {
+    rc = delete_row(p, iOld);
+    if (rc) return rc;
+  }
+  if (!bGiven) {
+    rc = new_rowid(p, pTab, &iRowid);
+    if (rc) return rc;
+  }
+  store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
+  if (p->bMaxRowid && iRowid > p->iMaxRowid) p->iMaxRowid = iRowid;
   uint32_t n = buf_rows(p);
   if (n + 1 > p->nBufDelAlloc) {
     uint32_t nNew = p->nBufDelAlloc ? p->nBufDelAlloc * 2 : 1024;
@@ -335,33 +424,8 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   int rc = ensure_txn(p, &pTab);
   if (rc) return rc;
   if (argc == 1) return delete_row(p, sqlite3_value_int64(argv[0]));
-  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return insert_row(p, pTab, argv, pRowid);
-  /* UPDATE: the new row keeps the rowid unless the rowid (or its alias)
-  ** changed */
-  int64_t iOld = sqlite3_value_int64(argv[0]);
-  int64_t iNew = iOld;
-  sqlite3_value *pIpk = p->s.iIpk >= 0 ? argv[2 + p->s.iIpk] : NULL;
-  if (pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL) {
-    if (sqlite3_value_numeric_type(pIpk) == SQLITE_INTEGER)
-      iNew = sqlite3_value_int64(pIpk);
-    else
-      iNew = iOld + 1; /* not an integer: insert_row reports the mismatch */
-  } else if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
-    iNew = sqlite3_value_int64(argv[1]);
-  }
-  rc = delete_row(p, iOld);
-  if (rc) return rc;
-  if (iNew == iOld && !(pIpk && sqlite3_value_type(pIpk) != SQLITE_NULL)) {
-    /* same rowid, given explicitly so that it is kept */
-    sqlite3_value **a = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)argc);
-    if (!a) return SQLITE_NOMEM;
-    memcpy(a, argv, sizeof(sqlite3_value *) * (size_t)argc);
-    a[1] = argv[0];
-    rc = insert_row(p, pTab, a, pRowid);
-    sqlite3_free(a);
-    return rc;
-  }
-  return insert_row(p, pTab, argv, pRowid);
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return write_row(p, pTab, argv, -1, pRowid);
+  return write_row(p, pTab, argv, sqlite3_value_int64(argv[0]), pRowid);
 }
 
 int vt_begin(sqlite3_vtab *pVtab) {
@@ -395,6 +459,7 @@ static int commit_all(vt_conn *pConn, char **pzErr) {
     }
   }
   for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab) p->bStripeTxn = 0;
+  vt_stmt_forget(pConn);
   return rc;
 }
 
@@ -463,6 +528,7 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   while (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint > iSavepoint) p->nSave--;
   if (p->nSave == 0 || p->aSave[p->nSave - 1].iSavepoint != iSavepoint) return SQLITE_OK;
   vt_mark *m = &p->aSave[p->nSave - 1];
+  p->bMaxRowid = 0;
   if (!p->pDev->pTxn || !p->aBuf) {
     p->nSeq = m->seq;
     p->nUndo = m->nUndo;
