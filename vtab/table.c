@@ -189,6 +189,7 @@ static int vt_disconnect(sqlite3_vtab *pVtab) {
 static int vt_destroy(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
+  vt_txn_drop_idle(p);
   vt_tab_txn_reset(p);
   int rc = vt_stripe_catalog(p, do_drop, p->zName, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
@@ -200,6 +201,7 @@ static int vt_rename(sqlite3_vtab *pVtab, const char *zNew) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
   rename_arg a = {p->zName, zNew};
+  vt_txn_drop_idle(p);
   int rc = vt_stripe_catalog(p, do_rename, &a, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
   char *z = sqlite3_mprintf("%s", zNew);

@@ -12,6 +12,7 @@
 **   vtab/query.c     csq_query pushdown views
 **   vtab/stripe.c    tables striped over several devices (devices=)
 **   vtab/fault.c     csq_fault() and csq_timeout(): fault injection, timeouts
+**   vtab/backup.c    csq_backup(): a copy of the database and its device images
 **   vtab/stmt.c      the committed state one statement run reads
 **   vtab/probe.c     the join probe cache of a cursor
 */
@@ -159,10 +160,15 @@ struct vt_tab {
   vt_mark *aSave;
   int nSave, nSaveAlloc;
   int bInTxn;
-  int bMaxRowid;     /* iMaxRowid is known for the open transaction */
-  int64_t iMaxRowid; /* the largest rowid of a live row (new rowids follow it) */
-  int bStripeTxn;    /* a striped table written in the open transaction: its commit
-                        sequence is raised at commit (kept until then, unlike bInTxn) */
+  int bMaxRowid;       /* iMaxRowid is known for the open transaction */
+  int bMembersChecked; /* a stripe's members agreed when its transaction began */
+  int bWrote;          /* xUpdate ran in the open transaction (not only xBegin) */
+  int64_t *aReplaced;  /* rowids UPDATE OR REPLACE moved rows onto (see write.c) */
+  int nReplaced, nReplacedAlloc;
+  uint64_t replacedKey; /* ... in the statement run with this key */
+  int64_t iMaxRowid;    /* the largest rowid of a live row (new rowids follow it) */
+  int bStripeTxn;       /* a striped table written in the open transaction: its commit
+                           sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_tab *pNextTab;
 };
 
@@ -201,6 +207,9 @@ int vt_savepoint(sqlite3_vtab *pVtab, int iSavepoint);
 int vt_release(sqlite3_vtab *pVtab, int iSavepoint);
 int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint);
 void vt_tab_txn_reset(vt_tab *p);
+/* Before a catalog change (DROP, RENAME): end a transaction that only
+** xBegin opened, so that the change commits on its own, as before. */
+void vt_txn_drop_idle(vt_tab *p);
 
 /* stripe.c: tables over several devices (devices='a.csd,b.csd'). Every
 ** function works for a one-device table too (nMem == 1, no metadata). */
@@ -290,5 +299,9 @@ int vt_stats_register(sqlite3 *db, vt_conn *pConn);
 
 /* fault.c: csq_fault(spec[, path]) and csq_timeout(ms[, path]). */
 int vt_fault_register(sqlite3 *db, vt_conn *pConn);
+
+/* backup.c: csq_backup(DEST [, DIR]), a consistent copy of the main
+** database and of the device images its csq tables use. */
+int vt_backup_register(sqlite3 *db, vt_conn *pConn);
 
 #endif /* CSQ_VTAB_H */

@@ -41,9 +41,14 @@ void vt_tab_txn_reset(vt_tab *p) {
   sqlite3_free(p->aSave);
   p->aSave = NULL;
   p->nSave = p->nSaveAlloc = 0;
+  sqlite3_free(p->aReplaced);
+  p->aReplaced = NULL;
+  p->nReplaced = p->nReplacedAlloc = 0;
   p->bufSeq0 = p->nSeq = 0;
   p->bInTxn = 0;
   p->bMaxRowid = 0;
+  p->bMembersChecked = 0;
+  p->bWrote = 0;
 }
 
 /* The transaction's working view of the table on member k. */
@@ -57,9 +62,8 @@ static store_table *member_table(vt_tab *p, int k) {
 ** writers of tables striped over the same devices in another order wait
 ** for each other instead of deadlocking. *ppTab: the coordinator's view,
 ** whose next-rowid counter numbers the rows of every member. */
-static int ensure_txn(vt_tab *p, store_table **ppTab) {
+static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   char *zErr = NULL;
-  int bNew = 0;
   for (;;) {
     vt_dev *d = NULL;
     for (int k = 0; k < p->nMem; k++) {
@@ -69,9 +73,8 @@ static int ensure_txn(vt_tab *p, store_table **ppTab) {
     if (!d) break;
     int rc = store_txn_begin(d->pStore, d->pQ, VT_BUSY_MS, &d->pTxn, &zErr);
     if (rc) return vt_err(&p->base, rc, zErr);
-    bNew = 1;
   }
-  if (bNew && p->nMem > 1) {
+  if (bWrite && !p->bMembersChecked && p->nMem > 1) {
     /* all members locked: they must agree, or a crash tore the table */
     store_table **aTab = sqlite3_malloc64(sizeof(store_table *) * (size_t)p->nMem);
     store_snap **aSnap = sqlite3_malloc64(sizeof(store_snap *) * (size_t)p->nMem);
@@ -79,6 +82,7 @@ static int ensure_txn(vt_tab *p, store_table **ppTab) {
     sqlite3_free(aTab);
     sqlite3_free(aSnap); /* every view came from a transaction: no snapshot to release */
     if (rc) return vt_err(&p->base, rc, zErr);
+    p->bMembersChecked = 1;
   }
   if (!p->aBuf) {
     p->aBuf = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
@@ -86,9 +90,8 @@ static int ensure_txn(vt_tab *p, store_table **ppTab) {
     for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&p->aBuf[i]);
   }
   p->bInTxn = 1;
-  p->bStripeTxn = p->nMem > 1;
   *ppTab = member_table(p, 0);
-  for (int k = 0; k < p->nMem; k++) {
+  for (int k = 0; bWrite && k < p->nMem; k++) {
     if (!member_table(p, k)) {
       vt_set_error(&p->base, "csq: table %s is no longer on its device %s", p->zName,
                    p->apMem[k]->zKey);
@@ -339,6 +342,31 @@ static int given_rowid(vt_tab *p, sqlite3_value **argv, int bUpdate, int64_t *pi
   return SQLITE_OK;
 }
 
+/* UPDATE OR REPLACE that moves a row onto rowid iRowid deletes the row
+** there. SQLite hands a virtual table each row's new values as computed
+** when the statement read it, so if the same statement goes on to update
+** rowid iRowid it would write the deleted row's values over the moved row,
+** where a native table updates the moved row again. Such a later update is
+** refused (see write_row); this notes the rowids of the running statement. */
+static int note_replaced(vt_tab *p, int64_t iRowid) {
+  uint64_t key = vt_stmt_key(p->pConn->db);
+  if (key != p->replacedKey) {
+    p->nReplaced = 0;
+    p->replacedKey = key;
+  }
+  int rc = grow((void **)&p->aReplaced, &p->nReplacedAlloc, p->nReplaced, sizeof(int64_t));
+  if (rc) return rc;
+  p->aReplaced[p->nReplaced++] = iRowid;
+  return SQLITE_OK;
+}
+
+static int was_replaced(vt_tab *p, int64_t iRowid) {
+  if (p->nReplaced == 0 || p->replacedKey != vt_stmt_key(p->pConn->db)) return 0;
+  for (int i = 0; i < p->nReplaced; i++)
+    if (p->aReplaced[i] == iRowid) return 1;
+  return 0;
+}
+
 /* Write a row: an INSERT (iOld < 0) or the new version of row iOld (an
 ** UPDATE). Every constraint is checked before anything changes, so that a
 ** row that fails leaves the table as it was (FAIL keeps the statement's
@@ -352,6 +380,14 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t
   int bGiven;
   int rc = given_rowid(p, argv, iOld >= 0, &iRowid, &bGiven);
   if (rc) return rc;
+  if (iOld >= 0 && was_replaced(p, iOld)) {
+    vt_set_error(&p->base,
+                 "csq: UPDATE OR REPLACE moved a row onto rowid %lld of %s and then updates "
+                 "that rowid again; csq cannot apply the update to the moved row as SQLite "
+                 "would: update in two statements",
+                 (long long)iOld, p->zName);
+    return SQLITE_CONSTRAINT;
+  }
   for (int i = 0; i < s->nCol; i++) {
     if (s->aCol[i].bNotNull && i != s->iIpk && sqlite3_value_type(argv[2 + i]) == SQLITE_NULL) {
       if (eConflict == SQLITE_IGNORE) return SQLITE_OK;
@@ -369,6 +405,10 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t
         vt_set_error(&p->base, "UNIQUE constraint failed: %s.%s", p->zName,
                      s->iIpk >= 0 ? s->aCol[s->iIpk].zName : "rowid");
         return SQLITE_CONSTRAINT;
+      }
+      if (iOld >= 0) {
+        rc = note_replaced(p, iRowid);
+        if (rc) return rc;
       }
       rc = delete_row(p, iRowid);
       if (rc) return rc;
@@ -421,16 +461,35 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   vt_tab *p = (vt_tab *)pVtab;
   p->nWrite++;
   store_table *pTab = NULL;
-  int rc = ensure_txn(p, &pTab);
+  int rc = ensure_txn(p, 1, &pTab);
   if (rc) return rc;
+  p->bWrote = 1;
+  p->bStripeTxn = p->nMem > 1;
   if (argc == 1) return delete_row(p, sqlite3_value_int64(argv[0]));
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return write_row(p, pTab, argv, -1, pRowid);
   return write_row(p, pTab, argv, sqlite3_value_int64(argv[0]), pRowid);
 }
 
+/* SQLite begins a virtual table's transaction before the statement that
+** writes it reads anything, so the device's write lock is taken here: the
+** rows an UPDATE or DELETE reads are then the state it writes over, never
+** a snapshot that another connection's commit made stale meanwhile (as a
+** native table's write statement reads under its RESERVED lock). */
 int vt_begin(sqlite3_vtab *pVtab) {
-  (void)pVtab;
-  return SQLITE_OK;
+  store_table *pTab = NULL;
+  return ensure_txn((vt_tab *)pVtab, 0, &pTab);
+}
+
+void vt_txn_drop_idle(vt_tab *p) {
+  if (!p->bInTxn || p->bWrote) return;
+  for (vt_tab *t = p->pConn->pTabs; t; t = t->pNextTab)
+    if (t != p && t->bInTxn) return; /* the devices' transactions are shared */
+  for (int k = 0; k < p->nMem; k++) {
+    vt_dev *d = p->apMem[k];
+    if (d->pTxn) store_txn_rollback(d->pTxn);
+    d->pTxn = NULL;
+  }
+  vt_tab_txn_reset(p);
 }
 
 /* Tables of this connection with unsynced writes. */
