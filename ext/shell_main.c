@@ -12,6 +12,12 @@
 **                  device boundary (from csq_stats)
 **   -explain       print the planner's split of each SELECT before it runs
 **
+** Dot commands, at the start of a line where a statement could start:
+**   .dump [PATTERN]  SQL text that recreates the main database: schema and
+**                    rows of native and csq tables (those whose name, or
+**                    whose table's name, matches the LIKE PATTERN)
+**   .quit            stop reading
+**
 ** The extension is loaded from csq.so beside this program.
 */
 #include <limits.h>
@@ -129,9 +135,301 @@ static void run_select(shell *sh, const char *zSql, int nSql) {
   exec_simple(sh, "DROP TABLE IF EXISTS temp.csq_shell_q");
 }
 
+/* ---- .dump ----
+** The output reads like the sqlite3 shell's .dump and loads into either
+** shell (the stock one after `.load csq`): PRAGMA foreign_keys=OFF, one
+** transaction, each table's CREATE statement followed by an INSERT per row,
+** then indexes, triggers and views in creation order. What differs: a csq
+** table is written as CREATE VIRTUAL TABLE plus its rows (the sqlite3
+** shell writes only its schema, as for any virtual table), so loading the
+** dump creates it on the new database's device and inserts the rows. Other
+** virtual tables are written as the sqlite3 shell writes them (a
+** sqlite_schema row; their shadow tables carry the rows). Values round-trip
+** exactly: REALs through SQLite's quote() (15 digits when they read back as
+** the same double, else 20), infinities as 1e999, text with NUL bytes as
+** CAST(X'..' AS TEXT), carriage returns as char(13). Rowids are not kept
+** (as in the sqlite3 shell), except through an INTEGER PRIMARY KEY. */
+
+/* Does zSql, a CREATE VIRTUAL TABLE as sqlite_schema stores it, name the
+** module csq? Reads the tokens: CREATE VIRTUAL TABLE [IF NOT EXISTS]
+** [schema.]name USING module. */
+static const char *sql_space(const char *z) {
+  for (;;) {
+    while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r' || *z == '\f') z++;
+    if (z[0] == '-' && z[1] == '-') {
+      while (*z && *z != '\n') z++;
+    } else if (z[0] == '/' && z[1] == '*') {
+      const char *e = strstr(z + 2, "*/");
+      z = e ? e + 2 : z + strlen(z);
+    } else {
+      return z;
+    }
+  }
+}
+
+static const char *sql_token_end(const char *z) {
+  char q = *z == '[' ? ']' : *z;
+  if (q == '"' || q == '`' || q == ']' || q == '\'') {
+    for (z++; *z; z++) {
+      if (*z == q) {
+        if (q != ']' && z[1] == q) {
+          z++;
+          continue;
+        }
+        return z + 1;
+      }
+    }
+    return z;
+  }
+  const char *s = z;
+  while (*z == '_' || *z == '$' || (*z >= '0' && *z <= '9') ||
+         ((*z | 0x20) >= 'a' && (*z | 0x20) <= 'z') || (unsigned char)*z >= 0x80)
+    z++;
+  return z == s && *z ? z + 1 : z;
+}
+
+static int sql_is(const char *z, const char *e, const char *zWord) {
+  int n = (int)strlen(zWord);
+  if (e - z == n + 2 && (*z == '"' || *z == '`' || *z == '['))
+    z++;
+  else if (e - z != n)
+    return 0;
+  return sqlite3_strnicmp(z, zWord, n) == 0;
+}
+
+static int is_csq_table(const char *zSql) {
+  const char *z = zSql, *e;
+  for (int i = 0; i < 3; i++) z = sql_token_end(sql_space(z)); /* CREATE VIRTUAL TABLE */
+  z = sql_space(z);
+  e = sql_token_end(z);
+  if (sql_is(z, e, "IF")) { /* IF NOT EXISTS */
+    for (int i = 0; i < 2; i++) e = sql_token_end(sql_space(e));
+    z = sql_space(e);
+    e = sql_token_end(z);
+  }
+  z = sql_space(e);
+  if (*z == '.') z = sql_space(sql_token_end(sql_space(z + 1)));
+  e = sql_token_end(z);
+  if (!sql_is(z, e, "USING")) return 0;
+  z = sql_space(e);
+  return sql_is(z, sql_token_end(z), "csq");
+}
+
+static void put_hex(const unsigned char *p, int n) {
+  for (int i = 0; i < n; i++) printf("%02x", p[i]);
+}
+
+/* Print column i of pRow as an SQL literal. pQuote is "SELECT quote(?1)". */
+static void put_value(sqlite3_stmt *pRow, int i, sqlite3_stmt *pQuote) {
+  switch (sqlite3_column_type(pRow, i)) {
+  case SQLITE_NULL:
+    fputs("NULL", stdout);
+    break;
+  case SQLITE_INTEGER:
+    printf("%lld", (long long)sqlite3_column_int64(pRow, i));
+    break;
+  case SQLITE_FLOAT: {
+    double r = sqlite3_column_double(pRow, i);
+    if (r > 1.7976931348623157e308 || r < -1.7976931348623157e308) {
+      fputs(r > 0 ? "1e999" : "-1e999", stdout);
+      break;
+    }
+    sqlite3_bind_double(pQuote, 1, r);
+    if (sqlite3_step(pQuote) == SQLITE_ROW)
+      fputs((const char *)sqlite3_column_text(pQuote, 0), stdout);
+    else
+      printf("%.17g", r);
+    sqlite3_reset(pQuote);
+    break;
+  }
+  case SQLITE_TEXT: {
+    const unsigned char *z = sqlite3_column_text(pRow, i);
+    int n = sqlite3_column_bytes(pRow, i);
+    if ((int)strlen((const char *)z) != n) { /* holds NUL bytes */
+      fputs("CAST(X'", stdout);
+      put_hex(z, n);
+      fputs("' AS TEXT)", stdout);
+      break;
+    }
+    /* a carriage return is written as char(13): the sqlite3 shell drops
+    ** one at the end of an input line */
+    putchar('\'');
+    for (int k = 0; k < n; k++) {
+      if (z[k] == '\r') {
+        fputs("'||char(13)||'", stdout);
+        continue;
+      }
+      if (z[k] == '\'') putchar('\'');
+      putchar(z[k]);
+    }
+    putchar('\'');
+    break;
+  }
+  default: /* SQLITE_BLOB */
+    fputs("X'", stdout);
+    put_hex(sqlite3_column_blob(pRow, i), sqlite3_column_bytes(pRow, i));
+    putchar('\'');
+  }
+}
+
+/* Print an INSERT for each row of main.zTab: its columns but hidden and
+** generated ones. */
+static int dump_rows(shell *sh, const char *zTab, sqlite3_stmt *pQuote) {
+  sqlite3_str *pSel = sqlite3_str_new(sh->db), *pCols = sqlite3_str_new(sh->db);
+  char *zInfo = sqlite3_mprintf("PRAGMA main.table_xinfo(%Q)", zTab);
+  sqlite3_stmt *p = NULL;
+  int nCol = 0, bSkipped = 0, rc;
+  rc = zInfo ? sqlite3_prepare_v2(sh->db, zInfo, -1, &p, NULL) : SQLITE_NOMEM;
+  sqlite3_free(zInfo);
+  while (rc == SQLITE_OK && sqlite3_step(p) == SQLITE_ROW) {
+    if (sqlite3_column_int(p, 6) != 0) { /* hidden (1) or generated (2, 3) */
+      bSkipped = 1;
+      continue;
+    }
+    const char *zCol = (const char *)sqlite3_column_text(p, 1);
+    sqlite3_str_appendf(pSel, "%s\"%w\"", nCol ? "," : "SELECT ", zCol);
+    sqlite3_str_appendf(pCols, "%s\"%w\"", nCol ? "," : "(", zCol);
+    nCol++;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_finalize(p);
+  p = NULL;
+  sqlite3_str_appendf(pSel, " FROM main.\"%w\"", zTab);
+  sqlite3_str_appendchar(pCols, 1, ')');
+  char *zSel = sqlite3_str_finish(pSel), *zCols = sqlite3_str_finish(pCols);
+  if (rc == SQLITE_OK && (!zSel || !zCols)) rc = SQLITE_NOMEM;
+  if (rc == SQLITE_OK && nCol > 0) rc = sqlite3_prepare_v2(sh->db, zSel, -1, &p, NULL);
+  while (rc == SQLITE_OK && p && (rc = sqlite3_step(p)) == SQLITE_ROW) {
+    char *zInto = sqlite3_mprintf("INSERT INTO \"%w\"%s VALUES(", zTab, bSkipped ? zCols : "");
+    fputs(zInto ? zInto : "", stdout);
+    sqlite3_free(zInto);
+    for (int i = 0; i < nCol; i++) {
+      if (i) putchar(',');
+      put_value(p, i, pQuote);
+    }
+    fputs(");\n", stdout);
+    rc = SQLITE_OK;
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc != SQLITE_OK) {
+    fprintf(stderr, "Error: .dump: table %s: %s\n", zTab, sqlite3_errmsg(sh->db));
+    sh->nErr++;
+  }
+  sqlite3_finalize(p);
+  sqlite3_free(zSel);
+  sqlite3_free(zCols);
+  return rc;
+}
+
+/* .dump [PATTERN] */
+static void dump(shell *sh, const char *zPattern) {
+  sqlite3_stmt *pTab = NULL, *pQuote = NULL, *pRest = NULL;
+  int bWritable = 0;
+  int rc = sqlite3_prepare_v2(sh->db, "SELECT quote(?1)", -1, &pQuote, NULL);
+  if (rc == SQLITE_OK)
+    rc =
+        sqlite3_prepare_v2(sh->db,
+                           "SELECT name, sql FROM main.sqlite_schema WHERE type = 'table' AND "
+                           "sql NOT NULL AND name LIKE ?1 ORDER BY name = 'sqlite_sequence', rowid",
+                           -1, &pTab, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(
+        sh->db,
+        "SELECT sql FROM main.sqlite_schema WHERE type IN ('index', "
+        "'trigger', 'view') AND sql NOT NULL AND tbl_name LIKE ?1 ORDER BY rowid",
+        -1, &pRest, NULL);
+  if (rc != SQLITE_OK) {
+    fprintf(stderr, "Error: .dump: %s\n", sqlite3_errmsg(sh->db));
+    sh->nErr++;
+    goto done;
+  }
+  sqlite3_bind_text(pTab, 1, zPattern ? zPattern : "%", -1, SQLITE_STATIC);
+  sqlite3_bind_text(pRest, 1, zPattern ? zPattern : "%", -1, SQLITE_STATIC);
+  fputs("PRAGMA foreign_keys=OFF;\nBEGIN TRANSACTION;\n", stdout);
+  while (sqlite3_step(pTab) == SQLITE_ROW) {
+    const char *zName = (const char *)sqlite3_column_text(pTab, 0);
+    const char *zSql = (const char *)sqlite3_column_text(pTab, 1);
+    if (strcmp(zName, "sqlite_sequence") == 0) {
+      fputs("DELETE FROM sqlite_sequence;\n", stdout);
+    } else if (strcmp(zName, "sqlite_stat1") == 0) {
+      fputs("ANALYZE sqlite_schema;\n", stdout);
+    } else if (sqlite3_strnicmp(zName, "sqlite_", 7) == 0) {
+      continue;
+    } else if (sqlite3_strnicmp(zSql, "CREATE VIRTUAL TABLE", 20) == 0 && !is_csq_table(zSql)) {
+      if (!bWritable) fputs("PRAGMA writable_schema=ON;\n", stdout);
+      bWritable = 1;
+      char *z = sqlite3_mprintf("INSERT INTO sqlite_schema(type,name,tbl_name,rootpage,sql)"
+                                "VALUES('table',%Q,%Q,0,%Q);",
+                                zName, zName, zSql);
+      if (z) puts(z);
+      sqlite3_free(z);
+      continue;
+    } else {
+      printf("%s;\n", zSql);
+    }
+    dump_rows(sh, zName, pQuote);
+  }
+  while (sqlite3_step(pRest) == SQLITE_ROW) printf("%s;\n", sqlite3_column_text(pRest, 0));
+  if (bWritable) fputs("PRAGMA writable_schema=OFF;\n", stdout);
+  fputs(sh->nErr ? "ROLLBACK; -- due to errors\n" : "COMMIT;\n", stdout);
+done:
+  sqlite3_finalize(pTab);
+  sqlite3_finalize(pRest);
+  sqlite3_finalize(pQuote);
+  fflush(stdout);
+}
+
+/* Run the dot command in [z, z + n). 1 to stop reading (.quit). */
+static int run_dot(shell *sh, const char *z, int n) {
+  char *zLine = sqlite3_mprintf("%.*s", n, z);
+  char *azArg[3] = {0};
+  int nArg = 0, bQuit = 0;
+  for (char *p = zLine; p && *p && nArg < 3;) {
+    while (*p == ' ' || *p == '\t' || *p == '\r') p++;
+    if (!*p) break;
+    if (*p == '\'' || *p == '"') { /* a quoted argument */
+      char q = *p++;
+      azArg[nArg++] = p;
+      while (*p && *p != q) p++;
+    } else {
+      azArg[nArg++] = p;
+      while (*p && *p != ' ' && *p != '\t' && *p != '\r') p++;
+    }
+    if (*p) *p++ = 0;
+  }
+  if (nArg == 0) {
+    /* a bare "." */
+  } else if (strcmp(azArg[0], ".dump") == 0 && nArg <= 2) {
+    dump(sh, nArg == 2 ? azArg[1] : NULL);
+  } else if (strcmp(azArg[0], ".quit") == 0 || strcmp(azArg[0], ".exit") == 0) {
+    bQuit = 1;
+  } else {
+    fprintf(stderr,
+            "Error: unknown command or invalid arguments: \"%s\" (this shell knows "
+            ".dump [PATTERN] and .quit)\n",
+            azArg[0]);
+    sh->nErr++;
+  }
+  sqlite3_free(zLine);
+  return bQuit;
+}
+
 /* Run every statement of zSql. */
 static void run_sql(shell *sh, const char *zSql) {
   while (zSql && *zSql) {
+    /* a dot command: the first thing on a line where a statement could start */
+    const char *zAt = zSql;
+    for (;;) {
+      while (*zAt == ' ' || *zAt == '\t' || *zAt == '\r' || *zAt == '\n') zAt++;
+      if (zAt[0] != '-' || zAt[1] != '-') break;
+      while (*zAt && *zAt != '\n') zAt++;
+    }
+    if (*zAt == '.') {
+      const char *zEnd = strchr(zAt, '\n');
+      int n = zEnd ? (int)(zEnd - zAt) : (int)strlen(zAt);
+      if (run_dot(sh, zAt, n)) return;
+      zSql = zAt + n;
+      continue;
+    }
     sqlite3_stmt *pStmt = NULL;
     const char *zTail = NULL;
     if (sqlite3_prepare_v2(sh->db, zSql, -1, &pStmt, &zTail) != SQLITE_OK) {

@@ -110,6 +110,16 @@ int vt_conn_device(vt_conn *pConn, const char *zPath, int bCreate, int eMedia, v
   d->eMedia = o.bDirect ? VT_MEDIA_DIRECT : VT_MEDIA_BUFFERED;
   char *zDevErr = NULL;
   int rc = dev_open(zKey, &o, &d->pDev, &zDevErr);
+  if (rc == -ENOENT && !bCreate && zPath) {
+    /* what a user meets after copying a database file without its image */
+    *pzErr = sqlite3_mprintf("cannot open device %s: the device image does not exist (a database "
+                             "file copied without its image? SELECT csq_backup('dest.db') copies "
+                             "both)",
+                             zKey);
+    free(zDevErr);
+    dev_close(pConn, d);
+    return SQLITE_CANTOPEN;
+  }
   if (rc) {
     *pzErr = sqlite3_mprintf("cannot open device %s: %s", zKey, zDevErr ? zDevErr : "error");
     free(zDevErr);
