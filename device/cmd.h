@@ -195,6 +195,7 @@ typedef struct csq_id_vs {
 #define CSQ_SC_INTERNAL        CSQ_STATUS(0, 0x06)
 #define CSQ_SC_ABORTED         CSQ_STATUS(0, 0x07)
 #define CSQ_SC_INVALID_NS      CSQ_STATUS(0, 0x0B)
+#define CSQ_SC_WRITE_PROTECTED CSQ_STATUS(0, 0x20) /* a write to a read-only namespace */
 #define CSQ_SC_LBA_RANGE       CSQ_STATUS(0, 0x80)
 #define CSQ_SC_CAPACITY        CSQ_STATUS(0, 0x81)
 #define CSQ_SC_RESV_CONFLICT   CSQ_STATUS(0, 0x83)

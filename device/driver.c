@@ -44,6 +44,7 @@ struct dev_device {
   dev_device *pNext;
   csq_id_vs caps;
   uint64_t nBlocks;
+  int bReadOnly; /* the namespace is write protected (Identify NSATTR bit 0) */
   uint32_t nDepth;
   int timeoutMs; /* atomic: dev_set_timeout may change it */
   /* SLM allocator: sorted free extents and live allocations */
@@ -253,6 +254,7 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
     goto unlock;
   }
   memcpy(&d->nBlocks, pId, sizeof(uint64_t)); /* nvme_id_ns.nsze, little endian */
+  d->bReadOnly = ((uint8_t *)pId)[99] & 1;    /* nvme_id_ns.nsattr: write protected */
   if (d->caps.max_qdepth && d->nDepth > d->caps.max_qdepth) d->nDepth = d->caps.max_qdepth;
   slm_init(d, opt.nSlmBytes);
   if (bShare) {
@@ -313,6 +315,9 @@ const csq_id_vs *dev_caps(const dev_device *d) {
 }
 uint64_t dev_nvm_blocks(const dev_device *d) {
   return d->nBlocks;
+}
+int dev_read_only(const dev_device *d) {
+  return d->bReadOnly;
 }
 void dev_device_stats(dev_device *d, dev_stats *pOut) {
   d->pOps->xStats(d->pB, pOut);

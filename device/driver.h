@@ -81,6 +81,10 @@ const char *dev_backend_name(const dev_device *pDev); /* "emu" or "nvme" */
 ** has no csq compute) and NVM namespace size. */
 const csq_id_vs *dev_caps(const dev_device *pDev);
 uint64_t dev_nvm_blocks(const dev_device *pDev);
+/* 1 when the NVM namespace is write protected (Identify Namespace NSATTR
+** bit 0): for the emulated device, an image file this process may only
+** read. Writes to it fail with CSQ_SC_WRITE_PROTECTED. */
+int dev_read_only(const dev_device *pDev);
 /* Device-wide counters (a snapshot). */
 void dev_device_stats(dev_device *pDev, dev_stats *pOut);
 /* Atomically add every counter of pSrc into pDst. */
@@ -150,5 +154,12 @@ void dev_slm_free(dev_device *pDev, uint64_t addr);
 #include <stdarg.h>
 char *dev_mprintf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
 char *dev_vmprintf(const char *zFmt, va_list ap);
+/* A name (of a table, a column) as a message shows it: itself when at most
+** DEV_NAME_SHOW bytes, else its first DEV_NAME_SHOW bytes (cut between
+** UTF-8 characters) and "...", written to aBuf. Keeps messages short
+** whatever the name: a table name may be 65535 bytes long. */
+#define DEV_NAME_SHOW     64
+#define DEV_NAME_SHOW_BUF (DEV_NAME_SHOW + 4)
+const char *dev_name_show(const char *zName, char aBuf[DEV_NAME_SHOW_BUF]);
 
 #endif /* CSQ_DEVICE_DRIVER_H */

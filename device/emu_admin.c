@@ -73,6 +73,8 @@ int emu_identify(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf) {
     ns->nlbaf = 0; /* one format */
     ns->flbas = 0;
     ns->lbaf[0].ds = 12; /* 2^12 = 4096-byte blocks */
+    /* NSATTR bit 0: write protected (an image this process may only read) */
+    ns->nsattr = nsid == CSQ_NSID_NVM && dev_media_read_only(d->pMedia) ? 1 : 0;
     return CSQ_SC_SUCCESS;
   }
   return CSQ_SC_INVALID_FIELD;

@@ -130,6 +130,10 @@ static uint16_t io_nvm(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev
     } else {
       const void *pSrc = (const void *)(uintptr_t)p->prp1;
       void *pTmp = NULL;
+      if (dev_media_read_only(d->pMedia)) {
+        snprintf(zDetail, nDetail, "the image is open read-only (this process may not write it)");
+        return CSQ_SC_WRITE_PROTECTED;
+      }
       if (pHit && pHit->action == DEV_FAULT_SHORT) {
         uint32_t k = (uint32_t)(pHit->rnd % nlb);
         rc = k ? dev_mio_write(pMio, slba, k, pSrc) : 0;

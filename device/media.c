@@ -25,6 +25,7 @@
 struct dev_media {
   int fd; /* -1: memory */
   int bDirect;
+  int bReadOnly;             /* the file could be opened for reading only */
   uint64_t nBlocks;          /* nominal capacity */
   uint8_t **aL1[L1_ENTRIES]; /* memory: lazily allocated tables of segments */
   uint64_t nSegUsed;
@@ -83,6 +84,22 @@ static int direct_works(int fd) {
   return r >= 0;
 }
 
+/* Open zPath with flags into m->fd, with O_DIRECT first when bDirect and it
+** works there. 0, or the errno of the failed open. */
+static int media_open_fd(dev_media *m, const char *zPath, int flags, int bDirect) {
+  if (bDirect) {
+    m->fd = open(zPath, flags | O_DIRECT, 0644);
+    if (m->fd >= 0 && !direct_works(m->fd)) {
+      close(m->fd);
+      m->fd = -1;
+    } else if (m->fd >= 0) {
+      m->bDirect = 1;
+    }
+  }
+  if (m->fd < 0) m->fd = open(zPath, flags, 0644);
+  return m->fd < 0 ? errno : 0;
+}
+
 int dev_media_open(const char *zPath, int bCreate, int bDirect, dev_media **pp, char **pzErr) {
   dev_media *m = calloc(1, sizeof(*m));
   struct stat st;
@@ -95,19 +112,15 @@ int dev_media_open(const char *zPath, int bCreate, int bDirect, dev_media **pp, 
     *pp = m;
     return 0;
   }
-  int flags = O_RDWR | O_CLOEXEC | (bCreate ? O_CREAT : 0);
-  if (bDirect) {
-    m->fd = open(zPath, flags | O_DIRECT, 0644);
-    if (m->fd >= 0 && !direct_works(m->fd)) {
-      close(m->fd);
-      m->fd = -1;
-    } else if (m->fd >= 0) {
-      m->bDirect = 1;
-    }
+  int e = media_open_fd(m, zPath, O_RDWR | O_CLOEXEC | (bCreate ? O_CREAT : 0), bDirect);
+  if ((e == EACCES || e == EROFS || e == EPERM) &&
+      media_open_fd(m, zPath, O_RDONLY | O_CLOEXEC, bDirect) == 0) {
+    /* a file this process may only read (permissions, a read-only file
+    ** system, chattr +i): served read-only, every write refused */
+    m->bReadOnly = 1;
+    e = 0;
   }
-  if (m->fd < 0) m->fd = open(zPath, flags, 0644);
-  if (m->fd < 0) {
-    int e = errno;
+  if (e) {
     if (pzErr)
       *pzErr = media_msg(e == ENOENT ? "cannot open device image %s: %s (create it with bCreate)"
                                      : "cannot open device image %s: %s",
@@ -147,6 +160,9 @@ int dev_media_fd(const dev_media *m) {
 }
 int dev_media_is_direct(const dev_media *m) {
   return m->bDirect;
+}
+int dev_media_read_only(const dev_media *m) {
+  return m->bReadOnly;
 }
 
 uint64_t dev_media_used_blocks(dev_media *m) {

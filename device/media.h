@@ -32,14 +32,17 @@ typedef struct dev_mio dev_mio;
 
 /* Open media: zPath NULL or ":memory:" for memory, else a file (created if
 ** bCreate; a missing file without bCreate is -ENOENT). bDirect asks for
-** O_DIRECT. 0, or -errno with *pzErr = malloc'd message. */
+** O_DIRECT. A file that exists but may not be written (EACCES, EROFS,
+** EPERM) is opened read-only (dev_media_read_only). 0, or -errno with
+** *pzErr = malloc'd message. */
 int dev_media_open(const char *zPath, int bCreate, int bDirect, dev_media **pp, char **pzErr);
 void dev_media_close(dev_media *m);
 uint64_t dev_media_blocks(const dev_media *m); /* nominal capacity, LBAs */
 uint64_t dev_media_used_blocks(dev_media *m);  /* file size / segments written */
 int dev_media_fd(const dev_media *m);          /* -1 for memory */
 int dev_media_is_direct(const dev_media *m);
-int dev_media_flush(dev_media *m); /* fdatasync; 0 or -errno */
+int dev_media_read_only(const dev_media *m); /* opened for reading only: refuse writes */
+int dev_media_flush(dev_media *m);           /* fdatasync; 0 or -errno */
 
 int dev_mio_open(dev_media *m, dev_mio **pp); /* 0 or -errno */
 void dev_mio_close(dev_mio *io);

@@ -1,9 +1,11 @@
 /*
 ** device/status.c - names of statuses and opcodes (device/cmd.h), for error
-** messages and tools.
+** messages and tools; the message helpers every layer uses (dev_mprintf,
+** dev_name_show).
 */
 #include <stdarg.h>
 #include <stdio.h>
+#include <string.h>
 #include "cmd.h"
 #include "driver.h"
 
@@ -27,6 +29,8 @@ const char *csq_status_name(uint16_t sf) {
     return "Command Aborted";
   case CSQ_SC_INVALID_NS:
     return "Invalid Namespace";
+  case CSQ_SC_WRITE_PROTECTED:
+    return "Namespace is Write Protected";
   case CSQ_SC_LBA_RANGE:
     return "LBA Out of Range";
   case CSQ_SC_CAPACITY:
@@ -128,4 +132,14 @@ char *dev_mprintf(const char *zFmt, ...) {
   char *z = dev_vmprintf(zFmt, ap);
   va_end(ap);
   return z;
+}
+
+const char *dev_name_show(const char *zName, char aBuf[DEV_NAME_SHOW_BUF]) {
+  size_t n = strlen(zName);
+  if (n <= DEV_NAME_SHOW) return zName;
+  n = DEV_NAME_SHOW;
+  while (n > 0 && ((unsigned char)zName[n] & 0xC0) == 0x80) n--; /* not inside a character */
+  memcpy(aBuf, zName, n);
+  memcpy(aBuf + n, "...", 4);
+  return aBuf;
 }

@@ -41,6 +41,9 @@
 ** thousands of times, and a device round trip per probe would dominate.
 ** Large row groups are always read from the device, chunk by chunk. */
 #define STORE_RAW_CACHE_BLOCKS 64
+/* Reads of a catalog that other processes' commits keep rewriting before a
+** reader gives up with -EBUSY (see refresh). */
+#define STORE_REREAD_MAX 100
 
 struct store {
   int nRef;
@@ -56,6 +59,7 @@ struct store {
   int nPend, nPendAlloc;
   store_snap *pLive; /* snapshots still referenced */
   int bShared;       /* other processes may open the image: re-read superblocks */
+  int bReadOnly;     /* the device is write protected: read, never write nor lock */
   int bUndecided;    /* the superblock holds a prepared commit whose outcome was not
                         decided at the last look: look again at every refresh */
   int bSeen;         /* aSeen holds the prefixes of both superblock copies on the media */
@@ -221,9 +225,11 @@ static int load_delmaps(store *p, dev_queue *q, store_snap *s, char **pzErr) {
       }
       if (XXH3_64bits(buf, pRg->delBytes) != pRg->delXxh3) {
         free(buf);
+        char aName[DEV_NAME_SHOW_BUF];
         *pzErr = dev_mprintf("device %s: table '%s': the delete bitmap at block %llu is "
                              "damaged (checksum mismatch)",
-                             dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->delLba);
+                             dev_path(p->pDev), dev_name_show(pTab->zName, aName),
+                             (unsigned long long)pRg->delLba);
         return -EBADMSG;
       }
       pRg->aDel = buf;
@@ -481,6 +487,20 @@ static int rebuild_space(store *p) {
   return rc;
 }
 
+/* Do the superblocks on the media differ from the prefixes in aSeen (read
+** before)? 0 when they are the same or cannot be read. */
+static int sb_moved(dev_queue *q, uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX]) {
+  uint8_t *buf = block_alloc(CSQ_SB_COPIES);
+  if (!buf) return 0;
+  int bMoved = 0;
+  if (io_read(q, 0, CSQ_SB_COPIES, buf) == 0) {
+    for (int i = 0; i < CSQ_SB_COPIES; i++)
+      if (memcmp(buf + (size_t)i * CSQ_LBA_SIZE, aSeen[i], CSQ_SB_PREFIX) != 0) bMoved = 1;
+  }
+  free(buf);
+  return bMoved;
+}
+
 /* The outcome of a prepared commit, as its deciding device records it:
 ** *pbCommitted = 1 when the decider's committed catalog holds table
 ** r->zTable with a next-rowid counter of at least r->seq, else 0. The decider
@@ -509,31 +529,43 @@ static int decision_lookup(store *p, const store_prep *r, int *pbCommitted, char
   dev_options_default(&o);
   rc = dev_open(r->zPath, &o, &pDev, &zWhy);
   if (rc == 0) rc = dev_queue_open(pDev, &q);
-  if (rc == 0) rc = (buf = block_alloc(2)) ? io_read(q, 0, 2, buf) : -ENOMEM;
   if (rc) {
     if (!zWhy) zWhy = q ? dev_mprintf("%s", dev_errmsg(q)) : dev_mprintf("error %d", rc);
     goto done;
   }
-  rc = sb_from_blocks(r->zPath, buf, &sb, &zWhy);
-  if (rc == 1) {
-    zWhy = dev_mprintf("the image is empty");
-    rc = -EBADMSG;
-  }
-  if (rc) goto done;
-  if (memcmp(sb.uuid, r->uuid, 16) != 0) {
-    zWhy = dev_mprintf("the image there is another one than the one that took part in the commit "
-                       "(its image id differs)");
-    rc = -EBADMSG;
-    goto done;
-  }
-  free(buf);
-  buf = block_alloc(sb.catBlocks);
-  rc = buf ? io_read(q, sb.catLba, sb.catBlocks, buf) : -ENOMEM;
-  if (rc) {
-    zWhy = dev_mprintf("reading its catalog failed: %s", dev_errmsg(q));
-    goto done;
-  }
-  if (csq_checksum(buf, sb.catBytes) != sb.catXxh3) {
+  /* read without the decider's lock: a catalog its commits rewrote
+  ** meanwhile is read again (see refresh) */
+  for (int nTry = 1;; nTry++) {
+    uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX];
+    free(buf);
+    rc = (buf = block_alloc(2)) ? io_read(q, 0, 2, buf) : -ENOMEM;
+    if (rc) {
+      zWhy = rc == -ENOMEM ? dev_mprintf("out of memory") : dev_mprintf("%s", dev_errmsg(q));
+      goto done;
+    }
+    rc = sb_from_blocks(r->zPath, buf, &sb, &zWhy);
+    if (rc == 1) {
+      zWhy = dev_mprintf("the image is empty");
+      rc = -EBADMSG;
+    }
+    if (rc) goto done;
+    if (memcmp(sb.uuid, r->uuid, 16) != 0) {
+      zWhy = dev_mprintf("the image there is another one than the one that took part in the "
+                         "commit (its image id differs)");
+      rc = -EBADMSG;
+      goto done;
+    }
+    memcpy(aSeen[0], buf, CSQ_SB_PREFIX);
+    memcpy(aSeen[1], buf + CSQ_LBA_SIZE, CSQ_SB_PREFIX);
+    free(buf);
+    buf = block_alloc(sb.catBlocks);
+    rc = buf ? io_read(q, sb.catLba, sb.catBlocks, buf) : -ENOMEM;
+    if (rc) {
+      zWhy = dev_mprintf("reading its catalog failed: %s", dev_errmsg(q));
+      goto done;
+    }
+    if (csq_checksum(buf, sb.catBytes) == sb.catXxh3) break;
+    if (nTry < STORE_REREAD_MAX && sb_moved(q, aSeen)) continue;
     zWhy = dev_mprintf("its catalog (blocks %llu-%llu) is damaged (checksum mismatch)",
                        (unsigned long long)sb.catLba,
                        (unsigned long long)(sb.catLba + sb.catBlocks - 1));
@@ -605,7 +637,7 @@ static int settle_pending(store *p, dev_queue *q, int bLocked, store_sb *pSb, st
   int rc = decision_lookup(p, &pSb->prep, &bCommitted, pzErr);
   if (rc) return rc;
   store_sb sb = sb_settled(pSb, bCommitted);
-  if (bLocked || writer_trylock(p, q)) {
+  if (bLocked || (!p->bReadOnly && writer_trylock(p, q))) {
     rc = write_superblocks(p, q, &sb, pzErr, NULL);
     if (!bLocked) writer_unlock(p, q);
     p->bSpaceValid = 0; /* the prepared commit's extents are used or free now */
@@ -622,15 +654,16 @@ static int settle_pending(store *p, dev_queue *q, int bLocked, store_sb *pSb, st
   return 0;
 }
 
-/* Refresh p->pCur from the device if another process committed. bLocked:
-** the caller holds the writer lock (a prepared commit found is settled).
-** With p->mu held. */
-static int refresh(store *p, dev_queue *q, int bLocked, char **pzErr) {
-  if (!p->bShared && p->pCur) return 0;
-  if (p->pCur && !p->bUndecided && sb_unchanged(p, q)) return 0;
+/* Read the superblocks and, when they name another catalog than p->pCur's,
+** that catalog, making it p->pCur. aSeen receives the superblock prefixes
+** read; *pbCatalog is set when the failure came from reading the catalog
+** (or its delete bitmaps), after the superblocks were read. With p->mu
+** held; see refresh. */
+static int refresh_read(store *p, dev_queue *q, int bLocked,
+                        uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX], int *pbCatalog, char **pzErr) {
   store_sb sb, eff;
-  uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX];
   int bEmpty = 0;
+  *pbCatalog = 0;
   p->bSeen = 0;
   int rc = read_superblock(p, q, &sb, &bEmpty, aSeen, pzErr);
   if (rc) return rc;
@@ -655,7 +688,10 @@ static int refresh(store *p, dev_queue *q, int bLocked, char **pzErr) {
     store_snap *s = NULL;
     uint32_t nextTabId = 0;
     rc = read_catalog(p, q, &eff, &s, &nextTabId, pzErr);
-    if (rc) return rc;
+    if (rc) {
+      *pbCatalog = 1;
+      return rc;
+    }
     s->nRef = 1;
     snap_link(p, s);
     store_snap *pOld = p->pCur;
@@ -676,9 +712,40 @@ static int refresh(store *p, dev_queue *q, int bLocked, char **pzErr) {
       }
     }
   }
-  memcpy(p->aSeen, aSeen, sizeof(aSeen));
+  memcpy(p->aSeen, aSeen, sizeof(p->aSeen));
   p->bSeen = 1;
   return 0;
+}
+
+/* Refresh p->pCur from the device if another process committed. bLocked:
+** the caller holds the writer lock (a prepared commit found is settled).
+** With p->mu held.
+**
+** A reader holds no lock while it reads: between its read of the
+** superblocks and its read of the catalog they name, other processes may
+** commit twice, and the second commit may write over that catalog's blocks
+** (freed by the first). The catalog then fails its checksum although the
+** image is sound. So a catalog that fails to read is read again, from the
+** superblocks as they are now, whenever they changed meanwhile; only a
+** failure under unchanged superblocks (or under the writer lock, when no
+** one else can commit) is damage. */
+static int refresh(store *p, dev_queue *q, int bLocked, char **pzErr) {
+  if (!p->bShared && p->pCur) return 0;
+  if (p->pCur && !p->bUndecided && sb_unchanged(p, q)) return 0;
+  for (int nTry = 1;; nTry++) {
+    uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX];
+    int bCatalog = 0;
+    int rc = refresh_read(p, q, bLocked, aSeen, &bCatalog, pzErr);
+    if (rc != -EBADMSG || !bCatalog || bLocked || !p->bShared || !sb_moved(q, aSeen)) return rc;
+    free(*pzErr);
+    *pzErr = NULL;
+    if (nTry == STORE_REREAD_MAX) {
+      *pzErr = dev_mprintf("device image %s: other processes committed %d times while this one "
+                           "read the catalog; try again",
+                           dev_path(p->pDev), nTry);
+      return -EBUSY;
+    }
+  }
 }
 
 int store_snapshot(store *p, dev_queue *q, store_snap **ppSnap, char **pzErr) {
@@ -758,13 +825,19 @@ int store_open(dev_device *pDev, dev_queue *q, int bCreate, store **ppStore, cha
   p->pDev = pDev;
   dev_ref(pDev);
   p->bShared = strcmp(dev_path(pDev), ":memory:") != 0;
+  p->bReadOnly = dev_read_only(pDev);
   pthread_mutex_init(&p->mu, NULL);
   pthread_mutex_init(&p->writer, NULL);
   store_sb sb;
   int bEmpty = 0;
   int rc = read_superblock(p, q, &sb, &bEmpty, NULL, pzErr);
   if (rc == 0 && bEmpty) {
-    if (bCreate) {
+    if (bCreate && p->bReadOnly) {
+      *pzErr = dev_mprintf("%s is empty and read-only (this process may not write it): no "
+                           "tables can be created on it",
+                           dev_path(pDev));
+      rc = -EROFS;
+    } else if (bCreate) {
       rc = format_image(p, q, pzErr);
     } else {
       *pzErr = dev_mprintf("%s holds no csq tables (an empty image)", dev_path(pDev));
@@ -818,6 +891,10 @@ void store_unref(store *p) {
 
 dev_device *store_device(store *p) {
   return p->pDev;
+}
+
+int store_read_only(const store *p) {
+  return p->bReadOnly;
 }
 
 void store_space(store *p, uint64_t *pnUsed, uint64_t *pnHigh) {
@@ -880,21 +957,22 @@ static int read_chunk_bytes(store *p, dev_queue *q, const store_table *pTab, con
   uint8_t *buf = block_alloc(last - first);
   if (!buf) return -ENOMEM;
   int rc = io_read(q, pRg->lba + first, last - first, buf);
-  const char *zCol = iChunk == 0 ? "rowid" : pTab->aCol[iChunk - 1].zName;
+  char aTab[DEV_NAME_SHOW_BUF], aCol[DEV_NAME_SHOW_BUF];
+  const char *zTab = dev_name_show(pTab->zName, aTab);
+  const char *zCol = iChunk == 0 ? "rowid" : dev_name_show(pTab->aCol[iChunk - 1].zName, aCol);
   if (rc) {
     char *z = io_errmsg(p, q, rc, "reading");
-    *pzErr = dev_mprintf("table '%s', column '%s': %s", pTab->zName, zCol, z ? z : "");
+    *pzErr = dev_mprintf("table '%s', column '%s': %s", zTab, zCol, z ? z : "");
     free(z);
     free(buf);
     return rc;
   }
   const uint8_t *pChunk = buf + (pC->off - first * CSQ_LBA_SIZE);
   if (csq_checksum(pChunk, pC->len) != pC->xxh3) {
-    *pzErr =
-        dev_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
-                    "%llu-%llu is damaged (checksum mismatch)",
-                    dev_path(p->pDev), pTab->zName, zCol, (unsigned long long)(pRg->lba + first),
-                    (unsigned long long)(pRg->lba + last - 1));
+    *pzErr = dev_mprintf("device image %s: table '%s', column '%s': the chunk at blocks "
+                         "%llu-%llu is damaged (checksum mismatch)",
+                         dev_path(p->pDev), zTab, zCol, (unsigned long long)(pRg->lba + first),
+                         (unsigned long long)(pRg->lba + last - 1));
     free(buf);
     return -EBADMSG;
   }
@@ -914,17 +992,19 @@ int store_read_chunks(store *p, dev_queue *q, const store_table *pTab, const sto
     if (rc) return rc;
     rc = csq_chunk_decode(pChunk, pRg->aChunk[iChunk].len, &aOut[i]);
     free(buf);
+    char aName[DEV_NAME_SHOW_BUF];
     if (rc) {
       if (rc != -ENOMEM)
-        *pzErr =
-            dev_mprintf("device image %s: table '%s': the chunk of column %d at block %llu "
-                        "does not decode",
-                        dev_path(p->pDev), pTab->zName, aiCol[i], (unsigned long long)pRg->lba);
+        *pzErr = dev_mprintf("device image %s: table '%s': the chunk of column %d at block %llu "
+                             "does not decode",
+                             dev_path(p->pDev), dev_name_show(pTab->zName, aName), aiCol[i],
+                             (unsigned long long)pRg->lba);
       return rc;
     }
     if (aOut[i].n < pRg->nRow) {
       *pzErr = dev_mprintf("device image %s: table '%s': row group at block %llu is short",
-                           dev_path(p->pDev), pTab->zName, (unsigned long long)pRg->lba);
+                           dev_path(p->pDev), dev_name_show(pTab->zName, aName),
+                           (unsigned long long)pRg->lba);
       return -EBADMSG;
     }
   }
@@ -979,6 +1059,12 @@ static void ms_sleep(int ms) {
 
 int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn, char **pzErr) {
   int waited = 0;
+  if (p->bReadOnly) {
+    *pzErr = dev_mprintf("device image %s is read-only (this process may not write it: file "
+                         "permissions, a read-only file system or a write-protected device)",
+                         dev_path(p->pDev));
+    return -EROFS;
+  }
   while (pthread_mutex_trylock(&p->writer) != 0) {
     if (waited >= busyTimeoutMs) {
       *pzErr = dev_mprintf("device %s is locked by another writer", dev_path(p->pDev));
@@ -1069,10 +1155,35 @@ int store_txn_dirty(const store_txn *t) {
   return t->bDirty;
 }
 
+/* Does name z (a zWhat) fit the catalog, a u16 length (FORMAT.md
+** "Catalog")? 0, or -ENAMETOOLONG with *pzErr. */
+static int name_fits(const char *zWhat, const char *z, char **pzErr) {
+  size_t n = z ? strlen(z) : 0;
+  if (n <= STORE_MAX_NAME) return 0;
+  char aName[DEV_NAME_SHOW_BUF];
+  *pzErr = dev_mprintf("%s '%s' is %zu bytes long; a csq catalog holds at most %d bytes", zWhat,
+                       dev_name_show(z, aName), n, STORE_MAX_NAME);
+  return -ENAMETOOLONG;
+}
+
+/* A table's name, its columns' names and declared types all fit. */
+static int names_fit(const char *zTable, int nCol, const store_col *aCol, char **pzErr) {
+  int rc = name_fits("table name", zTable, pzErr);
+  for (int i = 0; i < nCol && rc == 0; i++) {
+    rc = name_fits("column name", aCol[i].zName, pzErr);
+    if (rc == 0) rc = name_fits("declared type", aCol[i].zType, pzErr);
+  }
+  return rc;
+}
+
 int store_txn_create_table(store_txn *t, const char *zName, int nCol, const store_col *aCol,
                            char **pzErr) {
+  char aName[DEV_NAME_SHOW_BUF];
+  int rc = names_fit(zName, nCol, aCol, pzErr);
+  if (rc) return rc;
   if (store_txn_table(t, zName)) {
-    *pzErr = dev_mprintf("table %s already exists on device %s", zName, dev_path(t->p->pDev));
+    *pzErr = dev_mprintf("table %s already exists on device %s", dev_name_show(zName, aName),
+                         dev_path(t->p->pDev));
     return -EEXIST;
   }
   store_table *pTab = calloc(1, sizeof(*pTab));
@@ -1140,19 +1251,26 @@ int store_txn_drop_table(store_txn *t, const char *zName, char **pzErr) {
     t->bDirty = 1;
     return 0;
   }
-  *pzErr = dev_mprintf("no table %s on device %s", zName, dev_path(t->p->pDev));
+  char aName[DEV_NAME_SHOW_BUF];
+  *pzErr =
+      dev_mprintf("no table %s on device %s", dev_name_show(zName, aName), dev_path(t->p->pDev));
   return -ENOENT;
 }
 
 int store_txn_rename_table(store_txn *t, const char *zOld, const char *zNew, char **pzErr) {
+  char aName[DEV_NAME_SHOW_BUF];
   store_table *pTab = store_txn_table(t, zOld);
   if (!pTab) {
-    *pzErr = dev_mprintf("no table %s on device %s", zOld, dev_path(t->p->pDev));
+    *pzErr =
+        dev_mprintf("no table %s on device %s", dev_name_show(zOld, aName), dev_path(t->p->pDev));
     return -ENOENT;
   }
+  int rc = names_fit(zNew, 0, NULL, pzErr);
+  if (rc) return rc;
   store_table *pOther = store_txn_table(t, zNew);
   if (pOther && pOther != pTab) {
-    *pzErr = dev_mprintf("table %s already exists on device %s", zNew, dev_path(t->p->pDev));
+    *pzErr = dev_mprintf("table %s already exists on device %s", dev_name_show(zNew, aName),
+                         dev_path(t->p->pDev));
     return -EEXIST;
   }
   char *z = strdup(zNew);

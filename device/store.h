@@ -92,12 +92,26 @@ struct store_snap {
   store_snap *pNextLive; /* the store's list of snapshots still referenced */
 };
 
+/* The longest table name, column name or declared type a catalog holds, in
+** bytes (a u16 length: FORMAT.md "Catalog"); longer ones are refused
+** (-ENAMETOOLONG). And the longest name of the table a prepared commit's
+** decision names (FORMAT.md "Superblock"): a striped table's metadata
+** table, "csq_stripe:" and its name, must fit it. */
+#define STORE_MAX_NAME          65535
+#define STORE_MAX_DECISION_NAME 1024
+
 /* Open the store of a device. bCreate: format an empty image (a device whose
-** media holds no csq superblock and no data). A non-empty image with no csq
-** superblock is refused ("not a csq device image"). */
+** media holds no csq superblock and no data; -EROFS when it is read-only). A
+** non-empty image with no csq superblock is refused ("not a csq device
+** image"). */
 int store_open(dev_device *pDev, dev_queue *pQ, int bCreate, store **ppStore, char **pzErr);
 void store_unref(store *p);
 dev_device *store_device(store *p);
+/* 1 when the device is write protected (dev_read_only: an image this
+** process may only read). Such a store reads, and follows other processes'
+** commits, but never writes: no format, no settling of a prepared commit,
+** and store_txn_begin fails with -EROFS. */
+int store_read_only(const store *p);
 
 /* The latest committed snapshot (checks the superblocks to see commits by
 ** other processes: 128 bytes to the host when nothing changed and the
@@ -119,9 +133,13 @@ static inline int store_rg_deleted(const store_rg *pRg, uint32_t i) {
 }
 
 /* ---- Transactions (one writer per store) ---- */
+/* Take the writer lock, waiting up to busyTimeoutMs for another writer of
+** this process or another one (-EBUSY after that); -EROFS on a read-only
+** store. */
 int store_txn_begin(store *p, dev_queue *pQ, int busyTimeoutMs, store_txn **ppTxn, char **pzErr);
 /* The transaction's working view of a table (its own rows included). */
 store_table *store_txn_table(store_txn *pTxn, const char *zName);
+/* Names longer than STORE_MAX_NAME are refused (-ENAMETOOLONG). */
 int store_txn_create_table(store_txn *pTxn, const char *zName, int nCol, const store_col *aCol,
                            char **pzErr);
 int store_txn_drop_table(store_txn *pTxn, const char *zName, char **pzErr);

@@ -22,8 +22,8 @@
 ** reader that finds both copies' prefixes as it last saw them knows the
 ** image holds the state it last read (store.c, sb_unchanged). */
 #define CSQ_SB_PREFIX    64
-#define CSQ_SB_MAX_PATH  2048 /* a prepared commit's decider path, bytes */
-#define CSQ_SB_MAX_TABLE 1024 /* a prepared commit's decision table name, bytes */
+#define CSQ_SB_MAX_PATH  2048                    /* a prepared commit's decider path, bytes */
+#define CSQ_SB_MAX_TABLE STORE_MAX_DECISION_NAME /* a prepared commit's decision table, bytes */
 
 /* A prepared commit (superblock version 2): a catalog written and durable
 ** but not yet current, and where its fate is decided: it becomes current

@@ -56,9 +56,10 @@ int vt_rc_from(int rc) {
     return SQLITE_CORRUPT;
   case -ENOSPC:
     return SQLITE_FULL;
+  case -EROFS:
+    return SQLITE_READONLY; /* a write to a read-only image */
   case -EACCES:
   case -EPERM:
-  case -EROFS:
     return SQLITE_CANTOPEN;
   case -ENOENT:
     return SQLITE_CANTOPEN;

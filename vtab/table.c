@@ -17,12 +17,53 @@
 #include <errno.h>
 #include "vtab/vtab.h"
 
+/* zMsg (sqlite3_malloc'd, freed here) with every name of table p longer
+** than DEV_NAME_SHOW bytes (its own, its columns') cut as dev_name_show
+** cuts it: a name may be 65535 bytes long, and it reaches messages from
+** many places (the store, the cursor, the write path), so it is cut once,
+** where the message leaves csq. Longest names first, so that a name inside
+** a longer one is not cut twice. NULL when out of memory. */
+static char *cut_names(const vt_tab *p, char *zMsg) {
+  const char *azLong[1 + 64];
+  int nLong = 0;
+  if (!zMsg) return NULL;
+  for (int i = -1; i < p->s.nCol && nLong < (int)(sizeof(azLong) / sizeof(azLong[0])); i++) {
+    const char *z = i < 0 ? p->zName : p->s.aCol[i].zName;
+    if (z && strlen(z) > DEV_NAME_SHOW && strstr(zMsg, z)) azLong[nLong++] = z;
+  }
+  for (int i = 1; i < nLong; i++) /* insertion sort, longest first: a handful */
+    for (int j = i; j > 0 && strlen(azLong[j]) > strlen(azLong[j - 1]); j--) {
+      const char *t = azLong[j];
+      azLong[j] = azLong[j - 1];
+      azLong[j - 1] = t;
+    }
+  for (int i = 0; i < nLong && zMsg; i++) {
+    char aBuf[DEV_NAME_SHOW_BUF];
+    const char *zShow = dev_name_show(azLong[i], aBuf);
+    size_t nName = strlen(azLong[i]);
+    sqlite3_str *pOut = sqlite3_str_new(NULL);
+    const char *z = zMsg, *zHit;
+    while ((zHit = strstr(z, azLong[i])) != NULL) {
+      sqlite3_str_append(pOut, z, (int)(zHit - z));
+      sqlite3_str_appendall(pOut, zShow);
+      z = zHit + nName;
+    }
+    sqlite3_str_appendall(pOut, z);
+    sqlite3_free(zMsg);
+    zMsg = sqlite3_str_finish(pOut);
+  }
+  return zMsg;
+}
+
 void vt_set_error(sqlite3_vtab *pVtab, const char *zFmt, ...) {
   va_list ap;
   va_start(ap, zFmt);
   sqlite3_free(pVtab->zErrMsg);
   pVtab->zErrMsg = sqlite3_vmprintf(zFmt, ap);
   va_end(ap);
+  /* a csq table's (SQLite sets pModule once xCreate/xConnect returned;
+  ** tab_init cuts its own messages) */
+  if (pVtab->pModule == &vt_module) pVtab->zErrMsg = cut_names((vt_tab *)pVtab, pVtab->zErrMsg);
 }
 
 /* Report a device/store failure: zMsg is malloc'd (libc) and freed here. */
@@ -94,6 +135,52 @@ static int do_rename(store_txn *t, void *pArg, char **pzErr) {
   return rc;
 }
 
+/* Refuse at CREATE (bColumns) or RENAME a name the catalog cannot hold
+** (STORE_MAX_NAME bytes: table and column names, declared types, a stripe's
+** device list); a striped table's name must also leave room for its
+** metadata table's in a prepared commit (STORE_MAX_DECISION_NAME). So a
+** table never works in its session only to be lost at the next open.
+** SQLITE_OK, or SQLITE_ERROR with *pzErr sqlite3_malloc'd. */
+static int names_fit(const vt_tab *p, const char *zName, int bColumns, char **pzErr) {
+  char aName[DEV_NAME_SHOW_BUF];
+  size_t nMax = STORE_MAX_NAME, n = strlen(zName);
+  if (p->s.nDevice > 1) {
+    char *zMeta = vt_stripe_meta_name(zName);
+    if (!zMeta) return SQLITE_NOMEM;
+    size_t nExtra = strlen(zMeta) - n;
+    sqlite3_free(zMeta);
+    nMax = STORE_MAX_DECISION_NAME - nExtra;
+  }
+  if (n > nMax) {
+    *pzErr =
+        sqlite3_mprintf("csq: table name '%s' is %llu bytes long; csq keeps names of "
+                        "at most %llu bytes for a table%s",
+                        dev_name_show(zName, aName), (unsigned long long)n,
+                        (unsigned long long)nMax, p->s.nDevice > 1 ? " over several devices" : "");
+    return SQLITE_ERROR;
+  }
+  for (int i = 0; bColumns && i < p->s.nCol; i++) {
+    const vt_col *c = &p->s.aCol[i];
+    int bName = strlen(c->zName) > STORE_MAX_NAME;
+    const char *z = bName ? c->zName : c->zType;
+    if (z && strlen(z) > STORE_MAX_NAME) {
+      *pzErr = sqlite3_mprintf("csq: %s '%s' is %llu bytes long; csq keeps %s of at most %d "
+                               "bytes",
+                               bName ? "column name" : "declared type", dev_name_show(z, aName),
+                               (unsigned long long)strlen(z), bName ? "names" : "declared types",
+                               STORE_MAX_NAME);
+      return SQLITE_ERROR;
+    }
+  }
+  if (bColumns && p->s.zDevices && strlen(p->s.zDevices) > STORE_MAX_NAME) {
+    *pzErr = sqlite3_mprintf("csq: the devices= list is %llu bytes long; csq keeps one of at "
+                             "most %d bytes",
+                             (unsigned long long)strlen(p->s.zDevices), STORE_MAX_NAME);
+    return SQLITE_ERROR;
+  }
+  return SQLITE_OK;
+}
+
 static void tab_free(vt_tab *p) {
   if (!p) return;
   vt_tab_txn_reset(p);
@@ -107,6 +194,7 @@ static void tab_free(vt_tab *p) {
   for (int k = 0; k < p->nMem; k++)
     if (p->apMem[k]) vt_dev_release(p->pConn, p->apMem[k]);
   sqlite3_free(p->apMem);
+  vt_check_free(p);
   vt_schema_clear(&p->s);
   sqlite3_free(p->aZone);
   sqlite3_free(p->zName);
@@ -129,7 +217,10 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
     rc = SQLITE_NOMEM;
     goto fail;
   }
+  p->bReadOnly = sqlite3_db_readonly(db, p->zDb) == 1;
   rc = vt_schema_parse(argc, argv, &p->s, pzErr);
+  if (rc == SQLITE_OK && bCreate) rc = names_fit(p, p->zName, 1, pzErr);
+  if (rc == SQLITE_OK && bCreate) rc = vt_check_create(db, p, pzErr);
   if (rc) goto fail;
   rc = vt_stripe_open(p, db, bCreate, pzErr);
   if (rc) goto fail;
@@ -137,6 +228,12 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   if (strcmp(zDevName, ":memory:") == 0) zDevName = "(in-memory device)";
   char *zErr = NULL;
   if (bCreate) {
+    rc = vt_tab_writable(p);
+    if (rc) {
+      *pzErr = p->base.zErrMsg; /* moved: tab_free does not free it */
+      p->base.zErrMsg = NULL;
+      goto fail;
+    }
     create_arg a = {p->zName, &p->s};
     int e = vt_stripe_create(p, do_create, &a, &zErr);
     if (e == -EEXIST && !zErr) {
@@ -167,6 +264,7 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   *ppVtab = &p->base;
   return SQLITE_OK;
 fail:
+  if (*pzErr) *pzErr = cut_names(p, *pzErr);
   tab_free(p);
   return rc;
 }
@@ -189,9 +287,11 @@ static int vt_disconnect(sqlite3_vtab *pVtab) {
 static int vt_destroy(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
+  int rc = vt_tab_writable(p);
+  if (rc) return rc;
   vt_txn_drop_idle(p);
   vt_tab_txn_reset(p);
-  int rc = vt_stripe_catalog(p, do_drop, p->zName, &zErr);
+  rc = vt_stripe_catalog(p, do_drop, p->zName, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
   tab_free(p);
   return SQLITE_OK;
@@ -201,8 +301,17 @@ static int vt_rename(sqlite3_vtab *pVtab, const char *zNew) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
   rename_arg a = {p->zName, zNew};
+  int rc = vt_tab_writable(p);
+  if (rc) return rc;
+  char *zTooLong = NULL;
+  rc = names_fit(p, zNew, 0, &zTooLong);
+  if (rc) {
+    sqlite3_free(pVtab->zErrMsg);
+    pVtab->zErrMsg = zTooLong;
+    return rc;
+  }
   vt_txn_drop_idle(p);
-  int rc = vt_stripe_catalog(p, do_rename, &a, &zErr);
+  rc = vt_stripe_catalog(p, do_rename, &a, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
   char *z = sqlite3_mprintf("%s", zNew);
   if (!z) return SQLITE_NOMEM;

@@ -4,6 +4,7 @@
 **   vtab/conn.c      per-connection state: the devices a connection has open
 **   vtab/schema.c    module arguments: column definitions and options
 **   vtab/affinity.c  SQLite's type affinity applied to inserted values
+**   vtab/check.c     DEFAULT and CHECK constraints of written rows
 **   vtab/table.c     xCreate/xConnect/xDisconnect/xDestroy/xRename
 **   vtab/cursor.c    xBestIndex and the scan cursor
 **   vtab/write.c     xUpdate, transactions and savepoints
@@ -14,6 +15,7 @@
 **   vtab/fault.c     csq_fault() and csq_timeout(): fault injection, timeouts
 **   vtab/backup.c    csq_backup(): a copy of the database and its device images
 **   vtab/stmt.c      the committed state one statement run reads
+**   vtab/lock.c      busy timeout, SQLite's lock before a device commit, read-only tables
 **   vtab/probe.c     the join probe cache of a cursor
 */
 #ifndef CSQ_VTAB_H
@@ -30,7 +32,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 #define VT_ROWGROUP_ROWS  65536 /* rows per row group (default) */
 #define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
-#define VT_BUSY_MS        5000  /* wait for another writer this long */
+#define VT_BUSY_MS        5000  /* CREATE/DROP/RENAME, csq_backup: wait for a writer this long */
 #define VT_PUSH_MIN_ROWS  8192  /* pushdown=auto: smaller tables filter on the host */
 #define VT_PUSH_MAX_SEL                                                                            \
   0.5 /* pushdown=auto: a filter keeping more (by the zone maps) runs on the host */
@@ -42,6 +44,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 typedef struct vt_conn vt_conn;
 typedef struct vt_dev vt_dev;
 typedef struct vt_tab vt_tab;
+typedef struct vt_rowcheck vt_rowcheck;
 
 /* A device as one connection uses it: its own queue pair, the shared store,
 ** and the connection's open write transaction on it, if any. */
@@ -68,6 +71,7 @@ struct vt_conn {
   int bLikeBlob;    /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
   uint64_t stmtKey; /* the statement run whose cursors share snapshots (vtab/stmt.c) */
   int nStmtCur;     /* its cursors still open */
+  int busyMs;       /* the busy timeout at the last device transaction's start (vtab/lock.c) */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -85,7 +89,15 @@ typedef struct vt_col {
   int bIpk;     /* INTEGER PRIMARY KEY: an alias of the rowid */
   int bAutoinc; /* AUTOINCREMENT: new rowids never reuse one (a high-water mark) */
   int bColl;    /* declares COLLATE other than BINARY */
+  char *zDflt;  /* DEFAULT as an SQL expression, or NULL (vtab/check.c) */
 } vt_col;
+
+/* A CHECK constraint (vtab/check.c). */
+typedef struct vt_check {
+  char *zExpr; /* the expression, as written between its parentheses */
+  char *zName; /* what a failure names: the CONSTRAINT name, else zExpr */
+  int iCol;    /* the column it was declared on, or -1 (a table constraint) */
+} vt_check;
 
 /* Parsed module arguments. */
 typedef struct vt_schema {
@@ -100,6 +112,10 @@ typedef struct vt_schema {
   int ePush;       /* pushdown=: VT_PUSH_AUTO, VT_PUSH_ALWAYS, VT_PUSH_NEVER */
   int eMedia;      /* media=: VT_MEDIA_ANY (not given), VT_MEDIA_BUFFERED, VT_MEDIA_DIRECT */
   int iIpk;        /* column that aliases the rowid, or -1 */
+  int nCheck;      /* CHECK constraints, in the order SQLite checks them */
+  vt_check *aCheck;
+  char *zRefused; /* a constraint csq does not enforce: CREATE fails with this
+                     message, and writes to a table that has it too */
 } vt_schema;
 
 /* How the device reads its image (media=): through the page cache, which
@@ -160,6 +176,7 @@ struct vt_tab {
   vt_mark *aSave;
   int nSave, nSaveAlloc;
   int bInTxn;
+  int bReadOnly;       /* its database is opened read-only (vtab/lock.c) */
   int bMaxRowid;       /* iMaxRowid is known for the open transaction */
   int bMembersChecked; /* a stripe's members agreed when its transaction began */
   int bWrote;          /* xUpdate ran in the open transaction (not only xBegin) */
@@ -169,6 +186,7 @@ struct vt_tab {
   int64_t iMaxRowid;    /* the largest rowid of a live row (new rowids follow it) */
   int bStripeTxn;       /* a striped table written in the open transaction: its commit
                            sequence is raised at commit (kept until then, unlike bInTxn) */
+  vt_rowcheck *pCheck;  /* compiled DEFAULT and CHECK (vtab/check.c), or NULL */
   vt_tab *pNextTab;
 };
 
@@ -187,6 +205,30 @@ int vt_rc_from(int rc);                                /* device/store return ->
 int vt_schema_parse(int argc, const char *const *argv, vt_schema *pS, char **pzErr);
 void vt_schema_clear(vt_schema *pS);
 char vt_affinity(const char *zType);
+/* SQL tokens as csq reads them: an identifier or keyword (maybe quoted), a
+** number, a string or blob literal, a parenthesised group whole, or one
+** other character; white space and comments are skipped. n == 0 at the end,
+** n < 0 on an unterminated quote, comment-free group or parenthesis. */
+typedef struct vt_tok {
+  const char *z;
+  int n;
+} vt_tok;
+vt_tok vt_tok_next(const char **pz);
+int vt_tok_is(vt_tok t, const char *zKw); /* the keyword zKw, any case */
+char *vt_tok_ident(vt_tok t);             /* dequoted, sqlite3_malloc'd */
+
+/* check.c: DEFAULT and CHECK constraints of written rows. */
+/* At CREATE: refuse a constraint csq does not enforce (pS->zRefused), and
+** compile the CHECK and DEFAULT expressions once, failing as SQLite's
+** CREATE TABLE would. *pzErr sqlite3_malloc'd. */
+int vt_check_create(sqlite3 *db, vt_tab *p, char **pzErr);
+/* Before a row is written (write.c): apply the DEFAULTs of the columns an
+** INSERT leaves out (*pArgv may then point to csq's copy of argv, valid
+** until the next call), then NOT NULL and CHECK as SQLite does. iOld < 0
+** for an INSERT; iRowid the new row's rowid if bGiven. SQLITE_CONSTRAINT
+** (with the table's error message) when the row fails. */
+int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int64_t iOld, int bGiven, int64_t iRowid);
+void vt_check_free(vt_tab *p); /* when the table is disconnected */
 
 /* affinity.c: convert argv value to the column's affinity and push it. */
 int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
@@ -296,6 +338,15 @@ void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
 
 /* stats.c */
 int vt_stats_register(sqlite3 *db, vt_conn *pConn);
+
+/* lock.c: the connection's busy timeout (PRAGMA busy_timeout, kept in
+** pConn->busyMs); before a device commit, SQLite's EXCLUSIVE lock on every
+** database file the transaction writes (a device error code, -EBUSY after
+** the busy timeout, with *pzErr libc-malloc'd); and whether a table may be
+** written (SQLITE_READONLY with the vtab's message if not). */
+int vt_busy_ms(vt_conn *pConn);
+int vt_lock_for_commit(vt_conn *pConn, char **pzErr);
+int vt_tab_writable(vt_tab *p);
 
 /* fault.c: csq_fault(spec[, path]) and csq_timeout(ms[, path]). */
 int vt_fault_register(sqlite3 *db, vt_conn *pConn);

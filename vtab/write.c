@@ -64,6 +64,8 @@ static store_table *member_table(vt_tab *p, int k) {
 ** whose next-rowid counter numbers the rows of every member. */
 static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   char *zErr = NULL;
+  int rcWritable = vt_tab_writable(p); /* read-only: refused before any lock (vtab/lock.c) */
+  if (rcWritable) return rcWritable;
   for (;;) {
     vt_dev *d = NULL;
     for (int k = 0; k < p->nMem; k++) {
@@ -71,7 +73,7 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
       if (!m->pTxn && (!d || strcmp(m->zKey, d->zKey) < 0)) d = m;
     }
     if (!d) break;
-    int rc = store_txn_begin(d->pStore, d->pQ, VT_BUSY_MS, &d->pTxn, &zErr);
+    int rc = store_txn_begin(d->pStore, d->pQ, vt_busy_ms(p->pConn), &d->pTxn, &zErr);
     if (rc) return vt_err(&p->base, rc, zErr);
   }
   if (bWrite && !p->bMembersChecked && p->nMem > 1) {
@@ -388,6 +390,8 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t
                  (long long)iOld, p->zName);
     return SQLITE_CONSTRAINT;
   }
+  rc = vt_check_row(p, &argv, iOld, bGiven, iRowid); /* DEFAULT, CHECK: vtab/check.c */
+  if (rc) return rc;
   for (int i = 0; i < s->nCol; i++) {
     if (s->aCol[i].bNotNull && i != s->iIpk && sqlite3_value_type(argv[2 + i]) == SQLITE_NULL) {
       if (eConflict == SQLITE_IGNORE) return SQLITE_OK;
@@ -503,9 +507,15 @@ static int pending_tables(vt_conn *pConn, vt_tab *pExcept) {
 /* Commit every device transaction of the connection: the devices of written
 ** striped tables through vt_stripe_prepare_commit (two-step, see
 ** vtab/stripe.c), which leaves their pTxn NULL, then the rest. After a
-** failure the transactions not yet committed are rolled back. */
+** failure the transactions not yet committed are rolled back, except when
+** SQLite's lock cannot be had: then all stay open (an autocommit statement
+** is rolled back by SQLite, a failed COMMIT may be retried). */
 static int commit_all(vt_conn *pConn, char **pzErr) {
-  int rc = vt_stripe_prepare_commit(pConn, pzErr);
+  /* SQLite's lock on the database files first (vtab/lock.c): a commit that
+  ** cannot have it fails here, with the devices untouched */
+  int rc = vt_lock_for_commit(pConn, pzErr);
+  if (rc) return rc;
+  rc = vt_stripe_prepare_commit(pConn, pzErr);
   for (int pass = 0; pass < 2; pass++) {
     for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
       if (!d->pTxn || vt_stripe_is_coordinator(pConn, d) != pass) continue;
