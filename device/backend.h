@@ -31,6 +31,10 @@
 **   xDetail     optional: device-side detail of the failed command cid that
 **               completed with status sf (e.g. the verifier's message), copied
 **               to zOut; "" if the device does not remember it.
+**   xSetFault   optional: replace the device's fault-injection rules with
+**               zSpec (device/fault.h; NULL or "" removes them), as
+**               dev_set_fault (driver.h) documents; NULL for a backend that
+**               injects no faults (the driver answers -ENOTSUP).
 **
 ** Admin and I/O commands travel on the same queue pair: csq's admin opcodes
 ** (06h, 85h, 88h, 89h) are disjoint from its I/O opcodes, so a backend routes
@@ -42,7 +46,8 @@
 
 #include <stdint.h>
 #include "cmd.h"
-#include "driver.h"
+#include "options.h"
+#include "stats.h"
 
 typedef struct dev_backend dev_backend; /* defined by each backend */
 typedef struct dev_bqueue dev_bqueue;   /* defined by each backend */
@@ -58,6 +63,7 @@ typedef struct dev_backend_ops {
   int (*xReap)(dev_bqueue *pQ, csq_cqe *pCqe, int64_t timeoutNs);
   void (*xStats)(dev_backend *pB, dev_stats *pOut);
   void (*xDetail)(dev_bqueue *pQ, uint16_t cid, uint16_t sf, char *zOut, size_t nOut); /* or NULL */
+  int (*xSetFault)(dev_backend *pB, const char *zSpec, char **pzPrev, char **pzErr); /* or NULL */
 } dev_backend_ops;
 
 extern const dev_backend_ops dev_emu_backend;
@@ -86,7 +92,7 @@ typedef struct dev_io_acct {
 /* Count one completed command with status field sf into *p: commands,
 ** admin_commands, errors, cmd_by_opcode and the byte counters of pAcct (may
 ** be NULL). Atomic adds, so device threads may account concurrently while the
-** host reads. Implemented in driver.c; usable by every backend. */
+** host reads. Implemented in stats.c; usable by every backend. */
 void dev_stats_account(dev_stats *p, const csq_sqe *pSqe, uint16_t sf, const dev_io_acct *pAcct);
 
 #endif /* CSQ_DEVICE_BACKEND_H */

@@ -1,8 +1,7 @@
 /*
 ** device/driver.c - the host driver (driver.h): the process-wide registry
 ** of open devices, queue pairs with command ids and timeouts, synchronous
-** execution, convenience wrappers, error messages, the SLM allocator, and
-** the counter helpers backends use (backend.h).
+** execution, convenience wrappers, error messages and the SLM allocator.
 **
 ** Command ids: a queue of depth D has D slots; cid = generation << bits |
 ** slot, where bits = ceil(log2 D). When a command times out its slot is
@@ -25,7 +24,6 @@
 #include "backend.h"
 #include "driver.h"
 #include "errlog.h"
-#include "fault.h"
 #include "queue.h"
 
 #define ULL(x)    ((unsigned long long)(x))
@@ -97,17 +95,6 @@ static void registry_atfork_child(void) {
 }
 static void registry_install_atfork(void) {
   pthread_atfork(NULL, NULL, registry_atfork_child);
-}
-
-void dev_options_default(dev_options *p) {
-  memset(p, 0, sizeof(*p));
-  p->nEngines = 0;
-  p->nQueueDepth = 256;
-  p->timeoutMs = 30000;
-  p->bCreate = 0;
-  p->bDirect = 0;
-  p->zFault = NULL;
-  p->nSlmBytes = 256ull << 20;
 }
 
 /* Canonical path of an image file, creating it if allowed. Returns a malloc'd
@@ -323,7 +310,7 @@ void dev_device_stats(dev_device *d, dev_stats *pOut) {
 int dev_set_fault(dev_device *d, const char *zSpec, char **pzPrev, char **pzErr) {
   if (pzPrev) *pzPrev = NULL;
   if (pzErr) *pzErr = NULL;
-  if (d->pOps != &dev_emu_backend) {
+  if (!d->pOps->xSetFault) {
     if (pzErr)
       *pzErr = dev_mprintf("device %s uses the %s backend: fault injection is a feature of the "
                            "emulated device (emu) only",
@@ -331,7 +318,7 @@ int dev_set_fault(dev_device *d, const char *zSpec, char **pzPrev, char **pzErr)
     return -ENOTSUP;
   }
   char *zErr = NULL;
-  int rc = dev_fault_set(dev_emu_fault(d->pB), zSpec, pzPrev, &zErr);
+  int rc = d->pOps->xSetFault(d->pB, zSpec, pzPrev, &zErr);
   if (rc && pzErr) {
     *pzErr = zErr ? dev_mprintf("device %s: %s", d->zPath, zErr)
                   : dev_mprintf("device %s: cannot set faults: %s", d->zPath, strerror(-rc));
@@ -347,40 +334,6 @@ int dev_set_timeout(dev_device *d, int ms) {
 
 int dev_timeout(const dev_device *d) {
   return __atomic_load_n(&d->timeoutMs, __ATOMIC_RELAXED);
-}
-
-/* ---- counters (backend.h) -------------------------------------------------- */
-
-#define ADD(p, f, v) __atomic_fetch_add(&(p)->f, (v), __ATOMIC_RELAXED)
-
-void dev_stats_account(dev_stats *p, const csq_sqe *pSqe, uint16_t sf, const dev_io_acct *a) {
-  ADD(p, commands, 1);
-  if (dev_sqe_is_admin(pSqe)) ADD(p, admin_commands, 1);
-  if (sf & 0x7FF) ADD(p, errors, 1);
-  ADD(p, cmd_by_opcode[dev_sqe_stats_row(pSqe)][pSqe->opcode], 1);
-  if (a) {
-    if (a->toHost) ADD(p, bytes_to_host, a->toHost);
-    if (a->fromHost) ADD(p, bytes_from_host, a->fromHost);
-    if (a->mediaRead) ADD(p, media_bytes_read, a->mediaRead);
-    if (a->mediaWritten) ADD(p, media_bytes_written, a->mediaWritten);
-  }
-}
-
-void dev_stats_add(dev_stats *pDst, const dev_stats *pSrc) {
-  const uint64_t *s = (const uint64_t *)pSrc;
-  uint64_t *d = (uint64_t *)pDst;
-  size_t i;
-  _Static_assert(sizeof(dev_stats) % sizeof(uint64_t) == 0, "dev_stats is all uint64_t");
-  for (i = 0; i < sizeof(dev_stats) / sizeof(uint64_t); i++)
-    if (s[i]) __atomic_fetch_add(&d[i], s[i], __ATOMIC_RELAXED);
-}
-
-void dev_stats_snapshot(dev_stats *pDst, const dev_stats *pSrc) {
-  const uint64_t *s = (const uint64_t *)pSrc;
-  uint64_t *d = (uint64_t *)pDst;
-  size_t i;
-  for (i = 0; i < sizeof(dev_stats) / sizeof(uint64_t); i++)
-    d[i] = __atomic_load_n(&s[i], __ATOMIC_RELAXED);
 }
 
 /* ---- queues ---------------------------------------------------------------- */

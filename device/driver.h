@@ -26,43 +26,12 @@
 #include <stdint.h>
 #include <stddef.h>
 #include "cmd.h"
+#include "msg.h"
+#include "options.h"
+#include "stats.h"
 
 typedef struct dev_device dev_device;
 typedef struct dev_queue dev_queue;
-
-/* Counters, kept per queue (a connection's totals) and per device. All
-** updated by the device as it processes commands of that queue, except the
-** three program counters, which executors add from a program's result. */
-typedef struct dev_stats {
-  uint64_t media_bytes_read;    /* bytes the device read from its media */
-  uint64_t media_bytes_written; /* bytes the device wrote to its media */
-  uint64_t bytes_to_host;       /* bytes moved device -> host (reads, SLM reads) */
-  uint64_t bytes_from_host;     /* bytes moved host -> device (writes, programs) */
-  uint64_t commands;            /* commands completed */
-  uint64_t admin_commands;      /* of which admin */
-  uint64_t errors;              /* completions with a non-zero status */
-  uint64_t programs_executed;
-  uint64_t row_groups_scanned;
-  uint64_t row_groups_skipped; /* by zone maps */
-  uint64_t rows_scanned;
-  uint64_t rows_returned;
-  uint64_t engine_ns;             /* compute engine busy time */
-  uint64_t cmd_by_opcode[3][256]; /* [0] admin, [1] NVM/CP, [2] SLM */
-} dev_stats;
-
-typedef struct dev_options {
-  int nEngines;       /* compute engines; 0 = one per online core */
-  int nQueueDepth;    /* entries per queue pair; 0 = 256 (>= 64) */
-  int timeoutMs;      /* a command not completed by then fails with
-                         CSQ_SC_HOST_TIMEOUT; 0 = 30000 */
-  int bCreate;        /* create the image if it does not exist */
-  int bDirect;        /* try O_DIRECT for the media (falls back to buffered) */
-  const char *zFault; /* fault injection, emu only; see device/fault.h; NULL = none */
-  uint64_t nSlmBytes; /* SLM size; 0 = 256 MiB */
-} dev_options;
-
-/* Fill *p with the defaults. */
-void dev_options_default(dev_options *p);
 
 /* Open (or share) the device at zPath:
 **   ":memory:"          a new private in-memory emulated device (never shared)
@@ -83,10 +52,6 @@ const csq_id_vs *dev_caps(const dev_device *pDev);
 uint64_t dev_nvm_blocks(const dev_device *pDev);
 /* Device-wide counters (a snapshot). */
 void dev_device_stats(dev_device *pDev, dev_stats *pOut);
-/* Atomically add every counter of pSrc into pDst. */
-void dev_stats_add(dev_stats *pDst, const dev_stats *pSrc);
-/* Atomic snapshot-copy of pSrc (a live counter block) into pDst. */
-void dev_stats_snapshot(dev_stats *pDst, const dev_stats *pSrc);
 
 /* Runtime settings of an open device. They act on the device object, which
 ** every connection and table of this process that opened the same path
@@ -144,11 +109,5 @@ int dev_slm_copy(dev_queue *pQ, uint64_t addr, const csq_lba_range *aRange, int 
 ** a first-fit allocator per device, 4 KiB granularity. */
 int dev_slm_alloc(dev_device *pDev, uint64_t nBytes, uint64_t *pAddr);
 void dev_slm_free(dev_device *pDev, uint64_t addr);
-
-/* Messages of the device layer: a malloc'd, printf-formatted string (NULL
-** when out of memory); the caller frees it. Every device/ file uses these. */
-#include <stdarg.h>
-char *dev_mprintf(const char *zFmt, ...) __attribute__((format(printf, 1, 2)));
-char *dev_vmprintf(const char *zFmt, va_list ap);
 
 #endif /* CSQ_DEVICE_DRIVER_H */

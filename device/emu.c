@@ -518,8 +518,10 @@ static void emu_queue_close(dev_bqueue *q) {
   free(q);
 }
 
-dev_fault *dev_emu_fault(dev_backend *d) {
-  return d->pFault;
+/* dev_set_fault (driver.h): the device's fault set is never NULL while it is
+** open (emu_open makes an empty one). */
+static int emu_set_fault(dev_backend *d, const char *zSpec, char **pzPrev, char **pzErr) {
+  return dev_fault_set(d->pFault, zSpec, pzPrev, pzErr);
 }
 
 static int emu_submit(dev_bqueue *q, const csq_sqe *pSqe) {
@@ -544,5 +546,5 @@ static void emu_detail(dev_bqueue *q, uint16_t cid, uint16_t sf, char *zOut, siz
 
 const dev_backend_ops dev_emu_backend = {
     "emu",           emu_open,   emu_close, emu_identify_op, emu_queue_open,
-    emu_queue_close, emu_submit, emu_reap,  emu_stats,       emu_detail,
+    emu_queue_close, emu_submit, emu_reap,  emu_stats,       emu_detail, emu_set_fault,
 };

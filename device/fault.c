@@ -19,6 +19,7 @@
 
 #include "backend.h"
 #include "fault.h"
+#include "msg.h"
 
 #define DEV_FAULT_CRASH_EXIT 86 /* exit status of action=crash */
 

@@ -83,10 +83,6 @@ int dev_fault_new(dev_fault **pp);
 int dev_fault_set(dev_fault *f, const char *zSpec, char **pzPrev, char **pzErr);
 /* A malloc'd copy of the spec f holds, NULL if none. */
 char *dev_fault_spec(dev_fault *f);
-/* device/emu.c: the fault set of an emulated device (never NULL while it is
-** open), for dev_set_fault (driver.c). */
-struct dev_backend;
-dev_fault *dev_emu_fault(struct dev_backend *pB);
 
 /* Decide for one command (thread safe). Returns 1 and fills *pHit if a rule
 ** fires, else 0. f may be NULL. */

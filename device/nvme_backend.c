@@ -62,6 +62,7 @@
 #include "queue.h"
 #include "cp_slots.h"
 #include "errlog.h"
+#include "msg.h"
 
 #define ULL(x) ((unsigned long long)(x))
 
@@ -1033,7 +1034,7 @@ static void nvb_detail(dev_bqueue *q, uint16_t cid, uint16_t sf, char *zOut, siz
 
 const dev_backend_ops dev_nvme_backend = {
     "nvme",          nvb_open,   nvb_close, nvb_identify, nvb_queue_open,
-    nvb_queue_close, nvb_submit, nvb_reap,  nvb_stats,    nvb_detail,
+    nvb_queue_close, nvb_submit, nvb_reap,  nvb_stats,    nvb_detail, NULL, /* no faults */
 };
 
 const struct dev_backend_ops *dev_nvme_backend_get(void) {

@@ -2,10 +2,7 @@
 ** device/status.c - names of statuses and opcodes (device/cmd.h), for error
 ** messages and tools.
 */
-#include <stdarg.h>
-#include <stdio.h>
 #include "cmd.h"
-#include "driver.h"
 
 /* Name of a status field (the CQE status >> 1). The DNR and More bits are
 ** ignored; an unknown code gets a generic name of its type. */
@@ -114,18 +111,4 @@ const char *csq_opcode_name(uint32_t nsid, uint8_t opcode) {
   default:
     return "Unknown NVM Command";
   }
-}
-
-char *dev_vmprintf(const char *zFmt, va_list ap) {
-  char *z = NULL;
-  if (vasprintf(&z, zFmt, ap) < 0) z = NULL;
-  return z;
-}
-
-char *dev_mprintf(const char *zFmt, ...) {
-  va_list ap;
-  va_start(ap, zFmt);
-  char *z = dev_vmprintf(zFmt, ap);
-  va_end(ap);
-  return z;
 }
