@@ -3596,10 +3596,5 @@ done:
   return rc;
 }
 
+/* Registered by the program-type table on its first lookup (ptype.c). */
 const dev_ptype dev_ptype_csq = {CSQ_PTYPE_CSQ, "csq", ex_verify, ex_run, ex_free};
-
-/* A strong reference point: static links that use the executor call this,
-** which also pulls exec.o in (ptype.h only refers to dev_ptype_csq weakly). */
-int csq_exec_register(void) {
-  return dev_ptype_register(&dev_ptype_csq);
-}

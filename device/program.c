@@ -18,7 +18,6 @@
 
 #include "chunk.h"
 #include "program.h"
-#include "store.h"
 
 static uint16_t rd16(const uint8_t *p) {
   return (uint16_t)(p[0] | p[1] << 8);
@@ -988,18 +987,18 @@ static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
   return 0;
 }
 
-int csq_prog_zone_skip(const csq_prog *pProg, const store_rg *pRg) {
-  if (pRg->nRow == 0) return 1;
-  if (pRg->nDel >= pRg->nRow) return 1;
+int csq_prog_zone_skip(const csq_prog *pProg, uint32_t nRow, uint32_t nDel,
+                       const csq_zone *(*xZone)(const void *pCtx, int iChunk), const void *pCtx) {
+  if (nRow == 0) return 1;
+  if (nDel >= nRow) return 1;
   int iTerm = 0;
   for (int c = 0; c < pProg->nClause; c++) {
     int bMay = 0;
     for (int k = 0; k < pProg->aClause[c]; k++) {
       const csq_pterm *t = &pProg->aTerm[iTerm + k];
-      int iChunk = pProg->aIn[t->slot];
-      if (iChunk >= pRg->nChunk) return 0;
-      const csq_zone *z = &pRg->aChunk[iChunk].zone;
-      if (z->nVal != pRg->nRow || term_may(pProg, t, z)) {
+      const csq_zone *z = xZone(pCtx, pProg->aIn[t->slot]);
+      if (!z) return 0;
+      if (z->nVal != nRow || term_may(pProg, t, z)) {
         bMay = 1;
         break;
       }

@@ -532,17 +532,17 @@ int csq_pb_group(csq_pb *b, int e);
 int csq_pb_agg(csq_pb *b, int fn, int flags, int e);
 
 /* ---- Zone maps (host side) -----------------------------------------------
-** 1 if no row of row group pRg can satisfy the program's predicate, judging
-** from the zone maps of its chunks in the catalog (pRg->aChunk[aIn[i]].zone);
-** 0 if some row might (or a chunk index is out of range). Exact: it answers 1
-** only when certain, so skipping such a row group never changes a result. */
-struct store_rg;
-int csq_prog_zone_skip(const csq_prog *pProg, const struct store_rg *pRg);
-
-/* Register the device executor (device/exec.c) as CSQ_PTYPE_CSQ with the
-** emulated device; idempotent. Static links must call it (or reference
-** dev_ptype_csq) for exec.c to be linked in; dev_scan_open does. */
-int csq_exec_register(void);
+** 1 if no row of a row group of nRow rows (nDel of them deleted) can satisfy
+** the program's predicate, judging from the zone maps of its chunks:
+** xZone(pCtx, aIn[i]) returns the zone of the row group's chunk aIn[i], or
+** NULL if it has no such chunk. 0 if some row might (or a chunk is missing).
+** Exact: it answers 1 only when certain, so skipping such a row group never
+** changes a result. The store applies it to its row groups (store_rg_zone_skip
+** in device/store.h). */
+struct csq_zone;
+int csq_prog_zone_skip(const csq_prog *pProg, uint32_t nRow, uint32_t nDel,
+                       const struct csq_zone *(*xZone)(const void *pCtx, int iChunk),
+                       const void *pCtx);
 
 /* SQLite's exact ordering of an INTEGER against a REAL (no rounding):
 ** negative, 0 or positive as i <, =, > r. r is never NaN here. */

@@ -26,8 +26,9 @@ int dev_ptype_register(const dev_ptype *p) {
 
 const dev_ptype *dev_ptype_find(uint8_t type) {
   const dev_ptype *p = __atomic_load_n(&apType[type], __ATOMIC_ACQUIRE);
-  /* exec.c's type registers itself here on first use when it is linked in. */
-  if (!p && type == CSQ_PTYPE_CSQ && &dev_ptype_csq != NULL) {
+  /* csq's own executor (exec.c) is registered here, on first use, and
+  ** nowhere else; the reference links exec.c into every user of this table. */
+  if (!p && type == CSQ_PTYPE_CSQ) {
     dev_ptype_register(&dev_ptype_csq);
     p = __atomic_load_n(&apType[type], __ATOMIC_ACQUIRE);
   }

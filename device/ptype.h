@@ -4,8 +4,9 @@
 **
 ** A program type is a byte (Load Program CDW10[31:24], CSQ_PTYPE_*). Its
 ** implementation registers a dev_ptype once per process, before the first
-** Load of that type (device/exec.c registers CSQ_PTYPE_CSQ; unit tests
-** register toy types). The emulated device:
+** Load of that type (unit tests register toy types); csq's own executor,
+** CSQ_PTYPE_CSQ (device/exec.c), is registered by this table itself on its
+** first lookup. The emulated device:
 **   - on the last chunk of a Load, calls xVerify(program bytes). Non-zero
 **     means refused: the slot stays empty and the Load completes with
 **     CSQ_SC_INVALID_PROGRAM (zErr becomes the queue's device-side detail,
@@ -25,7 +26,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include "cmd.h"
-#include "driver.h"
+#include "stats.h"
 
 typedef struct dev_exec_ctx dev_exec_ctx;
 
@@ -72,8 +73,8 @@ int dev_ptype_register(const dev_ptype *p);
 /* The registered type for a byte, or NULL. */
 const dev_ptype *dev_ptype_find(uint8_t type);
 
-/* device/exec.c defines this for CSQ_PTYPE_CSQ; the emulator registers it on
-** first use if it is linked in (weak reference until exec.c exists). */
-extern const dev_ptype dev_ptype_csq __attribute__((weak));
+/* csq's executor (device/exec.c), CSQ_PTYPE_CSQ: dev_ptype_find registers it
+** on the first lookup of that type, the one place it is registered. */
+extern const dev_ptype dev_ptype_csq;
 
 #endif /* CSQ_DEVICE_PTYPE_H */

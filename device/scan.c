@@ -603,7 +603,7 @@ static int pump_one(dev_scan *s) {
 ** are passed over (and counted); -1 at the end. The caller takes it by
 ** advancing s->iNext. */
 static int next_rg(dev_scan *s) {
-  while (s->iNext < s->nRg && csq_prog_zone_skip(&s->prog, s->apRg[s->iNext])) {
+  while (s->iNext < s->nRg && store_rg_zone_skip(s->apRg[s->iNext], &s->prog)) {
     dev_queue_stats(s->q)->row_groups_skipped++;
     s->iNext++;
   }
@@ -1105,7 +1105,6 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   int rc;
   *pp = NULL;
   *pzErr = NULL;
-  csq_exec_register();
   dev_scan *s = calloc(1, sizeof(*s));
   if (!s) return -ENOMEM;
   s->q = q;
@@ -1151,7 +1150,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
         rc = -EINVAL;
         goto fail;
       }
-      if (csq_prog_zone_skip(&s->prog, pRg)) continue;
+      if (store_rg_zone_skip(pRg, &s->prog)) continue;
       uint64_t a = job_bytes(s, pRg), b = out_bytes(s, pRg);
       if (pad4k(a) + pad4k(nIn ? nIn : 8) + pad4k(b) > nLimit) continue;
       nFit++;
@@ -1204,7 +1203,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   ** runs on the device */
   s->bAcc = s->prog.bAgg && s->nSlot > 0 && order_free(s);
   for (int i = 0; i < nRg && s->bAcc; i++)
-    if (!csq_prog_zone_skip(&s->prog, apRg[i]) && !rg_fits(s, apRg[i])) s->bAcc = 0;
+    if (!store_rg_zone_skip(apRg[i], &s->prog) && !rg_fits(s, apRg[i])) s->bAcc = 0;
   char *zLoad = NULL;
   rc = dev_prog_load(q, s->aProg, nProg, &s->pind, &zLoad);
   s->bActivated = rc == 0;

@@ -5,7 +5,7 @@
 ** call.
 **
 ** Per row group the scan skips what the zone maps rule out
-** (csq_prog_zone_skip; counted in row_groups_skipped of the queue), then
+** (store_rg_zone_skip; counted in row_groups_skipped of the queue), then
 ** sends: Memory Copy of the needed chunks' blocks into SLM, SLM Write of the
 ** job descriptor, Execute Program, SLM Read of just the result bytes. Two row
 ** groups are kept in flight when SLM allows, so copies, compute engines and

@@ -33,6 +33,7 @@
 #include <unistd.h>
 #include <xxhash.h>
 #include "checksum.h"
+#include "program.h"
 #include "store_int.h"
 
 #define IO_MAX_BLOCKS 1024 /* blocks per NVM command: 4 MiB */
@@ -929,6 +930,16 @@ int store_read_chunks(store *p, dev_queue *q, const store_table *pTab, const sto
     }
   }
   return 0;
+}
+
+/* The zone of pRg's chunk iChunk, or NULL if it has none (csq_prog_zone_skip). */
+static const csq_zone *rg_zone(const void *pCtx, int iChunk) {
+  const store_rg *pRg = pCtx;
+  return iChunk < pRg->nChunk ? &pRg->aChunk[iChunk].zone : NULL;
+}
+
+int store_rg_zone_skip(const store_rg *pRg, const csq_prog *pProg) {
+  return csq_prog_zone_skip(pProg, pRg->nRow, pRg->nDel, rg_zone, pRg);
 }
 
 int store_rg_rowids(store *p, dev_queue *q, const store_table *pTab, store_rg *pRg,

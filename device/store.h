@@ -114,6 +114,10 @@ int store_read_chunks(store *p, dev_queue *pQ, const store_table *pTab, const st
 /* Decoded rowids of a row group, cached in pRg (owned by pRg). */
 int store_rg_rowids(store *p, dev_queue *pQ, const store_table *pTab, store_rg *pRg,
                     const int64_t **paRowid, char **pzErr);
+/* 1 if the zone maps of pRg's chunks show that no row of it can satisfy
+** pProg's predicate (csq_prog_zone_skip, device/program.h), else 0. */
+struct csq_prog;
+int store_rg_zone_skip(const store_rg *pRg, const struct csq_prog *pProg);
 static inline int store_rg_deleted(const store_rg *pRg, uint32_t i) {
   return pRg->aDel && (pRg->aDel[i >> 3] >> (i & 7)) & 1;
 }

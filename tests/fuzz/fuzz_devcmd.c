@@ -33,7 +33,6 @@ static void setup(void) {
   o.nEngines = 1;
   o.timeoutMs = 5000;
   o.nSlmBytes = 1u << 20;
-  csq_exec_register();
   if (dev_open(":memory:", &o, &g_dev, &zErr) != 0 || dev_queue_open(g_dev, &g_q) != 0) abort();
   g_buf = malloc(DATA_BYTES);
   if (!g_buf) abort();

@@ -1405,7 +1405,6 @@ static void test_end_to_end(void) {
 
 int main(int argc, char **argv) {
   rng = getenv("CSQ_AGG_SEED") ? strtoull(getenv("CSQ_AGG_SEED"), 0, 0) : 0x13198A2E03707344ull;
-  csq_exec_register();
   aData = malloc(sizeof(*aData) * MAXROW);
   aDel = malloc(sizeof(int) * MAXROW);
   sqlite3_open(":memory:", &db);
