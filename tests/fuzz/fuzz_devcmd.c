@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/driver.h"
-#include "device/program.h"
+#include "device/driver/driver.h"
+#include "device/format/program.h"
 
 #define DATA_BYTES (64u * 1024u)
 

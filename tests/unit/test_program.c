@@ -17,10 +17,10 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "device/chunk.h"
-#include "device/program.h"
-#include "device/ptype.h"
-#include "device/store.h"
+#include "device/format/chunk.h"
+#include "device/format/program.h"
+#include "device/engine/ptype.h"
+#include "device/store/store.h"
 #include "check.h"
 
 /* ---- verifier corpus ---- */
