@@ -1156,7 +1156,7 @@ static void crange_settle(ex_crange *r) {
 **    iRef, clipped to the chunk's values;
 **  - REAL_DEC: the comparison becomes an interval of the scaled integers
 **    (dec_first), so nothing is converted or divided;
-**  - TEXT_DICT: the entries are sorted (chunk.c checks), so the true ones
+**  - TEXT_DICT: the entries are sorted (chunk_dec.c checks), so the true ones
 **    usually form one run of codes (dict_mask). */
 static int term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr, int *pRc) {
   memset(pr, 0, sizeof(*pr));

@@ -82,7 +82,7 @@ int csq_chunk_verify(const uint8_t *p, size_t n);
 /* Merge zone b into a (for a zone map over several chunks). */
 void csq_zone_merge(csq_zone *a, const csq_zone *b);
 
-/* ---- Additions (chunk.c owner): limits, and reading encoded data in place ----
+/* ---- Additions (chunk_dec.c, bitpack.c): limits, and reading encoded data in place ----
 **
 ** A vectorised executor can evaluate predicates on the encoded form without
 ** decoding to a csq_vec: csq_chunk_view() checks a chunk exactly as
@@ -158,7 +158,7 @@ void csq_unpack_sel(const uint8_t *packed, unsigned width, const uint32_t *aIdx,
                     uint64_t *out);
 /* REAL_DEC values of codes u[0..n): out[k] = (double)(int64)(u[k] + ref) /
 ** 10^scale, the correctly rounded quotient, bit for bit what the division
-** gives (on CPUs with FMA without dividing: see chunk.c). */
+** gives (on CPUs with FMA without dividing: see bitpack.c). */
 void csq_dec_values(const uint64_t *u, uint32_t n, int64_t ref, unsigned scale, double *out);
 /* Select in one pass over codes [i0, i0+n): the indexes i of the codes c
 ** with (c - lo <= w) != neg (unsigned, so [lo, lo+w] is a range of codes),
