@@ -25,11 +25,12 @@ CFLAGS  += $(OPT) $(VECT) -g -std=gnu11 -fPIC -Wall -Wextra -Werror -D_GNU_SOURC
 LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
 SF      ?= 0.1
 
-# Library sources: every .c of the layers, except programs (*_main.c).
-LIB_SRC := $(filter-out %_main.c,$(wildcard ext/*.c vtab/*.c planner/*.c device/*.c))
+# Library sources: every .c of the layers, except programs (*_main.c);
+# device/ keeps its files in rooms, one folder each (device/link/, ...).
+LIB_SRC := $(filter-out %_main.c,$(wildcard ext/*.c vtab/*.c planner/*.c device/*.c device/*/*.c))
 LIB_OBJ := $(LIB_SRC:%.c=$(BUILD)/obj/%.o)
 # headers the library is built from; bench/ and tests/ headers only rebuild their own programs
-HDRS    := $(wildcard ext/*.h vtab/*.h planner/*.h device/*.h csq.h)
+HDRS    := $(wildcard ext/*.h vtab/*.h planner/*.h device/*.h device/*/*.h csq.h)
 TEST_HDRS := $(wildcard tests/unit/*.h)
 UNIT_SRC := $(wildcard tests/unit/test_*.c)
 UNIT_BIN := $(UNIT_SRC:tests/unit/%.c=$(BUILD)/tests/%)
@@ -93,7 +94,7 @@ bench: deps
 	@sh bench/run.sh $(BUILD) $(SF)
 
 format:
-	clang-format -i $(wildcard */*.c */*.h tests/*/*.c tests/*/*.h)
+	clang-format -i $(wildcard */*.c */*.h device/*/*.c device/*/*.h tests/*/*.c tests/*/*.h)
 
 clean:
 	rm -rf build build-san

@@ -33,8 +33,8 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device/driver.h"
-#include "device/media.h"
+#include "device/driver/driver.h"
+#include "device/emu/media.h"
 
 static double now_s(void) {
   struct timespec ts;

@@ -9,8 +9,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "planner/filter.h"
-#include "device/program.h"
-#include "device/vec.h"
+#include "device/format/program.h"
+#include "device/format/vec.h"
 
 #ifndef SQLITE_CORE
 extern const sqlite3_api_routines *sqlite3_api;

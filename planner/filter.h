@@ -1,6 +1,6 @@
 /*
 ** planner/filter.h - compile the constraints SQLite hands a csq table
-** (xBestIndex/xFilter) into a device program (device/program.h).
+** (xBestIndex/xFilter) into a device program (device/format/program.h).
 **
 ** The vtab decides which constraints to push and whether each is exact
 ** (omit); this compiler only turns the chosen constraints and their values
@@ -14,7 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "device/program.h" /* CSQ_TOPN_MAX_KEYS */
+#include "device/format/program.h" /* CSQ_TOPN_MAX_KEYS */
 
 /* Affinity applied to a constraint's values before comparison. */
 #define PL_AFF_NONE    'A' /* compare the value as it is */

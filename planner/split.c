@@ -30,7 +30,7 @@
 #include "planner/split.h"
 #include "planner/filter.h"
 #include "planner/parse.h"
-#include "device/program.h"
+#include "device/format/program.h"
 
 #ifndef SQLITE_CORE
 extern const sqlite3_api_routines *sqlite3_api;

@@ -2,8 +2,8 @@
 ** planner/split.h - split a SELECT between the device and the host.
 **
 ** For an aggregate query over one csq table, the device part is a program
-** (device/program.h) that filters the rows, groups them and computes
-** partial aggregates; the host merges the partials (device/agg.h) into one
+** (device/format/program.h) that filters the rows, groups them and computes
+** partial aggregates; the host merges the partials (device/host/agg.h) into one
 ** row per group, laid out as csq_rows columns c0..: the GROUP BY keys, then
 ** one column per distinct aggregate call. The host part is SQL over those
 ** rows, built by pasting the query's own text with each aggregate call and

@@ -2,6 +2,7 @@
 # tests/run.sh - run every csq test and print one summary line:
 #   N passed, N failed, N skipped
 # Unit programs (build/tests/test_*) count one each (exit 0 pass, 77 skip);
+# tests/layers.sh (the include rules of device/'s rooms) counts one;
 # SQL-level suites (tests/sql/test_*.py, run by /usr/bin/python3, whose
 # sqlite3 module can load extensions) count one per test function; the
 # sqllogictest conformance sample counts one per file.
@@ -28,6 +29,10 @@ for t in "$BUILD"/tests/test_*; do
   else fail=$((fail+1)); failed="$failed $name"; echo "FAIL $name (exit $rc)"; tail -n 20 "$log/$name.out" | sed 's/^/    /'
   fi
 done
+
+# the layering of device/: no room includes a header of a higher one (one test)
+if sh tests/layers.sh > "$log/layers.out" 2>&1; then pass=$((pass+1)); head -n 1 "$log/layers.out"
+else fail=$((fail+1)); failed="$failed layers"; cat "$log/layers.out"; fi
 
 for t in tests/sql/test_*.py; do
   [ -f "$t" ] || continue

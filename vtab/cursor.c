@@ -32,8 +32,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vtab/vtab.h"
-#include "device/program.h"
-#include "device/scan.h"
+#include "device/format/program.h"
+#include "device/host/scan.h"
 #include "planner/filter.h"
 
 /* ORDER BY ... LIMIT is consumed (a top-N in the cursor) only for at most

@@ -7,7 +7,7 @@
 **   SELECT csq_timeout(200);           -- commands fail after 200 ms
 **   SELECT csq_timeout(30000, 'data/x.csd');
 **
-** The spec language is device/fault.h's. csq_fault returns the spec it
+** The spec language is device/emu/fault.h's. csq_fault returns the spec it
 ** replaced (NULL if none); csq_timeout returns the previous timeout in ms.
 ** Without a path both act on the default device of the main database (the
 ** image "X-csd" beside database file X; the connection's in-memory device

@@ -19,8 +19,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include "vtab/vtab.h"
-#include "device/scan.h"
-#include "device/agg.h"
+#include "device/host/scan.h"
+#include "device/host/agg.h"
 #include "planner/split.h"
 
 typedef struct q_tab {

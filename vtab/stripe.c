@@ -16,14 +16,14 @@
 ** and whose next-rowid counter is the member's commit sequence: every write
 ** transaction of the table raises it on every member to the same value.
 **
-** Commit: the two-step commit of device/FORMAT.md ("Commit protocol"),
+** Commit: the two-step commit of device/store/FORMAT.md ("Commit protocol"),
 ** vt_stripe_prepare_commit below. The coordinator of the first striped
 ** table written decides; every other member is prepared (its new catalog
 ** durable but not current), then the decider commits, then the members flip
 ** to their prepared catalogs. A crash or an I/O error at any point leaves
 ** each member with its old catalog or a prepared one whose outcome the
 ** decider's media records; the store reads that outcome whenever it meets
-** a prepared catalog (device/store.c), so the table is always whole, old or
+** a prepared catalog (device/store/store.c), so the table is always whole, old or
 ** new, with nothing to repair by hand.
 **
 ** Readers take one snapshot per member and accept them only if every member
@@ -473,7 +473,7 @@ static void settle_prepared(vt_conn *pConn) {
 }
 
 /* The commit of a transaction that wrote striped tables: the two-step
-** commit of device/FORMAT.md ("Commit protocol"). The coordinator of the
+** commit of device/store/FORMAT.md ("Commit protocol"). The coordinator of the
 ** first striped table written decides; every other member of a written
 ** stripe is prepared, then the decider commits (the decision), then the
 ** prepared members flip. Devices of the transaction outside every written

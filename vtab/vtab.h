@@ -22,9 +22,9 @@
 #define CSQ_VTAB_H
 
 #include <sqlite3ext.h>
-#include "device/driver.h"
-#include "device/store.h"
-#include "device/vec.h"
+#include "device/driver/driver.h"
+#include "device/store/store.h"
+#include "device/format/vec.h"
 
 #ifndef SQLITE_CORE
 extern const sqlite3_api_routines *sqlite3_api;
@@ -275,7 +275,7 @@ int vt_stripe_catalog(vt_tab *p, vt_catalog_fn fn, void *pArg, char **pzErr);
 int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char **pzErr);
 /* Commit every device that holds a member of a striped table written in
 ** this transaction, in two steps (store_txn_prepare on the participants,
-** the decider's ordinary commit, then the flips; device/FORMAT.md "Commit
+** the decider's ordinary commit, then the flips; device/store/FORMAT.md "Commit
 ** protocol"), and clear d->pTxn on each device it finishes, so that the
 ** caller commits only the devices left. */
 int vt_stripe_prepare_commit(vt_conn *pConn, char **pzErr);

@@ -21,7 +21,7 @@ FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -I. -fno-omit-frame-pointer $(FU
                 $(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null)
 FUZZ_LDLIBS  := $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lpthread -lm
 # the harnesses need only the device layer and the planner's parser (no SQLite)
-FUZZ_LIB_SRC := $(filter-out %_main.c,$(wildcard device/*.c)) planner/parse.c
+FUZZ_LIB_SRC := $(filter-out %_main.c,$(wildcard device/*.c device/*/*.c)) planner/parse.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
 FUZZ_NAMES   := $(patsubst tests/fuzz/fuzz_%.c,%,$(wildcard tests/fuzz/fuzz_*.c))
 FUZZ_BINS    := $(FUZZ_NAMES:%=$(FUZZ_BUILD)/fuzz_%)
@@ -33,7 +33,7 @@ FUZZ_ENV     := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print
 
 fuzz-build: $(FUZZ_BINS)
 
-$(FUZZ_BUILD)/obj/%.o: %.c $(wildcard device/*.h planner/*.h)
+$(FUZZ_BUILD)/obj/%.o: %.c $(wildcard device/*.h device/*/*.h planner/*.h)
 	@mkdir -p $(dir $@)
 	$(FUZZ_CC) $(FUZZ_CFLAGS) -fsanitize=fuzzer-no-link -c -o $@ $<
 

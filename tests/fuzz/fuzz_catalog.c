@@ -1,6 +1,6 @@
 /*
 ** tests/fuzz/fuzz_catalog.c - libFuzzer harness for the catalog decoder
-** (store_cat_decode, device/store_int.h). The catalog's checksum lives in
+** (store_cat_decode, device/store/store_int.h). The catalog's checksum lives in
 ** the superblock, so the decoder is the only guard against bytes that passed
 ** it; it must reject anything inconsistent without reading outside the
 ** buffer or allocating without bound. What it accepts must encode again, and
@@ -10,7 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/store_int.h"
+#include "device/store/store_int.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *p = malloc(size ? size : 1);

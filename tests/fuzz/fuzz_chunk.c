@@ -1,6 +1,6 @@
 /*
 ** tests/fuzz/fuzz_chunk.c - libFuzzer harness for the column chunk decoder
-** (csq_chunk_decode / csq_chunk_view, device/chunk.h).
+** (csq_chunk_decode / csq_chunk_view, device/format/chunk.h).
 **
 ** The checksum would stop almost every mutated input at the door, so the
 ** first input byte picks a mode: odd = take the bytes as they are; even =
@@ -14,7 +14,7 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "device/chunk.h"
+#include "device/format/chunk.h"
 
 static void put64(uint8_t *p, uint64_t v) {
   for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));

@@ -17,8 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/driver.h"
-#include "device/program.h"
+#include "device/driver/driver.h"
+#include "device/format/program.h"
 
 #define DATA_BYTES (64u * 1024u)
 
@@ -33,7 +33,6 @@ static void setup(void) {
   o.nEngines = 1;
   o.timeoutMs = 5000;
   o.nSlmBytes = 1u << 20;
-  csq_exec_register();
   if (dev_open(":memory:", &o, &g_dev, &zErr) != 0 || dev_queue_open(g_dev, &g_q) != 0) abort();
   g_buf = malloc(DATA_BYTES);
   if (!g_buf) abort();

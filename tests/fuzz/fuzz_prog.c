@@ -1,6 +1,6 @@
 /*
 ** tests/fuzz/fuzz_prog.c - libFuzzer harness for the device program verifier
-** (csq_prog_parse, device/program.h): whatever the bytes, it must not read
+** (csq_prog_parse, device/format/program.h): whatever the bytes, it must not read
 ** outside them, and what it accepts must be self-consistent - every index it
 ** hands the executor (input slots, output slots, constants, clause sizes)
 ** within the bounds it reported.
@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/program.h"
+#include "device/format/program.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   uint8_t *p = malloc(size ? size : 1); /* exactly sized: ASan sees overreads */

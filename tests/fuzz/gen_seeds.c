@@ -14,9 +14,9 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "device/chunk.h"
-#include "device/cmd.h"
-#include "device/program.h"
+#include "device/format/chunk.h"
+#include "device/link/cmd.h"
+#include "device/format/program.h"
 
 static const char *g_dir;
 

@@ -4,7 +4,7 @@ catalog, column chunks, delete bitmaps and anywhere at all, then open it in a
 worker process and run a fixed set of queries. Each query must return exactly
 the answer of the undamaged image or raise sqlite3.Error naming the damage
 (the block, and the table when a table's data is hit); the worker must never
-die of a signal and never hang. The superblock rule of device/FORMAT.md
+die of a signal and never hang. The superblock rule of device/store/FORMAT.md
 ("the valid copy with the higher generation wins; both copies carry the same
 generation after every completed commit, so one damaged copy never rolls a
 commit back") is tested on purpose-built images.
@@ -75,7 +75,7 @@ def build(d):
 
 
 def layout(img):
-    """Superblock and catalog of an image, parsed as in device/FORMAT.md."""
+    """Superblock and catalog of an image, parsed as in device/store/FORMAT.md."""
     gen, cat_lba, cat_blocks, cat_bytes = struct.unpack_from("<QQIxxxxQ", img, 16)
     hwm = struct.unpack_from("<Q", img, 56)[0]
     p = img[cat_lba * BLK: cat_lba * BLK + cat_bytes]

@@ -12,7 +12,7 @@ database (the model) and compares a digest of every row of every table.
 The same runs with every table striped over two device images
 (devices=, vtab/stripe.c), the tables' coordinators on different images, so
 that a kill can land between the steps of the two-step commit of
-device/FORMAT.md ("Commit protocol") and every reopen must settle it.
+device/store/FORMAT.md ("Commit protocol") and every reopen must settle it.
 
 Run as a program (`test_crash.py writer DB START`) it is the writer child.
 """

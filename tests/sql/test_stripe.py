@@ -407,7 +407,7 @@ def test_statement_start_check_moves_128_bytes_per_device():
 # ---- crashes between the steps of a striped commit ---------------------------
 #
 # A child process runs one transaction and is stopped by a device fault rule
-# "op=any,nth=K,action=crash" (device/fault.c: _exit(86) before the K-th
+# "op=any,nth=K,action=crash" (device/emu/fault.c: _exit(86) before the K-th
 # command on that member after the rule is set, just before COMMIT). K runs
 # over every command the COMMIT sends to each member in turn: row group and
 # catalog writes, read-backs, flushes, both superblock copies of the prepare,

@@ -12,7 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "device/driver.h"
+#include "device/driver/driver.h"
 #include "check.h"
 
 #define CHECK_RC(expr, want)                                                                       \

@@ -26,11 +26,11 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "device/backend.h"
-#include "device/driver.h"
-#include "device/nvme_discover.h"
-#include "device/nvme_passthru.h"
-#include "device/ptype.h"
+#include "device/link/backend.h"
+#include "device/driver/driver.h"
+#include "device/nvme/nvme_discover.h"
+#include "device/nvme/nvme_passthru.h"
+#include "device/engine/ptype.h"
 #include "check.h"
 
 #define CHECK_RC(rc, q)                                                                            \

@@ -21,13 +21,13 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "device/agg.h"
-#include "device/chunk.h"
-#include "device/driver.h"
-#include "device/program.h"
-#include "device/ptype.h"
-#include "device/scan.h"
-#include "device/store.h"
+#include "device/host/agg.h"
+#include "device/format/chunk.h"
+#include "device/driver/driver.h"
+#include "device/format/program.h"
+#include "device/engine/ptype.h"
+#include "device/host/scan.h"
+#include "device/store/store.h"
 #include "check.h"
 
 /* expression texts are short (depth <= 2); a truncated one would only fail a check */
@@ -419,7 +419,7 @@ static int64_t run_rg(rg_buf *g, void *pc, uint64_t id, dev_agg *a, int *pnExec)
 }
 
 /* Run p over row groups aRg[0..nRg) as one device slot in accumulate mode
-** would (device/scan.c): each row group's Execute merges into the result the
+** would (device/host/scan.c): each row group's Execute merges into the result the
 ** previous one left in the output area (CSQ_EXEC_ACC, checked by the result's
 ** check value), read out only when partial, at random, and at the end. Rows
 ** still reach the aggregates in row order, so the answer must be the
@@ -1405,7 +1405,6 @@ static void test_end_to_end(void) {
 
 int main(int argc, char **argv) {
   rng = getenv("CSQ_AGG_SEED") ? strtoull(getenv("CSQ_AGG_SEED"), 0, 0) : 0x13198A2E03707344ull;
-  csq_exec_register();
   aData = malloc(sizeof(*aData) * MAXROW);
   aDel = malloc(sizeof(int) * MAXROW);
   sqlite3_open(":memory:", &db);

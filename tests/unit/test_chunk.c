@@ -15,8 +15,8 @@
 #include <time.h>
 #include <xxhash.h>
 
-#include "device/chunk.h"
-#include "device/checksum.h"
+#include "device/format/chunk.h"
+#include "device/format/checksum.h"
 #include "check.h"
 
 #define M(c) (uint8_t)(1u << (c))

@@ -14,7 +14,7 @@
 #include <sys/wait.h>
 #include <time.h>
 
-#include "device/ptype.h"
+#include "device/engine/ptype.h"
 #include "tests/unit/device_test.h"
 
 /* ---- a toy program type -------------------------------------------------

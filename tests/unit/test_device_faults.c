@@ -1,5 +1,5 @@
 /*
-** tests/unit/test_device_faults.c - fault injection (device/fault.h):
+** tests/unit/test_device_faults.c - fault injection (device/emu/fault.h):
 ** spec parse errors reported by dev_open, injected statuses, timeouts (the
 ** driver's timeout fires, the queue stays usable), late completions ignored,
 ** silent corruption of reads and writes, probabilistic rules with seeds,

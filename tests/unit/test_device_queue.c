@@ -7,7 +7,7 @@
 #include <pthread.h>
 #include <stdint.h>
 
-#include "device/queue.h"
+#include "device/link/queue.h"
 #include "tests/unit/device_test.h"
 
 static void test_raw_ring(void) {

@@ -13,9 +13,9 @@
 #include <sys/eventfd.h>
 #include <unistd.h>
 
-#include "device/backend.h"
-#include "device/driver.h"
-#include "device/nvme_passthru.h"
+#include "device/link/backend.h"
+#include "device/driver/driver.h"
+#include "device/nvme/nvme_passthru.h"
 #include "check.h"
 
 static csq_sqe nvm_sqe(uint8_t op, uint64_t slba, uint32_t nlb, uint64_t addr) {

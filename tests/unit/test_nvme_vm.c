@@ -8,7 +8,9 @@
 ** (`make build/tests/nvme_vm_guest`). Skips (77) when the guest program is
 ** missing, qemu-nvme-run is not found, or QEMU cannot start (its exit 125).
 ** qemu-nvme-run is looked for in $QEMU_NVME_RUN, tools/ of the tree, then
-** /work/shared/tools/. Prints each VM run's wall time.
+** ../shared/tools/ beside the tree (where a checkout finds the shared tools,
+** whatever folder it was cloned to). The tree is found from this program's
+** own path, <tree>/<build>/tests/test_nvme_vm. Prints each VM run's wall time.
 */
 #include <errno.h>
 #include <limits.h>
@@ -66,13 +68,13 @@ int main(int argc, char **argv) {
     printf("SKIP: %s not built (make build/tests/nvme_vm_guest)\n", zGuest);
     return 77;
   }
-  /* build/tests/<self> -> the tree's tools/ */
+  /* <tree>/build/tests/<self> -> the tree's tools/, then ../shared/tools/ */
   if (zEnv && access(zEnv, X_OK) == 0) {
     snprintf(zRunner, sizeof(zRunner), "%s", zEnv);
   } else {
     snprintf(zRunner, sizeof(zRunner), "%s/../../tools/qemu-nvme-run", zDir);
     if (access(zRunner, X_OK) != 0)
-      snprintf(zRunner, sizeof(zRunner), "/work/shared/tools/qemu-nvme-run");
+      snprintf(zRunner, sizeof(zRunner), "%s/../../../shared/tools/qemu-nvme-run", zDir);
   }
   if (access(zRunner, X_OK) != 0) {
     printf("SKIP: qemu-nvme-run not found (set QEMU_NVME_RUN)\n");

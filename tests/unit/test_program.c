@@ -17,10 +17,10 @@
 #include <string.h>
 #include <xxhash.h>
 
-#include "device/chunk.h"
-#include "device/program.h"
-#include "device/ptype.h"
-#include "device/store.h"
+#include "device/format/chunk.h"
+#include "device/format/program.h"
+#include "device/engine/ptype.h"
+#include "device/store/store.h"
 #include "check.h"
 
 /* ---- verifier corpus ---- */
@@ -731,7 +731,7 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
         rg.aChunk = ac;
         ac[0].zone = g_info[0].zone;
         ac[1].zone = g_info[1].zone;
-        if (csq_prog_zone_skip(&pr, &rg))
+        if (store_rg_zone_skip(&rg, &pr))
           CHECK(nWant == 0, "zone skip with %d rows: %s", nWant, zSql);
         csq_prog_clear(&pr);
       }
@@ -1140,7 +1140,6 @@ static void test_topn_format(void) {
 
 int main(void) {
   rng = 0x243F6A8885A308D3ull; /* the data this test was written with */
-  csq_exec_register();
   test_verifier();
   test_executor();
   test_like_case();

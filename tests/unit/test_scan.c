@@ -15,10 +15,10 @@
 #include <string.h>
 #include <time.h>
 
-#include "device/driver.h"
-#include "device/program.h"
-#include "device/scan.h"
-#include "device/store.h"
+#include "device/driver/driver.h"
+#include "device/format/program.h"
+#include "device/host/scan.h"
+#include "device/store/store.h"
 #include "check.h"
 
 static double now(void) {

@@ -1,6 +1,6 @@
 /*
 ** tests/unit/test_store_2pc.c - the store's two-step commit over two images
-** (device/FORMAT.md, "Commit protocol"; store.h, store_txn_prepare), below
+** (device/store/FORMAT.md, "Commit protocol"; store.h, store_txn_prepare), below
 ** SQL, and the cheap statement-start superblock check.
 **
 ** Image A decides, image B is prepared. Each transaction appends rows to
@@ -24,7 +24,7 @@
 #include <sys/wait.h>
 
 #include "tests/unit/device_test.h"
-#include "device/store.h"
+#include "device/store/store.h"
 
 static char zA[300], zB[300];
 

@@ -21,7 +21,7 @@
 #include <string.h>
 
 #include "tests/unit/device_test.h"
-#include "device/store.h"
+#include "device/store/store.h"
 
 #define NA 300
 #define NB 250

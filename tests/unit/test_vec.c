@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "device/vec.h"
+#include "device/format/vec.h"
 #include "check.h"
 
 #define M(c) (uint8_t)(1u << (c))

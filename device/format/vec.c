@@ -1,0 +1,230 @@
+/*
+** device/format/vec.c - csq_vec: growable column vectors of SQLite-classed values.
+**
+** Owns the memory policy of csq_vec (see vec.h): geometric growth of the
+** per-value arrays and of the byte heap, upkeep of clsMask, and the bulk
+** operations (append a slice of another vector, keep a selection, truncate).
+** Everything here is libc malloc/free; no SQLite.
+*/
+#include "device/format/vec.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define VEC_MIN_CAP  64
+#define VEC_MIN_HEAP 256
+
+void csq_vec_init(csq_vec *v) {
+  memset(v, 0, sizeof(*v));
+}
+
+void csq_vec_free(csq_vec *v) {
+  free(v->aCls);
+  free(v->aVal);
+  free(v->aLen);
+  free(v->aHeap);
+  memset(v, 0, sizeof(*v));
+}
+
+void csq_vec_reset(csq_vec *v) {
+  v->n = 0;
+  v->nHeap = 0;
+  v->clsMask = 0;
+}
+
+/*
+** Grow the per-value arrays to hold at least nCap values and the heap to at
+** least nHeapCap bytes; never shrinks. Each array is realloc'd on its own and
+** nCap is only raised once all three succeeded, so a failure leaves v valid
+** (possibly with some arrays already larger than nCap says, which is harmless).
+*/
+int csq_vec_reserve(csq_vec *v, uint32_t nCap, uint64_t nHeapCap) {
+  if (nCap > v->nCap) {
+    uint8_t *aCls = realloc(v->aCls, (size_t)nCap);
+    if (!aCls) return -ENOMEM;
+    v->aCls = aCls;
+    csq_val *aVal = realloc(v->aVal, (size_t)nCap * sizeof(csq_val));
+    if (!aVal) return -ENOMEM;
+    v->aVal = aVal;
+    uint32_t *aLen = realloc(v->aLen, (size_t)nCap * sizeof(uint32_t));
+    if (!aLen) return -ENOMEM;
+    v->aLen = aLen;
+    v->nCap = nCap;
+  }
+  if (nHeapCap > v->nHeapCap) {
+    if (nHeapCap > SIZE_MAX) return -ENOMEM;
+    char *aHeap = realloc(v->aHeap, (size_t)nHeapCap);
+    if (!aHeap) return -ENOMEM;
+    v->aHeap = aHeap;
+    v->nHeapCap = nHeapCap;
+  }
+  return 0;
+}
+
+/* Make room for nMore values and nMoreHeap heap bytes, doubling so that a
+** sequence of pushes costs amortised O(1) each. */
+static int vec_grow(csq_vec *v, uint32_t nMore, uint64_t nMoreHeap) {
+  uint32_t nCap = v->nCap;
+  uint64_t nHeapCap = v->nHeapCap;
+  if (nMore > UINT32_MAX - v->n) return -ENOMEM;
+  if (v->n + nMore > nCap) {
+    uint64_t want = (uint64_t)v->n + nMore;
+    uint64_t c = nCap < VEC_MIN_CAP ? VEC_MIN_CAP : (uint64_t)nCap * 2;
+    if (c < want) c = want;
+    if (c > UINT32_MAX) c = UINT32_MAX;
+    nCap = (uint32_t)c;
+  }
+  if (nMoreHeap > UINT64_MAX - v->nHeap) return -ENOMEM;
+  if (v->nHeap + nMoreHeap > nHeapCap) {
+    uint64_t want = v->nHeap + nMoreHeap;
+    uint64_t c = nHeapCap < VEC_MIN_HEAP ? VEC_MIN_HEAP : nHeapCap * 2;
+    if (c < want) c = want;
+    nHeapCap = c;
+  }
+  return csq_vec_reserve(v, nCap, nHeapCap);
+}
+
+int csq_vec_push_null(csq_vec *v) {
+  if (v->n >= v->nCap) {
+    int rc = vec_grow(v, 1, 0);
+    if (rc) return rc;
+  }
+  v->aCls[v->n] = CSQ_NULL;
+  v->aVal[v->n].i = 0;
+  v->aLen[v->n] = 0;
+  v->n++;
+  v->clsMask |= 1u << CSQ_NULL;
+  return 0;
+}
+
+int csq_vec_push_int(csq_vec *v, int64_t i) {
+  if (v->n >= v->nCap) {
+    int rc = vec_grow(v, 1, 0);
+    if (rc) return rc;
+  }
+  v->aCls[v->n] = CSQ_INT;
+  v->aVal[v->n].i = i;
+  v->aLen[v->n] = 0;
+  v->n++;
+  v->clsMask |= 1u << CSQ_INT;
+  return 0;
+}
+
+int csq_vec_push_real(csq_vec *v, double r) {
+  if (v->n >= v->nCap) {
+    int rc = vec_grow(v, 1, 0);
+    if (rc) return rc;
+  }
+  v->aCls[v->n] = CSQ_REAL;
+  v->aVal[v->n].r = r;
+  v->aLen[v->n] = 0;
+  v->n++;
+  v->clsMask |= 1u << CSQ_REAL;
+  return 0;
+}
+
+/* Copies n bytes from p (p may be NULL when n == 0, and must not point into
+** v's own heap, which may move). cls must be CSQ_TEXT or CSQ_BLOB, else
+** -EINVAL. */
+int csq_vec_push_bytes(csq_vec *v, int cls, const void *p, uint32_t n) {
+  if (cls != CSQ_TEXT && cls != CSQ_BLOB) return -EINVAL;
+  /* An empty value still gets a heap, so that csq_vec_bytes() never
+  ** offsets a null pointer. */
+  if (v->n >= v->nCap || v->nHeap + n > v->nHeapCap || !v->aHeap) {
+    int rc = vec_grow(v, 1, n ? n : 1);
+    if (rc) return rc;
+  }
+  if (n) memcpy(v->aHeap + v->nHeap, p, n);
+  v->aCls[v->n] = (uint8_t)cls;
+  v->aVal[v->n].off = v->nHeap;
+  v->aLen[v->n] = n;
+  v->nHeap += n;
+  v->n++;
+  v->clsMask |= (uint8_t)(1u << cls);
+  return 0;
+}
+
+/*
+** Append src's values [i0, i0+n) to v (v != src). TEXT/BLOB bytes are copied
+** into v's heap; values that shared bytes in src (as decoded dictionary
+** values do) get their own copy. The caller keeps ownership of src.
+*/
+int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n) {
+  if (i0 > src->n || n > src->n - i0) return -EINVAL;
+  if (n == 0) return 0;
+  const uint8_t *aCls = src->aCls + i0;
+  uint8_t mask = 0;
+  uint64_t nBytes = 0;
+  for (uint32_t k = 0; k < n; k++) mask |= (uint8_t)(1u << aCls[k]);
+  const uint8_t varMask = (1u << CSQ_TEXT) | (1u << CSQ_BLOB);
+  if (mask & varMask) {
+    for (uint32_t k = 0; k < n; k++) nBytes += src->aLen[i0 + k];
+  }
+  int rc = vec_grow(v, n, nBytes ? nBytes : (mask & varMask) != 0);
+  if (rc) return rc;
+  uint32_t d = v->n;
+  memcpy(v->aCls + d, aCls, n);
+  memcpy(v->aVal + d, src->aVal + i0, (size_t)n * sizeof(csq_val));
+  memcpy(v->aLen + d, src->aLen + i0, (size_t)n * sizeof(uint32_t));
+  if (mask & varMask) {
+    for (uint32_t k = 0; k < n; k++) {
+      uint8_t c = aCls[k];
+      if (c == CSQ_TEXT || c == CSQ_BLOB) {
+        uint32_t len = src->aLen[i0 + k];
+        if (len) memcpy(v->aHeap + v->nHeap, src->aHeap + src->aVal[i0 + k].off, len);
+        v->aVal[d + k].off = v->nHeap;
+        v->nHeap += len;
+      }
+    }
+  }
+  v->n += n;
+  v->clsMask |= mask;
+  return 0;
+}
+
+/* Recompute clsMask over the n values held (after values were dropped). */
+static void vec_remask(csq_vec *v) {
+  uint8_t mask = 0;
+  for (uint32_t k = 0; k < v->n; k++) mask |= (uint8_t)(1u << v->aCls[k]);
+  v->clsMask = mask;
+}
+
+/*
+** Keep only the values listed in aSel[0..nSel) (ascending, each < v->n), in
+** that order. Heap bytes are left where they are: offsets stay valid and a
+** selection is usually short-lived, so compacting would be wasted copying.
+*/
+void csq_vec_select(csq_vec *v, const uint32_t *aSel, uint32_t nSel) {
+  for (uint32_t k = 0; k < nSel; k++) {
+    uint32_t j = aSel[k];
+    v->aCls[k] = v->aCls[j];
+    v->aVal[k] = v->aVal[j];
+    v->aLen[k] = v->aLen[j];
+  }
+  v->n = nSel;
+  vec_remask(v);
+}
+
+/*
+** Keep the first n values (no-op if n >= v->n). The heap is cut back to the
+** end of the last byte still referenced, so bytes of dropped values are
+** reclaimed when they sit at the end of the heap (the usual case, as values
+** are appended in order).
+*/
+void csq_vec_truncate(csq_vec *v, uint32_t n) {
+  if (n >= v->n) return;
+  v->n = n;
+  uint8_t mask = 0;
+  uint64_t end = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    uint8_t c = v->aCls[k];
+    mask |= (uint8_t)(1u << c);
+    if (c == CSQ_TEXT || c == CSQ_BLOB) {
+      uint64_t e = v->aVal[k].off + v->aLen[k];
+      if (e > end) end = e;
+    }
+  }
+  v->clsMask = mask;
+  if (end < v->nHeap) v->nHeap = end;
+}

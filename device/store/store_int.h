@@ -1,0 +1,122 @@
+/*
+** device/store/store_int.h - internals shared by the store's files (not an API).
+**   device/store/superblock.c  superblock encode/decode/choose
+**   device/store/catalog.c     catalog serialisation
+**   device/store/space.c       free-space allocator
+**   device/store/store.c       snapshots, reads, transactions, commit
+*/
+#ifndef CSQ_DEVICE_STORE_INT_H
+#define CSQ_DEVICE_STORE_INT_H
+
+#include "device/store/store.h"
+
+#define CSQ_SB_MAGIC       "CSQIMG\0\1"
+#define CSQ_CAT_MAGIC      "CSQCAT01"
+#define CSQ_FORMAT_VERSION 1u /* catalogs; superblocks without a prepared commit */
+#define CSQ_SB_VERSION_PREPARED                                                                    \
+  2u /* a superblock that also carries a prepared commit (FORMAT.md, "Commit protocol") */
+#define CSQ_SB_COPIES      2 /* blocks 0 and 1 */
+#define CSQ_FIRST_DATA_LBA 2
+/* Bytes of a superblock copy that every committed state changes (magic to
+** high-water mark, the version included: see FORMAT.md "Superblock"). A
+** reader that finds both copies' prefixes as it last saw them knows the
+** image holds the state it last read (store.c, sb_unchanged). */
+#define CSQ_SB_PREFIX    64
+#define CSQ_SB_MAX_PATH  2048                    /* a prepared commit's decider path, bytes */
+#define CSQ_SB_MAX_TABLE STORE_MAX_DECISION_NAME /* a prepared commit's decision table, bytes */
+
+/* A prepared commit (superblock version 2): a catalog written and durable
+** but not yet current, and where its fate is decided: it becomes current
+** when table zTable of the image uuid (found at zPath) has a next-rowid
+** counter of at least seq, and is dropped otherwise. */
+typedef struct store_prep {
+  uint64_t gen; /* the prepared catalog's generation: the current one + 1 */
+  uint64_t catLba;
+  uint32_t catBlocks;
+  uint64_t catBytes;
+  uint64_t catXxh3;
+  uint8_t uuid[16]; /* the deciding image's id */
+  int64_t seq;
+  char zPath[CSQ_SB_MAX_PATH + 1];
+  char zTable[CSQ_SB_MAX_TABLE + 1];
+} store_prep;
+
+typedef struct store_sb {
+  uint32_t version; /* 1, or CSQ_SB_VERSION_PREPARED: prep is valid */
+  uint64_t gen;
+  uint64_t catLba;
+  uint32_t catBlocks;
+  uint64_t catBytes;
+  uint64_t catXxh3;
+  uint64_t hwm; /* first block never allocated */
+  uint8_t uuid[16];
+  uint64_t created;
+  store_prep prep;
+} store_sb;
+
+/* superblock.c */
+void store_sb_encode(const store_sb *pSb, uint8_t *aBlock);
+/* 0 ok, -EBADMSG checksum/field error, -ENOENT no csq magic at all,
+** -EPROTONOSUPPORT a valid copy of a format version this build does not
+** know (*pVersion receives it, may be NULL). */
+int store_sb_decode(const uint8_t *aBlock, store_sb *pSb, uint32_t *pVersion);
+/* Of two decoded copies (rcs[i] their decode results), the one that counts:
+** the valid one with the higher generation; on equal generations the one
+** with a prepared commit, so that a prepare or a rollback interrupted
+** between the copies is settled again rather than lost. -1 if neither is
+** valid. */
+int store_sb_choose(const store_sb *a, const int *rcs);
+
+/* catalog.c: the catalog is every table with its row groups. */
+int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOut, size_t *pnOut);
+int store_cat_decode(const uint8_t *p, size_t n, store_snap **ppSnap, uint32_t *pNextTabId,
+                     char **pzErr);
+void store_snap_free_tables(store_snap *pSnap);
+store_rg *store_rg_clone(const store_rg *pRg); /* private copy, nRef = 1 */
+
+/* space.c: extents of free blocks. */
+typedef struct store_extent {
+  uint64_t lba;
+  uint64_t nblk;
+  uint64_t gen; /* for deferred frees: generation that freed it */
+} store_extent;
+typedef struct store_freemap {
+  store_extent *a; /* free extents, sorted by lba, coalesced */
+  int n, nAlloc;
+  uint64_t hwm;  /* first block never allocated */
+  uint64_t nCap; /* namespace capacity in blocks */
+} store_freemap;
+int space_alloc(store_freemap *s, uint64_t nblk, uint64_t *pLba);
+int space_free(store_freemap *s, uint64_t lba, uint64_t nblk);
+void space_clear(store_freemap *s);
+/* Rebuild from the set of used extents (unsorted). */
+int space_rebuild(store_freemap *s, store_extent *aUsed, int nUsed, uint64_t hwm, uint64_t nCap);
+uint64_t space_free_blocks(const store_freemap *s);
+
+/* Growable byte buffer for encoders. */
+typedef struct store_buf {
+  uint8_t *a;
+  size_t n, nAlloc;
+  int oom;
+} store_buf;
+void sbuf_put(store_buf *b, const void *p, size_t n);
+void sbuf_u8(store_buf *b, uint8_t v);
+void sbuf_u16(store_buf *b, uint16_t v);
+void sbuf_u32(store_buf *b, uint32_t v);
+void sbuf_u64(store_buf *b, uint64_t v);
+void sbuf_str(store_buf *b, const char *z); /* u16 length + bytes */
+
+/* Bounds-checked reader for decoders: every get fails once past the end. */
+typedef struct store_rd {
+  const uint8_t *p;
+  size_t n, i;
+  int bad;
+} store_rd;
+uint8_t srd_u8(store_rd *r);
+uint16_t srd_u16(store_rd *r);
+uint32_t srd_u32(store_rd *r);
+uint64_t srd_u64(store_rd *r);
+int srd_bytes(store_rd *r, void *p, size_t n);
+char *srd_str(store_rd *r); /* malloc'd, NUL-terminated; NULL when bad */
+
+#endif /* CSQ_DEVICE_STORE_INT_H */
