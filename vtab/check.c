@@ -607,7 +607,7 @@ static int check_eval(vt_rowcheck *pRc, sqlite3_value **argv, int bGiven, int64_
   return SQLITE_OK;
 }
 
-int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int64_t iOld, int bGiven, int64_t iRowid) {
+int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int bUpdate, int bGiven, int64_t iRowid) {
   const vt_schema *s = &p->s;
   if (s->zRefused) {
     vt_set_error(&p->base,
@@ -634,7 +634,7 @@ int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int64_t iOld, int bGiven, in
   for (int i = 0; bDflt && i < s->nCol; i++) {
     if (!has_default(s, i) || sqlite3_value_type(argv[2 + i]) != SQLITE_NULL) continue;
     int bUse = eConflict == SQLITE_REPLACE && s->aCol[i].bNotNull;
-    if (!bUse && iOld < 0) {
+    if (!bUse && !bUpdate) {
       if (!bNamed) {
         rc = insert_named(pRc, i);
         if (rc) return rc;

@@ -259,6 +259,19 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
     goto fail;
   }
   sqlite3_vtab_config(db, SQLITE_VTAB_CONSTRAINT_SUPPORT, 1);
+  /* SQLite reconnects a table after it reloads the schema (a ROLLBACK TO
+  ** over a CREATE), while the old object keeps the transaction's buffered
+  ** rows until COMMIT: write them to the device transaction, which both
+  ** objects read */
+  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab) {
+    if (t->bInTxn != 1 || sqlite3_stricmp(t->zName, p->zName) || sqlite3_stricmp(t->zDb, p->zDb))
+      continue;
+    rc = vt_flush(t);
+    if (rc) {
+      *pzErr = sqlite3_mprintf("%s", t->base.zErrMsg ? t->base.zErrMsg : "csq: cannot write");
+      goto fail;
+    }
+  }
   p->pNextTab = pConn->pTabs;
   pConn->pTabs = p;
   *ppVtab = &p->base;
@@ -284,6 +297,19 @@ static int vt_disconnect(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
+/* RENAME changes the device's catalog at once: SQLite would roll its
+** schema back with a transaction while the device kept the new name, so
+** inside BEGIN ... COMMIT it is refused. (DROP cannot be: SQLite replaces
+** xDestroy's message with a generic one; see README, Semantics.) */
+static int ddl_outside_txn(vt_tab *p, const char *zWhat) {
+  if (sqlite3_get_autocommit(p->pConn->db)) return SQLITE_OK;
+  vt_set_error(&p->base,
+               "csq: %s of csq table %s inside a transaction is not supported (it could not be "
+               "rolled back): run it outside BEGIN ... COMMIT",
+               zWhat, p->zName);
+  return SQLITE_ERROR;
+}
+
 static int vt_destroy(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
@@ -301,6 +327,7 @@ static int vt_rename(sqlite3_vtab *pVtab, const char *zNew) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
   rename_arg a = {p->zName, zNew};
+  if (ddl_outside_txn(p, "ALTER TABLE RENAME")) return SQLITE_ERROR;
   int rc = vt_tab_writable(p);
   if (rc) return rc;
   char *zTooLong = NULL;

@@ -147,6 +147,7 @@ typedef struct vt_mark {
   int iSavepoint;
   int64_t seq; /* inserts before this mark survive */
   int nUndo;
+  int64_t nextRowid; /* the coordinator's rowid counter (AUTOINCREMENT's) */
 } vt_mark;
 
 struct vt_tab {
@@ -180,10 +181,14 @@ struct vt_tab {
   int bMaxRowid;       /* iMaxRowid is known for the open transaction */
   int bMembersChecked; /* a stripe's members agreed when its transaction began */
   int bWrote;          /* xUpdate ran in the open transaction (not only xBegin) */
+  int bSaveBase;       /* iSaveBase is set: */
+  int iSaveBase;       /* the first savepoint the table saw in the transaction */
+  int64_t nextRowid0;  /* the rowid counter when the table joined the transaction */
   int64_t *aReplaced;  /* rowids UPDATE OR REPLACE moved rows onto (see write.c) */
   int nReplaced, nReplacedAlloc;
   uint64_t replacedKey; /* ... in the statement run with this key */
   int64_t iMaxRowid;    /* the largest rowid of a live row (new rowids follow it) */
+  int bMaxAny;          /* ... or 0: the table has no row */
   int bStripeTxn;       /* a striped table written in the open transaction: its commit
                            sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_rowcheck *pCheck;  /* compiled DEFAULT and CHECK (vtab/check.c), or NULL */
@@ -224,10 +229,10 @@ char *vt_tok_ident(vt_tok t);             /* dequoted, sqlite3_malloc'd */
 int vt_check_create(sqlite3 *db, vt_tab *p, char **pzErr);
 /* Before a row is written (write.c): apply the DEFAULTs of the columns an
 ** INSERT leaves out (*pArgv may then point to csq's copy of argv, valid
-** until the next call), then NOT NULL and CHECK as SQLite does. iOld < 0
+** until the next call), then NOT NULL and CHECK as SQLite does. bUpdate: 0
 ** for an INSERT; iRowid the new row's rowid if bGiven. SQLITE_CONSTRAINT
 ** (with the table's error message) when the row fails. */
-int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int64_t iOld, int bGiven, int64_t iRowid);
+int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int bUpdate, int bGiven, int64_t iRowid);
 void vt_check_free(vt_tab *p); /* when the table is disconnected */
 
 /* affinity.c: convert argv value to the column's affinity and push it. */

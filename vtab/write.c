@@ -49,6 +49,7 @@ void vt_tab_txn_reset(vt_tab *p) {
   p->bMaxRowid = 0;
   p->bMembersChecked = 0;
   p->bWrote = 0;
+  p->bSaveBase = 0;
 }
 
 /* The transaction's working view of the table on member k. */
@@ -90,6 +91,10 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
     p->aBuf = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
     if (!p->aBuf) return SQLITE_NOMEM;
     for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&p->aBuf[i]);
+  }
+  if (!p->bInTxn) {
+    store_table *pCoord = member_table(p, 0);
+    p->nextRowid0 = pCoord ? pCoord->nextRowid : 1;
   }
   p->bInTxn = 1;
   *ppTab = member_table(p, 0);
@@ -242,29 +247,36 @@ static int delete_row(vt_tab *p, int64_t iRowid) {
 
 /* The largest rowid of a live row, over every member and the buffer
 ** (p->iMaxRowid, kept while p->bMaxRowid). */
-static int max_rowid(vt_tab *p, int64_t *pMax) {
+static int max_rowid(vt_tab *p, int64_t *pMax, int *pbAny) {
   if (!p->bMaxRowid) {
     int64_t best = 0;
+    int bAny = 0;
     for (int k = 0; k < p->nMem; k++) {
       store_table *pTab = member_table(p, k);
       int64_t m = 0;
+      int bHas = 0;
       char *zErr = NULL;
-      int rc = pTab ? store_txn_max_rowid(p->apMem[k]->pTxn, pTab, &m, &zErr) : 0;
+      int rc = pTab ? store_txn_max_rowid(p->apMem[k]->pTxn, pTab, &m, &bHas, &zErr) : 0;
       if (rc) return vt_err(&p->base, rc, zErr);
-      if (m > best) best = m;
+      if (bHas && (!bAny || m > best)) best = m, bAny = 1;
     }
-    for (uint32_t i = 0; i < buf_rows(p); i++)
-      if (!p->aBufDel[i] && p->aBuf[0].aVal[i].i > best) best = p->aBuf[0].aVal[i].i;
+    for (uint32_t i = 0; i < buf_rows(p); i++) {
+      int64_t r = p->aBuf[0].aVal[i].i;
+      if (!p->aBufDel[i] && (!bAny || r > best)) best = r, bAny = 1;
+    }
     p->iMaxRowid = best;
+    p->bMaxAny = bAny;
     p->bMaxRowid = 1;
   }
   *pMax = p->iMaxRowid;
+  *pbAny = p->bMaxAny;
   return SQLITE_OK;
 }
 
 static int rowid_exists(vt_tab *p, store_table *pTab, int64_t iRowid, int *pbExists) {
   *pbExists = 0;
-  if (iRowid >= pTab->nextRowid) return SQLITE_OK; /* above every rowid ever used */
+  if (iRowid >= pTab->nextRowid && pTab->nextRowid < INT64_MAX)
+    return SQLITE_OK; /* above every rowid ever used */
   int64_t iBuf;
   int iRg, k;
   uint32_t iRow;
@@ -287,10 +299,11 @@ static int new_rowid(vt_tab *p, store_table *pTab, int64_t *piRowid) {
     return SQLITE_OK;
   }
   int64_t iMax = 0;
-  int rc = max_rowid(p, &iMax);
+  int bAny = 0;
+  int rc = max_rowid(p, &iMax, &bAny);
   if (rc) return rc;
-  if (iMax < INT64_MAX) {
-    *piRowid = iMax + 1;
+  if (!bAny || iMax < INT64_MAX) {
+    *piRowid = bAny ? iMax + 1 : 1;
     return SQLITE_OK;
   }
   for (int i = 0; i < 100; i++) {
@@ -316,31 +329,33 @@ static int given_rowid(vt_tab *p, sqlite3_value **argv, int bUpdate, int64_t *pi
                        int *pbGiven) {
   const vt_schema *s = &p->s;
   sqlite3_value *pIpk = s->iIpk >= 0 ? argv[2 + s->iIpk] : NULL;
+  int64_t iOld = bUpdate ? sqlite3_value_int64(argv[0]) : 0;
   *pbGiven = 0;
   *piRowid = 0;
+  /* the rowid alias wins unless it kept the old value while the statement
+  ** set rowid (or _rowid_, oid) by name */
+  sqlite3_value *pVal = argv[1];
   if (pIpk && (sqlite3_value_type(pIpk) != SQLITE_NULL || bUpdate)) {
-    /* the alias takes its value with INTEGER affinity; NULL only on INSERT */
-    csq_vec tmp;
-    csq_vec_init(&tmp);
-    int e = vt_push_value(&tmp, pIpk, VT_AFF_INTEGER);
-    int cls = e == 0 ? tmp.aCls[0] : 0;
-    int64_t v = cls == CSQ_INT ? tmp.aVal[0].i : 0;
-    csq_vec_free(&tmp);
-    if (e) return SQLITE_NOMEM;
-    if (cls != CSQ_INT) {
-      vt_set_error(&p->base, "datatype mismatch");
-      return SQLITE_MISMATCH;
-    }
-    *piRowid = v;
-    *pbGiven = 1;
-  } else if (sqlite3_value_type(argv[1]) != SQLITE_NULL) {
-    if (sqlite3_value_numeric_type(argv[1]) != SQLITE_INTEGER) {
-      vt_set_error(&p->base, "datatype mismatch");
-      return SQLITE_MISMATCH;
-    }
-    *piRowid = sqlite3_value_int64(argv[1]);
-    *pbGiven = 1;
+    pVal = pIpk;
+    if (bUpdate && sqlite3_value_type(pIpk) == SQLITE_INTEGER &&
+        sqlite3_value_int64(pIpk) == iOld && sqlite3_value_type(argv[1]) != SQLITE_NULL)
+      pVal = argv[1];
   }
+  if (sqlite3_value_type(pVal) == SQLITE_NULL && !bUpdate) return SQLITE_OK;
+  /* a rowid takes its value with INTEGER affinity, and is never NULL once given */
+  csq_vec tmp;
+  csq_vec_init(&tmp);
+  int e = vt_push_value(&tmp, pVal, VT_AFF_INTEGER);
+  int cls = e == 0 ? tmp.aCls[0] : 0;
+  int64_t v = cls == CSQ_INT ? tmp.aVal[0].i : 0;
+  csq_vec_free(&tmp);
+  if (e) return SQLITE_NOMEM;
+  if (cls != CSQ_INT) {
+    vt_set_error(&p->base, "datatype mismatch");
+    return SQLITE_MISMATCH;
+  }
+  *piRowid = v;
+  *pbGiven = 1;
   return SQLITE_OK;
 }
 
@@ -369,20 +384,22 @@ static int was_replaced(vt_tab *p, int64_t iRowid) {
   return 0;
 }
 
-/* Write a row: an INSERT (iOld < 0) or the new version of row iOld (an
+/* Write a row: an INSERT (!bUpdate) or the new version of row iOld (an
 ** UPDATE). Every constraint is checked before anything changes, so that a
 ** row that fails leaves the table as it was (FAIL keeps the statement's
-** earlier rows, ABORT undoes them through the statement savepoint) and one
-** that OR IGNORE skips is kept unchanged. */
-static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t iOld,
+** earlier rows, ABORT undoes them through the statement savepoint). A
+** failed constraint is reported with SQLite's extended code even under OR
+** IGNORE: SQLite then skips the row without counting it as a change (the
+** module declares SQLITE_VTAB_CONSTRAINT_SUPPORT). */
+static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUpdate, int64_t iOld,
                      sqlite3_int64 *pRowid) {
   vt_schema *s = &p->s;
   int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
   int64_t iRowid;
   int bGiven;
-  int rc = given_rowid(p, argv, iOld >= 0, &iRowid, &bGiven);
+  int rc = given_rowid(p, argv, bUpdate, &iRowid, &bGiven);
   if (rc) return rc;
-  if (iOld >= 0 && was_replaced(p, iOld)) {
+  if (bUpdate && was_replaced(p, iOld)) {
     vt_set_error(&p->base,
                  "csq: UPDATE OR REPLACE moved a row onto rowid %lld of %s and then updates "
                  "that rowid again; csq cannot apply the update to the moved row as SQLite "
@@ -390,27 +407,25 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t
                  (long long)iOld, p->zName);
     return SQLITE_CONSTRAINT;
   }
-  rc = vt_check_row(p, &argv, iOld, bGiven, iRowid); /* DEFAULT, CHECK: vtab/check.c */
+  rc = vt_check_row(p, &argv, bUpdate, bGiven, iRowid); /* DEFAULT, CHECK: vtab/check.c */
   if (rc) return rc;
   for (int i = 0; i < s->nCol; i++) {
     if (s->aCol[i].bNotNull && i != s->iIpk && sqlite3_value_type(argv[2 + i]) == SQLITE_NULL) {
-      if (eConflict == SQLITE_IGNORE) return SQLITE_OK;
       vt_set_error(&p->base, "NOT NULL constraint failed: %s.%s", p->zName, s->aCol[i].zName);
-      return SQLITE_CONSTRAINT;
+      return SQLITE_CONSTRAINT_NOTNULL;
     }
   }
-  if (bGiven && iRowid != iOld) {
+  if (bGiven && (!bUpdate || iRowid != iOld)) {
     int bExists;
     rc = rowid_exists(p, pTab, iRowid, &bExists);
     if (rc) return rc;
     if (bExists) {
-      if (eConflict == SQLITE_IGNORE) return SQLITE_OK;
       if (eConflict != SQLITE_REPLACE) {
         vt_set_error(&p->base, "UNIQUE constraint failed: %s.%s", p->zName,
                      s->iIpk >= 0 ? s->aCol[s->iIpk].zName : "rowid");
-        return SQLITE_CONSTRAINT;
+        return s->iIpk >= 0 ? SQLITE_CONSTRAINT_PRIMARYKEY : SQLITE_CONSTRAINT_ROWID;
       }
-      if (iOld >= 0) {
+      if (bUpdate) {
         rc = note_replaced(p, iRowid);
         if (rc) return rc;
       }
@@ -418,7 +433,7 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t
       if (rc) return rc;
     }
   }
-  if (iOld >= 0) {
+  if (bUpdate) {
     rc = delete_row(p, iOld);
     if (rc) return rc;
   }
@@ -427,7 +442,7 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int64_t
     if (rc) return rc;
   }
   store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
-  if (p->bMaxRowid && iRowid > p->iMaxRowid) p->iMaxRowid = iRowid;
+  if (p->bMaxRowid && (!p->bMaxAny || iRowid > p->iMaxRowid)) p->iMaxRowid = iRowid, p->bMaxAny = 1;
   uint32_t n = buf_rows(p);
   if (n + 1 > p->nBufDelAlloc) {
     uint32_t nNew = p->nBufDelAlloc ? p->nBufDelAlloc * 2 : 1024;
@@ -470,8 +485,8 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   p->bWrote = 1;
   p->bStripeTxn = p->nMem > 1;
   if (argc == 1) return delete_row(p, sqlite3_value_int64(argv[0]));
-  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return write_row(p, pTab, argv, -1, pRowid);
-  return write_row(p, pTab, argv, sqlite3_value_int64(argv[0]), pRowid);
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return write_row(p, pTab, argv, 0, 0, pRowid);
+  return write_row(p, pTab, argv, 1, sqlite3_value_int64(argv[0]), pRowid);
 }
 
 /* SQLite begins a virtual table's transaction before the statement that
@@ -480,8 +495,9 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
 ** a snapshot that another connection's commit made stale meanwhile (as a
 ** native table's write statement reads under its RESERVED lock). */
 int vt_begin(sqlite3_vtab *pVtab) {
+  vt_tab *p = (vt_tab *)pVtab;
   store_table *pTab = NULL;
-  return ensure_txn((vt_tab *)pVtab, 0, &pTab);
+  return ensure_txn(p, 0, &pTab);
 }
 
 void vt_txn_drop_idle(vt_tab *p) {
@@ -582,7 +598,13 @@ int vt_savepoint(sqlite3_vtab *pVtab, int iSavepoint) {
   p->aSave[p->nSave].iSavepoint = iSavepoint;
   p->aSave[p->nSave].seq = p->nSeq;
   p->aSave[p->nSave].nUndo = p->nUndo;
+  store_table *pTab = member_table(p, 0);
+  p->aSave[p->nSave].nextRowid = pTab ? pTab->nextRowid : p->nextRowid0;
   p->nSave++;
+  if (!p->bSaveBase) {
+    p->bSaveBase = 1;
+    p->iSaveBase = iSavepoint;
+  }
   return SQLITE_OK;
 }
 
@@ -595,9 +617,20 @@ int vt_release(sqlite3_vtab *pVtab, int iSavepoint) {
 int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   vt_tab *p = (vt_tab *)pVtab;
   while (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint > iSavepoint) p->nSave--;
-  if (p->nSave == 0 || p->aSave[p->nSave - 1].iSavepoint != iSavepoint) return SQLITE_OK;
-  vt_mark *m = &p->aSave[p->nSave - 1];
+  /* a savepoint older than the table's first (the table joined the
+  ** transaction inside it), or -1 (a SAVEPOINT that began the transaction),
+  ** takes the table back to the transaction's start */
+  vt_mark start = {iSavepoint, 0, 0, p->nextRowid0};
+  vt_mark *m;
+  if (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint == iSavepoint)
+    m = &p->aSave[p->nSave - 1];
+  else if (iSavepoint < 0 || (p->bSaveBase && iSavepoint < p->iSaveBase))
+    m = &start;
+  else
+    return SQLITE_OK;
   p->bMaxRowid = 0;
+  store_table *pCoord = member_table(p, 0);
+  if (pCoord && p->bInTxn) pCoord->nextRowid = m->nextRowid; /* AUTOINCREMENT's counter too */
   if (!p->pDev->pTxn || !p->aBuf) {
     p->nSeq = m->seq;
     p->nUndo = m->nUndo;

@@ -1503,7 +1503,7 @@ int store_txn_find(store_txn *t, store_table *pTab, int64_t iRowid, int bDeleted
   return 0;
 }
 
-int store_txn_max_rowid(store_txn *t, store_table *pTab, int64_t *pMax, char **pzErr) {
+int store_txn_max_rowid(store_txn *t, store_table *pTab, int64_t *pMax, int *pbAny, char **pzErr) {
   int64_t best = 0;
   int bAny = 0;
   /* a row group without deletes holds its zone map's maximum */
@@ -1529,6 +1529,7 @@ int store_txn_max_rowid(store_txn *t, store_table *pTab, int64_t *pMax, char **p
     }
   }
   *pMax = bAny ? best : 0;
+  *pbAny = bAny;
   return 0;
 }
 

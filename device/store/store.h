@@ -151,11 +151,12 @@ int store_txn_rename_table(store_txn *pTxn, const char *zOld, const char *zNew, 
 /* Assign n fresh rowids (returns the first). */
 int64_t store_txn_new_rowids(store_txn *pTxn, store_table *pTab, int64_t n);
 void store_txn_saw_rowid(store_txn *pTxn, store_table *pTab, int64_t iRowid);
-/* The largest rowid of a live row of pTab (0 when it has none): SQLite's
+/* The largest rowid of a live row of pTab (*pbAny 0 when it has none): SQLite's
 ** base for the next rowid of a table without AUTOINCREMENT. Reads the
 ** rowids of row groups with deleted rows when their zone map says they may
 ** hold it. */
-int store_txn_max_rowid(store_txn *pTxn, store_table *pTab, int64_t *pMax, char **pzErr);
+int store_txn_max_rowid(store_txn *pTxn, store_table *pTab, int64_t *pMax, int *pbAny,
+                        char **pzErr);
 /* Write rows [i0, i0+n) of aCol[0..nCol] (aCol[0] = rowids) as a new row
 ** group of the table, to free space. Visible to the transaction at once. */
 int store_txn_append(store_txn *pTxn, store_table *pTab, const csq_vec *aCol, uint32_t i0,
