@@ -16,8 +16,8 @@ DEBS    := build-essential pkg-config sqlite3 libsqlite3-dev liburing-dev libnvm
 BUILD   ?= build
 OPT     ?= -O2
 # GCC's -O2 vectorizes only loops that need no runtime checks ("very cheap");
-# the executor's loops over vectors of values need more (Q1 view: ~20% less
-# CPU). Probed, so that a compiler without the flag still builds.
+# the executor's loops over vectors of values need more (runtime alias and
+# trip-count checks). Probed, so that a compiler without the flag still builds.
 VECT    := $(shell $(CC) -fvect-cost-model=dynamic -Werror -x c -c /dev/null -o /dev/null 2>/dev/null \
              && echo -fvect-cost-model=dynamic)
 CFLAGS  += $(OPT) $(VECT) -g -std=gnu11 -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -I. \

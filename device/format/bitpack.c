@@ -159,8 +159,7 @@ void csq_unpack_u64(const uint8_t *packed, unsigned w, uint32_t i0, uint32_t n, 
 ** doubles is exact while it stays under 2^53, which the encoder ensures
 ** (encode checks each value's round trip). test_chunk compares this with
 ** the division bit for bit. Four lanes at a time with AVX2 where the CPU
-** has it (Q1 view: about 12% less CPU than two lanes, measured in
-** alternating runs on this project's Xeon), never 512-bit vectors: those
+** has it, never 512-bit vectors: those
 ** slow the scalar code that follows on the same core (its clock drops) by
 ** more than they save, which is also why chunk checksums do not use
 ** xxHash's AVX-512 dispatch.

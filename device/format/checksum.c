@@ -5,8 +5,8 @@
 ** Every scan verifies each chunk it reads, so this hash runs over every byte
 ** a query touches. xxHash's shared library is built for baseline x86-64
 ** (SSE2); its runtime dispatcher would pick AVX-512, whose wide multiplies
-** lower the core's clock for the scalar work that follows (Q1 went ~30%
-** slower in alternating runs). So this file compiles xxHash's own inline
+** lower the core's clock for the scalar work that follows, which costs the
+** rest of the scan more than the hash saves. So this file compiles xxHash's own inline
 ** implementation a second time, for AVX2 only, and chooses per call. The
 ** values are the same XXH3-64 either way (test_chunk checks).
 */

@@ -38,8 +38,8 @@
 #include "device/link/queue.h" /* dev_now_ns */
 #include "device/host/scan.h"
 
-/* Row groups in flight per scan: four overlap copies and executes better
-** than two (Q1 view ~15%). */
+/* Row groups in flight per scan: enough that one row group's Memory Copy
+** overlaps another's Execute on the device's engines. */
 #define SCAN_SLOTS 4
 #define SCAN_RETRY                                                                                 \
   32 /* re-executions after a stale/unloaded program (another connection                           \
