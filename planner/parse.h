@@ -282,10 +282,9 @@ typedef struct pl_refs {
   int nCol, nColAlloc;
 } pl_refs;
 
-/* pl_expr_refs() flags */
-#define PL_REFS_OUTER                                                                              \
-  1 /* skip column references inside aggregate arguments                                           \
-    ** (what a host expression over merged partials needs) */
+/* pl_expr_refs() flags. PL_REFS_OUTER: skip column references inside
+** aggregate arguments (what a host expression over merged partials needs). */
+#define PL_REFS_OUTER 1
 
 /* Append the aggregate calls and column references of p (NULL is fine) to
 ** *r, which starts zeroed or from an earlier call. Aggregate arguments are

@@ -34,8 +34,8 @@ extern const sqlite3_api_routines *sqlite3_api;
 #define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
 #define VT_BUSY_MS        5000  /* CREATE/DROP/RENAME, csq_backup: wait for a writer this long */
 #define VT_PUSH_MIN_ROWS  8192  /* pushdown=auto: smaller tables filter on the host */
-#define VT_PUSH_MAX_SEL                                                                            \
-  0.5 /* pushdown=auto: a filter keeping more (by the zone maps) runs on the host */
+/* pushdown=auto: a filter keeping more (by the zone maps) runs on the host */
+#define VT_PUSH_MAX_SEL 0.5
 
 #define VT_PUSH_AUTO   0
 #define VT_PUSH_ALWAYS 1

@@ -15,8 +15,8 @@
 #include <stdint.h>
 
 #define DEV_ERRLOG_N 16 /* failures remembered per queue */
-#define DEV_ERRLOG_TEXT                                                                            \
-  640 /* bytes of text per failure (a driver message with the device's detail) */
+/* bytes of text per failure (a driver message with the device's detail) */
+#define DEV_ERRLOG_TEXT 640
 
 typedef struct dev_errlog {
   pthread_mutex_t mu; /* completions are posted from device threads */

@@ -13,10 +13,10 @@
 #define CSQ_SB_MAGIC       "CSQIMG\0\1"
 #define CSQ_CAT_MAGIC      "CSQCAT01"
 #define CSQ_FORMAT_VERSION 1u /* catalogs; superblocks without a prepared commit */
-#define CSQ_SB_VERSION_PREPARED                                                                    \
-  2u /* a superblock that also carries a prepared commit (FORMAT.md, "Commit protocol") */
-#define CSQ_SB_COPIES      2 /* blocks 0 and 1 */
-#define CSQ_FIRST_DATA_LBA 2
+/* a superblock that also carries a prepared commit (FORMAT.md, "Commit protocol") */
+#define CSQ_SB_VERSION_PREPARED 2u
+#define CSQ_SB_COPIES           2 /* blocks 0 and 1 */
+#define CSQ_FIRST_DATA_LBA      2
 /* Bytes of a superblock copy that every committed state changes (magic to
 ** high-water mark, the version included: see FORMAT.md "Superblock"). A
 ** reader that finds both copies' prefixes as it last saw them knows the
