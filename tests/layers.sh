@@ -4,8 +4,8 @@
 # then the rooms its files may include (itself first). The rooms, bottom up:
 #   link    what both sides of the NVMe link share: the command set, the
 #           backend interface, queue pairs, counters, options, messages
-#   format  values and encodings both sides read: vectors, checksums,
-#           chunks, the program format and its verifier
+#   format  values and encodings both sides read: SQLite's value rules,
+#           vectors, checksums, chunks, the program format and its verifier
 #   engine  the program executor and the program types and slots it runs in
 #   emu     the emulated device, its media and faults   (a backend)
 #   nvme    a real NVMe namespace through passthrough    (a backend)

@@ -33,6 +33,7 @@
 #include <string.h>
 #include "vtab/vtab.h"
 #include "device/format/program.h"
+#include "device/format/value.h"
 #include "device/host/scan.h"
 #include "planner/filter.h"
 
@@ -996,80 +997,27 @@ typedef struct vt_topn {
   uint64_t nSeq;
 } vt_topn;
 
-/* One value, wherever it lives (a batch or a slot). */
-typedef struct vt_vref {
-  int cls;
-  csq_val v;
-  const char *p; /* TEXT/BLOB bytes (NULL when empty) */
-  uint32_t n;
-} vt_vref;
-
-static inline vt_vref vref_vec(const csq_vec *v, uint32_t r) {
-  vt_vref x = {v->aCls[r], v->aVal[r], NULL, 0};
-  if (x.cls == CSQ_TEXT || x.cls == CSQ_BLOB) {
-    x.n = v->aLen[r];
-    if (x.n) x.p = csq_vec_bytes(v, r);
-  }
-  return x;
-}
-
-static inline vt_vref vref_slot(const vt_topn *t, uint32_t s, int j) {
+/* Value j of slot s; its bytes, if any, stay in the slot's buffer. A
+** batch's value is csq_value_of_vec's (value.h). */
+static inline csq_value vref_slot(const vt_topn *t, uint32_t s, int j) {
   size_t i = (size_t)s * (size_t)t->nCol + (size_t)j;
-  vt_vref x = {t->aCls[i], t->aVal[i], NULL, 0};
+  csq_value x = {t->aCls[i], t->aVal[i].i, t->aVal[i].r, NULL, 0};
   if (x.cls == CSQ_TEXT || x.cls == CSQ_BLOB) {
     x.n = t->aLen[i];
-    if (x.n) x.p = t->azBuf[s] + x.v.off;
+    if (x.n) x.z = (const uint8_t *)t->azBuf[s] + t->aVal[i].off;
   }
   return x;
 }
 
-/* SQLite's order of storage classes: NULL, numbers, TEXT, BLOB. */
-static inline int cls_rank(int cls) {
-  switch (cls) {
-  case CSQ_INT:
-  case CSQ_REAL:
-    return 1;
-  case CSQ_TEXT:
-    return 2;
-  case CSQ_BLOB:
-    return 3;
-  default:
-    return 0;
-  }
-}
-
-/* Integer i against real r, exactly (no rounding of i to a double). */
-static int int_real_cmp(int64_t i, double r) {
-  if (r != r) return 1; /* NaN: never stored (SQLite makes it NULL) */
-  if (r < -9223372036854775808.0) return 1;
-  if (r >= 9223372036854775808.0) return -1;
-  int64_t y = (int64_t)r; /* r truncated toward zero: exact */
-  if (i != y) return i < y ? -1 : 1;
-  double f = r - (double)y; /* the fraction, exact */
-  return f > 0 ? -1 : f < 0 ? 1 : 0;
-}
-
-/* Order of two values as SQLite's ORDER BY (ascending, BINARY). */
-static int vref_cmp(const vt_vref *a, const vt_vref *b) {
-  int ra = cls_rank(a->cls), rb = cls_rank(b->cls);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (ra == 0) return 0;
-  if (ra == 1) {
-    if (a->cls == CSQ_INT && b->cls == CSQ_INT) return (a->v.i > b->v.i) - (a->v.i < b->v.i);
-    if (a->cls == CSQ_REAL && b->cls == CSQ_REAL) return (a->v.r > b->v.r) - (a->v.r < b->v.r);
-    if (a->cls == CSQ_INT) return int_real_cmp(a->v.i, b->v.r);
-    return -int_real_cmp(b->v.i, a->v.r);
-  }
-  uint32_t n = a->n < b->n ? a->n : b->n;
-  int c = n ? memcmp(a->p, b->p, n) : 0;
-  if (c) return c < 0 ? -1 : 1;
-  return (a->n > b->n) - (a->n < b->n);
+/* Order of two values as SQLite's ORDER BY (ascending, BINARY; NULL first). */
+static inline int vref_cmp(const csq_value *a, const csq_value *b) {
+  return csq_value_cmp(a, b, CSQ_COLL_BINARY);
 }
 
 /* Output order of slots a and b (< 0: a first). */
 static int topn_cmp_slot(const vt_topn *t, uint32_t a, uint32_t b) {
   for (int k = 0; k < t->nKey; k++) {
-    vt_vref x = vref_slot(t, a, t->aKey[k]), y = vref_slot(t, b, t->aKey[k]);
+    csq_value x = vref_slot(t, a, t->aKey[k]), y = vref_slot(t, b, t->aKey[k]);
     int c = vref_cmp(&x, &y);
     if (c) return t->aDesc[k] ? -c : c;
   }
@@ -1080,7 +1028,7 @@ static int topn_cmp_slot(const vt_topn *t, uint32_t a, uint32_t b) {
 ** came later, so it sorts after on equal keys. */
 static int topn_cmp_src(const vt_topn *t, const csq_vec *const *apSrc, uint32_t r, uint32_t s) {
   for (int k = 0; k < t->nKey; k++) {
-    vt_vref x = vref_vec(apSrc[t->aKey[k]], r), y = vref_slot(t, s, t->aKey[k]);
+    csq_value x = csq_value_of_vec(apSrc[t->aKey[k]], r), y = vref_slot(t, s, t->aKey[k]);
     int c = vref_cmp(&x, &y);
     if (c) return t->aDesc[k] ? -c : c;
   }
@@ -1202,18 +1150,18 @@ static int topn_emit(vt_topn *t, csq_vec *aOut) {
     csq_vec_reset(v);
     if (csq_vec_reserve(v, t->nRow, 0)) return SQLITE_NOMEM;
     for (uint32_t k = 0; k < t->nRow; k++) {
-      vt_vref x = vref_slot(t, t->aHeap[k], j);
+      csq_value x = vref_slot(t, t->aHeap[k], j);
       int rc;
       switch (x.cls) {
       case CSQ_INT:
-        rc = csq_vec_push_int(v, x.v.i);
+        rc = csq_vec_push_int(v, x.i);
         break;
       case CSQ_REAL:
-        rc = csq_vec_push_real(v, x.v.r);
+        rc = csq_vec_push_real(v, x.r);
         break;
       case CSQ_TEXT:
       case CSQ_BLOB:
-        rc = csq_vec_push_bytes(v, x.cls, x.p, x.n);
+        rc = csq_vec_push_bytes(v, x.cls, x.z, x.n);
         break;
       default:
         rc = csq_vec_push_null(v);

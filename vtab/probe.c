@@ -14,14 +14,14 @@
 ** The lookup is exact for SQLite's "=" between a numeric-affinity column and
 ** any value (numeric affinity is applied to the value first; integers and
 ** reals compare by value, TEXT and BLOB by their bytes), and SQLite checks
-** the constraint again anyway (the plan does not set omit).
+** the constraint again anyway (the plan does not set omit). Values hash
+** and compare by device/format/value.h (csq_value_hash, csq_value_eq).
 */
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "vtab/vtab.h"
+#include "device/format/value.h"
 
 struct vt_probe {
   int nVec; /* vectors kept: [0] rowid, [1 + i] column i (as the cursor's aVec) */
@@ -94,48 +94,6 @@ int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow, uint32_t n)
   return SQLITE_OK;
 }
 
-/* The bytes of value i of v if it is TEXT or BLOB, else NULL (a number's
-** slot is not an offset into the heap, which may not even exist). */
-static const char *val_bytes(const csq_vec *v, uint32_t i) {
-  return v->aCls[i] == CSQ_TEXT || v->aCls[i] == CSQ_BLOB ? csq_vec_bytes(v, i) : NULL;
-}
-
-/* Hash of a value under SQLite's equality: a REAL with an integral value
-** in range hashes as that integer (1.0 = 1); NULL never matches. */
-static uint64_t key_hash(int cls, const csq_val *v, const char *z, uint32_t n) {
-  switch (cls) {
-  case CSQ_INT:
-    return XXH3_64bits(&v->i, 8);
-  case CSQ_REAL:
-    if (v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0 && v->r == floor(v->r)) {
-      int64_t i = (int64_t)v->r;
-      return XXH3_64bits(&i, 8);
-    }
-    return XXH3_64bits(&v->r, 8) ^ 0x5bd1e9955bd1e995ull;
-  case CSQ_TEXT:
-    return XXH3_64bits(z, n) ^ 0x27d4eb2f165667c5ull;
-  default:
-    return XXH3_64bits(z, n) ^ 0x94d049bb133111ebull;
-  }
-}
-
-/* Do two non-NULL values compare equal with "=" (BINARY collation)? */
-static int key_eq(int ca, const csq_val *a, const char *za, uint32_t na, int cb, const csq_val *b,
-                  const char *zb, uint32_t nb) {
-  int bNumA = ca == CSQ_INT || ca == CSQ_REAL, bNumB = cb == CSQ_INT || cb == CSQ_REAL;
-  if (bNumA != bNumB) return 0;
-  if (bNumA) {
-    if (ca == CSQ_INT && cb == CSQ_INT) return a->i == b->i;
-    if (ca == CSQ_REAL && cb == CSQ_REAL) return a->r == b->r;
-    int64_t i = ca == CSQ_INT ? a->i : b->i;
-    double r = ca == CSQ_REAL ? a->r : b->r;
-    /* exact: the real must be integral, in range, and the same integer */
-    if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0) || r != floor(r)) return 0;
-    return (int64_t)r == i;
-  }
-  return ca == cb && na == nb && (na == 0 || memcmp(za, zb, na) == 0);
-}
-
 int vt_probe_index(vt_probe *p) {
   uint32_t nb = 16;
   while (nb < 2 * (uint64_t)p->n && nb < (1u << 31)) nb <<= 1;
@@ -151,11 +109,8 @@ int vt_probe_index(vt_probe *p) {
   ** of a large table are random accesses into an array bigger than the
   ** cache, and waiting for each was most of the build. */
   for (uint32_t r = 0; r < p->n; r++) {
-    int cls = k->aCls[r];
-    p->aNext[r] =
-        cls == CSQ_NULL
-            ? UINT32_MAX
-            : (uint32_t)key_hash(cls, &k->aVal[r], val_bytes(k, r), k->aLen[r]) & (nb - 1);
+    csq_value v = csq_value_of_vec(k, r);
+    p->aNext[r] = v.cls == CSQ_NULL ? UINT32_MAX : (uint32_t)csq_value_hash(&v) & (nb - 1);
   }
   /* back to front, so that each chain lists rows in table order */
   enum { AHEAD = 16 };
@@ -179,18 +134,15 @@ int vt_probe_find(vt_probe *p, sqlite3_value *pVal) {
   csq_vec_reset(pv);
   /* the comparison applies the column's numeric affinity to the value */
   if (vt_push_value(pv, pVal, VT_AFF_NUMERIC)) return SQLITE_NOMEM;
-  const csq_vec v = *pv;
-  int cls = v.aCls[0];
+  const csq_value v = csq_value_of_vec(pv, 0);
   int rc = SQLITE_OK;
-  if (cls != CSQ_NULL) {
-    const char *z = val_bytes(&v, 0);
-    uint64_t h = key_hash(cls, &v.aVal[0], z, v.aLen[0]);
+  if (v.cls != CSQ_NULL) {
+    uint64_t h = csq_value_hash(&v);
     const csq_vec *k = &p->aVec[p->iKey];
     for (uint32_t s = p->aHead[(uint32_t)h & (p->nBucket - 1)]; s; s = p->aNext[s - 1]) {
       uint32_t r = s - 1;
-      if (!key_eq(k->aCls[r], &k->aVal[r], val_bytes(k, r), k->aLen[r], cls, &v.aVal[0], z,
-                  v.aLen[0]))
-        continue;
+      csq_value x = csq_value_of_vec(k, r);
+      if (!csq_value_eq(&x, &v)) continue;
       if (p->nHit == p->nHitAlloc) {
         uint32_t nNew = p->nHitAlloc ? p->nHitAlloc * 2 : 16;
         uint32_t *a = realloc(p->aHit, sizeof(uint32_t) * nNew);

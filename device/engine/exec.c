@@ -28,7 +28,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 #include "device/format/checksum.h"
 #ifdef __SSE2__
 #include <emmintrin.h>
@@ -39,19 +38,15 @@
 
 #include "device/format/chunk.h"
 #include "device/format/program.h"
+#include "device/format/value.h"
 #include "device/engine/ptype.h"
 
 #define BATCH CSQ_PROG_BATCH
 _Static_assert(CSQ_PROG_BATCH <= 2048, "int64 lanes of ag_update need runs of at most 2048 rows");
 
-/* A value in the generic evaluator. z/n: TEXT/BLOB bytes. */
-typedef struct ex_val {
-  uint8_t cls;
-  int64_t i;
-  double r;
-  const uint8_t *z;
-  uint32_t n;
-} ex_val;
+/* A value in the generic evaluator (value.h: ordered, compared and hashed
+** by SQLite's rules there). z/n: TEXT/BLOB bytes. */
+typedef csq_value ex_val;
 
 /* A LIKE/GLOB pattern compiled to tokens. */
 enum { TK_LIT, TK_ONE, TK_ALL, TK_SET, TK_BAD };
@@ -101,64 +96,25 @@ typedef struct ex_prog {
 
 /* ---- values, collations, ordering ---- */
 
-static int cls_rank(int cls) {
-  return cls == CSQ_INT || cls == CSQ_REAL ? 1 : cls == CSQ_TEXT ? 2 : cls == CSQ_BLOB ? 3 : 0;
-}
-
 static int lower_ascii(int c) {
   return c >= 'A' && c <= 'Z' ? c + 32 : c;
 }
 
-/* Compare bytes under a collation, SQLite's way (NOCASE stops early at a NUL
-** of the left operand, as sqlite3StrNICmp does). */
-static int cmp_bytes(const uint8_t *a, uint32_t na, const uint8_t *b, uint32_t nb, int coll) {
-  if (coll == CSQ_TF_RTRIM) {
-    while (na && a[na - 1] == ' ') na--;
-    while (nb && b[nb - 1] == ' ') nb--;
-  }
-  uint32_t m = na < nb ? na : nb;
-  if (coll == CSQ_TF_NOCASE) {
-    for (uint32_t i = 0; i < m; i++) {
-      int x = lower_ascii(a[i]), y = lower_ascii(b[i]);
-      if (a[i] == 0 || x != y) {
-        if (x != y) return x < y ? -1 : 1;
-        break; /* both NUL: equal so far, lengths decide */
-      }
-    }
-  } else if (m) {
-    int r = memcmp(a, b, m);
-    if (r) return r < 0 ? -1 : 1;
-  }
-  return na < nb ? -1 : na > nb;
-}
-
-static int cmp_num(const ex_val *v, uint8_t kc, int64_t ki, double kr) {
-  if (v->cls == CSQ_INT) {
-    if (kc == CSQ_INT) return v->i < ki ? -1 : v->i > ki;
-    int c = csq_cmp_int_real(v->i, kr);
-    return c < 0 ? -1 : c > 0;
-  }
-  if (kc == CSQ_INT) {
-    int c = csq_cmp_int_real(ki, v->r);
-    return c < 0 ? 1 : c > 0 ? -1 : 0;
-  }
-  return v->r < kr ? -1 : v->r > kr;
-}
-
-/* v (not NULL) against constant k (not NULL): -1, 0, 1 in SQLite order. */
-static int cmp_vk(const ex_val *v, const csq_pconst *k, int coll) {
-  int rv = cls_rank(v->cls), rk = cls_rank(k->cls);
-  if (rv != rk) return rv < rk ? -1 : 1;
-  if (rv == 1) return cmp_num(v, k->cls, k->i, k->r);
-  return cmp_bytes(v->z, v->n, k->z, k->len, rv == 2 ? coll : CSQ_TF_BINARY);
-}
-
-static void const_val(const csq_pconst *k, ex_val *v) {
+/* Constant k as a value (its bytes stay in the program). */
+static inline void const_val(const csq_pconst *k, ex_val *v) {
   v->cls = k->cls;
   v->i = k->i;
   v->r = k->r;
   v->z = k->z;
   v->n = k->len;
+}
+
+/* v (not NULL) against constant k (not NULL): -1, 0, 1 in SQLite order,
+** TEXT under coll. */
+static inline int cmp_vk(const ex_val *v, const csq_pconst *k, int coll) {
+  ex_val kv;
+  const_val(k, &kv);
+  return csq_value_cmp(v, &kv, coll);
 }
 
 /* ---- LIKE / GLOB ---- */
@@ -1045,7 +1001,7 @@ static void dict_entry(const ex_col *c, uint32_t e, ex_val *v) {
 ** when bStrict) holds, or nAux. */
 static uint32_t dict_first(const ex_col *c, const csq_pconst *k, int coll, int bStrict) {
   uint32_t a = 0, b = c->d.nAux;
-  ex_val v;
+  ex_val v = {0}; /* TEXT: i and r are never read */
   while (a < b) {
     uint32_t m = a + (b - a) / 2;
     dict_entry(c, m, &v);
@@ -1325,12 +1281,9 @@ static int eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, con
 
 /* ---- top-N (program.h, TOP-N) ---- */
 
-static int val_cmp(const ex_val *a, const ex_val *b, int coll); /* (aggregation, below) */
-
 /* ORDER BY order of two values (BINARY; NULL first). */
 static int ord_cmp(const ex_val *a, const ex_val *b) {
-  if (a->cls == CSQ_NULL || b->cls == CSQ_NULL) return (b->cls == CSQ_NULL) - (a->cls == CSQ_NULL);
-  return val_cmp(a, b, CSQ_TF_BINARY);
+  return csq_value_cmp(a, b, CSQ_TF_BINARY);
 }
 
 /* Order of selected row aSel[x] against the key values aK of another row
@@ -1749,10 +1702,6 @@ static void ev_const(ex_ev *e, const csq_pconst *p, uint32_t n) {
   }
 }
 
-static inline int is_num(uint8_t c) {
-  return c == CSQ_INT || c == CSQ_REAL;
-}
-
 /* One row of SQLite arithmetic on non-NULL numbers: *po = x op y. Returns
 ** 0, or 1 when the result is NULL. */
 static int arith_one(int op, const ex_val *x, const ex_val *y, ex_val *po) {
@@ -1925,7 +1874,7 @@ static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n
       o->cls = CSQ_INT;
       return 0;
     }
-  } else if (is_num(x->cls) && is_num(y->cls)) {
+  } else if (csq_value_is_num(x->cls) && csq_value_is_num(y->cls)) {
     double *r = o->aR;
     const double *a = x->aR, *b = y->aR;
     if (x->cls == CSQ_INT && x->bAsReal) {
@@ -1990,7 +1939,7 @@ static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n
     ev_get(y, k, &vy);
     vo.cls = CSQ_NULL;
     if (vx.cls != CSQ_NULL && vy.cls != CSQ_NULL) {
-      if (!is_num(vx.cls) || !is_num(vy.cls)) return CSQ_FAULT_NOT_NUMERIC;
+      if (!csq_value_is_num(vx.cls) || !csq_value_is_num(vy.cls)) return CSQ_FAULT_NOT_NUMERIC;
       if (arith_one(op, &vx, &vy, &vo)) vo.cls = CSQ_NULL;
     }
     o->aCls[k] = vo.cls;
@@ -2069,7 +2018,7 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
         ev_get(a, k, &va);
         vo.cls = CSQ_NULL;
         if (va.cls != CSQ_NULL) {
-          if (!is_num(va.cls)) return CSQ_FAULT_NOT_NUMERIC;
+          if (!csq_value_is_num(va.cls)) return CSQ_FAULT_NOT_NUMERIC;
           if (arith_one(CSQ_EX_SUB, &v0, &va, &vo)) vo.cls = CSQ_NULL;
         }
         e->aCls[k] = vo.cls;
@@ -2095,58 +2044,7 @@ static int ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *
   return 0;
 }
 
-/* ---- keys ---- */
-
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
-/* Hash of a key value, equal for values SQLite's BINARY equality calls
-** equal (an integral REAL hashes as the integer). */
-static inline uint64_t key_hash(const ex_val *v) {
-  switch (v->cls) {
-  case CSQ_INT:
-    return mix64((uint64_t)v->i);
-  case CSQ_REAL:
-    if (v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0 && v->r == floor(v->r))
-      return mix64((uint64_t)(int64_t)v->r);
-    {
-      uint64_t u;
-      memcpy(&u, &v->r, 8);
-      return mix64(u ^ 0x5bd1e9955bd1e995ull);
-    }
-  case CSQ_TEXT:
-    return XXH3_64bits(v->z, v->n) ^ 0x27d4eb2f165667c5ull;
-  case CSQ_BLOB:
-    return XXH3_64bits(v->z, v->n) ^ 0x94d049bb133111ebull;
-  default:
-    return 0x9e3779b97f4a7c15ull;
-  }
-}
-
-static inline int key_eq(const ex_val *a, const ex_val *b) {
-  if (a->cls == CSQ_NULL || b->cls == CSQ_NULL) return a->cls == b->cls;
-  if (a->cls == CSQ_INT && b->cls == CSQ_INT) return a->i == b->i;
-  if (is_num(a->cls) && is_num(b->cls)) {
-    if (a->cls == CSQ_REAL && b->cls == CSQ_REAL) return a->r == b->r;
-    return a->cls == CSQ_INT ? csq_cmp_int_real(a->i, b->r) == 0
-                             : csq_cmp_int_real(b->i, a->r) == 0;
-  }
-  return a->cls == b->cls && a->n == b->n && (a->n == 0 || memcmp(a->z, b->z, a->n) == 0);
-}
-
-/* SQLite's order of two non-NULL values (TEXT under coll). */
-static int val_cmp(const ex_val *a, const ex_val *b, int coll) {
-  int ra = cls_rank(a->cls), rb = cls_rank(b->cls);
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (ra == 1) return cmp_num(a, b->cls, b->i, b->r);
-  return cmp_bytes(a->z, a->n, b->z, b->n, ra == 2 ? coll : CSQ_TF_BINARY);
-}
+/* ---- keys (hashed and compared by value.h's csq_value_hash/eq) ---- */
 
 static inline uint64_t var_bytes(const ex_val *v) {
   return v->cls == CSQ_TEXT || v->cls == CSQ_BLOB ? v->n : 0;
@@ -2218,8 +2116,8 @@ static int ag_hash_grow(ag_tab *t) {
 ** vectors (ag_ids_hash) or from a seeded result (ag_seed). */
 static uint64_t keys_hash(const ex_val *aK, int nKey) {
   uint64_t h = 0x84222325cbf29ce4ull;
-  for (int j = 0; j < nKey; j++) h = (h ^ key_hash(&aK[j])) * 0x100000001b3ull;
-  return mix64(h);
+  for (int j = 0; j < nKey; j++) h = (h ^ csq_value_hash(&aK[j])) * 0x100000001b3ull;
+  return csq_mix64(h);
 }
 
 /* The group whose keys equal aK (hash h), created if none; -1 when out of
@@ -2232,7 +2130,7 @@ static int64_t ag_lookup(ag_tab *t, const ex_val *aK, uint64_t h) {
     if (t->aHashG[c] == h) {
       const ex_val *gk = &t->aKey[(size_t)c * nKey];
       int j = 0;
-      while (j < nKey && key_eq(&gk[j], &aK[j])) j++;
+      while (j < nKey && csq_value_eq(&gk[j], &aK[j])) j++;
       if (j == nKey) return c;
     }
     pos = (pos + 1) & mask;
@@ -2255,18 +2153,18 @@ static int ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t
     const ex_ev *e = &aEv[pp->aKey[j]];
     if (e->cls == CSQ_INT) {
       for (uint32_t k = 0; k < n; k++)
-        aH[k] = (aH[k] ^ mix64((uint64_t)e->aI[X ? X[k] : k])) * 0x100000001b3ull;
+        aH[k] = (aH[k] ^ csq_mix64((uint64_t)e->aI[X ? X[k] : k])) * 0x100000001b3ull;
     } else {
       for (uint32_t k = 0; k < n; k++) {
         ev_get(e, X ? X[k] : k, &aK[0]);
-        aH[k] = (aH[k] ^ key_hash(&aK[0])) * 0x100000001b3ull;
+        aH[k] = (aH[k] ^ csq_value_hash(&aK[0])) * 0x100000001b3ull;
       }
     }
   }
   for (uint32_t k = 0; k < n; k++) {
     if (ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
     for (int j = 0; j < nKey; j++) ev_get(&aEv[pp->aKey[j]], X ? X[k] : k, &aK[j]);
-    int64_t g = ag_lookup(t, aK, mix64(aH[k]));
+    int64_t g = ag_lookup(t, aK, csq_mix64(aH[k]));
     if (g < 0) return CSQ_FAULT_NOMEM;
     aGid[k] = (uint32_t)g;
   }
@@ -2411,12 +2309,6 @@ ag_partition_avx2(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X
   t->aSeg[t->nTouch] = pos;
 }
 #endif
-
-static inline void kbn_add(double *ps, double *pc, double x) {
-  double s = *ps, t = s + x;
-  *pc += fabs(s) >= fabs(x) ? (s - t) + x : (x - t) + s;
-  *ps = t;
-}
 
 /* Order the run's n rows by group (a counting sort on aRunN, the rows of
 ** each group kept in row order): the sums below then add each group's
@@ -2604,10 +2496,10 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         const double *l = &aR[AG_LANES * aT[k]];
         s->cnt += aRunN[aT[k]];
         s->nReal += aRunN[aT[k]];
-        kbn_add(&s->rs, &s->rc, l[0]);
-        kbn_add(&s->rs, &s->rc, l[1]);
-        kbn_add(&s->rs, &s->rc, l[2]);
-        kbn_add(&s->rs, &s->rc, l[3]);
+        csq_kbn_add(&s->rs, &s->rc, l[0]);
+        csq_kbn_add(&s->rs, &s->rc, l[1]);
+        csq_kbn_add(&s->rs, &s->rc, l[2]);
+        csq_kbn_add(&s->rs, &s->rc, l[3]);
       }
       return 0;
     }
@@ -2624,7 +2516,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         case CSQ_REAL:
           s->cnt++;
           s->nReal++;
-          kbn_add(&s->rs, &s->rc, e->aR[r]);
+          csq_kbn_add(&s->rs, &s->rc, e->aR[r]);
           break;
         case CSQ_NULL:
           break;
@@ -2650,7 +2542,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
         ex_val v;
         v.cls = CSQ_INT;
         v.i = x;
-        if (b->cls == 0 || val_cmp(&v, b, coll) * sign > 0) {
+        if (b->cls == 0 || csq_value_cmp(&v, b, coll) * sign > 0) {
           t->nVar -= var_bytes(b);
           memset(b, 0, sizeof(*b));
           b->cls = CSQ_INT;
@@ -2665,7 +2557,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
       ev_get(e, IX(k), &v);
       if (v.cls == CSQ_NULL) continue;
       ex_val *b = BEST(aGid[k]);
-      if (b->cls == 0 || val_cmp(&v, b, coll) * sign > 0) {
+      if (b->cls == 0 || csq_value_cmp(&v, b, coll) * sign > 0) {
         t->nVar += var_bytes(&v) - var_bytes(b);
         *b = v;
       }

@@ -85,19 +85,6 @@ uint64_t csq_job_hash(const uint8_t *p, size_t n) {
   return XXH3_64bits_digest(&st);
 }
 
-int csq_cmp_int_real(int64_t i, double r) {
-  /* 2^63 is exact as a double; every double in [-2^63, 2^63) truncates to an
-  ** int64 without overflow, and (double)i is then compared only when the
-  ** integer parts agree, where a fractional part decides. */
-  if (r < -9223372036854775808.0) return 1;
-  if (r >= 9223372036854775808.0) return -1;
-  int64_t y = (int64_t)r;
-  if (i < y) return -1;
-  if (i > y) return 1;
-  double f = r - (double)y; /* exact: y and r share the integer part */
-  return f > 0 ? -1 : f < 0 ? 1 : 0;
-}
-
 static int verr(char *zErr, size_t nErr, const char *zFmt, ...)
     __attribute__((format(printf, 3, 4)));
 static int verr(char *zErr, size_t nErr, const char *zFmt, ...) {
@@ -834,18 +821,13 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
 
 enum { G_INT, G_REAL, G_TXT, G_BLOB }; /* value groups */
 
-/* Class rank in SQLite's order: numbers 1, text 2, blob 3 (NULL 0). */
-static int cls_rank(int cls) {
-  return cls == CSQ_INT || cls == CSQ_REAL ? 1 : cls == CSQ_TEXT ? 2 : cls == CSQ_BLOB ? 3 : 0;
-}
-
 /* c compared with a group's lower and upper bound: *pLo = sign(lower - c)
 ** and *pHi = sign(upper - c) where "upper" is a least upper bound as far as
 ** the comparison can tell (a truncated max counts as +infinity after its
 ** prefix). Returns 0 when the group cannot be bounded. */
 static int zone_bounds(const csq_zone *z, int g, const csq_pconst *c, int *pLo, int *pHi) {
   int rg = g == G_INT || g == G_REAL ? 1 : g == G_TXT ? 2 : 3;
-  int rc = cls_rank(c->cls);
+  int rc = csq_value_rank(c->cls);
   if (rc != rg) {
     *pLo = *pHi = rg < rc ? -1 : 1;
     return 1;
@@ -855,11 +837,9 @@ static int zone_bounds(const csq_zone *z, int g, const csq_pconst *c, int *pLo, 
       *pLo = z->iMin < c->i ? -1 : z->iMin > c->i;
       *pHi = z->iMax < c->i ? -1 : z->iMax > c->i;
     } else {
-      *pLo = csq_cmp_int_real(z->iMin, c->r);
-      *pHi = csq_cmp_int_real(z->iMax, c->r);
+      *pLo = csq_value_cmp_int_real(z->iMin, c->r);
+      *pHi = csq_value_cmp_int_real(z->iMax, c->r);
     }
-    *pLo = *pLo < 0 ? -1 : *pLo > 0;
-    *pHi = *pHi < 0 ? -1 : *pHi > 0;
     return 1;
   }
   if (g == G_REAL) {
@@ -867,10 +847,8 @@ static int zone_bounds(const csq_zone *z, int g, const csq_pconst *c, int *pLo, 
       *pLo = z->rMin < c->r ? -1 : z->rMin > c->r;
       *pHi = z->rMax < c->r ? -1 : z->rMax > c->r;
     } else {
-      *pLo = -csq_cmp_int_real(c->i, z->rMin);
-      *pHi = -csq_cmp_int_real(c->i, z->rMax);
-      *pLo = *pLo < 0 ? -1 : *pLo > 0;
-      *pHi = *pHi < 0 ? -1 : *pHi > 0;
+      *pLo = -csq_value_cmp_int_real(c->i, z->rMin);
+      *pHi = -csq_value_cmp_int_real(c->i, z->rMax);
     }
     return 1;
   }

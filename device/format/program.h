@@ -284,6 +284,7 @@
 #include <stdint.h>
 #include <xxhash.h>
 #include "device/format/vec.h"
+#include "device/format/value.h"
 
 #define CSQ_PROG_MAGIC   0x50515343u /* "CSQP" */
 #define CSQ_PROG_VERSION 1u
@@ -382,6 +383,9 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_TF_AFF_TEXT    0x20
 #define CSQ_TF_BLOB_TEXT   0x40 /* LIKE/GLOB see a BLOB's bytes as text (see below) */
 #define CSQ_TF_ALL         0x7F
+_Static_assert(CSQ_TF_BINARY == CSQ_COLL_BINARY && CSQ_TF_NOCASE == CSQ_COLL_NOCASE &&
+                   CSQ_TF_RTRIM == CSQ_COLL_RTRIM,
+               "the program's collation codes are value.h's");
 
 /* Fault reasons (DW0-DW1 of a CSQ_SC_PROGRAM_FAULT completion). */
 #define CSQ_FAULT_BAD_RANGES    1  /* fewer than 3 ranges, or one too small */
@@ -543,9 +547,5 @@ struct csq_zone;
 int csq_prog_zone_skip(const csq_prog *pProg, uint32_t nRow, uint32_t nDel,
                        const struct csq_zone *(*xZone)(const void *pCtx, int iChunk),
                        const void *pCtx);
-
-/* SQLite's exact ordering of an INTEGER against a REAL (no rounding):
-** negative, 0 or positive as i <, =, > r. r is never NaN here. */
-int csq_cmp_int_real(int64_t i, double r);
 
 #endif /* CSQ_DEVICE_PROGRAM_H */

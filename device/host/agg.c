@@ -11,9 +11,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <xxhash.h>
 
 #include "device/host/agg.h"
+#include "device/format/value.h"
 #include "device/host/scan.h"
 
 /* A value the merger holds: TEXT/BLOB bytes live in the merger's heap. */
@@ -51,20 +51,36 @@ struct dev_agg {
   uint64_t nHeap, nHeapAlloc;
 };
 
-static inline uint64_t mix64(uint64_t x) {
-  x ^= x >> 33;
-  x *= 0xff51afd7ed558ccdull;
-  x ^= x >> 33;
-  x *= 0xc4ceb9fe1a85ec53ull;
-  x ^= x >> 33;
-  return x;
-}
-
 /* The bytes of a TEXT/BLOB key held in the heap; NULL for other classes
 ** (whose u holds a number, not an offset). */
 static const uint8_t *hv_bytes(const dev_agg *a, const ag_hv *v) {
   if (v->cls != CSQ_TEXT && v->cls != CSQ_BLOB) return NULL;
   return (const uint8_t *)a->aHeap + v->u.off;
+}
+
+/* Held value v (bytes z) as a value.h value, to compare and hash. */
+static inline csq_value hv_value(const ag_hv *v, const uint8_t *z) {
+  csq_value x = {v->cls, v->u.i, v->u.r, z, v->n};
+  return x;
+}
+
+/* SQLite's order of two non-NULL values, TEXT under collation coll
+** (CSQ_TF_BINARY / NOCASE / RTRIM). */
+static int hv_cmp(const ag_hv *a, const uint8_t *za, const ag_hv *b, const uint8_t *zb, int coll) {
+  csq_value x = hv_value(a, za), y = hv_value(b, zb);
+  return csq_value_cmp(&x, &y, coll);
+}
+
+/* Equality under SQLite's GROUP BY (NULL equals NULL, 1 equals 1.0). */
+static int hv_eq(const ag_hv *a, const uint8_t *za, const ag_hv *b, const uint8_t *zb) {
+  csq_value x = hv_value(a, za), y = hv_value(b, zb);
+  return csq_value_eq(&x, &y);
+}
+
+/* Hash that agrees with hv_eq. */
+static uint64_t hv_hash(const ag_hv *v, const uint8_t *z) {
+  csq_value x = hv_value(v, z);
+  return csq_value_hash(&x);
 }
 
 /* Value r of vector p as an ag_hv whose bytes (if any) are still in p. */
@@ -77,77 +93,6 @@ static void vec_val(const csq_vec *p, uint32_t r, ag_hv *v, const uint8_t **pz) 
     v->n = p->aLen[r];
     *pz = (const uint8_t *)csq_vec_bytes(p, r);
   }
-}
-
-/* Hash under SQLite equality: an integral REAL hashes as the integer. */
-static uint64_t hv_hash(const ag_hv *v, const uint8_t *z) {
-  switch (v->cls) {
-  case CSQ_INT:
-    return mix64((uint64_t)v->u.i);
-  case CSQ_REAL: {
-    double r = v->u.r;
-    if (r >= -9223372036854775808.0 && r < 9223372036854775808.0 && r == floor(r))
-      return mix64((uint64_t)(int64_t)r);
-    uint64_t u;
-    memcpy(&u, &r, 8);
-    return mix64(u ^ 0x5bd1e9955bd1e995ull);
-  }
-  case CSQ_TEXT:
-    return XXH3_64bits(z, v->n) ^ 0x27d4eb2f165667c5ull;
-  case CSQ_BLOB:
-    return XXH3_64bits(z, v->n) ^ 0x94d049bb133111ebull;
-  default:
-    return 0x9e3779b97f4a7c15ull;
-  }
-}
-
-static int is_num(int c) {
-  return c == CSQ_INT || c == CSQ_REAL;
-}
-
-/* SQLite's order of two non-NULL values, TEXT under collation coll
-** (CSQ_TF_BINARY / NOCASE / RTRIM). */
-static int hv_cmp(const ag_hv *a, const uint8_t *za, const ag_hv *b, const uint8_t *zb, int coll) {
-  int ra = is_num(a->cls) ? 1 : a->cls == CSQ_TEXT ? 2 : 3;
-  int rb = is_num(b->cls) ? 1 : b->cls == CSQ_TEXT ? 2 : 3;
-  if (ra != rb) return ra < rb ? -1 : 1;
-  if (ra == 1) {
-    if (a->cls == CSQ_INT && b->cls == CSQ_INT) return a->u.i < b->u.i ? -1 : a->u.i > b->u.i;
-    if (a->cls == CSQ_REAL && b->cls == CSQ_REAL) return a->u.r < b->u.r ? -1 : a->u.r > b->u.r;
-    if (a->cls == CSQ_INT) {
-      int c = csq_cmp_int_real(a->u.i, b->u.r);
-      return c < 0 ? -1 : c > 0;
-    }
-    int c = csq_cmp_int_real(b->u.i, a->u.r);
-    return c < 0 ? 1 : c > 0 ? -1 : 0;
-  }
-  uint32_t na = a->n, nb = b->n;
-  if (ra == 2 && coll == CSQ_TF_RTRIM) {
-    while (na && za[na - 1] == ' ') na--;
-    while (nb && zb[nb - 1] == ' ') nb--;
-  }
-  uint32_t m = na < nb ? na : nb;
-  if (ra == 2 && coll == CSQ_TF_NOCASE) {
-    for (uint32_t i = 0; i < m; i++) {
-      int x = za[i] >= 'A' && za[i] <= 'Z' ? za[i] + 32 : za[i];
-      int y = zb[i] >= 'A' && zb[i] <= 'Z' ? zb[i] + 32 : zb[i];
-      if (za[i] == 0 || x != y) {
-        if (x != y) return x < y ? -1 : 1;
-        break;
-      }
-    }
-  } else if (m) {
-    int c = memcmp(za, zb, m);
-    if (c) return c < 0 ? -1 : 1;
-  }
-  return na < nb ? -1 : na > nb;
-}
-
-static int hv_eq(const ag_hv *a, const uint8_t *za, const ag_hv *b, const uint8_t *zb) {
-  if (a->cls == CSQ_NULL || b->cls == CSQ_NULL) return a->cls == b->cls;
-  if (is_num(a->cls) != is_num(b->cls)) return 0;
-  if (!is_num(a->cls) && a->cls != b->cls) return 0;
-  return hv_cmp(a, za, b, zb, CSQ_TF_BINARY) == 0;
 }
 
 /* Copy n bytes into the heap; their offset, or -1 on OOM. */
@@ -285,7 +230,7 @@ static int64_t group_find(dev_agg *a, const ag_hv *aK, const uint8_t *const *az)
   if (slots_grow(a)) return -1;
   uint64_t h = 0x84222325cbf29ce4ull;
   for (int j = 0; j < a->nKey; j++) h = (h ^ hv_hash(&aK[j], az[j])) * 0x100000001b3ull;
-  h = mix64(h);
+  h = csq_mix64(h);
   uint32_t mask = a->nSlot - 1, pos = (uint32_t)h & mask, s;
   while ((s = a->aSlot[pos]) != 0) {
     uint32_t g = s - 1;
@@ -300,12 +245,6 @@ static int64_t group_find(dev_agg *a, const ag_hv *aK, const uint8_t *const *az)
   int64_t g = group_new(a, aK, az, h);
   if (g >= 0) a->aSlot[pos] = (uint32_t)g + 1;
   return g;
-}
-
-static void kbn_add(double *ps, double *pc, double x) {
-  double s = *ps, t = s + x;
-  *pc += fabs(s) >= fabs(x) ? (s - t) + x : (x - t) + s;
-  *ps = t;
 }
 
 /* Class check of a state cell: 1 if column p's row r is of class cls. */
@@ -375,10 +314,10 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
         s->nReal += aPart[c + 1].aVal[r].i;
         s->isum += (__int128)(((unsigned __int128)(uint64_t)aPart[c + 3].aVal[r].i << 64) |
                               (uint64_t)aPart[c + 2].aVal[r].i);
-        kbn_add(&s->rs, &s->rc, aPart[c + 4].aVal[r].r);
+        csq_kbn_add(&s->rs, &s->rc, aPart[c + 4].aVal[r].r);
         /* a compensation poisoned by infinities means nothing: the sum is
         ** then infinite (or NaN) on its own */
-        if (isfinite(aPart[c + 5].aVal[r].r)) kbn_add(&s->rs, &s->rc, aPart[c + 5].aVal[r].r);
+        if (isfinite(aPart[c + 5].aVal[r].r)) csq_kbn_add(&s->rs, &s->rc, aPart[c + 5].aVal[r].r);
         break;
       }
       }
@@ -439,10 +378,10 @@ int dev_agg_open(dev_queue *q, store *st, const store_table *pTab, store_rg **ap
 ** its plain value, and Inf + -Inf is NaN (which SQLite reports as NULL). */
 static double sum_real(const ag_hsum *s) {
   double rs = 0, rc = 0, d = (double)s->isum;
-  kbn_add(&rs, &rc, d);
-  kbn_add(&rs, &rc, (double)(s->isum - (__int128)d)); /* what the rounding lost */
-  kbn_add(&rs, &rc, s->rs);
-  if (isfinite(s->rc)) kbn_add(&rs, &rc, s->rc);
+  csq_kbn_add(&rs, &rc, d);
+  csq_kbn_add(&rs, &rc, (double)(s->isum - (__int128)d)); /* what the rounding lost */
+  csq_kbn_add(&rs, &rc, s->rs);
+  if (isfinite(s->rc)) csq_kbn_add(&rs, &rc, s->rc);
   return isfinite(rs) ? rs + rc : rs;
 }
 
