@@ -75,4 +75,7 @@ def main(path):
 
 
 if __name__ == "__main__":
+    # tests import this file as "harness": let them share this module (its
+    # Skip is the one main() catches)
+    sys.modules["harness"] = sys.modules["__main__"]
     sys.exit(main(sys.argv[1]))

@@ -339,11 +339,20 @@ def test_read_only_image():
         os.chown(d, nobody.pw_uid, nobody.pw_gid)
         os.chown(db, nobody.pw_uid, nobody.pw_gid)
         os.chmod(db + "-csd", 0o644)
+        # nobody may not reach the tree (a clone under /root): run copies
+        # of the extension and of this file from the test's own directory
+        ext = os.path.join(d, "csq.so")
+        shutil.copy(EXT, ext)
+        for f in (me, os.path.join(os.path.dirname(me), "harness.py")):
+            shutil.copy(f, d)
+        me = os.path.join(d, os.path.basename(me))
+        env["CSQ_EXT"] = ext
+        os.chmod(d, 0o755)
         probe = subprocess.run([setpriv, "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
                                 "--clear-groups", sys.executable, "-c",
                                 "import sqlite3, sys; open(sys.argv[1], 'rb').read(1); "
                                 "open(sys.argv[2], 'rb').read(1); open(sys.argv[3], 'rb').read(1)",
-                                db, EXT, me], capture_output=True, text=True, timeout=60)
+                                db, ext, me], capture_output=True, text=True, timeout=60)
         if probe.returncode != 0:
             raise Skip("cannot run as nobody with access to the test files: %s" % probe.stderr[-300:])
         out = subprocess.run([setpriv, "--reuid=%d" % nobody.pw_uid, "--regid=%d" % nobody.pw_gid,
