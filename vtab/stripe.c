@@ -304,15 +304,24 @@ int vt_stripe_check(vt_tab *p, char **pzErr) {
   for (int k = 0; k < n && rc == SQLITE_OK; k++) {
     store_snap *pSnap = NULL;
     char *zErr = NULL;
-    int e = store_snapshot(p->apMem[k]->pStore, p->apMem[k]->pQ, &pSnap, &zErr);
-    if (e) {
-      *pzErr = sqlite3_mprintf("csq: %s", zErr ? zErr : "cannot read the device");
-      free(zErr);
-      rc = vt_rc_from(e < 0 ? e : -EIO);
-      break;
+    vt_dev *d = p->apMem[k];
+    const store_table *pTab, *m;
+    if (d->pTxn) {
+      /* the connection's open transaction, where a table created in it
+      ** lives until COMMIT (SQLite reconnects tables after a ROLLBACK TO) */
+      pTab = store_txn_table(d->pTxn, p->zName);
+      m = n > 1 ? store_txn_table(d->pTxn, zMeta) : NULL;
+    } else {
+      int e = store_snapshot(d->pStore, d->pQ, &pSnap, &zErr);
+      if (e) {
+        *pzErr = sqlite3_mprintf("csq: %s", zErr ? zErr : "cannot read the device");
+        free(zErr);
+        rc = vt_rc_from(e < 0 ? e : -EIO);
+        break;
+      }
+      pTab = store_snap_table(pSnap, p->zName);
+      m = n > 1 ? store_snap_table(pSnap, zMeta) : NULL;
     }
-    const store_table *pTab = store_snap_table(pSnap, p->zName);
-    const store_table *m = n > 1 ? store_snap_table(pSnap, zMeta) : NULL;
     char zWant[32];
     snprintf(zWant, sizeof(zWant), "%d/%d", k, n);
     if (!pTab) {
@@ -341,7 +350,7 @@ int vt_stripe_check(vt_tab *p, char **pzErr) {
       zId = sqlite3_mprintf("%s", m->aCol[2].zType);
       if (!zId) rc = SQLITE_NOMEM;
     }
-    store_snap_unref(pSnap);
+    if (pSnap) store_snap_unref(pSnap);
   }
   sqlite3_free(zId);
   sqlite3_free(zMeta);

@@ -341,6 +341,7 @@ static int given_rowid(vt_tab *p, sqlite3_value **argv, int bUpdate, int64_t *pi
         sqlite3_value_int64(pIpk) == iOld && sqlite3_value_type(argv[1]) != SQLITE_NULL)
       pVal = argv[1];
   }
+  if (bUpdate && sqlite3_value_type(argv[1]) == SQLITE_NULL) pVal = argv[1]; /* SET rowid = NULL */
   if (sqlite3_value_type(pVal) == SQLITE_NULL && !bUpdate) return SQLITE_OK;
   /* a rowid takes its value with INTEGER affinity, and is never NULL once given */
   csq_vec tmp;
@@ -391,14 +392,24 @@ static int was_replaced(vt_tab *p, int64_t iRowid) {
 ** failed constraint is reported with SQLite's extended code even under OR
 ** IGNORE: SQLite then skips the row without counting it as a change (the
 ** module declares SQLITE_VTAB_CONSTRAINT_SUPPORT). */
-static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUpdate, int64_t iOld,
-                     sqlite3_int64 *pRowid) {
+static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUpdate,
+                             int64_t iOld, sqlite3_int64 *pRowid) {
   vt_schema *s = &p->s;
   int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
   int64_t iRowid;
   int bGiven;
   int rc = given_rowid(p, argv, bUpdate, &iRowid, &bGiven);
   if (rc) return rc;
+  if (!bUpdate && s->iIpk >= 0 && s->aCol[s->iIpk].bAutoinc) {
+    /* AUTOINCREMENT counts every row an INSERT tries, also one that a
+    ** constraint then fails or OR IGNORE skips, as SQLite's counter does */
+    if (!bGiven) {
+      rc = new_rowid(p, pTab, &iRowid);
+      if (rc) return rc;
+      bGiven = 1;
+    }
+    store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
+  }
   if (bUpdate && was_replaced(p, iOld)) {
     vt_set_error(&p->base,
                  "csq: UPDATE OR REPLACE moved a row onto rowid %lld of %s and then updates "
@@ -469,6 +480,20 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUp
   *pRowid = iRowid;
   if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, 0);
   return SQLITE_OK;
+}
+
+/* AUTOINCREMENT's counter counts the rows an INSERT tries, but SQLite saves
+** it only when the statement goes on: a row that fails takes its count back
+** (a skipped one, under OR IGNORE, keeps it; ABORT and ROLLBACK restore the
+** counter through the savepoints). */
+static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUpdate, int64_t iOld,
+                     sqlite3_int64 *pRowid) {
+  int64_t nextRowid = pTab->nextRowid;
+  int rc = write_row_checked(p, pTab, argv, bUpdate, iOld, pRowid);
+  if (rc != SQLITE_OK &&
+      ((rc & 0xff) != SQLITE_CONSTRAINT || sqlite3_vtab_on_conflict(p->pConn->db) != SQLITE_IGNORE))
+    pTab->nextRowid = nextRowid;
+  return rc;
 }
 
 int vt_flush(vt_tab *p) {

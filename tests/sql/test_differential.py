@@ -102,6 +102,9 @@ class Col:
 class Table:
     def __init__(self, name, cols, opts=""):
         self.name, self.cols, self.opts = name, cols, opts
+        # limit L(3): the columns that held a number of magnitude 2**20 or
+        # more at some point of the script (in the replica)
+        self.big = set()
 
     @property
     def ipk(self):
@@ -231,6 +234,7 @@ class Gen:
             self.rep.execute(t.native_create())
         self.saves = []
         self.nsave = 0
+        self.nread = 0  # the tags of unordered reads
         self.t4 = None  # a table created and dropped in the middle of the script
 
     # -- helpers
@@ -260,6 +264,57 @@ class Gen:
         if r < 0.93:
             return str(rnd.choice([2**40, 2**31, 10**12, 2**62]))
         return str(rnd.randint(1, max(hi, 1) + 10))
+
+    def some_rowid(self, t):
+        """A rowid the replica's t holds (mostly), else one near them."""
+        lo, hi, n = self.rowids(t)
+        if n and self.rnd.random() < 0.85:
+            try:
+                return str(self.rep.execute("SELECT rowid FROM %s LIMIT 1 OFFSET %d" % (
+                    t.name, self.rnd.randrange(n))).fetchone()[0])
+            except (sqlite3.Error, TypeError):
+                pass
+        return str(self.rnd.randint(lo - 1, hi + 1))
+
+    def int_rowid_val(self, t):
+        """rowid_val, but only integers or NULL (limit J: in a transaction,
+        a multi-row INSERT OR REPLACE/IGNORE/FAIL/ROLLBACK whose later row
+        has a rowid that is no integer keeps the earlier rows on native, as
+        SQLite runs these without a statement journal; csq's statement is
+        rolled back whole)."""
+        v = self.rowid_val(t)
+        return v if v in ("NULL",) or re.match(r"^-?\d+$", v) else str(self.rowids(t)[1] + 1)
+
+    def agg(self, t, fn, name):
+        """fn(name) for sum, total and avg, but over the values up to 2**20
+        only where the column held larger numbers: limit L(3), csq adds in
+        storage order, native in rowid order, and with large values the
+        order decides whether sum() of integers overflows ('integer
+        overflow') and what a sum that cancels out rounds to (0.0 or 38.0
+        for 38, -2**63 and 2.0**63; beyond 1e-9 from 2**20 on)."""
+        if name in t.big:
+            return "%s(CASE WHEN %s BETWEEN -1048576 AND 1048576 THEN %s END)" % (
+                fn, name, name)
+        return "%s(%s)" % (fn, name)
+
+    def note_big(self):
+        """Limit L(3): mark the columns that hold a number of magnitude
+        over 2**20 now (in the replica; a mark stays)."""
+        for t in self.tabs:
+            cols = ["rowid"] + [c.name for c in t.cols]
+            # (text and blobs as sum() reads them: '9223372036854775808'
+            # is 2.0**63)
+            q = ", ".join("max(NOT CAST(%s AS REAL) BETWEEN -1048576 AND 1048576)" % c
+                          for c in cols)
+            try:
+                row = self.rep.execute("SELECT %s FROM %s" % (q, t.name)).fetchone()
+            except sqlite3.Error:
+                continue
+            for c, m in zip(cols, row):
+                if m:
+                    t.big.add(c)
+                    if c == "rowid" and t.ipk:
+                        t.big.add(t.ipk.name)
 
     def table(self):
         return self.rnd.choice(self.tabs)
@@ -329,9 +384,12 @@ class Gen:
                 x, rnd.choice(["", "NOT "]), oc, o.name,
                 "" if rnd.random() < 0.5 else " WHERE " + self.pred(o, 2))
         elif k == 9:
+            # correlated with t's row (over t itself through an alias: t's
+            # name in it would name the inner table)
             o = self.table()
-            p = "%sEXISTS (SELECT 1 FROM %s WHERE %s.rowid = %s.%s)" % (
-                rnd.choice(["", "NOT "]), o.name, o.name, t.name, x)
+            alias = "o3" if o is t else o.name
+            p = "%sEXISTS (SELECT 1 FROM %s%s WHERE %s.rowid = %s.%s)" % (
+                rnd.choice(["", "NOT "]), o.name, " AS o3" if o is t else "", alias, t.name, x)
         elif k == 10 and depth < 2:
             p = "(%s) %s (%s)" % (self.pred(t, depth + 1), rnd.choice(["AND", "OR"]),
                                   self.pred(t, depth + 1))
@@ -367,18 +425,25 @@ class Gen:
         names = cols if cols is not None else [c.name for c in t.cols]
         collist = "(%s)" % ", ".join(cols) if cols is not None else ""
         bycol = {c.name: c for c in t.cols}
+        # limit J: in a transaction, an INSERT OR REPLACE/IGNORE/FAIL/
+        # ROLLBACK of several rows gives only integer (or NULL) rowids
+        int_rowids = self.rep.in_transaction and any(
+            m in verb for m in ("IGNORE", "REPLACE", "FAIL", "ROLLBACK"))
+        many = False
 
         def val(n):
             c = bycol.get(n)
             if c is None or c.ipk:
-                return self.rowid_val(t)
+                return self.int_rowid_val(t) if int_rowids and many else self.rowid_val(t)
             if c.notnull and rnd.random() < 0.85:
                 v = lit(rnd, c.aff())
                 return v if v != "NULL" else "0"
             return lit(rnd, c.aff())
 
         if form < 0.75:
-            rows = ["(%s)" % ", ".join(val(n) for n in names) for _ in range(rnd.randint(1, 5))]
+            nrows = rnd.randint(1, 5)
+            many = nrows > 1
+            rows = ["(%s)" % ", ".join(val(n) for n in names) for _ in range(nrows)]
             return "%sINTO %s%s VALUES %s" % (verb, t.name, collist, ", ".join(rows))
         if form < 0.82 or (self.big and form < 0.84):
             # a bulk insert: spills row groups
@@ -401,8 +466,11 @@ class Gen:
         for nm in names:
             c = bycol.get(nm)
             if c is None or c.ipk:
+                e = no_max_rowid(self.expr(src))
+                if int_rowids:  # limit J
+                    e = "CAST(%s AS INTEGER)" % e
                 exprs.append(rnd.choice(["NULL", "rowid", "rowid + %d" % rnd.randint(1, 30),
-                                         "-rowid", no_max_rowid(self.expr(src))]))
+                                         "-rowid", e]))
             else:
                 exprs.append(self.expr(src, c))
         where = " WHERE " + self.pred(src) if rnd.random() < 0.6 else ""
@@ -411,30 +479,74 @@ class Gen:
             verb, t.name, collist, ", ".join(exprs), src.name, where, limit)
 
     def update(self):
+        """An UPDATE in any conflict mode. Limit L(2): csq visits rows in
+        storage order, so what depends on the order is not generated:
+        - the rowid changes on the one row a WHERE rowid = N picks, or as a
+          shift past the other rows (the rows above N go below the lowest,
+          or those below N above the highest: no collision, and the span of
+          rowids stays as it was), never SET id = id + 1 over many rows
+          (which collides or not by the order; under OR REPLACE, limit K:
+          csq refuses to move a row onto one it updates later);
+        - over many rows, the statement can fail in one way only (at most
+          one NOT NULL or CHECK column set), so that any row that fails
+          first fails with the same message; OR FAIL over many rows sets
+          such a column only to a literal (every row or none fails). OR
+          IGNORE skips the rows that fail, in any order."""
         rnd = self.rnd
         t = self.table()
+        mode = rnd.choice(CONFLICT)
+        lo, hi, n = self.rowids(t)
+        rids = ["rowid", "_rowid_", "oid"] + ([t.ipk.name] * 3 if t.ipk else [])
+        r = rnd.random()
+        single = r < 0.3
+        # the shift: only over small rowids, so that it never overflows
+        shift = not single and r < 0.42 and -2 ** 40 < lo and hi < 2 ** 40
         sets = []
-        for _ in range(rnd.randint(1, 3)):
-            r = rnd.random()
-            if r < 0.2:
-                rid = t.ipk.name if t.ipk and rnd.random() < 0.7 else "rowid"
-                e = rnd.choice(["%s + 1" % rid, "%s - 1" % rid, "%s + %d" % (rid, rnd.randint(1, 20)),
-                                "%s * 2" % rid, "-%s" % rid, self.rowid_val(t), "NULL",
-                                no_max_rowid(self.col(t).name), "%s + 1000" % rid])
-                sets.append((rid, e))
+        if single:
+            rid = rnd.choice(rids)
+            where = " WHERE %s = %s" % (rid, self.some_rowid(t))
+            if rnd.random() < 0.3:
+                where += " AND (%s)" % self.pred(t)
+            if rnd.random() < 0.5:
+                rid = rnd.choice(rids)
+                sets.append((rid, rnd.choice([
+                    "%s + 1" % rid, "%s - 1" % rid, "%s + %d" % (rid, rnd.randint(1, 20)),
+                    "%s * 2" % rid, "-%s" % rid, self.rowid_val(t), "NULL", self.rowid_val(t),
+                    no_max_rowid(self.col(t).name), "%s + 1000" % rid])))
+        elif shift:
+            rid = rnd.choice(rids)
+            x = rnd.randint(lo, hi) if n else 0
+            span = "(SELECT max(rowid) - min(rowid) + 1 FROM %s)" % t.name
+            if rnd.random() < 0.5:
+                sets.append((rid, "%s - %s" % (rid, span)))
+                where = " WHERE %s >= %d" % (rnd.choice(rids), x)
             else:
-                c = self.col(t, any_col=False)
-                e = self.expr(t, c)
-                if c.notnull and rnd.random() < 0.3:
-                    e = rnd.choice(["NULL", "CASE WHEN rowid %% 2 = 0 THEN NULL ELSE %s END" % c.name])
-                sets.append((c.name, e))
+                sets.append((rid, "%s + %s" % (rid, span)))
+                where = " WHERE %s <= %d" % (rnd.choice(rids), x)
+        else:
+            where = " WHERE " + self.pred(t) if rnd.random() < 0.8 else ""
+        constrained = 0
+        for _ in range(rnd.randint(0 if sets else 1, 3)):
+            c = self.col(t, any_col=False)
+            e = self.expr(t, c)
+            if c.notnull and rnd.random() < 0.3:
+                e = rnd.choice(["NULL", "CASE WHEN rowid %% 2 = 0 THEN NULL ELSE %s END" % c.name])
+            if (c.notnull or c.check) and not single and "IGNORE" not in mode:
+                if constrained:
+                    continue
+                constrained += 1
+                if "FAIL" in mode:
+                    e = lit(rnd, c.aff())
+            sets.append((c.name, e))
         seen, uniq = set(), []
-        for n, e in sets:
-            if n not in seen:
-                seen.add(n)
-                uniq.append("%s = %s" % (n, e))
-        where = " WHERE " + self.pred(t) if rnd.random() < 0.8 else ""
-        return "UPDATE %s%s SET %s%s" % (rnd.choice(CONFLICT), t.name, ", ".join(uniq), where)
+        for nm, e in sets:
+            if nm not in seen:
+                seen.add(nm)
+                uniq.append("%s = %s" % (nm, e))
+        if not uniq:
+            c = self.col(t, any_col=False)
+            uniq.append("%s = %s" % (c.name, c.name))
+        return "UPDATE %s%s SET %s%s" % (mode, t.name, ", ".join(uniq), where)
 
     def update_from(self):
         rnd = self.rnd
@@ -444,9 +556,16 @@ class Gen:
             return self.update()
         c = self.col(t, any_col=False)
         oc = self.col(o)
+        mode = rnd.choice(CONFLICT)
+        if (c.notnull or c.check) and "FAIL" in mode:
+            # limit L(2): which rows OR FAIL changed before the failing one
+            # is the visiting order
+            mode = "OR ABORT "
         return "UPDATE %s%s SET %s = %s.%s FROM %s WHERE %s.rowid = %s.rowid%s" % (
-            rnd.choice(CONFLICT), t.name, c.name, o.name, oc.name, o.name, o.name, t.name,
-            " AND " + self.pred(t) if rnd.random() < 0.4 else "")
+            mode, t.name, c.name, o.name, oc.name, o.name, o.name, t.name,
+            # (in parentheses: an OR in it would join a row of t to several
+            # of o, and which one sets it is the visiting order, limit L)
+            " AND (%s)" % self.pred(t) if rnd.random() < 0.4 else "")
 
     def delete(self):
         t = self.table()
@@ -512,9 +631,10 @@ class Gen:
             a = rnd.choice(aggc).name
             b = rnd.choice(anyc).name
             where = " WHERE " + self.pred(t) if rnd.random() < 0.5 else ""
-            return ("SELECT count(*), count(%s), sum(%s), total(%s), min(%s), max(%s), avg(%s) "
-                    "FROM %s%s" % (b, rnd.choice(aggc).name, b, a, rnd.choice(aggc).name,
-                                   rnd.choice(aggc).name, t.name, where))
+            return ("SELECT count(*), count(%s), %s, %s, min(%s), max(%s), %s "
+                    "FROM %s%s" % (b, self.agg(t, "sum", rnd.choice(aggc).name),
+                                   self.agg(t, "total", b), a, rnd.choice(aggc).name,
+                                   self.agg(t, "avg", rnd.choice(aggc).name), t.name, where))
         if r < 0.68:
             # (a CAST: x % 3 is 4.0 for 29.5 and 4 for 4, equal keys of two
             # classes, and which one a group shows is row order)
@@ -525,9 +645,11 @@ class Gen:
             a = rnd.choice(aggc).name
             where = " WHERE " + self.pred(t) if rnd.random() < 0.4 else ""
             having = " HAVING count(*) > 1" if rnd.random() < 0.2 else ""
-            return ("SELECT %s, count(*), sum(%s), total(%s), min(%s), max(%s), avg(%s) FROM %s%s "
-                    "GROUP BY 1%s ORDER BY 1" % (g, a, rnd.choice(anyc).name, a,
-                                                 rnd.choice(aggc).name, a, t.name, where, having))
+            return ("SELECT %s, count(*), %s, %s, min(%s), max(%s), %s FROM %s%s "
+                    "GROUP BY 1%s ORDER BY 1" % (g, self.agg(t, "sum", a),
+                                                 self.agg(t, "total", rnd.choice(anyc).name), a,
+                                                 rnd.choice(aggc).name, self.agg(t, "avg", a),
+                                                 t.name, where, having))
         if r < 0.8:
             return rnd.choice(["SELECT last_insert_rowid(), changes(), total_changes()",
                                "SELECT max(rowid), min(rowid), count(*) FROM %s" % t.name,
@@ -541,23 +663,40 @@ class Gen:
             return ("SELECT %s.rowid, %s.rowid FROM %s JOIN %s%s ON %s.%s = %s.%s ORDER BY 1, 2 "
                     "LIMIT 200" % (t.name, alias, t.name, o.name, " AS o2" if o is t else "",
                                    t.name, self.col(t).name, alias, self.col(o).name))
-        if r < 0.94:
+        if r < 0.91:
             c = rnd.choice(aggc).name
             return "SELECT DISTINCT %s FROM %s ORDER BY 1" % (c, t.name)
+        if r < 0.96:
+            # limit L(1): without ORDER BY csq lists rows in storage order;
+            # the tag (a first column 'uN') makes the rows compared as a
+            # multiset, and LIMIT without ORDER BY is compared by its count
+            # only (L(4))
+            self.nread += 1
+            cols = ", ".join(c.name for c in rnd.sample(t.cols, rnd.randint(1, len(t.cols))))
+            where = " WHERE " + self.pred(t) if rnd.random() < 0.7 else ""
+            if rnd.random() < 0.25:
+                return "SELECT count(*) FROM (SELECT rowid, %s FROM %s%s LIMIT %d)" % (
+                    cols, t.name, where, rnd.randint(0, 12))
+            if self.big and not where:
+                where = " WHERE rowid %% 97 = %d" % rnd.randrange(97)
+            return "SELECT 'u%d', rowid, %s FROM %s%s" % (self.nread, cols, t.name, where)
         return "SELECT count(*), sum(%s IS NULL) FROM %s WHERE %s" % (
             self.col(t).name, t.name, self.pred(t))
 
     def ddl(self):
         """A csq table created in the middle of a script (after others were
-        read), used for a while, renamed, dropped (in transactions too, and
-        so rolled back at times)."""
+        read), used for a while, renamed, dropped. CREATE in transactions
+        too (and so rolled back at times); limit M: DROP and RENAME of a csq
+        table change the device at once, outside SQLite's transaction (csq
+        refuses RENAME inside one, and a DROP rolled back stays dropped on
+        the device), so they come in autocommit only."""
         rnd = self.rnd
         if self.t4 is None:
             self.t4 = t4_table("t4", self.tabs[0].opts)
             self.tabs.append(self.t4)
             return (self.t4.csq_create(), self.t4.native_create())
         r = rnd.random()
-        if r < 0.45:
+        if r < 0.45 or self.rep.in_transaction:
             return self.insert_into(self.t4)
         if r < 0.65:
             old = self.t4.name
@@ -615,6 +754,8 @@ class Gen:
         if not self.rep.in_transaction:
             self.saves = []
         self.resync()
+        if not native.startswith("SELECT"):
+            self.note_big()
         return s
 
     def end_session(self):
@@ -693,6 +834,7 @@ class Script:
             load = [g.bulk_load(t, rnd.randint(2000, 12000)) for t in self.tabs]
             for st in load:
                 g.rep.execute(st)
+            g.note_big()
             self.chunks.append(load)
             self.reopen.append(True)
         while n > 0:
@@ -769,7 +911,28 @@ def same_line(a, b):
     return True
 
 
+def unordered_runs(lines):
+    """Limit L(1): the rows of a read without ORDER BY (tagged 'uN' in
+    their first column by the generator), sorted: csq lists them in
+    storage order, native in rowid order. Every other line as it is."""
+    out, i = [], 0
+    tag = re.compile(r"^(u\d+)\|")
+    while i < len(lines):
+        m = tag.match(lines[i])
+        if not m:
+            out.append(lines[i])
+            i += 1
+            continue
+        j = i
+        while j < len(lines) and lines[j].startswith(m.group(1) + "|"):
+            j += 1
+        out += sorted(lines[i:j])
+        i = j
+    return out
+
+
 def first_line_diff(la, lb):
+    la, lb = unordered_runs(la), unordered_runs(lb)
     for i in range(max(len(la), len(lb))):
         x = la[i] if i < len(la) else "<missing>"
         y = lb[i] if i < len(lb) else "<missing>"
@@ -847,9 +1010,15 @@ def err_class(e):
     return "%s(%d)" % (type(e).__name__, code & 0xFF)
 
 
+UNORDERED = re.compile(r"^SELECT '(u\d+)', ")
+
+
 def py_run(con, sql):
     try:
         rows = con.execute(sql).fetchall()
+        if UNORDERED.match(sql):
+            # limit L(1): no ORDER BY, csq's rows in storage order: a multiset
+            rows.sort(key=repr)
         return ("rows", rows, con.in_transaction)
     except sqlite3.Error as e:
         return ("err", err_class(e), str(e), con.in_transaction)
@@ -962,6 +1131,7 @@ def compare_lines(what, ca, na, script_lines=None):
     i = first_line_diff(ca, na)
     if i is None:
         return
+    ca, na = unordered_runs(ca), unordered_runs(na)
     ctx = ""
     if script_lines is not None:
         # the statement the differing line belongs to (echoed before it)
@@ -974,6 +1144,19 @@ def compare_lines(what, ca, na, script_lines=None):
         na[i] if i < len(na) else "<missing>"))
 
 
+def same_creates(pairs, co, ce, ne):
+    """A csq CREATE echoes differently from the native one, and a parse
+    error quotes it (with a caret under the error): the lines of the
+    (csq, native) statement pairs as written, and the carets, made equal."""
+    for c, n in pairs:
+        co = [n + ";" if x == c + ";" else x for x in co]
+        ce = [x.replace(c, n) for x in ce]
+    caret = re.compile(r"^\s+\^--- error here$")
+    ce = ["^--- error here" if caret.match(x) else x for x in ce]
+    ne = ["^--- error here" if caret.match(x) else x for x in ne]
+    return co, ce, ne
+
+
 def run_shell_session(pair, script, cis, open_between):
     outs = []
     for native in (False, True):
@@ -984,8 +1167,7 @@ def run_shell_session(pair, script, cis, open_between):
     # a csq CREATE echoes differently from the native one: the lines of the
     # statements pair as written, so blank those out
     pairs = [s for ci in cis for s in script.chunks[ci] if isinstance(s, tuple)]
-    for c, n in pairs:
-        co = [n + ";" if x == c + ";" else x for x in co]
+    co, ce, ne = same_creates(pairs, co, ce, ne)
     compare_lines("chunks %s stdout" % cis, co, no, script_lines=True)
     compare_lines("chunks %s stderr" % cis, ce, ne)
 
@@ -1180,6 +1362,17 @@ def differs_execute(setup_pair, stmts, files=False):
             a, b = py_run(cons[0], side(s, False)), py_run(cons[1], side(s, True))
             if not same_result(a, b):
                 return side(s, True), a, b
+        if files:
+            # and the tables after close and reopen (as Pair.final_check)
+            for c in cons:
+                c.close()
+            cons = [py_connect(p) for p in paths]
+            tabs = [r[0] for r in cons[1].execute("SELECT name FROM sqlite_schema WHERE "
+                                                  "type = 'table' AND name LIKE 't_' ORDER BY 1")]
+            for q in ["SELECT rowid, * FROM %s ORDER BY rowid" % t for t in tabs]:
+                a, b = py_run(cons[0], q), py_run(cons[1], q)
+                if not same_result(a, b):
+                    return "after reopen: " + q, a, b
     finally:
         for c in cons:
             c.close()
@@ -1199,6 +1392,7 @@ def differs_shell(setup_pair, stmts):
             text += ".echo on\n" + "".join(side(s, native) + ";\n" for s in stmts)
             outs.append(run_proc([SQLITE3, db], text.encode()))
         (co, ce), (no, ne) = outs
+        co, ce, ne = same_creates([s for s in stmts if isinstance(s, tuple)], co, ce, ne)
         if first_line_diff(co, no) is not None or first_line_diff(ce, ne) is not None:
             return "shell", (co, ce), (no, ne)
         return None

@@ -17,6 +17,11 @@
 ** the next; each failing round prints its last steps as a reproducer.
 ** CSQ_DIFF_SEED seeds it, CSQ_DIFF_SCALE scales the steps (a quarter under
 ** AddressSanitizer). Exit 0 pass, 1 fail.
+**
+** Shrinking a failing round: CSQ_DIFF_ROUND=N runs round N alone, and
+** CSQ_DIFF_SKIP=3,8,10-200 leaves those steps out (every step draws its
+** random values whether it runs or not, so the others stay as they were):
+** skip what the failure does not need, and the log is the reproducer.
 */
 #include <math.h>
 #include <sqlite3.h>
@@ -43,7 +48,8 @@
 
 typedef struct op {
   const char *zSql;
-  const char *zBinds; /* one letter per ?N: i a rowid, v any value, s a shift 0..2 */
+  const char *zBinds; /* one letter per ?N: i a rowid, v any value, o a shift
+                      ** larger than the span of the rowids t holds */
   char cKind;         /* w write, r read, p read through csq_prepare, t transaction */
 } op;
 
@@ -62,7 +68,16 @@ static const op aOp[] = {
     {"DELETE FROM t WHERE a < ?1", "v", 'w'},
     {"DELETE FROM t WHERE id = ?1", "i", 'w'},
     {"UPDATE OR REPLACE t SET id = ?1 WHERE id = ?2", "ii", 'w'},
-    {"UPDATE OR FAIL t SET a = a + 1, id = id + ?1 WHERE id >= ?2", "si", 'w'},
+    /* limit L (README "Row order"): csq visits rows in storage order, so a
+    ** multi-row UPDATE whose rowid changes can collide, and what OR FAIL
+    ** changed before it failed, depend on the order. OR FAIL over several
+    ** rows shifts them past the table's rowid range (o: no collision, no
+    ** failure possible: the top rows go below the others, the bottom ones
+    ** above, so the span of rowids stays as it was); a collision is tried
+    ** on one row at a time. */
+    {"UPDATE OR FAIL t SET a = a + 1, id = id - ?1 WHERE id >= ?2", "oi", 'w'},
+    {"UPDATE t SET c = c - 1, id = id + ?1 WHERE id <= ?2", "oi", 'w'},
+    {"UPDATE OR FAIL t SET a = a + 1, id = ?1 WHERE id = ?2", "ii", 'w'},
     {"INSERT INTO u(k, v) VALUES (?1, ?2)", "vv", 'w'},
     {"INSERT OR REPLACE INTO u(rowid, k, v) VALUES (?1, ?2, ?3)", "ivv", 'w'},
     {"DELETE FROM u WHERE k = ?1", "v", 'w'},
@@ -329,14 +344,17 @@ static char *run_stmt(int s, sqlite3_stmt *p) {
 /* Every step of the round, as SQL: printed (the tail) and written whole to
 ** a file when the round fails. */
 static char **azLog;
-static int nLog, nLogAlloc;
+static int *aiLogStep; /* the step each line belongs to (for CSQ_DIFF_SKIP) */
+static int nLog, nLogAlloc, iLogStep;
 
 static void log_step(char *z) {
   if (nLog == nLogAlloc) {
     nLogAlloc = nLogAlloc ? nLogAlloc * 2 : 1024;
     azLog = realloc(azLog, sizeof(char *) * (size_t)nLogAlloc);
-    if (!azLog) abort();
+    aiLogStep = realloc(aiLogStep, sizeof(int) * (size_t)nLogAlloc);
+    if (!azLog || !aiLogStep) abort();
   }
+  aiLogStep[nLog] = iLogStep;
   azLog[nLog++] = z;
 }
 
@@ -352,7 +370,7 @@ static void print_log(int iRound, const char *zOpts) {
             "CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, "
             "c REAL, d%s);\nCREATE VIRTUAL TABLE u USING csq(k INTEGER NOT NULL, v TEXT%s);\n",
             iRound, zOpts, zOpts);
-    for (int i = 0; i < nLog; i++) fprintf(f, "%s\n", azLog[i]);
+    for (int i = 0; i < nLog; i++) fprintf(f, "%s /* step %d */\n", azLog[i], aiLogStep[i]);
     fclose(f);
   }
   int i0 = nLog > 25 ? nLog - 25 : 0;
@@ -366,6 +384,24 @@ static void clear_log(void) {
 }
 
 /* ------------------------------------------------------------ a round */
+
+static int op_index(const char *zSql) {
+  for (int i = 0; i < N_OP; i++)
+    if (strcmp(aOp[i].zSql, zSql) == 0) return i;
+  abort();
+}
+
+/* max(id) - min(id) of t on the native side (0 when empty) */
+static sqlite3_int64 t_rowid_span(void) {
+  sqlite3_stmt *p = NULL;
+  sqlite3_int64 n = 0;
+  if (sqlite3_prepare_v2(aSide[1].db, "SELECT coalesce(max(id) - min(id), 0) FROM t", -1, &p,
+                         NULL) == SQLITE_OK &&
+      sqlite3_step(p) == SQLITE_ROW)
+    n = sqlite3_column_int64(p, 0);
+  sqlite3_finalize(p);
+  return n;
+}
 
 static const char *zRoundOpts = "";
 
@@ -394,6 +430,21 @@ static char *describe(const char *zSql, const val *aV, int n) {
   return sqlite3_str_finish(s);
 }
 
+/* CSQ_DIFF_SKIP: the steps left out */
+static const char *zSkip;
+
+static int skipped(int iStep) {
+  for (const char *z = zSkip; z && *z;) {
+    char *zEnd;
+    long a = strtol(z, &zEnd, 10), b = a;
+    if (zEnd == z) break;
+    if (*zEnd == '-') b = strtol(zEnd + 1, &zEnd, 10);
+    if (iStep >= a && iStep <= b) return 1;
+    z = *zEnd == ',' ? zEnd + 1 : zEnd;
+  }
+  return 0;
+}
+
 static int round_run(int iRound, int nStep) {
   static const char *azOpts[] = {"", ", rowgroup=16", ", rowgroup=16, pushdown='always'",
                                  ", pushdown='always'", ", rowgroup=40, pushdown='never'"};
@@ -409,10 +460,12 @@ static int round_run(int iRound, int nStep) {
   for (int s = 0; s < 2 && !bad; s++) bad = open_side(s, 1, zOpts);
   for (int iStep = 0; iStep < nStep && !bad; iStep++) {
     int k = (int)rndn(100);
+    iLogStep = iStep;
     if (k < 3) {
       /* finalize and re-prepare: the same SQL, or two swapped, so that a
       ** new statement lands on a finished one's address */
       int i = (int)rndn(N_OP), j = (int)rndn(N_OP);
+      if (skipped(iStep)) continue;
       log_step(sqlite3_mprintf("-- re-prepare: %s / %s", aOp[i].zSql, aOp[j].zSql));
       for (int s = 0; s < 2 && !bad; s++) {
         sqlite3_finalize(aSide[s].ap[i]);
@@ -428,6 +481,7 @@ static int round_run(int iRound, int nStep) {
     }
     if (k < 4) {
       /* close and reopen both connections (an open transaction rolls back) */
+      if (skipped(iStep)) continue;
       log_step(sqlite3_mprintf("-- close and reopen both connections"));
       for (int s = 0; s < 2 && !bad; s++) {
         close_side(s);
@@ -439,8 +493,10 @@ static int round_run(int iRound, int nStep) {
       /* the unfinished SELECT: start it or step it a little further */
       val v = rnd_id();
       char *zRes[2] = {NULL, NULL};
-      int bStart = !aSide[0].bOpenBusy || rndn(3) == 0;
+      int bRestart = rndn(3) == 0;
+      int bStart = !aSide[0].bOpenBusy || bRestart;
       int nRows = 1 + (int)rndn(3);
+      if (skipped(iStep)) continue;
       if (bStart) {
         char *z = describe(zOpenSql, &v, 1);
         log_step(sqlite3_mprintf("-- the unfinished SELECT, restarted: %s", z));
@@ -513,14 +569,17 @@ static int round_run(int iRound, int nStep) {
       char c = aOp[i].zBinds[b];
       if (c == 'i') {
         aV[b] = rnd_id();
-      } else if (c == 's') {
+      } else if (c == 'o') {
+        /* limit L: larger than max(id) - min(id) (the native side's, the
+        ** same rows), so that no moved row lands on a row of t */
         memset(&aV[b], 0, sizeof(aV[b]));
         aV[b].eType = SQLITE_INTEGER;
-        aV[b].i = (sqlite3_int64)rndn(3);
+        aV[b].i = t_rowid_span() + 1 + (sqlite3_int64)rndn(3);
       } else {
         aV[b] = rnd_val(SQLITE_INTEGER);
       }
     }
+    if (skipped(iStep)) continue;
     log_step(describe(aOp[i].zSql, aV, nBind));
     char *zRes[2];
     for (int s = 0; s < 2; s++) {
@@ -538,7 +597,8 @@ static int round_run(int iRound, int nStep) {
       if (open_side(s, 0, zOpts)) bad = 1;
     }
     for (int q = 0; q < 2 && !bad; q++) {
-      int i = q == 0 ? 18 : 25;
+      int i = op_index(q == 0 ? "SELECT rowid, * FROM t ORDER BY rowid"
+                              : "SELECT rowid, k, v FROM u ORDER BY rowid");
       char *zRes[2];
       for (int s = 0; s < 2; s++) zRes[s] = run_stmt(s, aSide[s].ap[i]);
       char *zA = strstr(zRes[0], "changes"), *zB = strstr(zRes[1], "changes");
@@ -567,13 +627,17 @@ int main(void) {
   if (nStep < 50) nStep = 50;
   int nBad = 0;
   (void)nCheck;
+  const char *zRound = getenv("CSQ_DIFF_ROUND");
+  zSkip = getenv("CSQ_DIFF_SKIP");
   for (int r = 0; r < nRound; r++) {
+    if (zRound && atoi(zRound) != r) continue;
     rng = 0x9E3779B97F4A7C15ull ^ (seed * 1000003u + (uint64_t)r * 7919u);
     for (int i = 0; i < 4; i++) rnd();
     nBad += round_run(r, nStep);
   }
   clear_log();
   free(azLog);
+  free(aiLogStep);
   printf("%d of %d rounds of %d steps differ from native (CSQ_DIFF_SEED=%llu)\n", nBad, nRound,
          nStep, (unsigned long long)seed);
   return nBad ? 1 : 0;
