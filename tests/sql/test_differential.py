@@ -22,6 +22,26 @@ Clients:
 (the C API with statements kept prepared is tests/unit/test_diff_capi.c).
 After every script both databases are closed, reopened and compared whole.
 
+Accepted limits (README "Semantics"): where csq is documented to differ,
+the generator or the comparison has a rule, commented with the limit's
+letter; everything else is compared exactly, errors included.
+  L  row order: csq visits rows in storage order, not rowid order.
+     (1) a read without ORDER BY has a tag as its first column ('uN') and
+     its rows are compared as a multiset; every other read has an ORDER BY
+     that fixes the order; (2) no write whose effect depends on the order:
+     the rowid changes on one row (WHERE rowid = N) or as a shift past the
+     table's other rowids; a multi-row UPDATE can fail in one way only, and
+     under OR FAIL not part way; (3) sum/total/avg over a column that held
+     numbers beyond 2**20 add only the smaller ones (where the overflow or
+     the rounding of a cancelling sum lands is the order); (4) LIMIT without
+     ORDER BY is compared by its count.
+  K  UPDATE OR REPLACE moving a row onto one the statement updates later is
+     refused by csq: not generated (multi-row rowid changes never collide);
+     test_regress_writes checks the refusal.
+  M  DROP and RENAME of a csq table come in autocommit only.
+  J  a multi-row INSERT OR REPLACE/IGNORE/FAIL/ROLLBACK in a transaction
+     gets integer (or NULL) rowids only.
+
 Knobs (environment):
   CSQ_DIFF_SEED=N      base seed (default 15); a failure prints the seed and
                        script number that reproduce it
@@ -34,7 +54,8 @@ Knobs (environment):
                        script: a script stops at its first mismatch)
 
 Reproduce and shrink one failing script (delta debugging over its
-statements, through Python's execute or the stock shell):
+statements, through Python's execute or the stock shell; execute-file also
+compares the tables after reopening):
   CSQ_EXT=build/csq.so /usr/bin/python3 tests/sql/test_differential.py \\
       minimize SEED [execute|execute-file|script|shell|csq]
 (SEED: the script's seed, as a failure prints it)
