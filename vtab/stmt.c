@@ -46,6 +46,7 @@ uint64_t vt_stmt_enter(vt_conn *pConn) {
     vt_stmt_forget(pConn);
     pConn->stmtKey = key;
     pConn->nStmtCur = 0;
+    pConn->stmtEpoch++;
   }
   pConn->nStmtCur++;
   return key;

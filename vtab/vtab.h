@@ -65,13 +65,14 @@ struct vt_dev {
 struct vt_conn {
   sqlite3 *db;
   vt_dev *pDevs;
-  vt_dev *pMem;     /* the connection's in-memory device (":memory:" dbs) */
-  dev_stats closed; /* counters of queues already closed */
-  vt_tab *pTabs;    /* every open csq table of this connection */
-  int bLikeBlob;    /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
-  uint64_t stmtKey; /* the statement run whose cursors share snapshots (vtab/stmt.c) */
-  int nStmtCur;     /* its cursors still open */
-  int busyMs;       /* the busy timeout at the last device transaction's start (vtab/lock.c) */
+  vt_dev *pMem;       /* the connection's in-memory device (":memory:" dbs) */
+  dev_stats closed;   /* counters of queues already closed */
+  vt_tab *pTabs;      /* every open csq table of this connection */
+  int bLikeBlob;      /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
+  uint64_t stmtKey;   /* the statement run whose cursors share snapshots (vtab/stmt.c) */
+  int nStmtCur;       /* its cursors still open */
+  uint64_t stmtEpoch; /* counts statement runs: never repeats, unlike stmtKey */
+  int busyMs;         /* the busy timeout at the last device transaction's start (vtab/lock.c) */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -186,7 +187,7 @@ struct vt_tab {
   int64_t nextRowid0;  /* the rowid counter when the table joined the transaction */
   int64_t *aReplaced;  /* rowids UPDATE OR REPLACE moved rows onto (see write.c) */
   int nReplaced, nReplacedAlloc;
-  uint64_t replacedKey; /* ... in the statement run with this key */
+  uint64_t replacedKey; /* ... in the statement run of this stmtEpoch */
   int64_t iMaxRowid;    /* the largest rowid of a live row (new rowids follow it) */
   int bMaxAny;          /* ... or 0: the table has no row */
   int bStripeTxn;       /* a striped table written in the open transaction: its commit

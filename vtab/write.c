@@ -367,7 +367,7 @@ static int given_rowid(vt_tab *p, sqlite3_value **argv, int bUpdate, int64_t *pi
 ** where a native table updates the moved row again. Such a later update is
 ** refused (see write_row); this notes the rowids of the running statement. */
 static int note_replaced(vt_tab *p, int64_t iRowid) {
-  uint64_t key = vt_stmt_key(p->pConn->db);
+  uint64_t key = p->pConn->stmtEpoch;
   if (key != p->replacedKey) {
     p->nReplaced = 0;
     p->replacedKey = key;
@@ -379,7 +379,7 @@ static int note_replaced(vt_tab *p, int64_t iRowid) {
 }
 
 static int was_replaced(vt_tab *p, int64_t iRowid) {
-  if (p->nReplaced == 0 || p->replacedKey != vt_stmt_key(p->pConn->db)) return 0;
+  if (p->nReplaced == 0 || p->replacedKey != p->pConn->stmtEpoch) return 0;
   for (int i = 0; i < p->nReplaced; i++)
     if (p->aReplaced[i] == iRowid) return 1;
   return 0;
