@@ -35,6 +35,7 @@ static void dev_close(vt_conn *pConn, vt_dev *d) {
 
 void vt_conn_free(void *pArg) {
   vt_conn *p = pArg;
+  vt_drop_free_all(p); /* they hold devices */
   while (p->pDevs) {
     vt_dev *d = p->pDevs;
     p->pDevs = d->pNext;

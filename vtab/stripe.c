@@ -107,8 +107,15 @@ static int member_txn(vt_dev *d, vt_catalog_fn fn, void *pArg, char **pzErr) {
   return store_txn_commit(t, pzErr);
 }
 
+/* Does a catalog change on p go into the connection's open transaction? */
+static void note_txn_ddl(vt_tab *p) {
+  for (int k = 0; k < p->nMem; k++)
+    if (p->apMem[k]->pTxn) p->pConn->bTxnDdl = 1;
+}
+
 int vt_stripe_catalog(vt_tab *p, vt_catalog_fn fn, void *pArg, char **pzErr) {
   int rc = 0;
+  note_txn_ddl(p);
   for (int k = p->nMem - 1; k >= 0 && rc == 0; k--) rc = member_txn(p->apMem[k], fn, pArg, pzErr);
   vt_stmt_forget(p->pConn);
   return rc;
@@ -133,6 +140,7 @@ static int do_create_member(store_txn *t, void *pArg, char **pzErr) {
 }
 
 int vt_stripe_create(vt_tab *p, vt_catalog_fn fnCreate, void *pArg, char **pzErr) {
+  note_txn_ddl(p);
   if (p->nMem == 1) {
     int rc = member_txn(p->pDev, fnCreate, pArg, pzErr);
     vt_stmt_forget(p->pConn); /* the statements after it must see the new table */

@@ -97,6 +97,8 @@ static int do_create(store_txn *t, void *pArg, char **pzErr) {
     int rc = store_txn_drop_table(t, a->zName, pzErr);
     if (rc) return rc;
   }
+  int rc = vt_drop_clear_stale(t, a->zName, pzErr);
+  if (rc) return rc;
   store_col *aCol = calloc((size_t)a->pS->nCol, sizeof(store_col));
   if (!aCol) return -ENOMEM;
   for (int i = 0; i < a->pS->nCol; i++) {
@@ -104,13 +106,12 @@ static int do_create(store_txn *t, void *pArg, char **pzErr) {
     aCol[i].zType = a->pS->aCol[i].zType;
     aCol[i].bNotNull = a->pS->aCol[i].bNotNull;
   }
-  int rc = store_txn_create_table(t, a->zName, a->pS->nCol, aCol, pzErr);
+  rc = store_txn_create_table(t, a->zName, a->pS->nCol, aCol, pzErr);
   free(aCol);
   return rc;
 }
 
-/* Drop the table, and its stripe metadata if it has some. */
-static int do_drop(store_txn *t, void *pArg, char **pzErr) {
+int vt_catalog_drop(store_txn *t, void *pArg, char **pzErr) {
   const char *zName = pArg;
   int rc = 0;
   if (store_txn_table(t, zName)) rc = store_txn_drop_table(t, zName, pzErr);
@@ -121,12 +122,10 @@ static int do_drop(store_txn *t, void *pArg, char **pzErr) {
   return rc;
 }
 
-typedef struct rename_arg {
-  const char *zOld, *zNew;
-} rename_arg;
-static int do_rename(store_txn *t, void *pArg, char **pzErr) {
-  rename_arg *a = pArg;
-  int rc = store_txn_rename_table(t, a->zOld, a->zNew, pzErr);
+int vt_catalog_rename(store_txn *t, void *pArg, char **pzErr) {
+  vt_rename_arg *a = pArg;
+  /* a stripe's member may lack the table (torn): its metadata still moves */
+  int rc = store_txn_table(t, a->zOld) ? store_txn_rename_table(t, a->zOld, a->zNew, pzErr) : 0;
   char *zOld = vt_stripe_meta_name(a->zOld), *zNew = vt_stripe_meta_name(a->zNew);
   if (!zOld || !zNew) rc = rc ? rc : -ENOMEM;
   if (rc == 0 && store_txn_table(t, zOld)) rc = store_txn_rename_table(t, zOld, zNew, pzErr);
@@ -138,18 +137,20 @@ static int do_rename(store_txn *t, void *pArg, char **pzErr) {
 /* Refuse at CREATE (bColumns) or RENAME a name the catalog cannot hold
 ** (STORE_MAX_NAME bytes: table and column names, declared types, a stripe's
 ** device list); a striped table's name must also leave room for its
-** metadata table's in a prepared commit (STORE_MAX_DECISION_NAME). So a
-** table never works in its session only to be lost at the next open.
+** metadata table's in a prepared commit (STORE_MAX_DECISION_NAME); and
+** every name room for VT_DROPPED_PREFIX (vtab/drop.c). So a table never
+** works in its session only to be lost at the next open.
 ** SQLITE_OK, or SQLITE_ERROR with *pzErr sqlite3_malloc'd. */
 static int names_fit(const vt_tab *p, const char *zName, int bColumns, char **pzErr) {
   char aName[DEV_NAME_SHOW_BUF];
-  size_t nMax = STORE_MAX_NAME, n = strlen(zName);
+  size_t nDropped = strlen(VT_DROPPED_PREFIX);
+  size_t nMax = STORE_MAX_NAME - nDropped, n = strlen(zName);
   if (p->s.nDevice > 1) {
     char *zMeta = vt_stripe_meta_name(zName);
     if (!zMeta) return SQLITE_NOMEM;
     size_t nExtra = strlen(zMeta) - n;
     sqlite3_free(zMeta);
-    nMax = STORE_MAX_DECISION_NAME - nExtra;
+    nMax = STORE_MAX_DECISION_NAME - nExtra - nDropped;
   }
   if (n > nMax) {
     *pzErr =
@@ -181,7 +182,7 @@ static int names_fit(const vt_tab *p, const char *zName, int bColumns, char **pz
   return SQLITE_OK;
 }
 
-static void tab_free(vt_tab *p) {
+void vt_tab_free(vt_tab *p) {
   if (!p) return;
   vt_tab_txn_reset(p);
   if (p->pConn) {
@@ -218,6 +219,7 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
     goto fail;
   }
   p->bReadOnly = sqlite3_db_readonly(db, p->zDb) == 1;
+  vt_drop_settle(pConn, bCreate ? p : NULL);
   rc = vt_schema_parse(argc, argv, &p->s, pzErr);
   if (rc == SQLITE_OK && bCreate) rc = names_fit(p, p->zName, 1, pzErr);
   if (rc == SQLITE_OK && bCreate) rc = vt_check_create(db, p, pzErr);
@@ -228,9 +230,11 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   if (strcmp(zDevName, ":memory:") == 0) zDevName = "(in-memory device)";
   char *zErr = NULL;
   if (bCreate) {
+    rc = vt_drop_pending(p, pzErr);
+    if (rc) goto fail;
     rc = vt_tab_writable(p);
     if (rc) {
-      *pzErr = p->base.zErrMsg; /* moved: tab_free does not free it */
+      *pzErr = p->base.zErrMsg; /* moved: vt_tab_free does not free it */
       p->base.zErrMsg = NULL;
       goto fail;
     }
@@ -251,6 +255,13 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
     }
   } else {
     rc = vt_stripe_check(p, pzErr);
+    int bRestored = 0;
+    /* a DROP inside a transaction that rolled back: the table is back */
+    if (rc && vt_drop_restore(p, &bRestored, pzErr) == SQLITE_OK && bRestored) {
+      sqlite3_free(*pzErr);
+      *pzErr = NULL;
+      rc = vt_stripe_check(p, pzErr);
+    }
     if (rc) goto fail;
   }
   rc = sqlite3_declare_vtab(db, p->s.zDeclare);
@@ -278,7 +289,7 @@ static int tab_init(sqlite3 *db, void *pAux, int argc, const char *const *argv,
   return SQLITE_OK;
 fail:
   if (*pzErr) *pzErr = cut_names(p, *pzErr);
-  tab_free(p);
+  vt_tab_free(p);
   return rc;
 }
 
@@ -293,14 +304,13 @@ static int vt_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv
 }
 
 static int vt_disconnect(sqlite3_vtab *pVtab) {
-  tab_free((vt_tab *)pVtab);
+  vt_tab_free((vt_tab *)pVtab);
   return SQLITE_OK;
 }
 
 /* RENAME changes the device's catalog at once: SQLite would roll its
 ** schema back with a transaction while the device kept the new name, so
-** inside BEGIN ... COMMIT it is refused. (DROP cannot be: SQLite replaces
-** xDestroy's message with a generic one; see README, Semantics.) */
+** inside BEGIN ... COMMIT it is refused. (DROP is not: vtab/drop.c.) */
 static int ddl_outside_txn(vt_tab *p, const char *zWhat) {
   if (sqlite3_get_autocommit(p->pConn->db)) return SQLITE_OK;
   vt_set_error(&p->base,
@@ -312,21 +322,16 @@ static int ddl_outside_txn(vt_tab *p, const char *zWhat) {
 
 static int vt_destroy(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
-  char *zErr = NULL;
-  int rc = vt_tab_writable(p);
-  if (rc) return rc;
-  vt_txn_drop_idle(p);
-  vt_tab_txn_reset(p);
-  rc = vt_stripe_catalog(p, do_drop, p->zName, &zErr);
-  if (rc) return vt_err(pVtab, rc, zErr);
-  tab_free(p);
-  return SQLITE_OK;
+  int bKept = 0;
+  int rc = vt_drop(p, &bKept);
+  if (rc == SQLITE_OK && !bKept) vt_tab_free(p);
+  return rc;
 }
 
 static int vt_rename(sqlite3_vtab *pVtab, const char *zNew) {
   vt_tab *p = (vt_tab *)pVtab;
   char *zErr = NULL;
-  rename_arg a = {p->zName, zNew};
+  vt_rename_arg a = {p->zName, zNew};
   if (ddl_outside_txn(p, "ALTER TABLE RENAME")) return SQLITE_ERROR;
   int rc = vt_tab_writable(p);
   if (rc) return rc;
@@ -338,7 +343,7 @@ static int vt_rename(sqlite3_vtab *pVtab, const char *zNew) {
     return rc;
   }
   vt_txn_drop_idle(p);
-  rc = vt_stripe_catalog(p, do_rename, &a, &zErr);
+  rc = vt_stripe_catalog(p, vt_catalog_rename, &a, &zErr);
   if (rc) return vt_err(pVtab, rc, zErr);
   char *z = sqlite3_mprintf("%s", zNew);
   if (!z) return SQLITE_NOMEM;

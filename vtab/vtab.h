@@ -73,6 +73,9 @@ struct vt_conn {
   int nStmtCur;       /* its cursors still open */
   uint64_t stmtEpoch; /* counts statement runs: never repeats, unlike stmtKey */
   int busyMs;         /* the busy timeout at the last device transaction's start (vtab/lock.c) */
+  int bTxnDdl;        /* a catalog change went into the open device transactions */
+  int bOrphanTxn;     /* they outlived every table in them (vtab/drop.c) */
+  vt_tab *pDropped;   /* tables dropped inside a transaction, not yet settled (vtab/drop.c) */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -188,6 +191,8 @@ struct vt_tab {
   int64_t *aReplaced;  /* rowids UPDATE OR REPLACE moved rows onto (see write.c) */
   int nReplaced, nReplacedAlloc;
   uint64_t replacedKey; /* ... in the statement run of this stmtEpoch */
+  vt_mark stmtMark;     /* the table before the writes of the statement run... */
+  uint64_t markEpoch;   /* ... of this stmtEpoch (0: none) */
   int64_t iMaxRowid;    /* the largest rowid of a live row (new rowids follow it) */
   int bMaxAny;          /* ... or 0: the table has no row */
   int bStripeTxn;       /* a striped table written in the open transaction: its commit
@@ -241,6 +246,14 @@ int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
 
 /* table.c */
 extern sqlite3_module vt_module;
+void vt_tab_free(vt_tab *p);
+/* Catalog changes, run on each member (vt_stripe_catalog): drop table
+** pArg (a name) with its stripe metadata, if there; rename one. */
+int vt_catalog_drop(store_txn *t, void *pArg, char **pzErr);
+typedef struct vt_rename_arg {
+  const char *zOld, *zNew;
+} vt_rename_arg;
+int vt_catalog_rename(store_txn *t, void *pArg, char **pzErr);
 void vt_set_error(sqlite3_vtab *pVtab, const char *zFmt, ...);
 int vt_err(sqlite3_vtab *pVtab, int rc, char *zMsg); /* takes a malloc'd device message */
 
@@ -258,6 +271,22 @@ void vt_tab_txn_reset(vt_tab *p);
 /* Before a catalog change (DROP, RENAME): end a transaction that only
 ** xBegin opened, so that the change commits on its own, as before. */
 void vt_txn_drop_idle(vt_tab *p);
+/* End every device transaction of the connection: commit (as COMMIT does,
+** SQLite's lock first) or roll back. */
+int vt_txn_commit_all(vt_conn *pConn, char **pzErr);
+void vt_txn_rollback_all(vt_conn *pConn);
+
+/* drop.c: DROP TABLE, at once or inside a transaction (see the file). */
+#define VT_DROPPED_PREFIX "csq_dropped:"
+int vt_drop(vt_tab *p, int *pbKept); /* xDestroy; *pbKept: p is the connection's now */
+/* Settle earlier drops whose transaction ended; pCreating: the table
+** xCreate makes now (its name is in the schema already), or NULL. */
+void vt_drop_settle(vt_conn *pConn, const vt_tab *pCreating);
+int vt_drop_pending(vt_tab *p,
+                    char **pzErr); /* xCreate: refuse a name dropped in the transaction */
+int vt_drop_clear_stale(store_txn *t, const char *zName, char **pzErr); /* in xCreate's txn */
+int vt_drop_restore(vt_tab *p, int *pbRestored, char **pzErr); /* xConnect: table missing */
+void vt_drop_free_all(vt_conn *pConn);                         /* the connection closes */
 
 /* stripe.c: tables over several devices (devices='a.csd,b.csd'). Every
 ** function works for a one-device table too (nMem == 1, no metadata). */

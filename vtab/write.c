@@ -24,6 +24,7 @@
 #include "vtab/vtab.h"
 
 void vt_tab_txn_reset(vt_tab *p) {
+  p->markEpoch = 0;
   if (p->aBuf) {
     for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&p->aBuf[i]);
     sqlite3_free(p->aBuf);
@@ -245,6 +246,10 @@ static int delete_row(vt_tab *p, int64_t iRowid) {
   return undo_push(p, k, pTab->apRg[iRg], iRow, -1);
 }
 
+static int is_autoinc(const vt_schema *s) {
+  return s->iIpk >= 0 && s->aCol[s->iIpk].bAutoinc;
+}
+
 /* The largest rowid of a live row, over every member and the buffer
 ** (p->iMaxRowid, kept while p->bMaxRowid). */
 static int max_rowid(vt_tab *p, int64_t *pMax, int *pbAny) {
@@ -275,8 +280,16 @@ static int max_rowid(vt_tab *p, int64_t *pMax, int *pbAny) {
 
 static int rowid_exists(vt_tab *p, store_table *pTab, int64_t iRowid, int *pbExists) {
   *pbExists = 0;
-  if (iRowid >= pTab->nextRowid && pTab->nextRowid < INT64_MAX)
+  if (is_autoinc(&p->s)) {
+    /* AUTOINCREMENT's counter counts inserted rowids only (an UPDATE may
+    ** move a row above it, as in SQLite), so the bound is the largest now */
+    int64_t iMax;
+    int bAny;
+    int rc = max_rowid(p, &iMax, &bAny);
+    if (rc || !bAny || iRowid > iMax) return rc;
+  } else if (iRowid >= pTab->nextRowid && pTab->nextRowid < INT64_MAX) {
     return SQLITE_OK; /* above every rowid ever used */
+  }
   int64_t iBuf;
   int iRg, k;
   uint32_t iRow;
@@ -289,8 +302,14 @@ static int rowid_exists(vt_tab *p, store_table *pTab, int64_t iRowid, int *pbExi
 ** than any the table ever held; without, one more than the largest in the
 ** table now, or when that is the largest integer, an unused one at random. */
 static int new_rowid(vt_tab *p, store_table *pTab, int64_t *piRowid) {
-  const vt_schema *s = &p->s;
-  if (s->iIpk >= 0 && s->aCol[s->iIpk].bAutoinc) {
+  if (is_autoinc(&p->s)) {
+    /* SQLite takes one more than the larger of its counter and the largest
+    ** rowid now: an UPDATE may have moved a row above the counter */
+    int64_t iMax;
+    int bAny;
+    int rc = max_rowid(p, &iMax, &bAny);
+    if (rc) return rc;
+    if (bAny) store_txn_saw_rowid(p->pDev->pTxn, pTab, iMax);
     if (pTab->nextRowid == INT64_MAX) {
       vt_set_error(&p->base, "database or disk is full");
       return SQLITE_FULL;
@@ -400,7 +419,7 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   int bGiven;
   int rc = given_rowid(p, argv, bUpdate, &iRowid, &bGiven);
   if (rc) return rc;
-  if (!bUpdate && s->iIpk >= 0 && s->aCol[s->iIpk].bAutoinc) {
+  if (!bUpdate && is_autoinc(s)) {
     /* AUTOINCREMENT counts every row an INSERT tries, also one that a
     ** constraint then fails or OR IGNORE skips, as SQLite's counter does */
     if (!bGiven) {
@@ -452,7 +471,7 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
     rc = new_rowid(p, pTab, &iRowid);
     if (rc) return rc;
   }
-  store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
+  if (!is_autoinc(s)) store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
   if (p->bMaxRowid && (!p->bMaxAny || iRowid > p->iMaxRowid)) p->iMaxRowid = iRowid, p->bMaxAny = 1;
   uint32_t n = buf_rows(p);
   if (n + 1 > p->nBufDelAlloc) {
@@ -501,6 +520,32 @@ int vt_flush(vt_tab *p) {
   return flush_buffer(p, 0);
 }
 
+static void take_mark(vt_tab *p, int iSavepoint, vt_mark *m);
+static int rollback_to_mark(vt_tab *p, const vt_mark *m);
+
+/* An UPDATE with a FROM clause gets no statement savepoint from SQLite
+** (it opens one only for the statements it marks as writing several
+** rows), so an error that aborts the statement would keep the rows it
+** changed before: they are taken back here, to the table as it was at the
+** run's first write. When SQLite has a savepoint too, its rollback to it
+** finds nothing more to undo. A run is known by its cursors (vtab/stmt.c):
+** an UPDATE always reads the table it writes. */
+static int abort_statement(vt_tab *p, int rc) {
+  int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
+  if ((eConflict != SQLITE_ABORT && eConflict != SQLITE_REPLACE) ||
+      p->markEpoch != p->pConn->stmtEpoch || p->pConn->nStmtCur == 0)
+    return rc;
+  char *zMsg = p->base.zErrMsg;
+  p->base.zErrMsg = NULL;
+  int rc2 = rollback_to_mark(p, &p->stmtMark);
+  if (rc2) {
+    sqlite3_free(zMsg);
+    return rc2;
+  }
+  p->base.zErrMsg = zMsg;
+  return rc;
+}
+
 int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid) {
   vt_tab *p = (vt_tab *)pVtab;
   p->nWrite++;
@@ -509,9 +554,15 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   if (rc) return rc;
   p->bWrote = 1;
   p->bStripeTxn = p->nMem > 1;
+  vt_conn *pConn = p->pConn;
+  if (pConn->nStmtCur > 0 && p->markEpoch != pConn->stmtEpoch) {
+    take_mark(p, -1, &p->stmtMark);
+    p->markEpoch = pConn->stmtEpoch;
+  }
   if (argc == 1) return delete_row(p, sqlite3_value_int64(argv[0]));
   if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return write_row(p, pTab, argv, 0, 0, pRowid);
-  return write_row(p, pTab, argv, 1, sqlite3_value_int64(argv[0]), pRowid);
+  rc = write_row(p, pTab, argv, 1, sqlite3_value_int64(argv[0]), pRowid);
+  return rc ? abort_statement(p, rc) : SQLITE_OK;
 }
 
 /* SQLite begins a virtual table's transaction before the statement that
@@ -522,6 +573,7 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
 int vt_begin(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
   store_table *pTab = NULL;
+  vt_drop_settle(p->pConn, NULL);
   return ensure_txn(p, 0, &pTab);
 }
 
@@ -569,8 +621,23 @@ static int commit_all(vt_conn *pConn, char **pzErr) {
     }
   }
   for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab) p->bStripeTxn = 0;
+  pConn->bTxnDdl = pConn->bOrphanTxn = 0;
   vt_stmt_forget(pConn);
   return rc;
+}
+
+int vt_txn_commit_all(vt_conn *pConn, char **pzErr) {
+  return commit_all(pConn, pzErr);
+}
+
+/* A rollback is the connection's: every device transaction ends with it,
+** also those of tables dropped in it (vtab/drop.c). */
+void vt_txn_rollback_all(vt_conn *pConn) {
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
+    if (d->pTxn) store_txn_rollback(d->pTxn);
+    d->pTxn = NULL;
+  }
+  pConn->bTxnDdl = pConn->bOrphanTxn = 0;
 }
 
 int vt_sync(sqlite3_vtab *pVtab) {
@@ -604,28 +671,25 @@ int vt_commit(sqlite3_vtab *pVtab) {
 
 int vt_rollback(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
-  for (int k = 0; k < p->nMem; k++) {
-    vt_dev *d = p->apMem[k];
-    if (d->pTxn) {
-      store_txn_rollback(d->pTxn);
-      d->pTxn = NULL;
-    }
-  }
+  vt_txn_rollback_all(p->pConn);
   p->bStripeTxn = 0;
   vt_tab_txn_reset(p);
   return SQLITE_OK;
+}
+
+static void take_mark(vt_tab *p, int iSavepoint, vt_mark *m) {
+  store_table *pTab = member_table(p, 0);
+  m->iSavepoint = iSavepoint;
+  m->seq = p->nSeq;
+  m->nUndo = p->nUndo;
+  m->nextRowid = pTab ? pTab->nextRowid : p->nextRowid0;
 }
 
 int vt_savepoint(sqlite3_vtab *pVtab, int iSavepoint) {
   vt_tab *p = (vt_tab *)pVtab;
   int rc = grow((void **)&p->aSave, &p->nSaveAlloc, p->nSave, sizeof(vt_mark));
   if (rc) return rc;
-  p->aSave[p->nSave].iSavepoint = iSavepoint;
-  p->aSave[p->nSave].seq = p->nSeq;
-  p->aSave[p->nSave].nUndo = p->nUndo;
-  store_table *pTab = member_table(p, 0);
-  p->aSave[p->nSave].nextRowid = pTab ? pTab->nextRowid : p->nextRowid0;
-  p->nSave++;
+  take_mark(p, iSavepoint, &p->aSave[p->nSave++]);
   if (!p->bSaveBase) {
     p->bSaveBase = 1;
     p->iSaveBase = iSavepoint;
@@ -639,20 +703,9 @@ int vt_release(sqlite3_vtab *pVtab, int iSavepoint) {
   return SQLITE_OK;
 }
 
-int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
-  vt_tab *p = (vt_tab *)pVtab;
-  while (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint > iSavepoint) p->nSave--;
-  /* a savepoint older than the table's first (the table joined the
-  ** transaction inside it), or -1 (a SAVEPOINT that began the transaction),
-  ** takes the table back to the transaction's start */
-  vt_mark start = {iSavepoint, 0, 0, p->nextRowid0};
-  vt_mark *m;
-  if (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint == iSavepoint)
-    m = &p->aSave[p->nSave - 1];
-  else if (iSavepoint < 0 || (p->bSaveBase && iSavepoint < p->iSaveBase))
-    m = &start;
-  else
-    return SQLITE_OK;
+/* Take the table back to mark m: the deletes after it undone, the rows
+** inserted after it removed, the rowid counter as it was. */
+static int rollback_to_mark(vt_tab *p, const vt_mark *m) {
   p->bMaxRowid = 0;
   store_table *pCoord = member_table(p, 0);
   if (pCoord && p->bInTxn) pCoord->nextRowid = m->nextRowid; /* AUTOINCREMENT's counter too */
@@ -711,6 +764,24 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
     if (p->aSpan[k].n > 0) p->aSpan[j++] = p->aSpan[k];
   p->nSpan = j;
   p->nSeq = S;
-  if (rc) return vt_err(pVtab, rc, zErr);
+  if (rc) return vt_err(&p->base, rc, zErr);
   return SQLITE_OK;
+}
+
+int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
+  vt_tab *p = (vt_tab *)pVtab;
+  while (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint > iSavepoint) p->nSave--;
+  /* a savepoint older than the table's first (the table joined the
+  ** transaction inside it), or -1 (a SAVEPOINT that began the transaction),
+  ** takes the table back to the transaction's start */
+  vt_mark start = {iSavepoint, 0, 0, p->nextRowid0};
+  vt_mark m;
+  if (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint == iSavepoint)
+    m = p->aSave[p->nSave - 1];
+  else if (iSavepoint < 0 || (p->bSaveBase && iSavepoint < p->iSaveBase))
+    m = start;
+  else
+    return SQLITE_OK;
+  p->markEpoch = 0;
+  return rollback_to_mark(p, &m);
 }

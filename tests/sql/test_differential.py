@@ -38,7 +38,11 @@ letter; everything else is compared exactly, errors included.
   K  UPDATE OR REPLACE moving a row onto one the statement updates later is
      refused by csq: not generated (multi-row rowid changes never collide);
      test_regress_writes checks the refusal.
-  M  DROP and RENAME of a csq table come in autocommit only.
+  M  RENAME of a csq table comes in autocommit only (csq refuses it in a
+     transaction); DROP inside a transaction only while no SAVEPOINT is
+     open (a DROP undone by ROLLBACK TO loses the table's earlier writes of
+     the transaction when no other table was written in it), and the
+     dropped name is not created again before the transaction ends.
   J  a multi-row INSERT OR REPLACE/IGNORE/FAIL/ROLLBACK in a transaction
      gets integer (or NULL) rowids only.
 
@@ -255,6 +259,7 @@ class Gen:
             self.rep.execute(t.native_create())
         self.saves = []
         self.nsave = 0
+        self.dropped_in_txn = False
         self.nread = 0  # the tags of unordered reads
         self.t4 = None  # a table created and dropped in the middle of the script
 
@@ -707,17 +712,20 @@ class Gen:
     def ddl(self):
         """A csq table created in the middle of a script (after others were
         read), used for a while, renamed, dropped. CREATE in transactions
-        too (and so rolled back at times); limit M: DROP and RENAME of a csq
-        table change the device at once, outside SQLite's transaction (csq
-        refuses RENAME inside one, and a DROP rolled back stays dropped on
-        the device), so they come in autocommit only."""
+        too (and so rolled back at times), DROP too; limit M: RENAME in
+        autocommit only, DROP in a transaction only with no SAVEPOINT
+        open, no CREATE of the name it dropped in the same transaction."""
         rnd = self.rnd
+        if not self.rep.in_transaction:
+            self.dropped_in_txn = False
+        if self.t4 is None and self.dropped_in_txn:
+            return self.read()
         if self.t4 is None:
             self.t4 = t4_table("t4", self.tabs[0].opts)
             self.tabs.append(self.t4)
             return (self.t4.csq_create(), self.t4.native_create())
         r = rnd.random()
-        if r < 0.45 or self.rep.in_transaction:
+        if r < 0.45 or (self.rep.in_transaction and (r < 0.65 or self.saves)):
             return self.insert_into(self.t4)
         if r < 0.65:
             old = self.t4.name
@@ -725,6 +733,7 @@ class Gen:
             return "ALTER TABLE %s RENAME TO %s" % (old, self.t4.name)
         self.tabs.remove(self.t4)
         name, self.t4 = self.t4.name, None
+        self.dropped_in_txn = self.rep.in_transaction
         return "DROP TABLE %s" % name
 
     def resync(self):
