@@ -152,6 +152,7 @@ typedef struct vt_mark {
   int64_t seq; /* inserts before this mark survive */
   int nUndo;
   int64_t nextRowid; /* the coordinator's rowid counter (AUTOINCREMENT's) */
+  int bStmt;         /* a statement's savepoint (taken in a writing statement) */
 } vt_mark;
 
 struct vt_tab {

@@ -509,9 +509,19 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUp
                      sqlite3_int64 *pRowid) {
   int64_t nextRowid = pTab->nextRowid;
   int rc = write_row_checked(p, pTab, argv, bUpdate, iOld, pRowid);
-  if (rc != SQLITE_OK &&
-      ((rc & 0xff) != SQLITE_CONSTRAINT || sqlite3_vtab_on_conflict(p->pConn->db) != SQLITE_IGNORE))
-    pTab->nextRowid = nextRowid;
+  if (rc == SQLITE_OK) return rc;
+  int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
+  if ((rc & 0xff) != SQLITE_CONSTRAINT || eConflict != SQLITE_IGNORE) pTab->nextRowid = nextRowid;
+  if (eConflict == SQLITE_FAIL && !bUpdate && is_autoinc(&p->s)) {
+    /* OR FAIL keeps the rows written before, but SQLite saves the counter
+    ** only when the statement completes: back to where the statement
+    ** began (its own transaction in autocommit, else its savepoint; a
+    ** statement of one row has none and nothing more to undo) */
+    if (sqlite3_get_autocommit(p->pConn->db))
+      pTab->nextRowid = p->nextRowid0;
+    else if (p->nSave > 0 && p->aSave[p->nSave - 1].bStmt)
+      pTab->nextRowid = p->aSave[p->nSave - 1].nextRowid;
+  }
   return rc;
 }
 
@@ -531,6 +541,7 @@ static int rollback_to_mark(vt_tab *p, const vt_mark *m);
 ** finds nothing more to undo. A run is known by its cursors (vtab/stmt.c):
 ** an UPDATE always reads the table it writes. */
 static int abort_statement(vt_tab *p, int rc) {
+  if (rc == SQLITE_OK) return rc;
   int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
   if ((eConflict != SQLITE_ABORT && eConflict != SQLITE_REPLACE) ||
       p->markEpoch != p->pConn->stmtEpoch || p->pConn->nStmtCur == 0)
@@ -560,9 +571,17 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
     p->markEpoch = pConn->stmtEpoch;
   }
   if (argc == 1) return delete_row(p, sqlite3_value_int64(argv[0]));
-  if (sqlite3_value_type(argv[0]) == SQLITE_NULL) return write_row(p, pTab, argv, 0, 0, pRowid);
-  rc = write_row(p, pTab, argv, 1, sqlite3_value_int64(argv[0]), pRowid);
-  return rc ? abort_statement(p, rc) : SQLITE_OK;
+  if (sqlite3_value_type(argv[0]) == SQLITE_NULL)
+    rc = write_row(p, pTab, argv, 0, 0, pRowid);
+  else
+    rc = abort_statement(p, write_row(p, pTab, argv, 1, sqlite3_value_int64(argv[0]), pRowid));
+  if ((rc & 0xff) == SQLITE_CONSTRAINT && sqlite3_vtab_on_conflict(pConn->db) == SQLITE_IGNORE) {
+    /* the row is skipped, not an error: SQLite would keep a message left
+    ** here and show it for a later error of the statement */
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = NULL;
+  }
+  return rc;
 }
 
 /* SQLite begins a virtual table's transaction before the statement that
@@ -677,8 +696,17 @@ int vt_rollback(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
+/* A statement that writes is running: a savepoint SQLite opens now is
+** that statement's (a SAVEPOINT statement is read-only to SQLite). */
+static int writing_statement(sqlite3 *db) {
+  for (sqlite3_stmt *s = sqlite3_next_stmt(db, NULL); s; s = sqlite3_next_stmt(db, s))
+    if (sqlite3_stmt_busy(s) && !sqlite3_stmt_readonly(s)) return 1;
+  return 0;
+}
+
 static void take_mark(vt_tab *p, int iSavepoint, vt_mark *m) {
   store_table *pTab = member_table(p, 0);
+  m->bStmt = writing_statement(p->pConn->db);
   m->iSavepoint = iSavepoint;
   m->seq = p->nSeq;
   m->nUndo = p->nUndo;
@@ -774,7 +802,7 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   /* a savepoint older than the table's first (the table joined the
   ** transaction inside it), or -1 (a SAVEPOINT that began the transaction),
   ** takes the table back to the transaction's start */
-  vt_mark start = {iSavepoint, 0, 0, p->nextRowid0};
+  vt_mark start = {iSavepoint, 0, 0, p->nextRowid0, 0};
   vt_mark m;
   if (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint == iSavepoint)
     m = p->aSave[p->nSave - 1];

@@ -692,6 +692,47 @@ COMMIT;
 SELECT rowid, k, s FROM t2 ORDER BY rowid;""")
 
 
+def test_insert_or_fail_into_autoincrement_keeps_the_counter():
+    """A multi-row INSERT OR FAIL that fails part way keeps its earlier
+    rows, but SQLite saves the AUTOINCREMENT counter only when a statement
+    completes: once those rows are deleted, the next rowid is the old
+    counter's next, in autocommit and inside a transaction (where the
+    statement has a savepoint) alike. csq's counter kept the rows' ids."""
+    same_as_native("""
+CREATE VIRTUAL TABLE t3 USING csq(id INTEGER PRIMARY KEY AUTOINCREMENT, x INT, y TEXT NOT NULL);
+INSERT INTO t3 VALUES (1, NULL, 'a'), (4, 20, 'b');
+INSERT OR FAIL INTO t3 VALUES (3, 31, 'c'), (10, 1, 'd'), (9, 2, 'e'), (4, 3, 'f');
+DELETE FROM t3;
+INSERT INTO t3(x, y) VALUES (1, 'g');
+SELECT id, y FROM t3 ORDER BY id;
+BEGIN;
+INSERT INTO t3(y) VALUES ('h');
+SAVEPOINT s;
+INSERT INTO t3(y) VALUES ('i');
+INSERT OR FAIL INTO t3 VALUES (20, 1, 'j'), (NULL, 2, 'k'), (5, 3, NULL);
+DELETE FROM t3 WHERE id >= 20;
+INSERT OR FAIL INTO t3(y) VALUES (NULL);
+INSERT INTO t3(y) VALUES ('l');
+RELEASE s;
+COMMIT;
+SELECT id, y FROM t3 ORDER BY id;""")
+
+
+def test_ignored_conflict_leaves_no_message_for_a_later_error():
+    """Under OR IGNORE a row that fails a constraint is skipped; when a
+    later row of the statement fails in a way IGNORE does not skip (a
+    rowid that is not an integer), the error is that one, not the skipped
+    row's: csq left its message for SQLite to show."""
+    same_as_native("""
+CREATE VIRTUAL TABLE t1 USING csq(id INTEGER PRIMARY KEY, a INTEGER);
+CREATE VIRTUAL TABLE t2 USING csq(k INTEGER NOT NULL, w DOUBLE);
+INSERT INTO t1(id, a) VALUES (3, 1);
+INSERT OR IGNORE INTO t1(oid, a) VALUES (5, 9), (3, 2), (2.5, 31);
+INSERT OR IGNORE INTO t2(w, _rowid_) VALUES ('a_c', 3), (4294967296, 'abc'), (11, NULL);
+SELECT * FROM t1 ORDER BY id;
+SELECT rowid, * FROM t2 ORDER BY rowid;""")
+
+
 def test_new_rowid_when_every_rowid_is_negative():
     """SQLite's new rowid is one more than the largest, -1 after -2; csq
     gave 1."""
