@@ -151,7 +151,9 @@ static int flush_buffer(vt_tab *p, int bMerge) {
   char *zErr = NULL;
   int nDel = 0;
   for (uint32_t i = 0; i < n; i++) nDel += p->aBufDel[i];
-  if (nDel == (int)n) goto done;
+  /* rows deleted in the buffer need not reach the device, unless a
+  ** savepoint or an aborting statement may bring them back */
+  if (nDel == (int)n && p->nSave == 0 && p->markEpoch == 0) goto done;
   int rc;
   if (bMerge && nDel == 0) {
     rc = store_txn_append_merge(t, pTab, p->aBuf, 0, n, VT_SMALL_ROWGROUP, &zErr);

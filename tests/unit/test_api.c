@@ -85,6 +85,53 @@ static const api_case aCase[] = {
     {"SELECT count(*) FROM %s a, (SELECT 1 AS one) b WHERE a.x < 100", 0, 0},
 };
 
+static void step_all(sqlite3 *db, sqlite3_stmt *p) {
+  int rc;
+  while ((rc = sqlite3_step(p)) == SQLITE_ROW) {}
+  CHECK(rc == SQLITE_DONE, "%s: %s", sqlite3_sql(p), sqlite3_errmsg(db));
+  sqlite3_reset(p);
+}
+
+/* Statements kept prepared: a row inserted and deleted in a savepoint, a
+** pushed read through csq_prepare (which writes the insert buffer to the
+** device), ROLLBACK TO: the row is back. The buffer, all of its rows
+** deleted, was left off the device, and the rollback had nothing to
+** restore (found by test_diff_capi). */
+static void rollback_to_after_a_pushed_read(sqlite3 *db) {
+  exec(db, "CREATE VIRTUAL TABLE u USING csq(k INTEGER NOT NULL, v TEXT, pushdown='always')");
+  sqlite3_stmt *pIns = NULL, *pDel = NULL, *pAgg = NULL, *pSp1 = NULL, *pRb1 = NULL, *pSp2 = NULL,
+               *pRel = NULL, *pAll = NULL;
+  CHECK(sqlite3_prepare_v2(db, "INSERT INTO u(k, v) VALUES (?1, ?2)", -1, &pIns, NULL) == 0);
+  CHECK(sqlite3_prepare_v2(db, "DELETE FROM u WHERE k = ?1", -1, &pDel, NULL) == 0);
+  CHECK(csq_prepare(db, "SELECT count(*), sum(k), max(rowid) FROM u", -1, &pAgg, NULL) == 0);
+  CHECK(sqlite3_prepare_v2(db, "SAVEPOINT s1", -1, &pSp1, NULL) == 0);
+  CHECK(sqlite3_prepare_v2(db, "ROLLBACK TO s1", -1, &pRb1, NULL) == 0);
+  CHECK(sqlite3_prepare_v2(db, "SAVEPOINT s2", -1, &pSp2, NULL) == 0);
+  CHECK(sqlite3_prepare_v2(db, "RELEASE s2", -1, &pRel, NULL) == 0);
+  CHECK(sqlite3_prepare_v2(db, "SELECT group_concat(rowid || ':' || k) FROM u", -1, &pAll, NULL) ==
+        0);
+  step_all(db, pSp2);
+  sqlite3_bind_int(pIns, 1, 12);
+  sqlite3_bind_int(pIns, 2, 15);
+  step_all(db, pIns);
+  step_all(db, pSp1);
+  sqlite3_bind_text(pDel, 1, "12", -1, SQLITE_STATIC);
+  step_all(db, pDel);
+  CHECK(sqlite3_step(pAgg) == SQLITE_ROW && sqlite3_column_int(pAgg, 0) == 0);
+  sqlite3_reset(pAgg);
+  step_all(db, pRb1);
+  sqlite3_bind_int(pIns, 1, 25);
+  sqlite3_bind_int(pIns, 2, 31);
+  step_all(db, pIns);
+  CHECK(sqlite3_last_insert_rowid(db) == 2, "%lld", (long long)sqlite3_last_insert_rowid(db));
+  step_all(db, pRel);
+  CHECK(sqlite3_step(pAll) == SQLITE_ROW &&
+            strcmp((const char *)sqlite3_column_text(pAll, 0), "1:12,2:25") == 0,
+        "%s", (const char *)sqlite3_column_text(pAll, 0));
+  sqlite3_stmt *ap[] = {pIns, pDel, pAgg, pSp1, pRb1, pSp2, pRel, pAll};
+  for (int i = 0; i < (int)(sizeof(ap) / sizeof(ap[0])); i++) sqlite3_finalize(ap[i]);
+}
+
 int main(void) {
   sqlite3_auto_extension((void (*)(void))sqlite3_csq_init);
   sqlite3 *db = NULL;
@@ -203,6 +250,8 @@ int main(void) {
   sqlite3_bind_int64(pC, 1, 100);
   CHECK(sqlite3_step(pC) == SQLITE_ROW);
   sqlite3_finalize(pC);
+
+  rollback_to_after_a_pushed_read(db);
 
   sqlite3_close(db);
   sqlite3_reset_auto_extension();
