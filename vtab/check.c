@@ -63,7 +63,8 @@
 typedef struct vt_dflt {
   sqlite3_stmt *pStmt; /* SELECT <default>, prepared at first use */
   sqlite3_value *pVal; /* its last value (owned), or NULL */
-  uint64_t key;        /* the statement run pVal belongs to (DFLT_STMT) */
+  uint64_t key;        /* the statement run pVal belongs to (DFLT_STMT)... */
+  sqlite3_int64 msAt;  /* ... and when it was taken (ms, Julian) */
 } vt_dflt;
 
 /* The row module's client data (see row_module). */
@@ -86,8 +87,6 @@ struct vt_rowcheck {
   int bArmed;            /* the row module shows the row (while pCheck runs) */
   row_link *pLink;       /* the row module's client data (freed by SQLite) */
   sqlite3_stmt *pIgnore; /* PRAGMA ignore_check_constraints */
-  uint64_t ignoreKey;    /* the statement run bIgnore was read in */
-  int bIgnore;
 };
 
 /* ------------------------------------------------------------------------
@@ -502,7 +501,18 @@ static int dflt_value(vt_rowcheck *pRc, int i, sqlite3_value **ppVal) {
   const char *zDflt = p->s.aCol[i].zDflt;
   int eKind = dflt_kind(zDflt);
   uint64_t key = eKind == DFLT_STMT ? vt_stmt_key(pRc->db) : 0;
-  if (d->pVal && (eKind == DFLT_ONCE || (eKind == DFLT_STMT && key == d->key))) {
+  sqlite3_int64 msNow = 0;
+  if (eKind == DFLT_STMT) {
+    sqlite3_vfs *pVfs = sqlite3_vfs_find(NULL);
+    if (pVfs && pVfs->iVersion >= 2 && pVfs->xCurrentTimeInt64)
+      pVfs->xCurrentTimeInt64(pVfs, &msNow);
+  }
+  /* SQLite takes the time once per statement run. A run's key can repeat
+  ** (a finalized statement's address, with the same run count, goes to
+  ** the next one prepared), so a time is kept for one second at most: a
+  ** later statement never gets a stale one */
+  if (d->pVal && (eKind == DFLT_ONCE || (eKind == DFLT_STMT && key == d->key && key != 0 &&
+                                         msNow - d->msAt >= 0 && msNow - d->msAt < 1000))) {
     *ppVal = d->pVal;
     return SQLITE_OK;
   }
@@ -518,6 +528,7 @@ static int dflt_value(vt_rowcheck *pRc, int i, sqlite3_value **ppVal) {
       sqlite3_value_free(d->pVal);
       d->pVal = sqlite3_value_dup(sqlite3_column_value(d->pStmt, 0));
       d->key = key;
+      d->msAt = msNow;
       if (!d->pVal) rc = SQLITE_NOMEM;
     }
     int rc2 = sqlite3_reset(d->pStmt);
@@ -537,23 +548,17 @@ static int dflt_value(vt_rowcheck *pRc, int i, sqlite3_value **ppVal) {
 ** A row.
 */
 
-/* PRAGMA ignore_check_constraints, read once per statement run (no pragma
-** changes during one). */
+/* PRAGMA ignore_check_constraints, read for every row: a statement run
+** cannot be told apart from the next one prepared at its address, and a
+** PRAGMA between them would go unseen. */
 static int checks_ignored(vt_rowcheck *pRc, int *pbIgnore) {
-  uint64_t key = vt_stmt_key(pRc->db);
-  if (key == 0 || key != pRc->ignoreKey) {
-    int rc = SQLITE_OK;
-    if (!pRc->pIgnore)
-      rc = sqlite3_prepare_v3(pRc->db, "PRAGMA ignore_check_constraints", -1,
-                              SQLITE_PREPARE_PERSISTENT, &pRc->pIgnore, NULL);
-    if (rc) return rc;
-    pRc->bIgnore = sqlite3_step(pRc->pIgnore) == SQLITE_ROW && sqlite3_column_int(pRc->pIgnore, 0);
-    rc = sqlite3_reset(pRc->pIgnore);
-    if (rc) return rc;
-    pRc->ignoreKey = key;
-  }
-  *pbIgnore = pRc->bIgnore;
-  return SQLITE_OK;
+  int rc = SQLITE_OK;
+  if (!pRc->pIgnore)
+    rc = sqlite3_prepare_v3(pRc->db, "PRAGMA ignore_check_constraints", -1,
+                            SQLITE_PREPARE_PERSISTENT, &pRc->pIgnore, NULL);
+  if (rc) return rc;
+  *pbIgnore = sqlite3_step(pRc->pIgnore) == SQLITE_ROW && sqlite3_column_int(pRc->pIgnore, 0);
+  return sqlite3_reset(pRc->pIgnore);
 }
 
 /* Evaluate the CHECK constraints over argv (rowid iRowid if bGiven). */

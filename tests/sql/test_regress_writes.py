@@ -733,6 +733,21 @@ SELECT * FROM t1 ORDER BY id;
 SELECT rowid, * FROM t2 ORDER BY rowid;""")
 
 
+def test_ignore_check_constraints_seen_by_the_next_statement():
+    """PRAGMA ignore_check_constraints between two INSERTs in the shell
+    (each statement prepared where the last one was, with the same run
+    count): csq kept the setting it read for the first."""
+    out = same_as_native("""
+CREATE VIRTUAL TABLE t USING csq(a CHECK (a > 0));
+INSERT INTO t VALUES (1);
+PRAGMA ignore_check_constraints = 1;
+INSERT INTO t VALUES (-1);
+PRAGMA ignore_check_constraints = 0;
+INSERT INTO t VALUES (-2);
+SELECT * FROM t ORDER BY a;""")
+    assert out[:2] == ["-1", "1"], out
+
+
 def test_new_rowid_when_every_rowid_is_negative():
     """SQLite's new rowid is one more than the largest, -1 after -2; csq
     gave 1."""
