@@ -8,6 +8,7 @@
 **   vtab/table.c     xCreate/xConnect/xDisconnect/xDestroy/xRename
 **   vtab/plan.c      xBestIndex: the plans, idxNum and idxStr (vtab/plan.h)
 **   vtab/cursor.c    the scan cursor: xOpen, xFilter, xNext, xColumn...
+**   vtab/topn.c      the cursor's top-N heap for ORDER BY ... LIMIT (vtab/topn.h)
 **   vtab/write.c     xUpdate, transactions and savepoints
 **   vtab/drop.c      DROP TABLE, at once or inside a transaction
 **   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
