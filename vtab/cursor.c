@@ -87,50 +87,60 @@ typedef struct vt_cursor {
   uint8_t aKeyDesc[VT_TOPN_MAXKEY];
 } vt_cursor;
 
+/* sqlite3_malloc64'd n bytes, zeroed; NULL if no memory. */
+static void *zalloc(size_t n) {
+  void *p = sqlite3_malloc64(n ? n : 1);
+  if (p) memset(p, 0, n);
+  return p;
+}
+
+/* Free a cursor and the arrays vt_open gave it: a half-built one (vt_open
+** ran out of memory: any array may be NULL, nothing else is held) or a
+** closed one (vt_close released what xFilter took first). */
+static void cursor_free(vt_cursor *c, int nCol) {
+  if (!c) return;
+  if (c->aVec)
+    for (int i = 0; i <= nCol; i++) csq_vec_free(&c->aVec[i]);
+  sqlite3_free(c->aVec);
+  sqlite3_free(c->aLoaded);
+  sqlite3_free(c->aOutOf);
+  sqlite3_free(c->aSnap);
+  sqlite3_free(c->aTab);
+  sqlite3_free(c->aTabCopy);
+  sqlite3_free(c->apScan);
+  sqlite3_free(c->aWinNext);
+  sqlite3_free(c->aWinLen);
+  sqlite3_free(c->aWinBase);
+  sqlite3_free(c->apLazyRg);
+  sqlite3_free(c);
+}
+
+/* The cursor's arrays are sized once, here: per chunk (nCol + 1) and per
+** member (nMem); every xFilter reuses them. */
 int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
   vt_tab *p = (vt_tab *)pVtab;
-  vt_cursor *c = sqlite3_malloc64(sizeof(*c));
+  size_t nChunk = (size_t)p->s.nCol + 1, nMem = (size_t)p->nMem;
+  vt_cursor *c = zalloc(sizeof(*c));
   if (!c) return SQLITE_NOMEM;
-  memset(c, 0, sizeof(*c));
-  c->aVec = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
-  c->aLoaded = sqlite3_malloc64((size_t)p->s.nCol + 1);
-  c->aOutOf = sqlite3_malloc64(sizeof(int) * (size_t)(p->s.nCol + 1));
-  size_t nMem = (size_t)p->nMem;
   c->nMem = p->nMem;
-  c->aSnap = sqlite3_malloc64(sizeof(store_snap *) * nMem);
-  c->aTab = sqlite3_malloc64(sizeof(store_table *) * nMem);
-  c->aTabCopy = sqlite3_malloc64(sizeof(store_table *) * nMem);
-  c->apScan = sqlite3_malloc64(sizeof(dev_scan *) * nMem);
-  c->aWinNext = sqlite3_malloc64(sizeof(int) * nMem);
-  c->aWinLen = sqlite3_malloc64(sizeof(int) * nMem);
-  c->aWinBase = sqlite3_malloc64(sizeof(int) * nMem);
-  c->apLazyRg = sqlite3_malloc64(sizeof(store_rg *) * (size_t)(p->s.nCol + 1));
-  if (!c->aWinBase || !c->apLazyRg || !c->aVec || !c->aLoaded || !c->aOutOf || !c->aSnap ||
-      !c->aTab || !c->aTabCopy || !c->apScan || !c->aWinNext || !c->aWinLen) {
-    sqlite3_free(c->aVec);
-    sqlite3_free(c->aLoaded);
-    sqlite3_free(c->aOutOf);
-    sqlite3_free(c->aSnap);
-    sqlite3_free(c->aTab);
-    sqlite3_free(c->aTabCopy);
-    sqlite3_free(c->apScan);
-    sqlite3_free(c->aWinNext);
-    sqlite3_free(c->aWinLen);
-    sqlite3_free(c->aWinBase);
-    sqlite3_free(c->apLazyRg);
-    sqlite3_free(c);
+  c->aVec = zalloc(sizeof(csq_vec) * nChunk); /* zeroed: csq_vec_init's empty vectors */
+  c->aLoaded = zalloc(nChunk);
+  c->aOutOf = zalloc(sizeof(int) * nChunk);
+  c->apLazyRg = zalloc(sizeof(store_rg *) * nChunk);
+  c->aSnap = zalloc(sizeof(store_snap *) * nMem);
+  c->aTab = zalloc(sizeof(store_table *) * nMem);
+  c->aTabCopy = zalloc(sizeof(store_table *) * nMem);
+  c->apScan = zalloc(sizeof(dev_scan *) * nMem);
+  c->aWinNext = zalloc(sizeof(int) * nMem);
+  c->aWinLen = zalloc(sizeof(int) * nMem);
+  c->aWinBase = zalloc(sizeof(int) * nMem);
+  if (!c->aVec || !c->aLoaded || !c->aOutOf || !c->apLazyRg || !c->aSnap || !c->aTab ||
+      !c->aTabCopy || !c->apScan || !c->aWinNext || !c->aWinLen || !c->aWinBase) {
+    cursor_free(c, p->s.nCol);
     return SQLITE_NOMEM;
   }
   for (int k = 0; k < c->nMem; k++) c->aWinNext[k] = -1;
-  memset(c->aWinBase, 0, sizeof(int) * nMem);
-  memset(c->apLazyRg, 0, sizeof(store_rg *) * (size_t)(p->s.nCol + 1));
   c->nLeft = -1;
-  memset(c->aSnap, 0, sizeof(store_snap *) * nMem);
-  memset(c->aTab, 0, sizeof(store_table *) * nMem);
-  memset(c->aTabCopy, 0, sizeof(store_table *) * nMem);
-  memset(c->apScan, 0, sizeof(dev_scan *) * nMem);
-  for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&c->aVec[i]);
-  memset(c->aLoaded, 0, (size_t)p->s.nCol + 1);
   c->bEof = 1;
   c->stmtKey = vt_stmt_enter(p->pConn);
   *ppCur = &c->base;
@@ -200,19 +210,7 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   cursor_reset(c, p->s.nCol);
   vt_stmt_leave(p->pConn, c->stmtKey);
   vt_probe_free(c->pProbe);
-  for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&c->aVec[i]);
-  sqlite3_free(c->aVec);
-  sqlite3_free(c->aLoaded);
-  sqlite3_free(c->aOutOf);
-  sqlite3_free(c->aSnap);
-  sqlite3_free(c->aTab);
-  sqlite3_free(c->aTabCopy);
-  sqlite3_free(c->apScan);
-  sqlite3_free(c->aWinNext);
-  sqlite3_free(c->aWinLen);
-  sqlite3_free(c->aWinBase);
-  sqlite3_free(c->apLazyRg);
-  sqlite3_free(c);
+  cursor_free(c, p->s.nCol);
   return SQLITE_OK;
 }
 
@@ -678,6 +676,50 @@ done:
   return rc;
 }
 
+/* Run a decoded plan: position the cursor (reset, its colUsed set) on its
+** first row, or at EOF. */
+static int run_plan(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const char *idxStr, int argc,
+                    sqlite3_value **argv) {
+  c->nLeft = pPlan->nLeft;
+  c->nSkip = pPlan->nSkip;
+  c->nKey = pPlan->nKey;
+  memcpy(c->aKeyChunk, pPlan->aKeyChunk, sizeof(c->aKeyChunk));
+  memcpy(c->aKeyDesc, pPlan->aKeyDesc, sizeof(c->aKeyDesc));
+  switch (pPlan->eKind) {
+  case VT_PLAN_DEVICE:
+    if (c->nLeft == 0) return SQLITE_OK; /* LIMIT 0: nothing to read (bEof is set) */
+    return device_filter(c, p, pPlan, idxStr, argv);
+  case VT_PLAN_PROBE:
+    return probe_filter(c, p, idxStr, pPlan->iProbeChunk, argv);
+  case VT_PLAN_ROWID:
+    if (argc >= 1) {
+      sqlite3_value *v = argv[0];
+      int t = sqlite3_value_numeric_type(v);
+      if (t == SQLITE_FLOAT) {
+        double r = sqlite3_value_double(v);
+        /* no integer rowid equals a fraction or a value out of range: empty */
+        if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return SQLITE_OK;
+        if (r != (double)(int64_t)r) return SQLITE_OK;
+        c->iLookup = (int64_t)r;
+      } else if (t == SQLITE_INTEGER) {
+        c->iLookup = sqlite3_value_int64(v);
+      } else {
+        return SQLITE_OK; /* NULL or text: nothing matches a rowid */
+      }
+      c->bLookup = 1;
+    }
+    return open_scan(c, p);
+  case VT_PLAN_SCAN:
+    if (c->nLeft == 0) return SQLITE_OK;
+    if (c->nKey) return host_topn(c, p);
+    return open_scan(c, p);
+  default:
+    return open_scan(c, p);
+  }
+}
+
+/* xFilter: a fresh scan by the plan xBestIndex chose (vtab/plan.c). On an
+** error the cursor keeps nothing of the scan it began (cursor_reset). */
 int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
               sqlite3_value **argv) {
   vt_cursor *c = (vt_cursor *)pCur;
@@ -696,35 +738,9 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
   vt_plan plan;
   int rc = vt_plan_decode(p, idxNum, idxStr, argc, argv, &plan);
   c->colUsed = plan.colUsed;
-  if (rc) return rc;
-  c->nLeft = plan.nLeft;
-  c->nSkip = plan.nSkip;
-  c->nKey = plan.nKey;
-  memcpy(c->aKeyChunk, plan.aKeyChunk, sizeof(c->aKeyChunk));
-  memcpy(c->aKeyDesc, plan.aKeyDesc, sizeof(c->aKeyDesc));
-  if (plan.eKind == VT_PLAN_SCAN || plan.eKind == VT_PLAN_DEVICE) {
-    if (c->nLeft == 0) return SQLITE_OK; /* LIMIT 0: nothing to read (bEof is set) */
-    if (plan.eKind == VT_PLAN_DEVICE) return device_filter(c, p, &plan, idxStr, argv);
-    if (c->nKey) return host_topn(c, p);
-  }
-  if (plan.eKind == VT_PLAN_PROBE) return probe_filter(c, p, idxStr, plan.iProbeChunk, argv);
-  if (plan.eKind == VT_PLAN_ROWID && argc >= 1) {
-    sqlite3_value *v = argv[0];
-    int t = sqlite3_value_numeric_type(v);
-    if (t == SQLITE_FLOAT) {
-      double r = sqlite3_value_double(v);
-      /* no integer rowid equals a fraction or a value out of range: empty */
-      if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return SQLITE_OK;
-      if (r != (double)(int64_t)r) return SQLITE_OK;
-      c->iLookup = (int64_t)r;
-    } else if (t == SQLITE_INTEGER) {
-      c->iLookup = sqlite3_value_int64(v);
-    } else {
-      return SQLITE_OK; /* NULL or text: nothing matches a rowid */
-    }
-    c->bLookup = 1;
-  }
-  return open_scan(c, p);
+  if (rc == SQLITE_OK) rc = run_plan(c, p, &plan, idxStr, argc, argv);
+  if (rc) cursor_reset(c, p->s.nCol);
+  return rc;
 }
 
 /* VT_PLAN_SCAN and VT_PLAN_ROWID (and building a probe cache): take the visible row groups
