@@ -56,8 +56,9 @@ $(BUILD)/libcsq.a: $(LIB_OBJ)
 $(BUILD)/csq.so: $(LIB_OBJ)
 	$(CC) -shared -Wl,-z,defs -o $@ $^ $(LDFLAGS) $(LDLIBS)
 
-# the shell loads csq.so from beside itself, like any SQLite program would
-$(BUILD)/csq: $(SHELL_MAIN) $(BUILD)/csq.so
+# the shell loads csq.so from beside itself, like any SQLite program would;
+# of csq's own code it compiles only what a header holds (vtab/module_name.h)
+$(BUILD)/csq: $(SHELL_MAIN) vtab/module_name.h $(BUILD)/csq.so
 	$(CC) $(CFLAGS) -o $@ $(SHELL_MAIN) $(LDFLAGS) -lsqlite3
 
 $(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcsq.a $(HDRS) $(TEST_HDRS)

@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include "vtab/module_name.h" /* static inline: the shell links SQLite only */
 
 typedef struct shell {
   sqlite3 *db;
@@ -149,71 +150,6 @@ static void run_select(shell *sh, const char *zSql, int nSql) {
 ** the same double, else 20), infinities as 1e999, text with NUL bytes as
 ** CAST(X'..' AS TEXT), carriage returns as char(13). Rowids are not kept
 ** (as in the sqlite3 shell), except through an INTEGER PRIMARY KEY. */
-
-/* Does zSql, a CREATE VIRTUAL TABLE as sqlite_schema stores it, name the
-** module csq? Reads the tokens: CREATE VIRTUAL TABLE [IF NOT EXISTS]
-** [schema.]name USING module. */
-static const char *sql_space(const char *z) {
-  for (;;) {
-    while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r' || *z == '\f') z++;
-    if (z[0] == '-' && z[1] == '-') {
-      while (*z && *z != '\n') z++;
-    } else if (z[0] == '/' && z[1] == '*') {
-      const char *e = strstr(z + 2, "*/");
-      z = e ? e + 2 : z + strlen(z);
-    } else {
-      return z;
-    }
-  }
-}
-
-static const char *sql_token_end(const char *z) {
-  char q = *z == '[' ? ']' : *z;
-  if (q == '"' || q == '`' || q == ']' || q == '\'') {
-    for (z++; *z; z++) {
-      if (*z == q) {
-        if (q != ']' && z[1] == q) {
-          z++;
-          continue;
-        }
-        return z + 1;
-      }
-    }
-    return z;
-  }
-  const char *s = z;
-  while (*z == '_' || *z == '$' || (*z >= '0' && *z <= '9') ||
-         ((*z | 0x20) >= 'a' && (*z | 0x20) <= 'z') || (unsigned char)*z >= 0x80)
-    z++;
-  return z == s && *z ? z + 1 : z;
-}
-
-static int sql_is(const char *z, const char *e, const char *zWord) {
-  int n = (int)strlen(zWord);
-  if (e - z == n + 2 && (*z == '"' || *z == '`' || *z == '['))
-    z++;
-  else if (e - z != n)
-    return 0;
-  return sqlite3_strnicmp(z, zWord, n) == 0;
-}
-
-static int is_csq_table(const char *zSql) {
-  const char *z = zSql, *e;
-  for (int i = 0; i < 3; i++) z = sql_token_end(sql_space(z)); /* CREATE VIRTUAL TABLE */
-  z = sql_space(z);
-  e = sql_token_end(z);
-  if (sql_is(z, e, "IF")) { /* IF NOT EXISTS */
-    for (int i = 0; i < 2; i++) e = sql_token_end(sql_space(e));
-    z = sql_space(e);
-    e = sql_token_end(z);
-  }
-  z = sql_space(e);
-  if (*z == '.') z = sql_space(sql_token_end(sql_space(z + 1)));
-  e = sql_token_end(z);
-  if (!sql_is(z, e, "USING")) return 0;
-  z = sql_space(e);
-  return sql_is(z, sql_token_end(z), "csq");
-}
 
 static void put_hex(const unsigned char *p, int n) {
   for (int i = 0; i < n; i++) printf("%02x", p[i]);
@@ -354,7 +290,8 @@ static void dump(shell *sh, const char *zPattern) {
       fputs("ANALYZE sqlite_schema;\n", stdout);
     } else if (sqlite3_strnicmp(zName, "sqlite_", 7) == 0) {
       continue;
-    } else if (sqlite3_strnicmp(zSql, "CREATE VIRTUAL TABLE", 20) == 0 && !is_csq_table(zSql)) {
+    } else if (sqlite3_strnicmp(zSql, "CREATE VIRTUAL TABLE", 20) == 0 &&
+               !vt_sql_is_csq_table(zSql)) {
       if (!bWritable) fputs("PRAGMA writable_schema=ON;\n", stdout);
       bWritable = 1;
       char *z = sqlite3_mprintf("INSERT INTO sqlite_schema(type,name,tbl_name,rootpage,sql)"

@@ -49,6 +49,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 #include "vtab/vtab.h"
+#include "vtab/module_name.h"
 
 #define BK_CHUNK_BLOCKS 256 /* blocks read per NVM Read (1 MiB) */
 
@@ -95,76 +96,6 @@ static int bk_error(bk_job *j, int rc, const char *zFmt, ...) {
   return rc;
 }
 
-/* ---- Which module a CREATE VIRTUAL TABLE statement names ---- */
-
-/* Skip white space and comments. */
-static const char *sql_space(const char *z) {
-  for (;;) {
-    while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r' || *z == '\f') z++;
-    if (z[0] == '-' && z[1] == '-') {
-      while (*z && *z != '\n') z++;
-    } else if (z[0] == '/' && z[1] == '*') {
-      const char *e = strstr(z + 2, "*/");
-      z = e ? e + 2 : z + strlen(z);
-    } else {
-      return z;
-    }
-  }
-}
-
-/* The end of the token at z: a bare word, a quoted name ("", ``, [], ''),
-** or one other character. */
-static const char *sql_token_end(const char *z) {
-  char q = *z == '[' ? ']' : *z;
-  if (q == '"' || q == '`' || q == ']' || q == '\'') {
-    for (z++; *z; z++) {
-      if (*z == q) {
-        if (q != ']' && z[1] == q) {
-          z++;
-          continue;
-        }
-        return z + 1;
-      }
-    }
-    return z;
-  }
-  const char *s = z;
-  while (*z == '_' || *z == '$' || (*z >= '0' && *z <= '9') ||
-         ((*z | 0x20) >= 'a' && (*z | 0x20) <= 'z') || (unsigned char)*z >= 0x80)
-    z++;
-  return z == s && *z ? z + 1 : z;
-}
-
-/* Is token [z, e) the word zWord (any case, quoted or not)? */
-static int sql_is(const char *z, const char *e, const char *zWord) {
-  int n = (int)strlen(zWord);
-  if (e - z == n + 2 && (*z == '"' || *z == '`' || *z == '['))
-    z++;
-  else if (e - z != n)
-    return 0;
-  return sqlite3_strnicmp(z, zWord, n) == 0;
-}
-
-/* Does zSql, a CREATE VIRTUAL TABLE as sqlite_schema stores it, use csq? */
-static int is_csq_table(const char *zSql) {
-  const char *z = zSql, *e;
-  int i;
-  for (i = 0; i < 3; i++) z = sql_token_end(sql_space(z)); /* CREATE VIRTUAL TABLE */
-  z = sql_space(z);
-  e = sql_token_end(z);
-  if (sql_is(z, e, "IF")) { /* IF NOT EXISTS */
-    for (i = 0; i < 2; i++) e = sql_token_end(sql_space(e));
-    z = sql_space(e);
-    e = sql_token_end(z);
-  }
-  z = sql_space(e); /* after the name */
-  if (*z == '.') z = sql_space(sql_token_end(sql_space(z + 1)));
-  e = sql_token_end(z);
-  if (!sql_is(z, e, "USING")) return 0;
-  z = sql_space(e);
-  return sql_is(z, sql_token_end(z), "csq");
-}
-
 /* ---- The images the main database's csq tables use ---- */
 
 /* Connect every csq table of main (a table SQLite has not needed yet is not
@@ -180,7 +111,7 @@ static int connect_tables(bk_job *j) {
   while (rc == SQLITE_OK && sqlite3_step(pStmt) == SQLITE_ROW) {
     const char *zName = (const char *)sqlite3_column_text(pStmt, 0);
     const char *zSql = (const char *)sqlite3_column_text(pStmt, 1);
-    if (!zName || !zSql || !is_csq_table(zSql)) continue;
+    if (!zName || !zSql || !vt_sql_is_csq_table(zSql)) continue;
     char **az = sqlite3_realloc64(azName, sizeof(char *) * (size_t)(nName + 1));
     if (!az) {
       rc = SQLITE_NOMEM;

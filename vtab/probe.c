@@ -4,8 +4,8 @@
 **
 ** SQLite builds automatic indexes for its own tables, never for virtual
 ** ones, so "fact JOIN dim ON f.k = d.k" calls the inner table's xFilter once
-** per outer row with a different value of d.k. For such a probe (plan 3 in
-** vtab/cursor.c: an equality on a numeric column whose right side is not a
+** per outer row with a different value of d.k. For such a probe (VT_PLAN_PROBE
+** in vtab/plan.c: an equality on a numeric column whose right side is not a
 ** constant) the cursor reads the table once, keeps the columns the
 ** statement uses here, and hashes the probed column; each later xFilter is a
 ** hash lookup. The cache lives as long as the cursor (one statement) and is

@@ -6,8 +6,11 @@
 **   vtab/affinity.c  SQLite's type affinity applied to inserted values
 **   vtab/check.c     DEFAULT and CHECK constraints of written rows
 **   vtab/table.c     xCreate/xConnect/xDisconnect/xDestroy/xRename
-**   vtab/cursor.c    xBestIndex and the scan cursor
+**   vtab/plan.c      xBestIndex: the plans, idxNum and idxStr (vtab/plan.h)
+**   vtab/cursor.c    the scan cursor: xOpen, xFilter, xNext, xColumn...
+**   vtab/topn.c      the cursor's top-N heap for ORDER BY ... LIMIT (vtab/topn.h)
 **   vtab/write.c     xUpdate, transactions and savepoints
+**   vtab/drop.c      DROP TABLE, at once or inside a transaction
 **   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
 **   vtab/rows.c      csq_rows(?1): computed rows handed back to SQLite
 **   vtab/query.c     csq_query pushdown views
@@ -327,7 +330,7 @@ void vt_stmt_forget(vt_conn *pConn);              /* the connection committed */
 ** read, unless bFresh. The caller owns one reference. */
 int vt_stmt_snapshot(vt_conn *pConn, vt_dev *d, int bFresh, store_snap **ppSnap, char **pzErr);
 
-/* probe.c: the join probe cache of a cursor (plan 3). */
+/* probe.c: the join probe cache of a cursor (VT_PLAN_PROBE, vtab/plan.h). */
 #define VT_PROBE_MAX_ROWS 2000000 /* larger tables are probed by device scans */
 typedef struct vt_probe vt_probe;
 /* A cache of nVec vectors (as a cursor's aVec: [0] rowid, [1 + i] column
@@ -345,11 +348,13 @@ uint32_t vt_probe_nhit(const vt_probe *p);
 /* Vector iVec (NULL if not kept) and, in *piRow, the row of hit iHit. */
 const csq_vec *vt_probe_value(const vt_probe *p, int iVec, uint32_t iHit, uint32_t *piRow);
 
-/* cursor.c */
+/* plan.c: xBestIndex (decoding a plan for xFilter: vtab/plan.h) */
 /* Note what a scan found of the table's committed rows: the row count and
 ** the merged zone maps that xBestIndex estimates from. */
 void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab);
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
+
+/* cursor.c */
 int vt_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur);
 int vt_close(sqlite3_vtab_cursor *pCur);
 int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
