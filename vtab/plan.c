@@ -384,6 +384,7 @@ static int64_t plan_limit(const vt_tab *p, sqlite3_index_info *pInfo, int nArg, 
 
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   vt_tab *p = (vt_tab *)pVtab;
+  vt_drop_settle(p->pConn, NULL); /* a read after COMMIT frees what the transaction dropped */
   double nRow = p->nRowEst > 0 ? (double)p->nRowEst : 1.0;
   unsigned long long colUsed = (unsigned long long)pInfo->colUsed;
   int bPush = p->s.ePush == VT_PUSH_ALWAYS ||

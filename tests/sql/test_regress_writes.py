@@ -565,6 +565,35 @@ SELECT * FROM u;""")
         shutil.rmtree(d, ignore_errors=True)
 
 
+def test_space_of_a_table_dropped_in_a_transaction_is_freed_by_a_read():
+    """After BEGIN; DROP; COMMIT the table's space is freed by the
+    connection's next csq statement, a read too: a session that only reads
+    afterwards must not leave the dropped rows' blocks in use."""
+    d = tempfile.mkdtemp(prefix="csq-regress-")
+    try:
+        db = os.path.join(d, "x.db")
+        ins = ("INSERT INTO %s WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r "
+               "WHERE i < 200000) SELECT i * 7919 FROM r")
+        con = connect(db)
+        con.isolation_level = None
+        con.execute("CREATE VIRTUAL TABLE a USING csq(x)")
+        con.execute("CREATE VIRTUAL TABLE b USING csq(x)")
+        con.execute(ins % "a")
+        used = con.execute("SELECT blocks_used FROM csq_devices").fetchone()[0]
+        con.execute("BEGIN")
+        con.execute("DROP TABLE a")
+        con.execute("COMMIT")
+        assert con.execute("SELECT count(*) FROM b").fetchone() == (0,)
+        con.close()
+        con = connect(db)
+        con.execute(ins % "b")  # as many rows as a held: its freed blocks
+        now = con.execute("SELECT blocks_used FROM csq_devices").fetchone()[0]
+        con.close()
+        assert now <= used + 2, "blocks in use: %d before the drop, %d after" % (used, now)
+    finally:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def test_drop_inside_a_transaction_python():
     """The same through Python's sqlite3 module, which opens a transaction
     before DML: DROP TABLE after an INSERT runs inside it."""
