@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -390,16 +389,11 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
                       &d->pMedia, pzErr);
   if (rc) goto fail;
   d->nBlocks = dev_media_blocks(d->pMedia);
-  d->nSlm = pOpt->nSlmBytes ? (pOpt->nSlmBytes + 4095) & ~(uint64_t)4095 : 256ull << 20;
-  d->cp.nSlm = d->nSlm;
-  /* SLM: reserved, not committed; pages cost memory once touched. */
-  d->pSlm = mmap(NULL, d->nSlm, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (d->pSlm == MAP_FAILED) {
-    d->pSlm = NULL;
-    rc = -ENOMEM;
-    if (pzErr && asprintf(pzErr, "cannot map %llu bytes of SLM for %s", (unsigned long long)d->nSlm,
-                          zPath) < 0)
+  rc = dev_cp_slm_map(&d->slm, pOpt->nSlmBytes);
+  d->cp.nSlm = d->slm.n;
+  if (rc) {
+    if (pzErr && asprintf(pzErr, "cannot map %llu bytes of SLM for %s",
+                          (unsigned long long)d->slm.n, zPath) < 0)
       *pzErr = NULL;
     goto fail;
   }
@@ -461,7 +455,7 @@ static void emu_close(dev_backend *d) {
   free(d->aEngine);
   dev_mio_close(d->pCtrlMio);
   dev_cp_free(&d->cp);
-  if (d->pSlm) munmap(d->pSlm, d->nSlm);
+  dev_cp_slm_unmap(&d->slm);
   dev_media_close(d->pMedia);
   dev_fault_free(d->pFault);
   pthread_mutex_destroy(&d->qMutex);
