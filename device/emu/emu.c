@@ -466,6 +466,8 @@ static void emu_close(dev_backend *d) {
   free(d);
 }
 
+static void emu_queue_close(dev_bqueue *q);
+
 static int emu_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, dev_bqueue **ppQ) {
   dev_bqueue *q = calloc(1, sizeof(*q));
   int i, rc;
@@ -473,36 +475,32 @@ static int emu_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, de
   if (!q) return -ENOMEM;
   q->pDev = d;
   q->pStats = pStats;
+  q->iSlot = -1; /* not attached to the controller yet */
   dev_errlog_init(&q->errLog);
   pthread_mutex_lock(&d->qMutex);
   for (i = 0; i < EMU_MAX_QUEUES && d->apQ[i]; i++) {}
-  if (i == EMU_MAX_QUEUES) {
-    pthread_mutex_unlock(&d->qMutex);
-    dev_errlog_free(&q->errLog);
-    free(q);
-    return -EMFILE;
+  rc = i == EMU_MAX_QUEUES ? -EMFILE : dev_qp_init(&q->qp, nDepth, (uint16_t)(i + 1), &d->sqBell);
+  if (rc == 0) {
+    q->iSlot = i;
+    d->apQ[i] = q;
+    if (i >= d->nQ) d->nQ = i + 1;
   }
-  rc = dev_qp_init(&q->qp, nDepth, (uint16_t)(i + 1), &d->sqBell);
+  pthread_mutex_unlock(&d->qMutex);
   if (rc) {
-    pthread_mutex_unlock(&d->qMutex);
-    dev_errlog_free(&q->errLog);
-    free(q);
+    emu_queue_close(q);
     return rc;
   }
-  q->iSlot = i;
-  d->apQ[i] = q;
-  if (i >= d->nQ) d->nQ = i + 1;
-  pthread_mutex_unlock(&d->qMutex);
   *ppQ = q;
   return 0;
 }
 
 /* Detach the queue from the controller, wait for the commands the device
-** still works on (engines, delayed completions), then free it. */
+** still works on (engines, delayed completions), then free it. Also the
+** destructor of a queue whose emu_queue_open failed (iSlot < 0). */
 static void emu_queue_close(dev_bqueue *q) {
   dev_backend *d = q->pDev;
   pthread_mutex_lock(&d->qMutex);
-  d->apQ[q->iSlot] = NULL;
+  if (q->iSlot >= 0) d->apQ[q->iSlot] = NULL;
   while (d->nQ > 0 && !d->apQ[d->nQ - 1]) d->nQ--;
   pthread_mutex_unlock(&d->qMutex);
   while (__atomic_load_n(&q->nInflight, __ATOMIC_ACQUIRE) > 0) usleep(200);

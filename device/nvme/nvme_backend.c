@@ -697,48 +697,41 @@ static int nvb_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs) {
   }
 }
 
+static void nvb_queue_close(dev_bqueue *q);
+
+/* The queue and its per-command arrays come from one allocation, so that
+** set-up frees through nvb_queue_close whatever step failed. */
 static int nvb_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, dev_bqueue **ppQ) {
-  dev_bqueue *q = calloc(1, sizeof(*q));
+  uint32_t n = nDepth ? nDepth : 256;
+  dev_bqueue *q = calloc(1, sizeof(*q) + n * (sizeof(nvb_cmd) + 2 * sizeof(uint32_t)));
   uint32_t i;
   int rc;
   *ppQ = NULL;
   if (!q) return -ENOMEM;
   q->d = d;
   q->pStats = pStats;
-  q->nCmd = nDepth ? nDepth : 256;
+  q->nCmd = n;
+  q->aCmd = (nvb_cmd *)&q[1];
+  q->aFree = (uint32_t *)&q->aCmd[n];
+  q->aWork = &q->aFree[n];
   q->evfd = -1;
   pthread_mutex_init(&q->readyMutex, NULL);
   dev_errlog_init(&q->errLog);
-  q->aCmd = calloc(q->nCmd, sizeof(nvb_cmd));
-  q->aFree = malloc(q->nCmd * sizeof(uint32_t));
-  q->aWork = malloc(q->nCmd * sizeof(uint32_t));
-  if (!q->aCmd || !q->aFree || !q->aWork) {
-    rc = -ENOMEM;
-    goto fail;
-  }
   for (i = 0; i < q->nCmd; i++) q->aFree[i] = q->nCmd - 1 - i;
   q->nFree = q->nCmd;
   q->evfd = eventfd(0, EFD_CLOEXEC);
-  if (q->evfd < 0) {
-    rc = -errno;
-    goto fail;
+  rc = q->evfd < 0 ? -errno : dev_nvme_ring_open(NVB_RING_ENTRIES, &q->ring);
+  if (rc) {
+    nvb_queue_close(q);
+    return rc;
   }
-  rc = dev_nvme_ring_open(NVB_RING_ENTRIES, &q->ring);
-  if (rc) goto fail;
   *ppQ = q;
   return 0;
-fail:
-  if (q->evfd >= 0) close(q->evfd);
-  pthread_mutex_destroy(&q->readyMutex);
-  dev_errlog_free(&q->errLog);
-  free(q->aCmd);
-  free(q->aFree);
-  free(q->aWork);
-  free(q);
-  return rc;
 }
 
-/* Wait for the passthrough commands and engine jobs of q, then free it. */
+/* Wait for the passthrough commands and engine jobs of q, then free it.
+** Also the destructor of a queue whose nvb_queue_open failed (nothing in
+** flight, no ring or no eventfd). */
 static void nvb_queue_close(dev_bqueue *q) {
   dev_backend *d = q->d;
   uint32_t i;
@@ -762,13 +755,10 @@ static void nvb_queue_close(dev_bqueue *q) {
   pthread_mutex_unlock(&d->resvMutex);
   for (i = 0; i < q->nCmd; i++) free(q->aCmd[i].aRange);
   dev_nvme_ring_close(q->ring);
-  close(q->evfd);
+  if (q->evfd >= 0) close(q->evfd);
   pthread_mutex_destroy(&q->readyMutex);
   dev_errlog_free(&q->errLog);
   free(q->aReady);
-  free(q->aCmd);
-  free(q->aFree);
-  free(q->aWork);
   free(q);
 }
 
