@@ -61,9 +61,15 @@ $(BUILD)/csq.so: $(LIB_OBJ)
 $(BUILD)/csq: $(SHELL_MAIN) vtab/module_name.h $(BUILD)/csq.so
 	$(CC) $(CFLAGS) -o $@ $(SHELL_MAIN) $(LDFLAGS) -lsqlite3
 
-$(BUILD)/tests/%: tests/unit/%.c $(BUILD)/libcsq.a $(HDRS) $(TEST_HDRS)
+# every unit test links what the tests share (tests/unit/helpers.c)
+TEST_HELPERS := $(BUILD)/obj/tests/unit/helpers.o
+-include $(TEST_HELPERS:.o=.d)
+# only a pattern rule names it: without this make would delete it as intermediate
+.SECONDARY: $(TEST_HELPERS)
+
+$(BUILD)/tests/%: tests/unit/%.c $(TEST_HELPERS) $(BUILD)/libcsq.a $(HDRS) $(TEST_HDRS)
 	@mkdir -p $(dir $@)
-	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
+	$(CC) $(CFLAGS) -o $@ $< $(TEST_HELPERS) $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
 
 $(BUILD)/bench/%: bench/%_main.c $(BENCH_SRC) $(wildcard bench/*.h) $(BUILD)/libcsq.a $(HDRS)
 	@mkdir -p $(dir $@)
@@ -105,10 +111,11 @@ $(BUILD)/tests/test_gen: $(BENCH_SRC) $(wildcard bench/*.h)
 
 # The nvme backend's VM test runs a static guest program inside QEMU
 # (always from the plain build/libcsq.a: a static program cannot carry the sanitizers)
-$(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c build/libcsq.a $(HDRS) $(TEST_HDRS)
+$(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c tests/unit/helpers.c build/libcsq.a $(HDRS) $(TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnvme) \
-	  -static -o $@ $< build/libcsq.a $(shell pkg-config --static --libs libnvme liburing libxxhash) -lpthread -lm 2>&1 \
+	  -static -o $@ $< tests/unit/helpers.c build/libcsq.a \
+	  $(shell pkg-config --static --libs libnvme liburing libxxhash sqlite3) -lpthread -lm 2>&1 \
 	  | grep -v 'statically linked applications requires at runtime' | grep -v 'in statically linked' ; test -x $@
 $(BUILD)/tests/test_nvme_vm: $(BUILD)/tests/nvme_vm_guest
 

@@ -6,7 +6,7 @@
 #           backend interface, queue pairs, counters, options, messages
 #   format  values and encodings both sides read: SQLite's value rules,
 #           vectors, checksums, chunks, the program format and its verifier
-#   engine  the program executor and the program types and slots it runs in
+#   engine  the program executor, the program types and slots it runs in, SLM
 #   emu     the emulated device, its media and faults   (a backend)
 #   nvme    a real NVMe namespace through passthrough    (a backend)
 #   driver  the host driver: devices, queues, commands, timeouts

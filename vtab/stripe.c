@@ -23,7 +23,7 @@
 ** to their prepared catalogs. A crash or an I/O error at any point leaves
 ** each member with its old catalog or a prepared one whose outcome the
 ** decider's media records; the store reads that outcome whenever it meets
-** a prepared catalog (device/store/store.c), so the table is always whole, old or
+** a prepared catalog (device/store/twostep.c), so the table is always whole, old or
 ** new, with nothing to repair by hand.
 **
 ** Readers take one snapshot per member and accept them only if every member

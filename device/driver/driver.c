@@ -343,50 +343,43 @@ int dev_timeout(const dev_device *d) {
 
 /* ---- queues ---------------------------------------------------------------- */
 
+/* The queue and its per-slot arrays come from one allocation, the arrays in
+** decreasing alignment after the struct, so that set-up has one thing to
+** fail and dev_queue_close one to free. */
 int dev_queue_open(dev_device *d, dev_queue **ppQ) {
-  dev_queue *q = calloc(1, sizeof(*q));
-  uint32_t i;
+  uint32_t n = d->nDepth;
+  size_t nByte =
+      sizeof(dev_queue) + n * (sizeof(cid_slot) + sizeof(csq_cqe) + 2 * sizeof(uint16_t));
+  dev_queue *q = calloc(1, nByte);
   int rc;
   *ppQ = NULL;
   if (!q) return -ENOMEM;
+  dev_ref(d);
   q->pDev = d;
-  q->nDepth = d->nDepth;
+  q->nDepth = n;
+  q->aSlot = (cid_slot *)&q[1];
+  q->aStash = (csq_cqe *)&q->aSlot[n];
+  q->aGen = (uint16_t *)&q->aStash[n];
+  q->aFreeSlot = &q->aGen[n];
   dev_errlog_init(&q->errLog);
   while ((1u << q->nBits) < q->nDepth) q->nBits++;
-  q->aSlot = calloc(q->nDepth, sizeof(cid_slot));
-  q->aGen = calloc(q->nDepth, sizeof(uint16_t));
-  q->aFreeSlot = malloc(q->nDepth * sizeof(uint16_t));
-  q->aStash = malloc(q->nDepth * sizeof(csq_cqe));
-  if (!q->aSlot || !q->aGen || !q->aFreeSlot || !q->aStash) {
-    rc = -ENOMEM;
-    goto fail;
-  }
-  for (i = 0; i < q->nDepth; i++) q->aFreeSlot[i] = (uint16_t)(q->nDepth - 1 - i);
-  q->nFreeSlot = q->nDepth;
+  for (uint32_t i = 0; i < n; i++) q->aFreeSlot[i] = (uint16_t)(n - 1 - i);
+  q->nFreeSlot = n;
   snprintf(q->zErr, sizeof(q->zErr), "not an error");
-  rc = d->pOps->xQueueOpen(d->pB, q->nDepth, &q->stats, &q->pB);
-  if (rc) goto fail;
-  dev_ref(d);
+  rc = d->pOps->xQueueOpen(d->pB, n, &q->stats, &q->pB);
+  if (rc) {
+    dev_queue_close(q);
+    return rc;
+  }
   *ppQ = q;
   return 0;
-fail:
-  free(q->aSlot);
-  free(q->aGen);
-  free(q->aFreeSlot);
-  free(q->aStash);
-  dev_errlog_free(&q->errLog);
-  free(q);
-  return rc;
 }
 
+/* Also the destructor of a queue whose dev_queue_open failed (no pB). */
 void dev_queue_close(dev_queue *q) {
   if (!q) return;
-  q->pDev->pOps->xQueueClose(q->pB);
+  if (q->pB) q->pDev->pOps->xQueueClose(q->pB);
   dev_unref(q->pDev);
-  free(q->aSlot);
-  free(q->aGen);
-  free(q->aFreeSlot);
-  free(q->aStash);
   dev_errlog_free(&q->errLog);
   free(q);
 }

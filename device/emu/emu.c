@@ -22,7 +22,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/mman.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -390,16 +389,11 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
                       &d->pMedia, pzErr);
   if (rc) goto fail;
   d->nBlocks = dev_media_blocks(d->pMedia);
-  d->nSlm = pOpt->nSlmBytes ? (pOpt->nSlmBytes + 4095) & ~(uint64_t)4095 : 256ull << 20;
-  d->cp.nSlm = d->nSlm;
-  /* SLM: reserved, not committed; pages cost memory once touched. */
-  d->pSlm = mmap(NULL, d->nSlm, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (d->pSlm == MAP_FAILED) {
-    d->pSlm = NULL;
-    rc = -ENOMEM;
-    if (pzErr && asprintf(pzErr, "cannot map %llu bytes of SLM for %s", (unsigned long long)d->nSlm,
-                          zPath) < 0)
+  rc = dev_cp_slm_map(&d->slm, pOpt->nSlmBytes);
+  d->cp.nSlm = d->slm.n;
+  if (rc) {
+    if (pzErr && asprintf(pzErr, "cannot map %llu bytes of SLM for %s",
+                          (unsigned long long)d->slm.n, zPath) < 0)
       *pzErr = NULL;
     goto fail;
   }
@@ -461,7 +455,7 @@ static void emu_close(dev_backend *d) {
   free(d->aEngine);
   dev_mio_close(d->pCtrlMio);
   dev_cp_free(&d->cp);
-  if (d->pSlm) munmap(d->pSlm, d->nSlm);
+  dev_cp_slm_unmap(&d->slm);
   dev_media_close(d->pMedia);
   dev_fault_free(d->pFault);
   pthread_mutex_destroy(&d->qMutex);
@@ -472,6 +466,8 @@ static void emu_close(dev_backend *d) {
   free(d);
 }
 
+static void emu_queue_close(dev_bqueue *q);
+
 static int emu_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, dev_bqueue **ppQ) {
   dev_bqueue *q = calloc(1, sizeof(*q));
   int i, rc;
@@ -479,36 +475,32 @@ static int emu_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, de
   if (!q) return -ENOMEM;
   q->pDev = d;
   q->pStats = pStats;
+  q->iSlot = -1; /* not attached to the controller yet */
   dev_errlog_init(&q->errLog);
   pthread_mutex_lock(&d->qMutex);
   for (i = 0; i < EMU_MAX_QUEUES && d->apQ[i]; i++) {}
-  if (i == EMU_MAX_QUEUES) {
-    pthread_mutex_unlock(&d->qMutex);
-    dev_errlog_free(&q->errLog);
-    free(q);
-    return -EMFILE;
+  rc = i == EMU_MAX_QUEUES ? -EMFILE : dev_qp_init(&q->qp, nDepth, (uint16_t)(i + 1), &d->sqBell);
+  if (rc == 0) {
+    q->iSlot = i;
+    d->apQ[i] = q;
+    if (i >= d->nQ) d->nQ = i + 1;
   }
-  rc = dev_qp_init(&q->qp, nDepth, (uint16_t)(i + 1), &d->sqBell);
+  pthread_mutex_unlock(&d->qMutex);
   if (rc) {
-    pthread_mutex_unlock(&d->qMutex);
-    dev_errlog_free(&q->errLog);
-    free(q);
+    emu_queue_close(q);
     return rc;
   }
-  q->iSlot = i;
-  d->apQ[i] = q;
-  if (i >= d->nQ) d->nQ = i + 1;
-  pthread_mutex_unlock(&d->qMutex);
   *ppQ = q;
   return 0;
 }
 
 /* Detach the queue from the controller, wait for the commands the device
-** still works on (engines, delayed completions), then free it. */
+** still works on (engines, delayed completions), then free it. Also the
+** destructor of a queue whose emu_queue_open failed (iSlot < 0). */
 static void emu_queue_close(dev_bqueue *q) {
   dev_backend *d = q->pDev;
   pthread_mutex_lock(&d->qMutex);
-  d->apQ[q->iSlot] = NULL;
+  if (q->iSlot >= 0) d->apQ[q->iSlot] = NULL;
   while (d->nQ > 0 && !d->apQ[d->nQ - 1]) d->nQ--;
   pthread_mutex_unlock(&d->qMutex);
   while (__atomic_load_n(&q->nInflight, __ATOMIC_ACQUIRE) > 0) usleep(200);

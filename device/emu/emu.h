@@ -60,8 +60,7 @@ struct dev_backend {
   char *zPath;
   dev_media *pMedia;
   dev_fault *pFault;
-  uint8_t *pSlm;
-  uint64_t nSlm;
+  dev_cp_slm slm;
   uint64_t nBlocks;
   uint32_t nMaxDepth;
   dev_stats stats; /* device-wide, atomic adds */
@@ -101,11 +100,6 @@ struct dev_bqueue {
   int nInflight;     /* taken from the SQ, not yet completed (atomic) */
   dev_errlog errLog; /* recent failures' detail (xDetail) */
 };
-
-/* 1 if [addr, addr+len) is inside SLM and both are 4-byte aligned. */
-static inline int emu_slm_ok(const dev_backend *d, uint64_t addr, uint64_t len) {
-  return dev_cp_slm_ok(d->nSlm, addr, len);
-}
 
 /* Complete a command: count it (queue and device), log a failure's detail
 ** text (zDetail may be NULL), post the CQE. */

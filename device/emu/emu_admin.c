@@ -42,7 +42,7 @@ int emu_identify(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf) {
     vs.magic = CSQ_ID_MAGIC;
     vs.version = 1;
     vs.n_engines = (uint16_t)d->nEngine;
-    vs.slm_bytes = d->nSlm;
+    vs.slm_bytes = d->slm.n;
     vs.max_programs = EMU_MAX_PROGRAMS;
     vs.max_active = EMU_MAX_ACTIVE;
     vs.max_prog_bytes = EMU_MAX_PROG_BYTES;
@@ -62,7 +62,7 @@ int emu_identify(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf) {
     if (nsid == CSQ_NSID_NVM)
       nsze = d->nBlocks;
     else if (nsid == CSQ_NSID_SLM)
-      nsze = d->nSlm / 4096; /* SLM reported in 4 KiB units */
+      nsze = d->slm.n / 4096; /* SLM reported in 4 KiB units */
     else if (nsid == CSQ_NSID_CP)
       nsze = 0;
     else

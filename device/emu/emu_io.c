@@ -211,97 +211,35 @@ void emu_resv_drop(dev_bqueue *q) {
 
 /* ---- SLM namespace ------------------------------------------------------ */
 
-/* Check LBA descriptors of a Memory Copy; *pnByte = their total size. */
-static uint16_t check_lba_ranges(dev_backend *d, const csq_lba_range *a, int n, uint64_t *pnByte,
-                                 char *zDetail, size_t nDetail) {
-  int i;
-  *pnByte = 0;
-  for (i = 0; i < n; i++) {
-    if (a[i].nsid != CSQ_NSID_NVM) return CSQ_SC_INVALID_NS;
-    if (!lba_ok(d, a[i].slba, a[i].nlb)) {
-      snprintf(zDetail, nDetail, "range %d: %u blocks at LBA %llu, namespace has %llu blocks", i,
-               a[i].nlb, ULL(a[i].slba), ULL(d->nBlocks));
-      return a[i].nlb == 0 ? CSQ_SC_INVALID_FIELD : CSQ_SC_LBA_RANGE;
-    }
-    *pnByte += (uint64_t)a[i].nlb * CSQ_LBA_SIZE;
-  }
-  return CSQ_SC_SUCCESS;
-}
-
-static uint16_t slm_range_err(dev_backend *d, uint64_t addr, uint64_t n, char *zDetail,
-                              size_t nDetail) {
-  snprintf(zDetail, nDetail, "%llu bytes at SLM 0x%llx (SLM is %llu bytes, 4-byte aligned)", ULL(n),
-           ULL(addr), ULL(d->nSlm));
-  return CSQ_SC_SLM_RANGE;
-}
-
+/* SLM Read, Write, Fill and Memory Copy (cp_slm.c); a Memory Copy from NVM
+** reads the media here. A corrupt fault damages what an SLM Read returns
+** or an SLM Write or a Memory Copy from NVM stores. */
 static uint16_t io_slm(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, const dev_fault_hit *pHit,
                        dev_io_acct *pAcct, char *zDetail, size_t nDetail) {
   dev_backend *d = q->pDev;
   uint64_t addr = (uint64_t)p->cdw10 | ((uint64_t)p->cdw11 << 32);
   uint64_t n = p->cdw12;
   int bCorrupt = pHit && pHit->action == DEV_FAULT_CORRUPT;
-  switch (p->opcode) {
-  case CSQ_SLM_READ:
-  case CSQ_SLM_WRITE:
-  case CSQ_SLM_FILL:
-    if (!emu_slm_ok(d, addr, n)) return slm_range_err(d, addr, n, zDetail, nDetail);
-    if (n == 0) return CSQ_SC_SUCCESS;
-    if (p->opcode == CSQ_SLM_FILL) {
-      memset(d->pSlm + addr, (int)(p->cdw13 & 0xFF), n);
-      return CSQ_SC_SUCCESS;
-    }
-    if (!p->prp1) return CSQ_SC_INVALID_FIELD;
-    if (p->opcode == CSQ_SLM_READ) {
-      memcpy((void *)(uintptr_t)p->prp1, d->pSlm + addr, n);
-      if (bCorrupt) dev_fault_corrupt(pHit, (void *)(uintptr_t)p->prp1, n);
-      pAcct->toHost += n;
-    } else {
-      memcpy(d->pSlm + addr, (const void *)(uintptr_t)p->prp1, n);
-      if (bCorrupt) dev_fault_corrupt(pHit, d->pSlm + addr, n);
-      pAcct->fromHost += n;
-    }
-    return CSQ_SC_SUCCESS;
-  case CSQ_SLM_COPY: {
-    int nRange = (int)(p->cdw12 & 0xFF) + 1;
-    int fmt = (p->cdw12 >> 8) & 0xF;
-    uint64_t nByte = 0;
-    uint16_t sf;
-    int i, rc;
-    if (!p->prp1) return CSQ_SC_INVALID_FIELD;
-    if (fmt == 0) {
-      const csq_lba_range *a = (const csq_lba_range *)(uintptr_t)p->prp1;
-      sf = check_lba_ranges(d, a, nRange, &nByte, zDetail, nDetail);
-      if (sf) return sf;
-      if (!emu_slm_ok(d, addr, nByte)) return slm_range_err(d, addr, nByte, zDetail, nDetail);
-      rc = dev_mio_read(pMio, a, nRange, d->pSlm + addr);
-      if (rc) {
-        snprintf(zDetail, nDetail, "media read failed: %s", strerror(-rc));
-        return CSQ_SC_READ_ERROR;
-      }
-      if (bCorrupt) dev_fault_corrupt(pHit, d->pSlm + addr, nByte);
-      pAcct->mediaRead += nByte;
-      return CSQ_SC_SUCCESS;
-    }
-    if (fmt == 1) {
-      const csq_mrange *a = (const csq_mrange *)(uintptr_t)p->prp1;
-      for (i = 0; i < nRange; i++) {
-        if (a[i].nsid != CSQ_NSID_SLM) return CSQ_SC_INVALID_NS;
-        if (!emu_slm_ok(d, a[i].addr, a[i].len))
-          return slm_range_err(d, a[i].addr, a[i].len, zDetail, nDetail);
-        nByte += a[i].len;
-      }
-      if (!emu_slm_ok(d, addr, nByte)) return slm_range_err(d, addr, nByte, zDetail, nDetail);
-      for (i = 0; i < nRange; i++) {
-        memmove(d->pSlm + addr, d->pSlm + a[i].addr, a[i].len);
-        addr += a[i].len;
-      }
-      return CSQ_SC_SUCCESS;
-    }
-    return CSQ_SC_INVALID_FIELD;
+  uint16_t sf = dev_cp_slm_cmd(&d->slm, p, pAcct, zDetail, nDetail);
+  if (sf == CSQ_SC_SUCCESS && bCorrupt && n > 0) {
+    if (p->opcode == CSQ_SLM_READ) dev_fault_corrupt(pHit, (void *)(uintptr_t)p->prp1, n);
+    if (p->opcode == CSQ_SLM_WRITE) dev_fault_corrupt(pHit, d->slm.a + addr, n);
   }
+  if (sf != DEV_CP_SLM_FROM_NVM) return sf;
+  int nRange = (int)(p->cdw12 & 0xFF) + 1;
+  const csq_lba_range *a = (const csq_lba_range *)(uintptr_t)p->prp1;
+  uint64_t nByte = 0;
+  sf = dev_cp_slm_lba_ranges(d->nBlocks, a, nRange, &nByte, zDetail, nDetail);
+  if (sf == 0) sf = dev_cp_slm_range(&d->slm, addr, nByte, zDetail, nDetail);
+  if (sf) return sf;
+  int rc = dev_mio_read(pMio, a, nRange, d->slm.a + addr);
+  if (rc) {
+    snprintf(zDetail, nDetail, "media read failed: %s", strerror(-rc));
+    return CSQ_SC_READ_ERROR;
   }
-  return CSQ_SC_INVALID_OPCODE;
+  if (bCorrupt) dev_fault_corrupt(pHit, d->slm.a + addr, nByte);
+  pAcct->mediaRead += nByte;
+  return CSQ_SC_SUCCESS;
 }
 
 /* ---- Computational Programs namespace ---------------------------------- */
@@ -315,13 +253,10 @@ typedef struct exec_priv {
 static int exec_read_lba(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void *pDst) {
   exec_priv *pp = ctx->pDevPriv;
   uint64_t nByte;
-  uint8_t *pD = pDst;
   char zIgnore[8];
-  uint16_t sf = check_lba_ranges(pp->d, a, n, &nByte, zIgnore, sizeof(zIgnore));
+  uint16_t sf = dev_cp_slm_lba_ranges(pp->d->nBlocks, a, n, &nByte, zIgnore, sizeof(zIgnore));
   if (sf) return sf;
-  if (pD < ctx->pSlm || pD > ctx->pSlm + ctx->nSlm ||
-      nByte > (uint64_t)(ctx->pSlm + ctx->nSlm - pD))
-    return CSQ_SC_SLM_RANGE;
+  if (!dev_cp_slm_holds(ctx->pSlm, ctx->nSlm, pDst, nByte)) return CSQ_SC_SLM_RANGE;
   if (dev_mio_read(pp->pMio, a, n, pDst)) return CSQ_SC_READ_ERROR;
   ctx->pStats->media_bytes_read += nByte;
   return 0;
@@ -335,8 +270,8 @@ static uint16_t io_execute(dev_bqueue *q, const csq_sqe *p, dev_mio *pMio, int i
   if (sf) return sf;
   dev_stats local;
   exec_priv priv = {d, pMio};
-  sf = dev_cp_run_program(&run, p, d->pSlm, d->nSlm, iEngine, exec_read_lba, &priv, &local, pResult,
-                          zDetail, nDetail);
+  sf = dev_cp_run_program(&run, p, d->slm.a, d->slm.n, iEngine, exec_read_lba, &priv, &local,
+                          pResult, zDetail, nDetail);
   dev_stats_add(q->pStats, &local);
   dev_stats_add(&d->stats, &local);
   dev_cp_exec_end(&d->cp, &run);

@@ -18,6 +18,7 @@
 #include <stdint.h>
 #include "device/link/backend.h"
 #include "device/link/cmd.h"
+#include "device/engine/cp_slm.h"
 #include "device/engine/ptype.h"
 
 #define DEV_CP_MAX_PROGRAMS   64
@@ -70,11 +71,6 @@ typedef struct dev_cp_run {
 
 void dev_cp_init(dev_cp *cp, uint64_t nSlm, const char *zWho);
 void dev_cp_free(dev_cp *cp);
-
-/* 1 if [addr, addr+len) is inside SLM of size nSlm and both are 4-byte aligned. */
-static inline int dev_cp_slm_ok(uint64_t nSlm, uint64_t addr, uint64_t len) {
-  return (addr & 3) == 0 && (len & 3) == 0 && addr <= nSlm && len <= nSlm - addr;
-}
 
 /* Load Program, Program Activation or MRS Management. Returns the status
 ** field; *pResult = DW0-1; bytes taken from the host go to pAcct->fromHost;

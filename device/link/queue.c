@@ -90,20 +90,19 @@ void dev_bell_ring(dev_bell *b) {
   syscall(SYS_futex, &b->seq, FUTEX_WAKE_PRIVATE, 0x7fffffff, NULL, NULL, 0);
 }
 
+/* Both rings come from one allocation (the SQ first, each on its own cache
+** lines), so that set-up has one thing to fail and dev_qp_destroy one to free. */
 int dev_qp_init(dev_qp *p, uint32_t nDepth, uint16_t qid, dev_bell *pSqBell) {
+  size_t nSqByte = ((sizeof(csq_sqe) * (nDepth + 1) + 63) / 64) * 64;
+  size_t nCqByte = ((sizeof(csq_cqe) * (nDepth + 1) + 63) / 64) * 64;
   memset(p, 0, sizeof(*p));
+  p->aSq = aligned_alloc(64, nSqByte + nCqByte);
+  if (!p->aSq) return -ENOMEM;
+  memset(p->aSq, 0, nSqByte + nCqByte);
+  p->aCq = (csq_cqe *)((uint8_t *)p->aSq + nSqByte);
   p->nSlot = nDepth + 1;
   p->qid = qid;
   p->pSqBell = pSqBell;
-  p->aSq = aligned_alloc(64, ((sizeof(csq_sqe) * p->nSlot + 63) / 64) * 64);
-  p->aCq = aligned_alloc(64, ((sizeof(csq_cqe) * p->nSlot + 63) / 64) * 64);
-  if (!p->aSq || !p->aCq) {
-    free(p->aSq);
-    free(p->aCq);
-    return -ENOMEM;
-  }
-  memset(p->aSq, 0, sizeof(csq_sqe) * p->nSlot);
-  memset(p->aCq, 0, sizeof(csq_cqe) * p->nSlot);
   p->cqPhase = 1; /* the ring starts zeroed: phase 0 means "not yet written" */
   p->cqPhaseDev = 1;
   pthread_mutex_init(&p->cqMutex, NULL);
@@ -111,8 +110,8 @@ int dev_qp_init(dev_qp *p, uint32_t nDepth, uint16_t qid, dev_bell *pSqBell) {
 }
 
 void dev_qp_destroy(dev_qp *p) {
+  if (!p->aSq) return; /* zeroed: never set up, or its set-up failed */
   free(p->aSq);
-  free(p->aCq);
   free(p->aOverflow);
   pthread_mutex_destroy(&p->cqMutex);
   p->aSq = NULL;

@@ -86,7 +86,8 @@ typedef struct dev_qp {
 } dev_qp;
 
 /* Set up *p for nDepth commands in flight; pSqBell is rung on every submit.
-** 0 or -ENOMEM. dev_qp_destroy frees the rings (the struct is the caller's). */
+** 0 or -ENOMEM. dev_qp_destroy frees the rings (the struct is the caller's);
+** it may be called on a *p whose set-up failed, or on a zeroed one. */
 int dev_qp_init(dev_qp *p, uint32_t nDepth, uint16_t qid, dev_bell *pSqBell);
 void dev_qp_destroy(dev_qp *p);
 

@@ -22,8 +22,9 @@
 **                           engine's (Identify of them is synthesized).
 **   Reservation Acq/Rel     flock() on the namespace fd across processes, one
 **                           holder queue within the process (as in the emu).
-**   SLM Read/Write/Fill     memory operations on the host SLM buffer (mmap'd,
-**                           nSlmBytes), completed at once.
+**   SLM Read/Write/Fill     memory operations on the host SLM buffer (the
+**                           emulator's SLM, device/engine/cp_slm.c), completed
+**                           at once; so is a Memory Copy between SLM ranges.
 **   Memory Copy (NVM->SLM)  NVMe Reads by passthrough straight into host SLM.
 **   Load Program, Program   the host engine: program slots and memory range
 **   Activation, MRS Mgmt    sets kept here; Load verifies with the registered
@@ -51,7 +52,6 @@
 #include <string.h>
 #include <sys/eventfd.h>
 #include <sys/file.h>
-#include <sys/mman.h>
 #include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
@@ -93,8 +93,7 @@ struct dev_backend {
   uint64_t nBlocks; /* csq 4 KiB blocks */
   dev_stats stats;
 
-  uint8_t *pSlm; /* host engine SLM */
-  uint64_t nSlm;
+  dev_cp_slm slm; /* host engine SLM */
 
   dev_cp cp; /* program slots and memory range sets */
 
@@ -156,10 +155,6 @@ static int lba_ok(const dev_backend *d, uint64_t slba, uint64_t nlb) {
   return nlb > 0 && slba < d->nBlocks && nlb <= d->nBlocks - slba;
 }
 
-static int slm_ok(const dev_backend *d, uint64_t addr, uint64_t len) {
-  return dev_cp_slm_ok(d->nSlm, addr, len);
-}
-
 /* Post a completion for csq command pSqe: counters, detail text, CQE. Safe
 ** from any thread. */
 static void post_cqe(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t result,
@@ -204,7 +199,7 @@ static void id_ns_to_4k(const dev_backend *d, struct nvme_id_ns *ns) {
 /* Identify of the host engine's namespaces (CP 2, SLM 3). */
 static int id_host_ns(const dev_backend *d, uint32_t nsid, void *pBuf) {
   struct nvme_id_ns *ns = pBuf;
-  uint64_t nsze = nsid == CSQ_NSID_SLM ? d->nSlm / 4096 : 0;
+  uint64_t nsze = nsid == CSQ_NSID_SLM ? d->slm.n / 4096 : 0;
   memset(pBuf, 0, 4096);
   ns->nsze = htole64(nsze);
   ns->ncap = htole64(nsze);
@@ -287,16 +282,10 @@ static int exec_read_lba(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void 
   nvb_exec_priv *pp = ctx->pDevPriv;
   uint8_t *pD = pDst;
   uint64_t nByte = 0;
-  int i, rc;
-  for (i = 0; i < n; i++) {
-    if (a[i].nsid != CSQ_NSID_NVM) return CSQ_SC_INVALID_NS;
-    if (!lba_ok(pp->d, a[i].slba, a[i].nlb))
-      return a[i].nlb ? CSQ_SC_LBA_RANGE : CSQ_SC_INVALID_FIELD;
-    nByte += (uint64_t)a[i].nlb * CSQ_LBA_SIZE;
-  }
-  if (pD < ctx->pSlm || pD > ctx->pSlm + ctx->nSlm ||
-      nByte > (uint64_t)(ctx->pSlm + ctx->nSlm - pD))
-    return CSQ_SC_SLM_RANGE;
+  char zIgnore[8];
+  int rc = dev_cp_slm_lba_ranges(pp->d->nBlocks, a, n, &nByte, zIgnore, sizeof(zIgnore));
+  if (rc) return rc;
+  if (!dev_cp_slm_holds(ctx->pSlm, ctx->nSlm, pD, nByte)) return CSQ_SC_SLM_RANGE;
   if (!pp->ring) return CSQ_SC_INTERNAL;
   rc = read_ranges_sync(pp->d, pp->ring, a, n, pD);
   if (rc == 0) {
@@ -314,7 +303,7 @@ static void job_run(nvb_engine *e, dev_nvme_ring *ring, nvb_job *j) {
   dev_io_acct acct = {0};
   uint64_t ret = 0;
   char zDetail[200] = "";
-  uint16_t sf = dev_cp_run_program(&j->run, p, d->pSlm, d->nSlm, e->iEngine, exec_read_lba, &priv,
+  uint16_t sf = dev_cp_run_program(&j->run, p, d->slm.a, d->slm.n, e->iEngine, exec_read_lba, &priv,
                                    &local, &ret, zDetail, sizeof(zDetail));
   /* Link traffic of xReadLba goes through the acct (with the command). */
   acct.toHost = local.bytes_to_host;
@@ -411,7 +400,7 @@ static int cmd_next_part(dev_bqueue *q, nvb_cmd *c, dev_nvme_cmd *pOut) {
   } else if (c->aRange) { /* Memory Copy: walk the ranges */
     const csq_lba_range *r = &c->aRange[c->iRange];
     dev_nvme_rw_part(&d->g, DEV_NVME_OP_READ, r->slba, r->nlb,
-                     (uint64_t)(uintptr_t)(d->pSlm + c->dst), c->iRangePart, pOut);
+                     (uint64_t)(uintptr_t)(d->slm.a + c->dst), c->iRangePart, pOut);
     if (++c->iRangePart == dev_nvme_rw_parts(&d->g, r->nlb)) {
       c->dst += (uint64_t)r->nlb * CSQ_LBA_SIZE;
       c->iRangePart = 0;
@@ -601,88 +590,32 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
       sf = CSQ_SC_INVALID_OPCODE;
     }
   } else if (p->nsid == CSQ_NSID_SLM) {
-    uint64_t n = p->cdw12;
-    switch (p->opcode) {
-    case CSQ_SLM_READ:
-    case CSQ_SLM_WRITE:
-    case CSQ_SLM_FILL:
-      if (!slm_ok(d, addr, n)) {
-        snprintf(zDetail, sizeof(zDetail), "%llu bytes at SLM 0x%llx (SLM is %llu bytes)", ULL(n),
-                 ULL(addr), ULL(d->nSlm));
-        sf = CSQ_SC_SLM_RANGE;
-      } else if (n == 0) {
-      } else if (p->opcode == CSQ_SLM_FILL) {
-        memset(d->pSlm + addr, (int)(p->cdw13 & 0xFF), n);
-      } else if (!p->prp1) {
-        sf = CSQ_SC_INVALID_FIELD;
-      } else if (p->opcode == CSQ_SLM_READ) {
-        memcpy((void *)(uintptr_t)p->prp1, d->pSlm + addr, n);
-      } else {
-        memcpy(d->pSlm + addr, (const void *)(uintptr_t)p->prp1, n);
-      }
-      break;
-    case CSQ_SLM_COPY: {
-      int nRange = (int)(p->cdw12 & 0xFF) + 1, fmt = (p->cdw12 >> 8) & 0xF, i;
-      uint64_t nByte = 0;
-      if (!p->prp1 || fmt > 1) {
-        sf = CSQ_SC_INVALID_FIELD;
-        break;
-      }
-      if (fmt == 1) { /* SLM -> SLM */
-        const csq_mrange *a = (const csq_mrange *)(uintptr_t)p->prp1;
-        for (i = 0; i < nRange && sf == 0; i++) {
-          if (a[i].nsid != CSQ_NSID_SLM)
-            sf = CSQ_SC_INVALID_NS;
-          else if (!slm_ok(d, a[i].addr, a[i].len))
-            sf = CSQ_SC_SLM_RANGE;
-          nByte += a[i].len;
-        }
-        if (sf == 0 && !slm_ok(d, addr, nByte)) sf = CSQ_SC_SLM_RANGE;
-        for (i = 0; i < nRange && sf == 0; i++) {
-          memmove(d->pSlm + addr, d->pSlm + a[i].addr, a[i].len);
-          addr += a[i].len;
-        }
-        break;
-      }
+    /* host memory: SLM Read and Write move nothing over the link */
+    sf = dev_cp_slm_cmd(&d->slm, p, NULL, zDetail, sizeof(zDetail));
+    if (sf == DEV_CP_SLM_FROM_NVM) {
       /* NVM -> SLM: NVMe Reads straight into host SLM. */
+      int nRange = (int)(p->cdw12 & 0xFF) + 1;
+      uint64_t nByte = 0;
       c->aRange = malloc(nRange * sizeof(csq_lba_range));
       if (!c->aRange) {
         sf = CSQ_SC_INTERNAL;
-        break;
-      }
-      memcpy(c->aRange, (const void *)(uintptr_t)p->prp1, nRange * sizeof(csq_lba_range));
-      c->nRange = nRange;
-      for (i = 0; i < nRange && sf == 0; i++) {
-        const csq_lba_range *r = &c->aRange[i];
-        if (r->nsid != CSQ_NSID_NVM)
-          sf = CSQ_SC_INVALID_NS;
-        else if (!lba_ok(d, r->slba, r->nlb)) {
-          snprintf(zDetail, sizeof(zDetail),
-                   "range %d: %u blocks at LBA %llu, namespace has %llu blocks", i, r->nlb,
-                   ULL(r->slba), ULL(d->nBlocks));
-          sf = r->nlb ? CSQ_SC_LBA_RANGE : CSQ_SC_INVALID_FIELD;
-        } else {
-          nByte += (uint64_t)r->nlb * CSQ_LBA_SIZE;
-          c->nPart += dev_nvme_rw_parts(&d->g, r->nlb);
+      } else {
+        memcpy(c->aRange, (const void *)(uintptr_t)p->prp1, nRange * sizeof(csq_lba_range));
+        c->nRange = nRange;
+        sf = dev_cp_slm_lba_ranges(d->nBlocks, c->aRange, nRange, &nByte, zDetail, sizeof(zDetail));
+        if (sf == 0) sf = dev_cp_slm_range(&d->slm, addr, nByte, zDetail, sizeof(zDetail));
+        if (sf) {
+          free(c->aRange);
+          c->aRange = NULL;
         }
       }
-      if (sf == 0 && !slm_ok(d, addr, nByte)) {
-        snprintf(zDetail, sizeof(zDetail), "%llu bytes at SLM 0x%llx (SLM is %llu bytes)",
-                 ULL(nByte), ULL(addr), ULL(d->nSlm));
-        sf = CSQ_SC_SLM_RANGE;
+      if (sf == 0) {
+        for (int i = 0; i < nRange; i++) c->nPart += dev_nvme_rw_parts(&d->g, c->aRange[i].nlb);
+        c->nvmeOp = DEV_NVME_OP_READ;
+        c->nByte = nByte;
+        c->dst = addr;
+        return 0;
       }
-      if (sf) {
-        free(c->aRange);
-        c->aRange = NULL;
-        break;
-      }
-      c->nvmeOp = DEV_NVME_OP_READ;
-      c->nByte = nByte;
-      c->dst = addr;
-      return 0;
-    }
-    default:
-      sf = CSQ_SC_INVALID_OPCODE;
     }
   } else if (p->nsid == CSQ_NSID_CP) {
     sf = host_execute(q, p, &acct, zDetail, sizeof(zDetail));
@@ -764,48 +697,41 @@ static int nvb_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs) {
   }
 }
 
+static void nvb_queue_close(dev_bqueue *q);
+
+/* The queue and its per-command arrays come from one allocation, so that
+** set-up frees through nvb_queue_close whatever step failed. */
 static int nvb_queue_open(dev_backend *d, uint32_t nDepth, dev_stats *pStats, dev_bqueue **ppQ) {
-  dev_bqueue *q = calloc(1, sizeof(*q));
+  uint32_t n = nDepth ? nDepth : 256;
+  dev_bqueue *q = calloc(1, sizeof(*q) + n * (sizeof(nvb_cmd) + 2 * sizeof(uint32_t)));
   uint32_t i;
   int rc;
   *ppQ = NULL;
   if (!q) return -ENOMEM;
   q->d = d;
   q->pStats = pStats;
-  q->nCmd = nDepth ? nDepth : 256;
+  q->nCmd = n;
+  q->aCmd = (nvb_cmd *)&q[1];
+  q->aFree = (uint32_t *)&q->aCmd[n];
+  q->aWork = &q->aFree[n];
   q->evfd = -1;
   pthread_mutex_init(&q->readyMutex, NULL);
   dev_errlog_init(&q->errLog);
-  q->aCmd = calloc(q->nCmd, sizeof(nvb_cmd));
-  q->aFree = malloc(q->nCmd * sizeof(uint32_t));
-  q->aWork = malloc(q->nCmd * sizeof(uint32_t));
-  if (!q->aCmd || !q->aFree || !q->aWork) {
-    rc = -ENOMEM;
-    goto fail;
-  }
   for (i = 0; i < q->nCmd; i++) q->aFree[i] = q->nCmd - 1 - i;
   q->nFree = q->nCmd;
   q->evfd = eventfd(0, EFD_CLOEXEC);
-  if (q->evfd < 0) {
-    rc = -errno;
-    goto fail;
+  rc = q->evfd < 0 ? -errno : dev_nvme_ring_open(NVB_RING_ENTRIES, &q->ring);
+  if (rc) {
+    nvb_queue_close(q);
+    return rc;
   }
-  rc = dev_nvme_ring_open(NVB_RING_ENTRIES, &q->ring);
-  if (rc) goto fail;
   *ppQ = q;
   return 0;
-fail:
-  if (q->evfd >= 0) close(q->evfd);
-  pthread_mutex_destroy(&q->readyMutex);
-  dev_errlog_free(&q->errLog);
-  free(q->aCmd);
-  free(q->aFree);
-  free(q->aWork);
-  free(q);
-  return rc;
 }
 
-/* Wait for the passthrough commands and engine jobs of q, then free it. */
+/* Wait for the passthrough commands and engine jobs of q, then free it.
+** Also the destructor of a queue whose nvb_queue_open failed (nothing in
+** flight, no ring or no eventfd). */
 static void nvb_queue_close(dev_bqueue *q) {
   dev_backend *d = q->d;
   uint32_t i;
@@ -829,13 +755,10 @@ static void nvb_queue_close(dev_bqueue *q) {
   pthread_mutex_unlock(&d->resvMutex);
   for (i = 0; i < q->nCmd; i++) free(q->aCmd[i].aRange);
   dev_nvme_ring_close(q->ring);
-  close(q->evfd);
+  if (q->evfd >= 0) close(q->evfd);
   pthread_mutex_destroy(&q->readyMutex);
   dev_errlog_free(&q->errLog);
   free(q->aReady);
-  free(q->aCmd);
-  free(q->aFree);
-  free(q->aWork);
   free(q);
 }
 
@@ -968,13 +891,10 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   }
   dev_nvme_ring_close(probe);
 
-  d->nSlm = pOpt->nSlmBytes ? (pOpt->nSlmBytes + 4095) & ~(uint64_t)4095 : 256ull << 20;
-  d->cp.nSlm = d->nSlm;
-  d->pSlm = mmap(NULL, d->nSlm, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS | MAP_NORESERVE,
-                 -1, 0);
-  if (d->pSlm == MAP_FAILED) {
-    d->pSlm = NULL;
-    rc = fail_msg(pzErr, -ENOMEM, "cannot map %llu bytes of host SLM for %s", ULL(d->nSlm), zPath);
+  rc = dev_cp_slm_map(&d->slm, pOpt->nSlmBytes);
+  d->cp.nSlm = d->slm.n;
+  if (rc) {
+    rc = fail_msg(pzErr, rc, "cannot map %llu bytes of host SLM for %s", ULL(d->slm.n), zPath);
     goto fail;
   }
   d->nEngine = pOpt->nEngines > 0 ? pOpt->nEngines : (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -1013,7 +933,7 @@ static void nvb_close(dev_backend *d) {
     if (d->aEngine[i].bStarted) pthread_join(d->aEngine[i].thread, NULL);
   free(d->aEngine);
   dev_cp_free(&d->cp);
-  if (d->pSlm) munmap(d->pSlm, d->nSlm);
+  dev_cp_slm_unmap(&d->slm);
   if (d->ctrlFd >= 0) close(d->ctrlFd);
   if (d->fd >= 0) close(d->fd);
   pthread_mutex_destroy(&d->resvMutex);

@@ -3,7 +3,10 @@
 **   device/store/superblock.c  superblock encode/decode/choose
 **   device/store/catalog.c     catalog serialisation
 **   device/store/space.c       free-space allocator
-**   device/store/store.c       snapshots, reads, transactions, commit
+**   device/store/store.c       the store object, block I/O, superblocks and
+**                              catalogs on the media, refresh, snapshots, reads
+**   device/store/txn.c         transactions on one device and their commit
+**   device/store/twostep.c     the two-step commit over several devices
 */
 #ifndef CSQ_DEVICE_STORE_INT_H
 #define CSQ_DEVICE_STORE_INT_H
@@ -118,5 +121,98 @@ uint32_t srd_u32(store_rd *r);
 uint64_t srd_u64(store_rd *r);
 int srd_bytes(store_rd *r, void *p, size_t n);
 char *srd_str(store_rd *r); /* malloc'd, NUL-terminated; NULL when bad */
+
+/* Reads of a catalog that other processes' commits keep rewriting before a
+** reader gives up with -EBUSY (see store_refresh). */
+#define STORE_REREAD_MAX 100
+
+/* A store: one per device in the process (store.c keeps the registry). */
+struct store {
+  int nRef;
+  dev_device *pDev;
+  pthread_mutex_t mu;
+  pthread_mutex_t writer;
+  store_snap *pCur; /* newest committed snapshot known */
+  store_sb sb;      /* its superblock */
+  uint32_t nextTabId;
+  store_freemap space;
+  int bSpaceValid;     /* space describes pCur (else rebuild before writing) */
+  store_extent *aPend; /* deferred frees, gen = generation that freed them */
+  int nPend, nPendAlloc;
+  store_snap *pLive; /* snapshots still referenced */
+  int bShared;       /* other processes may open the image: re-read superblocks */
+  int bReadOnly;     /* the device is write protected: read, never write nor lock */
+  int bUndecided;    /* the superblock holds a prepared commit whose outcome was not
+                        decided at the last look: look again at every refresh */
+  int bSeen;         /* aSeen holds the prefixes of both superblock copies on the media */
+  uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX];
+  store *pNext; /* registry */
+};
+
+/* A transaction: the writer lock held, private copies of the tables. */
+struct store_txn {
+  store *p;
+  dev_queue *q;
+  store_snap *pBase;
+  store_sb sbBase; /* superblock of pBase: its catalog is freed at commit */
+  int nTab;
+  store_table **apTab; /* working copies, owned */
+  uint32_t nextTabId;
+  store_extent *aAlloc; /* allocated by this transaction */
+  int nAlloc, nAllocAlloc;
+  store_extent *aFree; /* committed extents this transaction frees at commit */
+  int nFree, nFreeAlloc;
+  int bDirty;
+  /* after store_txn_prepare: */
+  int bPrepared;
+  store_snap *pPrep; /* the prepared snapshot; its tables are apTab (owned by t) */
+  store_sb sbFlip;   /* the superblock that makes it current */
+  store_prep prep;   /* the prepared commit as the superblock records it */
+};
+
+/* store.c: block I/O, in commands the device takes. */
+/* Append to a growable extent array: 0 or -ENOMEM. */
+int store_ext_push(store_extent **pa, int *pn, int *pnAlloc, uint64_t lba, uint64_t nblk,
+                   uint64_t gen);
+/* Block-aligned memory for nblk blocks, for the caller to free(); NULL on OOM. */
+void *store_block_alloc(uint64_t nblk);
+int store_io_read(dev_queue *q, uint64_t lba, uint64_t nblk, uint8_t *buf);
+int store_io_write(dev_queue *q, uint64_t lba, uint64_t nblk, const uint8_t *buf);
+/* A message for a failed I/O zWhat (malloc'd, the caller frees it). */
+char *store_io_errmsg(store *p, dev_queue *q, int rc, const char *zWhat);
+
+/* store.c: superblocks and catalogs on the media, the store's state. */
+void store_snap_link(store *p, store_snap *s); /* s joins the live snapshots (p->mu held) */
+void store_seen_written(store *p, const store_sb *pSb); /* both copies now hold *pSb */
+/* The superblock that counts in blocks 0-1 (buf, 2 blocks): 0, 1 for an
+** empty image, or an error with *pzErr naming zPath. */
+int store_sb_from_blocks(const char *zPath, const uint8_t *buf, store_sb *pSb, char **pzErr);
+/* Have the superblocks moved from the prefixes aSeen? 0 when unreadable. */
+int store_sb_moved(dev_queue *q, uint8_t aSeen[CSQ_SB_COPIES][CSQ_SB_PREFIX]);
+/* Write s's catalog to fresh space and fill the catalog fields of *pSb;
+** blocks allocated are recorded in pTxn (NULL when formatting). */
+int store_write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTabId, store_sb *pSb,
+                        store_txn *pTxn, char **pzErr);
+/* The superblock flip; *pbMaybe (may be NULL): a copy may have landed. */
+int store_write_superblocks(store *p, dev_queue *q, const store_sb *pSb, char **pzErr,
+                            int *pbMaybe);
+int store_rebuild_space(store *p); /* the writer's free space anew (writer lock, p->mu) */
+/* p->pCur as the media has it now; bLocked: the writer lock is held (a
+** prepared commit found is settled). With p->mu held. */
+int store_refresh(store *p, dev_queue *q, int bLocked, char **pzErr);
+
+/* txn.c: the ends of a transaction that twostep.c shares. */
+void store_txn_end(store_txn *t, int bKeep); /* free t, release the writer lock */
+void store_distrust(store *p);               /* re-read the image before trusting it */
+int store_txn_write_catalog(store_txn *t, store_snap **ppSnap, store_sb *pSb, char **pzErr);
+void store_txn_finish(store_txn *t, store_snap *s, const store_sb *pSb); /* *pSb is durable */
+
+/* twostep.c: a prepared commit found on the media, and one being flipped. */
+/* Find the outcome of *pSb's prepared commit; *pEff the superblock that
+** counts; settle it on the media when the writer lock is (or can be) held.
+** With p->mu held. */
+int store_settle_pending(store *p, dev_queue *q, int bLocked, store_sb *pSb, store_sb *pEff,
+                         char **pzErr);
+int store_txn_flip(store_txn *t, char **pzErr); /* make the prepared catalog current; frees t */
 
 #endif /* CSQ_DEVICE_STORE_INT_H */

@@ -7,7 +7,7 @@
 ** Version 1 is the plain superblock. Version 2 also carries a prepared
 ** commit of a transaction over several devices (store_prep): written by
 ** store_txn_prepare, removed again when the commit is flipped to or dropped
-** (store.c). A version-1 image is written by every ordinary commit, so
+** (twostep.c). A version-1 image is written by every ordinary commit, so
 ** images that never took part in such a transaction stay readable by older
 ** builds; a newer version is refused with its number.
 */

@@ -31,9 +31,9 @@
 #include "device/nvme/nvme_discover.h"
 #include "device/nvme/nvme_passthru.h"
 #include "device/engine/ptype.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
-#define CHECK_RC(rc, q)                                                                            \
+#define CHECK_Q(rc, q)                                                                             \
   do {                                                                                             \
     int rc_ = (rc);                                                                                \
     if (rc_ != 0) {                                                                                \
@@ -42,7 +42,7 @@
     }                                                                                              \
   } while (0)
 
-static void fill_pattern(uint8_t *p, uint64_t slba, uint32_t nlb, uint32_t seed) {
+static void fill_blocks(uint8_t *p, uint64_t slba, uint32_t nlb, uint32_t seed) {
   uint32_t i, b;
   for (b = 0; b < nlb; b++) {
     uint32_t *w = (uint32_t *)(p + (size_t)b * CSQ_LBA_SIZE);
@@ -176,7 +176,7 @@ static void test_identify(dev_queue *q, uint64_t nBlocks) {
   sqe_init(&s, CSQ_ADM_IDENTIFY, 0);
   s.cdw10 = 1;
   s.prp1 = (uint64_t)(uintptr_t)ctrl;
-  CHECK_RC(dev_exec(q, &s, NULL), q);
+  CHECK_Q(dev_exec(q, &s, NULL), q);
   printf("identify: mn \"%.40s\" sn \"%.20s\" fr \"%.8s\" mdts %u\n", ctrl->mn, ctrl->sn, ctrl->fr,
          ctrl->mdts);
   CHECK(strncmp(ctrl->mn, "QEMU NVMe Ctrl", 14) == 0);
@@ -189,11 +189,11 @@ static void test_identify(dev_queue *q, uint64_t nBlocks) {
   sqe_init(&s, CSQ_ADM_IDENTIFY, CSQ_NSID_NVM);
   s.cdw10 = 0;
   s.prp1 = (uint64_t)(uintptr_t)ns;
-  CHECK_RC(dev_exec(q, &s, NULL), q);
+  CHECK_Q(dev_exec(q, &s, NULL), q);
   CHECK(le64toh(ns->nsze) == nBlocks && ns->lbaf[ns->flbas & 0xF].ds == 12);
   sqe_init(&s, CSQ_ADM_IDENTIFY, CSQ_NSID_SLM);
   s.prp1 = (uint64_t)(uintptr_t)ns;
-  CHECK_RC(dev_exec(q, &s, NULL), q);
+  CHECK_Q(dev_exec(q, &s, NULL), q);
   CHECK(le64toh(ns->nsze) == (16u << 20) / 4096);
   sqe_init(&s, CSQ_ADM_IDENTIFY, 9);
   s.prp1 = (uint64_t)(uintptr_t)ns;
@@ -207,22 +207,22 @@ static void test_rw(dev_queue *q, uint64_t nBlocks) {
   uint8_t *w = aligned_alloc(4096, (size_t)nBig * 4096),
           *r = aligned_alloc(4096, (size_t)nBig * 4096);
   int i, rc;
-  fill_pattern(w, 100, 16, 1);
-  CHECK_RC(dev_nvm_write(q, 100, 16, w), q);
+  fill_blocks(w, 100, 16, 1);
+  CHECK_Q(dev_nvm_write(q, 100, 16, w), q);
   memset(r, 0, 16 * 4096);
-  CHECK_RC(dev_nvm_read(q, 100, 16, r), q);
+  CHECK_Q(dev_nvm_read(q, 100, 16, r), q);
   CHECK(memcmp(w, r, 16 * 4096) == 0);
-  fill_pattern(w, 1000, nBig, 2);
-  CHECK_RC(dev_nvm_write(q, 1000, nBig, w), q);
+  fill_blocks(w, 1000, nBig, 2);
+  CHECK_Q(dev_nvm_write(q, 1000, nBig, w), q);
   memset(r, 0, (size_t)nBig * 4096);
-  CHECK_RC(dev_nvm_read(q, 1000, nBig, r), q);
+  CHECK_Q(dev_nvm_read(q, 1000, nBig, r), q);
   CHECK(memcmp(w, r, (size_t)nBig * 4096) == 0);
   /* the last block */
-  fill_pattern(w, nBlocks - 1, 1, 3);
-  CHECK_RC(dev_nvm_write(q, nBlocks - 1, 1, w), q);
-  CHECK_RC(dev_nvm_read(q, nBlocks - 1, 1, r), q);
+  fill_blocks(w, nBlocks - 1, 1, 3);
+  CHECK_Q(dev_nvm_write(q, nBlocks - 1, 1, w), q);
+  CHECK_Q(dev_nvm_read(q, nBlocks - 1, 1, r), q);
   CHECK(memcmp(w, r, 4096) == 0);
-  CHECK_RC(dev_nvm_flush(q), q);
+  CHECK_Q(dev_nvm_flush(q), q);
   /* out of range: refused with a message naming the LBAs */
   rc = dev_nvm_read(q, nBlocks - 1, 2, r);
   CHECK(rc == CSQ_SC_LBA_RANGE);
@@ -238,14 +238,14 @@ static void test_rw(dev_queue *q, uint64_t nBlocks) {
       s[i].cdw10 = 1000 + (uint32_t)i * 4;
       s[i].cdw12 = 3;
       s[i].prp1 = (uint64_t)(uintptr_t)(r + (size_t)i * 4 * 4096);
-      CHECK_RC(dev_submit(q, &s[i]), q);
+      CHECK_Q(dev_submit(q, &s[i]), q);
     }
     for (i = 0; i < 64; i++) {
-      CHECK_RC(dev_reap(q, &c, 5000), q);
+      CHECK_Q(dev_reap(q, &c, 5000), q);
       nOk += csq_cqe_ok(&c);
     }
     CHECK(nOk == 64);
-    fill_pattern(w, 1000, 256, 2);
+    fill_blocks(w, 1000, 256, 2);
     CHECK(memcmp(w, r, 256 * 4096) == 0);
   }
   free(w);
@@ -263,23 +263,23 @@ static void test_host_engine(dev_device *d, dev_queue *q) {
   (void)d;
   /* SLM Write / Read / Fill */
   for (i = 0; i < 8192; i++) buf[i] = (uint8_t)(i * 7);
-  CHECK_RC(dev_slm_write(q, 0x10000, buf, 8192), q);
+  CHECK_Q(dev_slm_write(q, 0x10000, buf, 8192), q);
   memset(buf + 8192, 0, 8192);
-  CHECK_RC(dev_slm_read(q, 0x10000, buf + 8192, 8192), q);
+  CHECK_Q(dev_slm_read(q, 0x10000, buf + 8192, 8192), q);
   CHECK(memcmp(buf, buf + 8192, 8192) == 0);
   sqe_init(&s, CSQ_SLM_FILL, CSQ_NSID_SLM);
   s.cdw10 = 0x10000;
   s.cdw12 = 4096;
   s.cdw13 = 0xAB;
-  CHECK_RC(dev_exec(q, &s, NULL), q);
-  CHECK_RC(dev_slm_read(q, 0x10000, buf, 8), q);
+  CHECK_Q(dev_exec(q, &s, NULL), q);
+  CHECK_Q(dev_slm_read(q, 0x10000, buf, 8), q);
   CHECK(buf[0] == 0xAB && buf[7] == 0xAB);
   CHECK(dev_slm_read(q, (16u << 20) - 4, buf, 8) == CSQ_SC_SLM_RANGE);
   /* Memory Copy NVM -> SLM: two ranges back to back (written by test_rw) */
-  CHECK_RC(dev_slm_copy(q, 0x100000, ar, 2), q);
-  CHECK_RC(dev_slm_read(q, 0x100000, buf, 12 * 4096), q);
-  fill_pattern(blk, 1000, 8, 2);
-  fill_pattern(blk + 8 * 4096, 100, 4, 1);
+  CHECK_Q(dev_slm_copy(q, 0x100000, ar, 2), q);
+  CHECK_Q(dev_slm_read(q, 0x100000, buf, 12 * 4096), q);
+  fill_blocks(blk, 1000, 8, 2);
+  fill_blocks(blk + 8 * 4096, 100, 4, 1);
   CHECK(memcmp(buf, blk, 12 * 4096) == 0);
 
   if (!dev_ptype_find(TOY_PTYPE)) CHECK(dev_ptype_register(&toyType) == 0);
@@ -299,14 +299,14 @@ static void test_host_engine(dev_device *d, dev_queue *q) {
     s.cdw13 = 0;
     s.cdw14 = 0x1234 + (uint32_t)i;
     s.prp1 = (uint64_t)(uintptr_t)prog;
-    CHECK_RC(dev_exec(q, &s, NULL), q);
+    CHECK_Q(dev_exec(q, &s, NULL), q);
     s.cdw12 = 2;
     s.cdw13 = 3;
     s.prp1 = (uint64_t)(uintptr_t)(prog + 3);
-    CHECK_RC(dev_exec(q, &s, NULL), q);
+    CHECK_Q(dev_exec(q, &s, NULL), q);
     sqe_init(&s, CSQ_ADM_PROGRAM_ACTIVATION, 0);
     s.cdw10 = (uint32_t)i | (1u << 16);
-    CHECK_RC(dev_exec(q, &s, NULL), q);
+    CHECK_Q(dev_exec(q, &s, NULL), q);
   }
   /* A bad program is refused by the verifier, with its words. */
   {
@@ -326,12 +326,12 @@ static void test_host_engine(dev_device *d, dev_queue *q) {
     sqe_init(&s, CSQ_ADM_MRS_MGMT, 0);
     s.cdw11 = 1;
     s.prp1 = (uint64_t)(uintptr_t)mr;
-    CHECK_RC(dev_exec(q, &s, &c), q);
+    CHECK_Q(dev_exec(q, &s, &c), q);
     mrs = c.dw0;
     CHECK(mrs >= 1);
     sqe_init(&s, CSQ_CP_EXECUTE, CSQ_NSID_CP);
     s.cdw10 = 0 | (mrs << 16);
-    CHECK_RC(dev_exec(q, &s, &c), q);
+    CHECK_Q(dev_exec(q, &s, &c), q);
     want = sum_u32(blk, 12 * 4096);
     CHECK(((uint64_t)c.dw1 << 32 | c.dw0) == want);
   }
@@ -344,14 +344,14 @@ static void test_host_engine(dev_device *d, dev_queue *q) {
     s.cdw12 = 1000;
     s.cdw14 = 32;
     s.prp1 = (uint64_t)(uintptr_t)mr;
-    CHECK_RC(dev_exec(q, &s, &c), q);
-    fill_pattern(blk, 1000, 32, 2);
+    CHECK_Q(dev_exec(q, &s, &c), q);
+    fill_blocks(blk, 1000, 32, 2);
     want = sum_u32(blk, 32 * 4096);
     CHECK(((uint64_t)c.dw1 << 32 | c.dw0) == want);
     /* several Executes in flight at once, on the engines */
-    for (i = 0; i < 8; i++) CHECK_RC(dev_submit(q, &s), q);
+    for (i = 0; i < 8; i++) CHECK_Q(dev_submit(q, &s), q);
     for (i = 0; i < 8; i++) {
-      CHECK_RC(dev_reap(q, &c, 5000), q);
+      CHECK_Q(dev_reap(q, &c, 5000), q);
       CHECK(csq_cqe_ok(&c) && ((uint64_t)c.dw1 << 32 | c.dw0) == want);
     }
   }
@@ -403,8 +403,8 @@ int main(int argc, char **argv) {
   nBlocks = dev_nvm_blocks(d);
   printf("opened %s: %llu blocks of 4 KiB\n", zPath, (unsigned long long)nBlocks);
   CHECK(nBlocks >= 4096);
-  CHECK_RC(dev_queue_open(d, &q), q);
-  CHECK_RC(dev_queue_open(d, &q2), q2);
+  CHECK_Q(dev_queue_open(d, &q), q);
+  CHECK_Q(dev_queue_open(d, &q2), q2);
   if (!q || !q2) return 1;
 
   test_identify(q, nBlocks);
@@ -412,11 +412,11 @@ int main(int argc, char **argv) {
   test_host_engine(d, q);
 
   /* reservations: one holder queue at a time */
-  CHECK_RC(dev_resv_acquire(q, 0), q);
+  CHECK_Q(dev_resv_acquire(q, 0), q);
   CHECK(dev_resv_acquire(q2, 0) == CSQ_SC_RESV_CONFLICT);
-  CHECK_RC(dev_resv_release(q), q);
-  CHECK_RC(dev_resv_acquire(q2, 0), q2);
-  CHECK_RC(dev_resv_release(q2), q2);
+  CHECK_Q(dev_resv_release(q), q);
+  CHECK_Q(dev_resv_acquire(q2, 0), q2);
+  CHECK_Q(dev_resv_release(q2), q2);
 
   dev_device_stats(d, &st);
   printf("device counters: commands %llu, errors %llu, media read %llu, written %llu, to host "

@@ -28,7 +28,7 @@
 #include "device/engine/ptype.h"
 #include "device/host/scan.h"
 #include "device/store/store.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 /* expression texts are short (depth <= 2); a truncated one would only fail a check */
 #pragma GCC diagnostic ignored "-Wformat-truncation"
@@ -36,15 +36,7 @@
 #define NCOL   4
 #define MAXROW 200000
 
-typedef struct val {
-  int cls;
-  int64_t i;
-  double r;
-  char z[24];
-  int n;
-} val;
-
-static val (*aData)[NCOL]; /* [row][col] */
+static test_val (*aData)[NCOL]; /* [row][col] */
 static int *aDel;
 static int nRow;
 static sqlite3 *db;
@@ -79,7 +71,7 @@ static int mode_numeric(int m) {
          m == M_NULL || m == M_BIG || m == M_WIDE;
 }
 
-static void draw(val *v, int mode, int r, const val *prev) {
+static void draw(test_val *v, int mode, int r, const test_val *prev) {
   memset(v, 0, sizeof(*v));
   switch (mode) {
   case M_INT:
@@ -188,58 +180,6 @@ static void draw(val *v, int mode, int r, const val *prev) {
   }
 }
 
-static void bind_val(sqlite3_stmt *st, int i, const val *v) {
-  switch (v->cls) {
-  case CSQ_INT:
-    sqlite3_bind_int64(st, i, v->i);
-    break;
-  case CSQ_REAL:
-    sqlite3_bind_double(st, i, v->r);
-    break;
-  case CSQ_TEXT:
-    sqlite3_bind_text(st, i, v->z, v->n, SQLITE_TRANSIENT);
-    break;
-  case CSQ_BLOB:
-    sqlite3_bind_blob(st, i, v->z, v->n, SQLITE_TRANSIENT);
-    break;
-  default:
-    sqlite3_bind_null(st, i);
-    break;
-  }
-}
-
-static void push_val(csq_vec *v, const val *x) {
-  switch (x->cls) {
-  case CSQ_INT:
-    csq_vec_push_int(v, x->i);
-    break;
-  case CSQ_REAL:
-    csq_vec_push_real(v, x->r);
-    break;
-  case CSQ_TEXT:
-  case CSQ_BLOB:
-    csq_vec_push_bytes(v, x->cls, x->z, (uint32_t)x->n);
-    break;
-  default:
-    csq_vec_push_null(v);
-    break;
-  }
-}
-
-static int pb_val(csq_pb *b, const val *v) {
-  switch (v->cls) {
-  case CSQ_INT:
-    return csq_pb_const_int(b, v->i);
-  case CSQ_REAL:
-    return csq_pb_const_real(b, v->r);
-  case CSQ_TEXT:
-  case CSQ_BLOB:
-    return csq_pb_const_bytes(b, v->cls, v->z, (uint32_t)v->n);
-  default:
-    return csq_pb_const_null(b);
-  }
-}
-
 static void load_sqlite(void) {
   sqlite3_exec(db,
                "DROP TABLE IF EXISTS t; CREATE TABLE t(rid INTEGER PRIMARY KEY, c0, c1, c2, c3)", 0,
@@ -250,7 +190,7 @@ static void load_sqlite(void) {
   for (int r = 0; r < nRow; r++) {
     if (aDel[r]) continue;
     sqlite3_bind_int(st, 1, r + 1);
-    for (int c = 0; c < NCOL; c++) bind_val(st, 2 + c, &aData[r][c]);
+    for (int c = 0; c < NCOL; c++) test_val_bind(st, 2 + c, &aData[r][c]);
     sqlite3_step(st);
     sqlite3_reset(st);
   }
@@ -279,7 +219,7 @@ static void rg_build(rg_buf *g, uint32_t r0, uint32_t n, size_t nOut) {
       if (c == 0)
         csq_vec_push_int(&v, r + 1);
       else
-        push_val(&v, &aData[r][c - 1]);
+        test_val_push(&v, &aData[r][c - 1]);
     }
     csq_chunk_info info;
     csq_chunk_encode(&v, 0, n, &apC[c], &anC[c], &info);
@@ -500,13 +440,13 @@ typedef struct gen {
   int aSlot[NCOL + 1];
   char *zSql; /* being built */
   int nSql, nSqlAlloc;
-  val aParam[512];
+  test_val aParam[512];
   int nParam;
   int bBigSafe; /* M_BIG present: sums over plain columns only */
   int bSumArg;  /* building a SUM argument: no huge constants, no M_BIG/M_WIDE column */
 } gen;
 
-static int param(gen *g, const val *v) {
+static int param(gen *g, const test_val *v) {
   g->aParam[g->nParam] = *v;
   return ++g->nParam;
 }
@@ -524,7 +464,7 @@ static int numeric_col(void) {
   return numeric_col2(0);
 }
 
-static void rand_const(val *v, int bSmall) {
+static void rand_const(test_val *v, int bSmall) {
   memset(v, 0, sizeof(*v));
   switch (bSmall ? 5 + rndn(3) : rndn(8)) {
   case 0:
@@ -566,11 +506,11 @@ static int rand_expr(gen *g, int depth, char *z, size_t nz) {
     k = 2;
   }
   if (k <= 3) {
-    val v;
+    test_val v;
     rand_const(&v, g->bSumArg);
     int p = param(g, &v);
     snprintf(z, nz, "?%d", p);
-    return csq_pb_expr_const(g->b, pb_val(g->b, &v));
+    return csq_pb_expr_const(g->b, test_val_const(g->b, &v));
   }
   char za[1024], zb[1024];
   if (k == 8) {
@@ -580,15 +520,16 @@ static int rand_expr(gen *g, int depth, char *z, size_t nz) {
   }
   if (k == 9) { /* CASE WHEN c op ? THEN a ELSE b END */
     int c = (int)rndn(NCOL);
-    val v;
+    test_val v;
     rand_const(&v, 0);
     if (rndn(2)) v = aData[rndn(nRow)][c];
     int p = param(g, &v);
     static const int aOp[] = {CSQ_OP_LT, CSQ_OP_GE, CSQ_OP_EQ, CSQ_OP_ISNULL, CSQ_OP_NE};
     static const char *azOp[] = {"<", ">=", "=", "ISNULL", "!="};
     int o = (int)rndn(5);
-    int cond = o == 3 ? csq_pb_cond(g->b, CSQ_OP_ISNULL, 0, g->aSlot[c + 1], 0, 0, 0)
-                      : csq_pb_cond(g->b, aOp[o], 0, g->aSlot[c + 1], pb_val(g->b, &v), 0, 0);
+    int cond = o == 3
+                   ? csq_pb_cond(g->b, CSQ_OP_ISNULL, 0, g->aSlot[c + 1], 0, 0, 0)
+                   : csq_pb_cond(g->b, aOp[o], 0, g->aSlot[c + 1], test_val_const(g->b, &v), 0, 0);
     int e1 = rand_expr(g, depth - 1, za, sizeof(za));
     int e2 = rand_expr(g, depth - 1, zb, sizeof(zb));
     if (o == 3)
@@ -704,7 +645,7 @@ static void one_query(rg_buf *aRg, int nRg) {
   int nT = (int)rndn(3), ow = 0;
   for (int t = 0; t < nT; t++) {
     int c = (int)rndn(NCOL);
-    val v = aData[rndn(nRow)][c];
+    test_val v = aData[rndn(nRow)][c];
     int p = param(g, &v);
     int op = rndn(2) ? CSQ_OP_GE : CSQ_OP_LT;
     if (rndn(8) == 0) { /* nothing qualifies */
@@ -715,7 +656,7 @@ static void one_query(rg_buf *aRg, int nRg) {
       continue;
     }
     csq_pb_clause(g->b);
-    csq_pb_term(g->b, op, 0, g->aSlot[c + 1], pb_val(g->b, &v), 0, 0);
+    csq_pb_term(g->b, op, 0, g->aSlot[c + 1], test_val_const(g->b, &v), 0, 0);
     ow += snprintf(zWhere + ow, sizeof(zWhere) - ow, "%s c%d %s ?%d", t ? " AND" : " WHERE", c,
                    op == CSQ_OP_GE ? ">=" : "<", p);
   }
@@ -780,7 +721,7 @@ static void one_query(rg_buf *aRg, int nRg) {
     CHECK(0, "sqlite prepare: %s: %s", zSql, sqlite3_errmsg(db));
     goto out;
   }
-  for (int k = 0; k < g->nParam; k++) bind_val(st, k + 1, &g->aParam[k]);
+  for (int k = 0; k < g->nParam; k++) test_val_bind(st, k + 1, &g->aParam[k]);
   int nCol = dev_agg_ncol(a);
   csq_vec aOut[16];
   for (int j = 0; j < nCol; j++) csq_vec_init(&aOut[j]);

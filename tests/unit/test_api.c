@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "ext/csq.h"
-#include "tests/unit/check.h"
+#include "tests/unit/helpers.h"
 
 static void exec(sqlite3 *db, const char *z) {
   char *zErr = NULL;

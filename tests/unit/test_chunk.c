@@ -17,7 +17,7 @@
 
 #include "device/format/chunk.h"
 #include "device/format/checksum.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 #define M(c) (uint8_t)(1u << (c))
 

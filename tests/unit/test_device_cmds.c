@@ -15,7 +15,7 @@
 #include <time.h>
 
 #include "device/engine/ptype.h"
-#include "tests/unit/device_test.h"
+#include "tests/unit/helpers.h"
 
 /* ---- a toy program type -------------------------------------------------
 ** Program bytes: "TEST" + anything. Run: param1 selects the behaviour:

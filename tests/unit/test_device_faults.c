@@ -11,7 +11,7 @@
 #include <stdlib.h>
 #include <time.h>
 
-#include "tests/unit/device_test.h"
+#include "tests/unit/helpers.h"
 
 static dev_device *open_fault(const char *zFault, int timeoutMs) {
   dev_options o;

@@ -8,7 +8,7 @@
 #include <stdint.h>
 
 #include "device/link/queue.h"
-#include "tests/unit/device_test.h"
+#include "tests/unit/helpers.h"
 
 static void test_raw_ring(void) {
   dev_bell bell = {0, 0, 0};

@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 #include "ext/csq.h"
-#include "tests/unit/check.h"
+#include "tests/unit/helpers.h"
 
 #if defined(__SANITIZE_ADDRESS__)
 #define SANITIZED 1

@@ -17,7 +17,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 #include <xxhash.h>
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 /* Appends the text form of one row (as the CSV writer would) to an XXH3 state. */
 static void hash_row(XXH3_state_t *h, const gen_col *aCol, int nCol, const char *pRow) {

@@ -16,7 +16,7 @@
 #include "device/link/backend.h"
 #include "device/driver/driver.h"
 #include "device/nvme/nvme_passthru.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 static csq_sqe nvm_sqe(uint8_t op, uint64_t slba, uint32_t nlb, uint64_t addr) {
   csq_sqe s;

@@ -12,7 +12,7 @@
 #include <string.h>
 
 #include "planner/parse.h"
-#include "tests/unit/check.h"
+#include "tests/unit/helpers.h"
 
 /* ---- helpers ---- */
 

@@ -21,7 +21,7 @@
 #include "device/format/program.h"
 #include "device/engine/ptype.h"
 #include "device/store/store.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 /* ---- verifier corpus ---- */
 
@@ -182,15 +182,7 @@ static void test_verifier(void) {
 
 #define NROW 3000
 
-typedef struct val {
-  int cls;
-  int64_t i;
-  double r;
-  char z[24];
-  int n;
-} val;
-
-static val aData[NROW];
+static test_val aData[NROW];
 static int aDel[NROW];
 
 /* Value pools shared by data and constants so that equality hits. */
@@ -216,7 +208,7 @@ static const double arReal[] = {1.5,  -2.25,        10.0, 1e20, 0.1, 3.0, -0.5, 
                                 1e15, 123456789.125};
 #define NREAL ((int)(sizeof(arReal) / sizeof(arReal[0])))
 
-static void rand_val(val *v, int mode) {
+static void rand_val(test_val *v, int mode) {
   int c;
   memset(v, 0, sizeof(*v));
   switch (mode) {
@@ -262,40 +254,6 @@ static void rand_val(val *v, int mode) {
   }
 }
 
-static void bind_val(sqlite3_stmt *st, int i, const val *v) {
-  switch (v->cls) {
-  case CSQ_INT:
-    sqlite3_bind_int64(st, i, v->i);
-    break;
-  case CSQ_REAL:
-    sqlite3_bind_double(st, i, v->r);
-    break;
-  case CSQ_TEXT:
-    sqlite3_bind_text(st, i, v->z, v->n, SQLITE_TRANSIENT);
-    break;
-  case CSQ_BLOB:
-    sqlite3_bind_blob(st, i, v->z, v->n, SQLITE_TRANSIENT);
-    break;
-  default:
-    sqlite3_bind_null(st, i);
-    break;
-  }
-}
-
-static int pb_val(csq_pb *b, const val *v) {
-  switch (v->cls) {
-  case CSQ_INT:
-    return csq_pb_const_int(b, v->i);
-  case CSQ_REAL:
-    return csq_pb_const_real(b, v->r);
-  case CSQ_TEXT:
-  case CSQ_BLOB:
-    return csq_pb_const_bytes(b, v->cls, v->z, (uint32_t)v->n);
-  default:
-    return csq_pb_const_null(b);
-  }
-}
-
 /* The fake SLM: job | input | output. */
 typedef struct rg_buf {
   uint8_t *slm;
@@ -308,26 +266,12 @@ typedef struct rg_buf {
 static void vec_from_data(csq_vec *v, int bRowid) {
   csq_vec_init(v);
   for (int r = 0; r < NROW; r++) {
-    const val *x = &aData[r];
+    const test_val *x = &aData[r];
     if (bRowid) {
       csq_vec_push_int(v, r + 1);
       continue;
     }
-    switch (x->cls) {
-    case CSQ_INT:
-      csq_vec_push_int(v, x->i);
-      break;
-    case CSQ_REAL:
-      csq_vec_push_real(v, x->r);
-      break;
-    case CSQ_TEXT:
-    case CSQ_BLOB:
-      csq_vec_push_bytes(v, x->cls, x->z, (uint32_t)x->n);
-      break;
-    default:
-      csq_vec_push_null(v);
-      break;
-    }
+    test_val_push(v, x);
   }
 }
 
@@ -445,7 +389,7 @@ static int run_prog(rg_buf *g, const uint8_t *p, size_t n, int64_t *aOut, uint32
         CHECK(0, "rowid %lld", (long long)rid);
         break;
       }
-      const val *x = &aData[rid - 1];
+      const test_val *x = &aData[rid - 1];
       int cls = aCls ? aCls[k] : __builtin_ctz(d1[0]);
       uint64_t u;
       memcpy(&u, aVal + 8 * k, 8);
@@ -478,7 +422,7 @@ static void load_sqlite(void) {
   for (int r = 0; r < NROW; r++) {
     if (aDel[r]) continue;
     sqlite3_bind_int(st, 1, r + 1);
-    bind_val(st, 2, &aData[r]);
+    test_val_bind(st, 2, &aData[r]);
     sqlite3_step(st);
     sqlite3_reset(st);
   }
@@ -495,11 +439,11 @@ static const char *coll_sql(int f) {
 /* One random term: SQL text (parameters ?N from *pnParam on) and encoder. */
 typedef struct term {
   int op, flags, nK;
-  val aK[6];
+  test_val aK[6];
   uint32_t esc;
 } term;
 
-static void rand_const(val *v) {
+static void rand_const(test_val *v) {
   int m = (int)rndn(10);
   rand_val(v, m < 2 ? 0 : m < 4 ? 2 : m < 7 ? 3 : m < 8 ? 4 : 5);
   if (rndn(25) == 0) v->cls = CSQ_NULL;
@@ -637,7 +581,7 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
         o += snprintf(zSql + o, sizeof(zSql) - o, "%s%s", k ? " OR " : "", zT);
         int k0 = 0;
         for (int j = 0; j < t->nK; j++) {
-          int kk = pb_val(b, &t->aK[j]);
+          int kk = test_val_const(b, &t->aK[j]);
           if (j == 0) k0 = kk;
         }
         int k1 = t->op == CSQ_OP_BETWEEN ? k0 + 1 : t->op == CSQ_OP_IN ? t->nK : 0;
@@ -677,7 +621,7 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
     int ip = 1;
     for (int c = 0; c < nClause; c++)
       for (int k = 0; k < nOr[c]; k++)
-        for (int j = 0; j < aT[c][k].nK; j++) bind_val(st, ip++, &aT[c][k].aK[j]);
+        for (int j = 0; j < aT[c][k].nK; j++) test_val_bind(st, ip++, &aT[c][k].aK[j]);
     int nWant = 0;
     while (sqlite3_step(st) == SQLITE_ROW) aWant[nWant++] = sqlite3_column_int64(st, 0);
     sqlite3_finalize(st);
@@ -700,7 +644,7 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
         int bIn = 0;
         for (int m = 0; m < nGot; m++) bIn |= aGot[m] == aWant[k];
         if (!bIn) {
-          const val *x = &aData[aWant[k] - 1];
+          const test_val *x = &aData[aWant[k] - 1];
           printf("  missing row %lld cls %d i %lld r %.17g z '%.*s'\n", (long long)aWant[k], x->cls,
                  (long long)x->i, x->r, x->n, x->z);
           break;
@@ -710,7 +654,7 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
         int bIn = 0;
         for (int k = 0; k < nWant; k++) bIn |= aGot[m] == aWant[k];
         if (!bIn) {
-          const val *x = &aData[aGot[m] - 1];
+          const test_val *x = &aData[aGot[m] - 1];
           printf("  extra row %lld cls %d i %lld r %.17g z '%.*s'\n", (long long)aGot[m], x->cls,
                  (long long)x->i, x->r, x->n, x->z);
           break;
@@ -782,17 +726,17 @@ static void test_executor(void) {
         aData[r].i = 7;
         break;
       case 9:
-        memset(&aData[r], 0, sizeof(val));
+        memset(&aData[r], 0, sizeof(test_val));
         aData[r].cls = CSQ_NULL;
         break; /* all NULL */
       case 10: /* constant text */
-        memset(&aData[r], 0, sizeof(val));
+        memset(&aData[r], 0, sizeof(test_val));
         aData[r].cls = CSQ_TEXT;
         aData[r].n = 5;
         memcpy(aData[r].z, "Apple", 5);
         break;
       case 12: /* prices: REAL_DEC */
-        memset(&aData[r], 0, sizeof(val));
+        memset(&aData[r], 0, sizeof(test_val));
         aData[r].cls = rndn(15) ? CSQ_REAL : CSQ_NULL;
         aData[r].r = rndn(4) ? (double)((int64_t)rndn(4000) - 2000) / 100 : arReal[rndn(2)];
         break;

@@ -19,7 +19,7 @@
 #include "device/format/program.h"
 #include "device/host/scan.h"
 #include "device/store/store.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 static double now(void) {
   struct timespec ts;

@@ -23,42 +23,17 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "tests/unit/device_test.h"
+#include "tests/unit/helpers.h"
 #include "device/store/store.h"
 
 static char zA[300], zB[300];
-
-typedef struct world {
-  dev_device *d;
-  dev_queue *q;
-  store *s;
-} world;
-
-static int world_open(world *w, const char *zPath, int bCreate, char **pzErr) {
-  dev_options o;
-  dev_options_default(&o);
-  o.bCreate = bCreate;
-  o.timeoutMs = 300;
-  memset(w, 0, sizeof(*w));
-  int rc = dev_open(zPath, &o, &w->d, pzErr);
-  if (rc == 0) rc = dev_queue_open(w->d, &w->q);
-  if (rc == 0) rc = store_open(w->d, w->q, bCreate, &w->s, pzErr);
-  return rc;
-}
-
-static void world_close(world *w) {
-  if (w->s) store_unref(w->s);
-  if (w->q) dev_queue_close(w->q);
-  if (w->d) dev_unref(w->d);
-  memset(w, 0, sizeof(*w));
-}
 
 /* count and sum of t's values in the latest snapshot; -1 count on error */
 typedef struct state {
   int64_t n, sum;
 } state;
 
-static state read_state(world *w) {
+static state read_state(test_world *w) {
   state r = {-1, 0};
   store_snap *s = NULL;
   char *zErr = NULL;
@@ -108,12 +83,12 @@ static int append(store_txn *t, int64_t v0, int n, char **pzErr) {
 
 /* Create t on both images and d on A. */
 static int setup(char **pzErr) {
-  world a, b;
+  test_world a, b;
   store_col c = {"v", "INTEGER", 0};
-  int rc = world_open(&a, zA, 1, pzErr);
-  if (rc == 0) rc = world_open(&b, zB, 1, pzErr);
+  int rc = test_world_open(&a, zA, NULL, 1, pzErr);
+  if (rc == 0) rc = test_world_open(&b, zB, NULL, 1, pzErr);
   for (int k = 0; k < 2 && rc == 0; k++) {
-    world *w = k ? &b : &a;
+    test_world *w = k ? &b : &a;
     store_txn *t = NULL;
     rc = store_txn_begin(w->s, w->q, 1000, &t, pzErr);
     if (rc) break;
@@ -125,8 +100,8 @@ static int setup(char **pzErr) {
     else
       rc = store_txn_commit(t, pzErr);
   }
-  world_close(&a);
-  world_close(&b);
+  test_world_close(&a);
+  test_world_close(&b);
   return rc;
 }
 
@@ -134,7 +109,7 @@ static int setup(char **pzErr) {
 ** stop 1: _exit right after B's prepare; 2: right after A's commit. Errors
 ** are handled as vtab/stripe.c does. 0 when A committed (B flipped or left
 ** to be flipped), else an error. */
-static int two_step(world *a, world *b, int i, int stop, char **pzErr) {
+static int two_step(test_world *a, test_world *b, int i, int stop, char **pzErr) {
   store_txn *tA = NULL, *tB = NULL;
   int rc = store_txn_begin(b->s, b->q, 1000, &tB, pzErr);
   if (rc == 0) rc = store_txn_begin(a->s, a->q, 1000, &tA, pzErr);
@@ -191,9 +166,9 @@ static int run_child(int i, int stop) {
 static int child_main(char **argv) {
   snprintf(zA, sizeof(zA), "%s", argv[2]);
   snprintf(zB, sizeof(zB), "%s", argv[3]);
-  world a, b;
+  test_world a, b;
   char *zErr = NULL;
-  if (world_open(&a, zA, 0, &zErr) || world_open(&b, zB, 0, &zErr)) {
+  if (test_world_open(&a, zA, NULL, 0, &zErr) || test_world_open(&b, zB, NULL, 0, &zErr)) {
     printf("child: %s\n", zErr ? zErr : "open failed");
     return 3;
   }
@@ -203,7 +178,7 @@ static int child_main(char **argv) {
 }
 
 /* The version field of B's superblock copy 0, as on the media. */
-static uint32_t sb_version(world *w) {
+static uint32_t sb_version(test_world *w) {
   uint8_t *a = NULL;
   if (posix_memalign((void **)&a, 4096, 4096)) return 0;
   uint32_t v = 0;
@@ -214,19 +189,19 @@ static uint32_t sb_version(world *w) {
 
 /* Reopen both images fresh (nothing cached) and read their states. */
 static void reopen_states(state *pA, state *pB, uint32_t *pVerB) {
-  world a, b;
+  test_world a, b;
   char *zErr = NULL;
   pA->n = pB->n = -1;
-  if (world_open(&a, zA, 0, &zErr) == 0) {
+  if (test_world_open(&a, zA, NULL, 0, &zErr) == 0) {
     *pA = read_state(&a);
-    world_close(&a);
+    test_world_close(&a);
   }
   free(zErr);
   zErr = NULL;
-  if (world_open(&b, zB, 0, &zErr) == 0) {
+  if (test_world_open(&b, zB, NULL, 0, &zErr) == 0) {
     *pB = read_state(&b);
     if (pVerB) *pVerB = sb_version(&b);
-    world_close(&b);
+    test_world_close(&b);
   } else {
     printf("note: reopening B: %s\n", zErr ? zErr : "?");
   }
@@ -259,9 +234,9 @@ int main(int argc, char **argv) {
 
   /* the whole sequence in one process */
   {
-    world a, b;
-    CHECK_RC(world_open(&a, zA, 0, &zErr), 0);
-    CHECK_RC(world_open(&b, zB, 0, &zErr), 0);
+    test_world a, b;
+    CHECK_RC(test_world_open(&a, zA, NULL, 0, &zErr), 0);
+    CHECK_RC(test_world_open(&b, zB, NULL, 0, &zErr), 0);
     CHECK_RC(two_step(&a, &b, i, 0, &zErr), 0);
     want = plus(want, i++);
     state x = read_state(&a), y = read_state(&b);
@@ -269,8 +244,8 @@ int main(int argc, char **argv) {
     CHECK_RC(y.n, want.n);
     CHECK_RC(y.sum, want.sum);
     CHECK_RC(sb_version(&b), 1);
-    world_close(&a);
-    world_close(&b);
+    test_world_close(&a);
+    test_world_close(&b);
   }
 
   /* a process that stops after the prepare (old), after the decision (new) */
@@ -294,13 +269,13 @@ int main(int argc, char **argv) {
     char zAway[320];
     snprintf(zAway, sizeof(zAway), "%s.away", zA);
     CHECK_RC(rename(zA, zAway), 0);
-    world b;
-    rc = world_open(&b, zB, 0, &zErr);
+    test_world b;
+    rc = test_world_open(&b, zB, NULL, 0, &zErr);
     CHECK(rc != 0 && zErr && strstr(zErr, zA) && strstr(zErr, "prepared commit"),
           "open B without its decider: %d %s", rc, zErr ? zErr : "");
     free(zErr);
     zErr = NULL;
-    world_close(&b);
+    test_world_close(&b);
     CHECK_RC(rename(zAway, zA), 0);
     reopen_states(&sA, &sB, NULL);
     CHECK_RC(sB.n, want.n);
@@ -313,11 +288,11 @@ int main(int argc, char **argv) {
   for (int img = 0; img < 2; img++) {
     for (int o = 0; o < 2; o++) {
       for (int nth = 1;; nth++) {
-        world a, b;
+        test_world a, b;
         char zSpec[80];
         snprintf(zSpec, sizeof(zSpec), "op=%s,nth=%d,action=status:0x280", azOp[o], nth);
-        CHECK_RC(world_open(&a, zA, 0, &zErr), 0);
-        CHECK_RC(world_open(&b, zB, 0, &zErr), 0);
+        CHECK_RC(test_world_open(&a, zA, NULL, 0, &zErr), 0);
+        CHECK_RC(test_world_open(&b, zB, NULL, 0, &zErr), 0);
         CHECK_RC(dev_set_fault(img ? b.d : a.d, zSpec, NULL, NULL), 0);
         dev_stats st0 = *dev_queue_stats(img ? b.q : a.q);
         rc = two_step(&a, &b, i, 0, &zErr);
@@ -325,8 +300,8 @@ int main(int argc, char **argv) {
         zErr = NULL;
         dev_set_fault(img ? b.d : a.d, NULL, NULL, NULL);
         int bFired = dev_queue_stats(img ? b.q : a.q)->errors > st0.errors;
-        world_close(&a);
-        world_close(&b);
+        test_world_close(&a);
+        test_world_close(&b);
         reopen_states(&sA, &sB, NULL);
         state next = plus(want, i);
         int bOld = sA.n == want.n && sA.sum == want.sum && sB.n == want.n && sB.sum == want.sum;
@@ -350,8 +325,8 @@ int main(int argc, char **argv) {
   /* statement-start check: 128 bytes to the host while nothing changed,
   ** and a commit by another process is still seen */
   {
-    world b;
-    CHECK_RC(world_open(&b, zB, 0, &zErr), 0);
+    test_world b;
+    CHECK_RC(test_world_open(&b, zB, NULL, 0, &zErr), 0);
     store_snap *s = NULL;
     dev_stats *ps = dev_queue_stats(b.q);
     uint64_t h0 = ps->bytes_to_host;
@@ -370,7 +345,7 @@ int main(int argc, char **argv) {
     state y = read_state(&b);
     CHECK_RC(y.n, want.n);
     CHECK_RC(y.sum, want.sum);
-    world_close(&b);
+    test_world_close(&b);
   }
 
   test_tmp_cleanup();

@@ -20,7 +20,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "tests/unit/device_test.h"
+#include "tests/unit/helpers.h"
 #include "device/store/store.h"
 
 #define NA 300
@@ -84,35 +84,9 @@ static int read_state(store *p, dev_queue *q, state *pOut, char **pzErr) {
   return rc;
 }
 
-typedef struct world {
-  dev_device *d;
-  dev_queue *q;
-  store *s;
-} world;
-
-static int world_open(world *w, const char *zFault, int bCreate, char **pzErr) {
-  dev_options o;
-  dev_options_default(&o);
-  o.bCreate = bCreate;
-  o.zFault = zFault;
-  o.timeoutMs = 300; /* a "timeout" fault costs this much */
-  memset(w, 0, sizeof(*w));
-  int rc = dev_open(zImg, &o, &w->d, pzErr);
-  if (rc == 0) rc = dev_queue_open(w->d, &w->q);
-  if (rc == 0) rc = store_open(w->d, w->q, bCreate, &w->s, pzErr);
-  return rc;
-}
-
-static void world_close(world *w) {
-  if (w->s) store_unref(w->s);
-  if (w->q) dev_queue_close(w->q);
-  if (w->d) dev_unref(w->d);
-  memset(w, 0, sizeof(*w));
-}
-
 /* One commit of the scenario (1: create + A rows; 2: B rows, delete rows
 ** with value % 5 == 0 of the A rows' first group; 3: C rows). 0 or error. */
-static int commit_step(world *w, int step, char **pzErr) {
+static int commit_step(test_world *w, int step, char **pzErr) {
   store_txn *t = NULL;
   int rc = store_txn_begin(w->s, w->q, 1000, &t, pzErr);
   if (rc) return rc;
@@ -162,18 +136,18 @@ static int same(state a, state b) {
 ** (the rest failed). After a failed commit, the step is retried once (the
 ** fault fires once): the store must keep working. *pnOk counts successes. */
 static void run_scenario(const char *zFault, int *pnOk, int *pbFailed) {
-  world w;
+  test_world w;
   char *zErr = NULL;
   *pnOk = 0;
   *pbFailed = 0;
   unlink(zImg);
-  int rc = world_open(&w, zFault, 1, &zErr);
+  int rc = test_world_open(&w, zImg, zFault, 1, &zErr);
   if (rc) {
     /* the fault hit the format itself: nothing committed; must reopen as
     ** empty or as a formatted empty image */
     *pbFailed = 1;
     free(zErr);
-    world_close(&w);
+    test_world_close(&w);
     return;
   }
   for (int step = 1; step <= 3; step++) {
@@ -214,25 +188,25 @@ static void run_scenario(const char *zFault, int *pnOk, int *pbFailed) {
     }
     (*pnOk)++;
   }
-  world_close(&w);
+  test_world_close(&w);
 }
 
 /* Reopen without faults and check the state is one of the allowed ones. */
 static void check_image(const char *zFault, int nOk, int bFailed) {
-  world w;
+  test_world w;
   char *zErr = NULL;
-  int rc = world_open(&w, NULL, 0, &zErr);
+  int rc = test_world_open(&w, zImg, NULL, 0, &zErr);
   nCheck++;
   if (rc) {
     if (nOk == 0 && bFailed) { /* the format itself failed: an empty image is fine */
       free(zErr);
-      world_close(&w);
+      test_world_close(&w);
       return;
     }
     printf("FAIL [%s]: reopen failed: %s\n", zFault, zErr ? zErr : "?");
     nFail++;
     free(zErr);
-    world_close(&w);
+    test_world_close(&w);
     return;
   }
   state s;
@@ -249,19 +223,19 @@ static void check_image(const char *zFault, int nOk, int bFailed) {
     nFail++;
   }
   free(zErr);
-  world_close(&w);
+  test_world_close(&w);
 }
 
 /* A fault on the k-th command, and no retry: the state must be one of the
 ** states reachable (previous generation, or the failed commit whole). */
 static void run_once_check(const char *zFault) {
-  world w;
+  test_world w;
   char *zErr = NULL;
   unlink(zImg);
-  int rc = world_open(&w, NULL, 1, &zErr);
+  int rc = test_world_open(&w, zImg, NULL, 1, &zErr);
   int step;
   for (step = 1; step <= 2 && rc == 0; step++) rc = commit_step(&w, step, &zErr);
-  world_close(&w);
+  test_world_close(&w);
   free(zErr);
   zErr = NULL;
   if (rc) {
@@ -270,13 +244,13 @@ static void run_once_check(const char *zFault) {
     return;
   }
   /* now the faulty commit: step 3, on a device opened with the fault */
-  rc = world_open(&w, zFault, 0, &zErr);
+  rc = test_world_open(&w, zImg, zFault, 0, &zErr);
   int bOk = 0;
   if (rc == 0) bOk = commit_step(&w, 3, &zErr) == 0;
   free(zErr);
   zErr = NULL;
-  world_close(&w);
-  rc = world_open(&w, NULL, 0, &zErr);
+  test_world_close(&w);
+  rc = test_world_open(&w, zImg, NULL, 0, &zErr);
   state s;
   nCheck++;
   if (rc == 0) rc = read_state(w.s, w.q, &s, &zErr);
@@ -291,29 +265,29 @@ static void run_once_check(const char *zFault) {
     nFail++;
   }
   free(zErr);
-  world_close(&w);
+  test_world_close(&w);
 }
 
 int main(void) {
   snprintf(zImg, sizeof(zImg), "%s/faults.csd", test_tmpdir());
   /* count the writes and flushes of the faulty commit (step 3) */
-  world w;
+  test_world w;
   char *zErr = NULL;
   unlink(zImg);
-  int rc = world_open(&w, NULL, 1, &zErr);
+  int rc = test_world_open(&w, zImg, NULL, 1, &zErr);
   for (int step = 1; step <= 2 && rc == 0; step++) rc = commit_step(&w, step, &zErr);
-  world_close(&w);
+  test_world_close(&w);
   if (rc) {
     printf("FAIL: fault-free scenario: %s\n", zErr ? zErr : "?");
     return 1;
   }
-  rc = world_open(&w, NULL, 0, &zErr);
+  rc = test_world_open(&w, zImg, NULL, 0, &zErr);
   dev_stats *st = dev_queue_stats(w.q);
   uint64_t w0 = st->cmd_by_opcode[1][CSQ_NVM_WRITE], f0 = st->cmd_by_opcode[1][CSQ_NVM_FLUSH];
   if (rc == 0) rc = commit_step(&w, 3, &zErr);
   uint64_t nW = st->cmd_by_opcode[1][CSQ_NVM_WRITE] - w0;
   uint64_t nF = st->cmd_by_opcode[1][CSQ_NVM_FLUSH] - f0;
-  world_close(&w);
+  test_world_close(&w);
   if (rc || nW < 3 || nF < 3) {
     printf("FAIL: commit 3 without faults: rc %d, %llu writes, %llu flushes: %s\n", rc,
            (unsigned long long)nW, (unsigned long long)nF, zErr ? zErr : "");

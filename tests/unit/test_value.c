@@ -23,7 +23,7 @@
 #include <string.h>
 
 #include "device/format/value.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 #define MAXV 400
 

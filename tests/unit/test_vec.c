@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "device/format/vec.h"
-#include "check.h"
+#include "tests/unit/helpers.h"
 
 #define M(c) (uint8_t)(1u << (c))
 
