@@ -4,7 +4,7 @@
 ** map check), the encoder the planner uses to build programs, and the zone
 ** map test that lets the host skip row groups. The byte format (version 1,
 ** and version 2 with its aggregation section) is documented in
-** device/format/program.h; the executor is device/engine/exec.c, the host merge of grouped
+** device/format/program.h; the executor is device/engine/exec_*.c, the host merge of grouped
 ** results device/host/agg.c.
 */
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack (csq_job_hash) */

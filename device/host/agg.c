@@ -4,7 +4,7 @@
 ** group holding the merged states of its aggregates (exact 128-bit integer
 ** sums, compensated real sums, counts, MIN/MAX values), and the SQLite
 ** finalisation of those states. The partial row layout is program.h's
-** (AGGREGATION); the device side is device/engine/exec.c.
+** (AGGREGATION); the device side is device/engine/exec_agg.c.
 */
 #include <errno.h>
 #include <math.h>
