@@ -16,8 +16,8 @@
 ** at X[k] in e's vectors, or at k if X is NULL. 0 or a fault. */
 static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const uint32_t *aGid,
                      uint32_t n, const uint32_t *X) {
-  uint8_t *base = t->aState + t->aOff[ia];
-  size_t st = t->stride;
+  uint8_t *base = t->g.aState + t->aOff[ia];
+  size_t st = t->g.stride;
   uint32_t k, nT = t->nTouch;
   const uint32_t *aT = t->aTouch, *aRunN = t->aRunN;
 #define CNT(g)   (*(int64_t *)(base + (size_t)(g)*st))
@@ -42,7 +42,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
     case CSQ_NULL:
       return 0;
     case CSQ_INT:
-      if (t->nGroup == 1) {
+      if (t->g.nGroup == 1) {
         __int128 acc = 0, neg = 0;
         for (k = 0; k < n; k++) {
           int64_t x = e->aI[IX(k)];
@@ -108,7 +108,7 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
       double *aR = t->aRunR;
       const double *x = e->aR;
       for (k = 0; k < nT; k++) memset(&aR[AG_LANES * aT[k]], 0, sizeof(double) * AG_LANES);
-      if (t->nGroup == 1) {
+      if (t->g.nGroup == 1) {
         double a0 = 0, a1 = 0, a2 = 0, a3 = 0;
         if (X) {
           for (k = 0; k + 4 <= n; k += 4) {
@@ -241,23 +241,9 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
   ag_tab t;
   int reason = 0;
   memset(&t, 0, sizeof(t));
-  t.nKey = pp->nKey;
   t.nAgg = pp->nAgg;
   t.nCol = pp->nResCol;
-  /* state layout: 16-aligned sums first, then 8-byte counts and MIN/MAX values */
-  uint32_t off = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < pp->nAgg; i++) {
-      int bSum = csq_agg_state_cols(pp->aAgg[i].fn) > 1;
-      if (bSum != (pass == 0)) continue;
-      t.aOff[i] = off;
-      int fn = pp->aAgg[i].fn;
-      off += bSum                                     ? (uint32_t)sizeof(ag_sum)
-             : fn == CSQ_AGG_MIN || fn == CSQ_AGG_MAX ? (uint32_t)sizeof(ex_val)
-                                                      : 8;
-    }
-  t.stride = (off + 15) & ~15u;
-  if (t.stride == 0) t.stride = 16;
+  csq_group_init(&t.g, pp->nKey, csq_group_layout(pp, sizeof(ag_sum), t.aOff));
 
   size_t nEvBytes = (size_t)BATCH * (1 + 8 + 8 + sizeof(void *) + 4);
   uint8_t *aEvMem = malloc(nEvBytes * (pp->nExpr ? pp->nExpr : 1));
@@ -370,7 +356,7 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
   if (pSeed) {
     reason = ex_ag_seed(&t, pp, aAlias, pSeed, nSeed);
     if (reason) goto done;
-    nSeeded = t.nGroup;
+    nSeeded = t.g.nGroup;
   }
 
   uint32_t nextRow = nRow;
@@ -422,11 +408,11 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
     }
     uint32_t m = n;
     while (m > 0 &&
-           ex_ag_bound(&t, (uint64_t)t.nGroup + m,
+           ex_ag_bound(&t, (uint64_t)t.g.nGroup + m,
                        t.nVar + (nVarEv ? aVarCum[m] : (uint64_t)m * nKeyVarMax)) > nOutArea)
       m /= 2;
     if (m == 0) {
-      if (t.nGroup == 0 && k0 == 0) {
+      if (t.g.nGroup == 0 && k0 == 0) {
         reason = CSQ_FAULT_OUTPUT_FULL;
         goto done;
       }
@@ -434,7 +420,7 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
       break;
     }
     if (pp->nKey == 0) { /* one group, made by the first row */
-      if (t.nGroup == 0 && ex_ag_new_group(&t, NULL, 0) < 0) {
+      if (t.g.nGroup == 0 && ex_ag_new_group(&t, NULL, 0, CSQ_GROUP_NO_SLOT) < 0) {
         reason = CSQ_FAULT_NOMEM;
         goto done;
       }
@@ -463,7 +449,7 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
   uint64_t nBytes = ex_ag_write(&t, pp, pOut, nextRow);
   *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
   ctx->pStats->rows_scanned += nextRow - start;
-  ctx->pStats->rows_returned += t.nGroup - nSeeded;
+  ctx->pStats->rows_returned += t.g.nGroup - nSeeded;
   if (start == 0) ctx->pStats->row_groups_scanned++;
 done:
   if (apCondDict)

@@ -1,7 +1,7 @@
 /*
 ** device/engine/exec_group.c - the group of each row of a run: a direct table
-** indexed by narrow key columns' codes, else a hash table on the key values
-** (hashed and compared by value.h's rules); then the run's rows put in
+** indexed by narrow key columns' codes, else the table of groups of
+** device/format/group.h (hashed on the key values); then the run's rows put in
 ** group order for the aggregate updates.
 */
 #include "device/engine/exec_int.h"
@@ -9,7 +9,7 @@
 #include <immintrin.h>
 #endif
 
-/* ---- keys (hashed and compared by value.h's csq_value_hash/eq) ---- */
+/* ---- groups (device/format/group.h) and the run's arrays beside them ---- */
 
 void ex_ag_free(ag_tab *t) {
   free(t->aRunN);
@@ -17,88 +17,36 @@ void ex_ag_free(ag_tab *t) {
   free(t->aTouch);
   free(t->aPerm);
   free(t->aSeg);
-  free(t->aKey);
-  free(t->aHashG);
-  free(t->aState);
-  free(t->aSlot);
   free(t->aDirect);
+  csq_group_free(&t->g);
 }
 
-/* Append a group with key values aK (nKey) and hash h; its index or -1 (OOM). */
-int64_t ex_ag_new_group(ag_tab *t, const ex_val *aK, uint64_t h) {
-  if (t->nGroup == t->nAlloc) {
-    uint32_t nNew = t->nAlloc ? t->nAlloc * 2 : 64;
-    ex_val *aKey = realloc(t->aKey, sizeof(ex_val) * (size_t)nNew * (t->nKey ? t->nKey : 1));
-    if (!aKey) return -1;
-    t->aKey = aKey;
-    uint64_t *aH = realloc(t->aHashG, sizeof(uint64_t) * nNew);
-    if (!aH) return -1;
-    t->aHashG = aH;
-    uint8_t *aS = realloc(t->aState, (size_t)t->stride * nNew);
-    if (!aS) return -1;
-    t->aState = aS;
+/* Make a group with key values aK and hash h, in hash slot pos (from
+** csq_group_find) or CSQ_GROUP_NO_SLOT; its index or -1 (OOM). */
+int64_t ex_ag_new_group(ag_tab *t, const ex_val *aK, uint64_t h, uint32_t pos) {
+  if (t->g.nGroup == t->nRunAlloc) {
+    uint32_t nNew = t->nRunAlloc ? t->nRunAlloc * 2 : 64;
     uint32_t *aN = realloc(t->aRunN, sizeof(uint32_t) * nNew);
     if (!aN) return -1;
     t->aRunN = aN;
-    memset(aN + t->nAlloc, 0, sizeof(uint32_t) * (nNew - t->nAlloc));
+    memset(aN + t->nRunAlloc, 0, sizeof(uint32_t) * (nNew - t->nRunAlloc));
     double *aR = realloc(t->aRunR, sizeof(double) * AG_LANES * nNew);
     if (!aR) return -1;
     t->aRunR = aR;
-    t->nAlloc = nNew;
+    t->nRunAlloc = nNew;
   }
-  uint32_t g = t->nGroup++;
-  for (int j = 0; j < t->nKey; j++) {
-    t->aKey[(size_t)g * t->nKey + j] = aK[j];
-    t->nVar += var_bytes(&aK[j]);
-  }
-  t->aHashG[g] = h;
-  memset(t->aState + (size_t)g * t->stride, 0, t->stride);
+  int64_t g = csq_group_add(&t->g, aK, h, pos);
+  for (int j = 0; g >= 0 && j < t->g.nKey; j++) t->nVar += var_bytes(&aK[j]);
   return g;
-}
-
-/* Make room in the hash table for one more group. 0 or -ENOMEM. */
-int ex_ag_hash_grow(ag_tab *t) {
-  if ((uint64_t)(t->nGroup + 1) * 2 <= t->nSlot) return 0;
-  uint32_t nNew = t->nSlot ? t->nSlot * 2 : 1024;
-  uint32_t *a = calloc(nNew, sizeof(uint32_t));
-  if (!a) return -ENOMEM;
-  for (uint32_t g = 0; g < t->nGroup; g++) {
-    uint32_t pos = (uint32_t)t->aHashG[g] & (nNew - 1);
-    while (a[pos]) pos = (pos + 1) & (nNew - 1);
-    a[pos] = g + 1;
-  }
-  free(t->aSlot);
-  t->aSlot = a;
-  t->nSlot = nNew;
-  return 0;
-}
-
-/* Hash of a group's key values, the same whether the keys come from row
-** vectors (ex_ag_ids_hash) or from a seeded result (ex_ag_seed). */
-uint64_t ex_keys_hash(const ex_val *aK, int nKey) {
-  uint64_t h = 0x84222325cbf29ce4ull;
-  for (int j = 0; j < nKey; j++) h = (h ^ csq_value_hash(&aK[j])) * 0x100000001b3ull;
-  return csq_mix64(h);
 }
 
 /* The group whose keys equal aK (hash h), created if none; -1 when out of
-** memory. The hash table must have room (ex_ag_hash_grow). */
+** memory. */
 int64_t ex_ag_lookup(ag_tab *t, const ex_val *aK, uint64_t h) {
-  int nKey = t->nKey;
-  uint32_t mask = t->nSlot - 1, pos = (uint32_t)h & mask, s;
-  while ((s = t->aSlot[pos]) != 0) {
-    uint32_t c = s - 1;
-    if (t->aHashG[c] == h) {
-      const ex_val *gk = &t->aKey[(size_t)c * nKey];
-      int j = 0;
-      while (j < nKey && csq_value_eq(&gk[j], &aK[j])) j++;
-      if (j == nKey) return c;
-    }
-    pos = (pos + 1) & mask;
-  }
-  int64_t g = ex_ag_new_group(t, aK, h);
-  if (g >= 0) t->aSlot[pos] = (uint32_t)g + 1;
-  return g;
+  uint32_t pos;
+  if (csq_group_reserve(&t->g)) return -1;
+  int64_t g = csq_group_find(&t->g, aK, h, &pos);
+  return g >= 0 ? g : ex_ag_new_group(t, aK, h, pos);
 }
 
 /* Group ids of rows [0, n) by hashing the key vectors (row k's values at
@@ -106,24 +54,23 @@ int64_t ex_ag_lookup(ag_tab *t, const ex_val *aK, uint64_t h) {
 int ex_ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n, const uint32_t *X,
                    uint32_t *aGid) {
   uint64_t aH[BATCH];
-  int nKey = t->nKey;
+  int nKey = t->g.nKey;
   ex_val aK[CSQ_AGG_MAX_KEYS];
   memset(aK, 0, sizeof(aK));
-  for (uint32_t k = 0; k < n; k++) aH[k] = 0x84222325cbf29ce4ull;
+  for (uint32_t k = 0; k < n; k++) aH[k] = CSQ_GROUP_HASH_SEED;
   for (int j = 0; j < nKey; j++) {
     const ex_ev *e = &aEv[pp->aKey[j]];
     if (e->cls == CSQ_INT) {
       for (uint32_t k = 0; k < n; k++)
-        aH[k] = (aH[k] ^ csq_mix64((uint64_t)e->aI[X ? X[k] : k])) * 0x100000001b3ull;
+        aH[k] = csq_group_hash_step(aH[k], csq_mix64((uint64_t)e->aI[X ? X[k] : k]));
     } else {
       for (uint32_t k = 0; k < n; k++) {
         ev_get(e, X ? X[k] : k, &aK[0]);
-        aH[k] = (aH[k] ^ csq_value_hash(&aK[0])) * 0x100000001b3ull;
+        aH[k] = csq_group_hash_step(aH[k], csq_value_hash(&aK[0]));
       }
     }
   }
   for (uint32_t k = 0; k < n; k++) {
-    if (ex_ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
     for (int j = 0; j < nKey; j++) ev_get(&aEv[pp->aKey[j]], X ? X[k] : k, &aK[j]);
     int64_t g = ex_ag_lookup(t, aK, csq_mix64(aH[k]));
     if (g < 0) return CSQ_FAULT_NOMEM;
@@ -153,7 +100,7 @@ int ex_ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b0, u
   uint32_t nIdx = X ? (n ? X[n - 1] + 1 : 0) : n;
 #define ROW(k) (S ? S[k] - b0 : (k))
   memset(aIdx, 0, sizeof(uint32_t) * nIdx);
-  for (int j = 0; j < t->nKey; j++) {
+  for (int j = 0; j < t->g.nKey; j++) {
     ex_col *c = &aCol[pp->aExpr[pp->aKey[j]].a];
     uint32_t dom = t->aDom[j], nullCode = dom - 1;
     if (c->bAllNull || c->kind == K_CONSTX) {
@@ -208,16 +155,14 @@ int ex_ag_ids_direct(ag_tab *t, const csq_prog *pp, ex_col *aCol, uint32_t b0, u
     if (g < 0) {
       ex_val aK[CSQ_AGG_MAX_KEYS];
       memset(aK, 0, sizeof(aK));
-      for (int j = 0; j < t->nKey; j++)
+      for (int j = 0; j < t->g.nKey; j++)
         ex_col_get(&aCol[pp->aExpr[pp->aKey[j]].a], aSel[k], &aK[j]);
       /* codes are this row group's: a seeded group is found by its values */
       int64_t gg;
-      if (t->nSlot) {
-        if (ex_ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
-        gg = ex_ag_lookup(t, aK, ex_keys_hash(aK, t->nKey));
-      } else {
-        gg = ex_ag_new_group(t, aK, idx);
-      }
+      if (t->g.nSlot)
+        gg = ex_ag_lookup(t, aK, csq_group_hash(aK, t->g.nKey));
+      else
+        gg = ex_ag_new_group(t, aK, idx, CSQ_GROUP_NO_SLOT);
       if (gg < 0) return CSQ_FAULT_NOMEM;
       g = (int32_t)gg;
       t->aDirect[idx] = g;
@@ -242,7 +187,7 @@ ag_partition_avx2(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X
   uint32_t *P = t->aPerm, pos = 0;
   const __m256i vIota = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
   t->nTouch = 0;
-  for (uint32_t g = 0; g < t->nGroup; g++) {
+  for (uint32_t g = 0; g < t->g.nGroup; g++) {
     uint32_t start = pos, k = 0;
     const __m256i vG = _mm256_set1_epi32((int)g);
     for (; k + 8 <= n; k += 8) {
@@ -298,7 +243,7 @@ static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n, const uin
 ** aSeg). */
 void ex_ag_order_run(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X) {
 #if defined(__x86_64__) && defined(__GNUC__)
-  if (t->nGroup > 1 && t->nGroup <= AG_PART_MAX && __builtin_cpu_supports("avx2") &&
+  if (t->g.nGroup > 1 && t->g.nGroup <= AG_PART_MAX && __builtin_cpu_supports("avx2") &&
       __builtin_cpu_supports("bmi2") && __builtin_cpu_supports("popcnt")) {
     ag_partition_avx2(t, aGid, n, X);
     return;
@@ -307,5 +252,5 @@ void ex_ag_order_run(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t
   t->nTouch = 0;
   for (uint32_t k = 0; k < n; k++)
     if (t->aRunN[aGid[k]]++ == 0) t->aTouch[t->nTouch++] = aGid[k];
-  if (t->nGroup > 1) ag_group_rows(t, aGid, n, X);
+  if (t->g.nGroup > 1) ag_group_rows(t, aGid, n, X);
 }

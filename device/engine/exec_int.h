@@ -47,6 +47,7 @@
 #include <string.h>
 
 #include "device/format/chunk.h"
+#include "device/format/group.h"
 #include "device/format/program.h"
 #include "device/format/value.h"
 #include "device/engine/ptype.h"
@@ -218,24 +219,19 @@ typedef struct ag_sum {
 #define AG_LANES 4 /* per-group scratch sums per run (REAL: four running sums) */
 
 typedef struct ag_tab {
-  int nKey, nAgg, nCol;
-  uint32_t nGroup, nAlloc;
-  ex_val *aKey;     /* nGroup x nKey */
-  uint64_t *aHashG; /* hash of each group's key */
-  uint8_t *aState;  /* nGroup x stride */
-  uint32_t stride;
-  uint32_t aOff[CSQ_AGG_MAX_AGGS];
-  uint32_t *aSlot; /* hash table: group + 1, 0 = empty */
-  uint32_t nSlot;
-  int32_t *aDirect; /* direct table: composite code -> group, -1 none */
+  int nAgg, nCol;
+  csq_group g;                     /* the groups: keys, hash slots, states */
+  uint32_t aOff[CSQ_AGG_MAX_AGGS]; /* each aggregate's state in a group's block */
+  int32_t *aDirect;                /* direct table: composite code -> group, -1 none */
   uint32_t nDirect;
   uint32_t aDom[CSQ_AGG_MAX_KEYS]; /* direct: domain of each key (its NULL code = dom - 1) */
   uint64_t nVar;                   /* TEXT/BLOB bytes held by keys and MIN/MAX states */
   /* per run: rows of each group (0 outside the run's touched groups) and a
   ** scratch real sum per group */
   uint32_t *aRunN;
-  double *aRunR;    /* AG_LANES per group */
-  uint32_t *aTouch; /* groups the run touched */
+  double *aRunR;      /* AG_LANES per group */
+  uint32_t nRunAlloc; /* groups aRunN and aRunR hold */
+  uint32_t *aTouch;   /* groups the run touched */
   uint32_t nTouch;
   /* the run's rows grouped (ag_group_rows, whenever there are several
   ** groups): touched group aTouch[j] has rows aPerm[aSeg[j] .. aSeg[j+1]),
@@ -360,13 +356,11 @@ int ex_ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *aEv,
 /* ---- exec_group.c ---- */
 
 void ex_ag_free(ag_tab *t);
-/* Append a group with key values aK and hash h: its index, or -1 (OOM). */
-int64_t ex_ag_new_group(ag_tab *t, const ex_val *aK, uint64_t h);
-/* Make room in the hash table for one more group. 0 or -ENOMEM. */
-int ex_ag_hash_grow(ag_tab *t);
-/* Hash of a group's key values. */
-uint64_t ex_keys_hash(const ex_val *aK, int nKey);
-/* The group whose keys equal aK (hash h), created if none; -1 on OOM. */
+/* Make a group with key values aK and hash h in hash slot pos (or
+** CSQ_GROUP_NO_SLOT): its index, or -1 (OOM). */
+int64_t ex_ag_new_group(ag_tab *t, const ex_val *aK, uint64_t h, uint32_t pos);
+/* The group whose keys equal aK (hash h: csq_group_hash), created if
+** none; -1 on OOM. */
 int64_t ex_ag_lookup(ag_tab *t, const ex_val *aK, uint64_t h);
 /* Group ids of a run's rows by hashing the key vectors. 0 or a fault. */
 int ex_ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n, const uint32_t *X,

@@ -14,18 +14,18 @@ uint64_t ex_ag_bound(const ag_tab *t, uint64_t nGroup, uint64_t nVar) {
 /* The value of result column j (key or state) of group g. */
 static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_val *v) {
   memset(v, 0, sizeof(*v));
-  if (j < t->nKey) {
-    *v = t->aKey[(size_t)g * t->nKey + j];
+  if (j < t->g.nKey) {
+    *v = csq_group_keys(&t->g, g)[j];
     return;
   }
-  j -= t->nKey;
+  j -= t->g.nKey;
   for (int ia = 0; ia < t->nAgg; ia++) {
     int nc = csq_agg_state_cols(pp->aAgg[ia].fn);
     if (j >= nc) {
       j -= nc;
       continue;
     }
-    const uint8_t *p = t->aState + (size_t)g * t->stride + t->aOff[ia];
+    const uint8_t *p = csq_group_state(&t->g, g) + t->aOff[ia];
     switch (pp->aAgg[ia].fn) {
     case CSQ_AGG_COUNT_STAR:
     case CSQ_AGG_COUNT:
@@ -76,7 +76,7 @@ static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_v
 
 /* Write the result of t (rows processed up to nextRow) at pOut. */
 uint64_t ex_ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uint32_t nextRow) {
-  uint32_t n = t->nGroup;
+  uint32_t n = t->g.nGroup;
   uint8_t *q = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * t->nCol;
   ex_val v;
   for (int j = 0; j < t->nCol; j++) {
@@ -206,23 +206,22 @@ int ex_ag_seed(ag_tab *t, const csq_prog *pp, const int8_t *aAlias, const uint8_
   }
   ex_val aK[CSQ_AGG_MAX_KEYS], v;
   for (uint32_t r = 0; r < nRows; r++) {
-    for (int j = 0; j < t->nKey; j++)
+    for (int j = 0; j < t->g.nKey; j++)
       if (rcol_get(&aRc[j], r, &aK[j])) return CSQ_FAULT_BAD_JOB;
     int64_t g;
-    if (t->nKey == 0) {
+    if (t->g.nKey == 0) {
       if (nRows != 1) return CSQ_FAULT_BAD_JOB;
-      g = ex_ag_new_group(t, NULL, 0);
+      g = ex_ag_new_group(t, NULL, 0, CSQ_GROUP_NO_SLOT);
     } else {
-      if (ex_ag_hash_grow(t)) return CSQ_FAULT_NOMEM;
-      uint32_t nBefore = t->nGroup;
-      g = ex_ag_lookup(t, aK, ex_keys_hash(aK, t->nKey));
-      if (g >= 0 && t->nGroup == nBefore) return CSQ_FAULT_BAD_JOB; /* a key twice */
+      uint32_t nBefore = t->g.nGroup;
+      g = ex_ag_lookup(t, aK, csq_group_hash(aK, t->g.nKey));
+      if (g >= 0 && t->g.nGroup == nBefore) return CSQ_FAULT_BAD_JOB; /* a key twice */
     }
     if (g < 0) return CSQ_FAULT_NOMEM;
-    int j = t->nKey;
+    int j = t->g.nKey;
     for (int ia = 0; ia < t->nAgg; j += csq_agg_state_cols(pp->aAgg[ia].fn), ia++) {
       if (aAlias[ia] >= 0) continue; /* shares the state of an earlier one */
-      uint8_t *st = t->aState + (size_t)g * t->stride + t->aOff[ia];
+      uint8_t *st = csq_group_state(&t->g, g) + t->aOff[ia];
       switch (pp->aAgg[ia].fn) {
       case CSQ_AGG_COUNT_STAR:
       case CSQ_AGG_COUNT:
