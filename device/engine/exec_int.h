@@ -48,6 +48,7 @@
 
 #include "device/format/chunk.h"
 #include "device/format/group.h"
+#include "device/format/le.h"
 #include "device/format/program.h"
 #include "device/format/value.h"
 #include "device/engine/ptype.h"
@@ -162,14 +163,6 @@ typedef struct ex_outcol {
   uint8_t clsMask;
   uint64_t nHeap;
 } ex_outcol;
-
-/* Stores into SLM, whose addresses are only 4-byte aligned. */
-static inline void put32(uint8_t *p, uint32_t v) {
-  memcpy(p, &v, 4);
-}
-static inline void put64(uint8_t *p, uint64_t v) {
-  memcpy(p, &v, 8);
-}
 
 /* n rounded up to a multiple of 8. */
 static inline uint64_t pad8(uint64_t n) {

@@ -47,7 +47,7 @@ uint64_t ex_out_bytes(const ex_outcol *o, uint32_t n) {
 void ex_out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *o, uint8_t *out) {
   int bCls = !mask_single(o->clsMask) && n > 0;
   int bLen = (o->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
-  /* SLM addresses are only 4-byte aligned: store through memcpy */
+  /* SLM addresses are only 4-byte aligned: le.h stores at any alignment */
   uint8_t *aCls = bCls ? out : NULL;
   uint8_t *aVal = out + (bCls ? pad8(n) : 0);
   uint8_t *aLen = bLen ? aVal + 8ull * n : NULL;
@@ -85,7 +85,7 @@ void ex_out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *
       }
       for (uint32_t j = 0; j < m; j++, k++) {
         int bNull = col_null(c, aSel[k]);
-        put64(aVal + 8ull * k, bNull ? 0 : aU[j]);
+        csq_put_le64(aVal + 8ull * k, bNull ? 0 : aU[j]);
         if (aCls) aCls[k] = bNull ? CSQ_NULL : cls;
       }
     }
@@ -109,9 +109,9 @@ void ex_out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *
       default:
         break;
       }
-      put64(aVal + 8ull * k, u);
+      csq_put_le64(aVal + 8ull * k, u);
       if (aCls) aCls[k] = v.cls;
-      if (aLen) put32(aLen + 4ull * k, (v.cls == CSQ_TEXT || v.cls == CSQ_BLOB) ? v.n : 0);
+      if (aLen) csq_put_le32(aLen + 4ull * k, (v.cls == CSQ_TEXT || v.cls == CSQ_BLOB) ? v.n : 0);
     }
   }
   if (pad8(nHeap) > nHeap) memset(aHeap + nHeap, 0, pad8(nHeap) - nHeap);

@@ -94,7 +94,7 @@ uint64_t ex_ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uint32_
     d[0] = m;
     d[1] = (uint8_t)bCls;
     d[2] = (uint8_t)bLen;
-    put64(d + 8, nHeap);
+    csq_put_le64(d + 8, nHeap);
     uint8_t *aCls = bCls ? q : NULL;
     uint8_t *aVal = q + (bCls ? pad8(n) : 0);
     uint8_t *aLen = bLen ? aVal + 8ull * n : NULL;
@@ -116,24 +116,24 @@ uint64_t ex_ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uint32_
       case CSQ_BLOB:
         u = off;
         if (v.n) memcpy(aHeap + off, v.z, v.n);
-        put32(aLen + 4ull * g, v.n);
+        csq_put_le32(aLen + 4ull * g, v.n);
         off += v.n;
         break;
       default:
         break;
       }
-      put64(aVal + 8ull * g, u);
+      csq_put_le64(aVal + 8ull * g, u);
       if (aCls) aCls[g] = v.cls;
     }
     if (pad8(off) > off) memset(aHeap + off, 0, pad8(off) - off);
     q = aHeap + pad8(off);
   }
   uint64_t nBytes = (uint64_t)(q - pOut);
-  put32(pOut, CSQ_RES_MAGIC);
-  put32(pOut + 4, n);
-  put32(pOut + 8, nextRow);
-  put32(pOut + 12, (uint32_t)t->nCol);
-  put64(pOut + 16, nBytes);
+  csq_put_le32(pOut, CSQ_RES_MAGIC);
+  csq_put_le32(pOut + 4, n);
+  csq_put_le32(pOut + 8, nextRow);
+  csq_put_le32(pOut + 12, (uint32_t)t->nCol);
+  csq_put_le64(pOut + 16, nBytes);
   return nBytes;
 }
 

@@ -408,7 +408,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     d[0] = o->clsMask;
     d[1] = (uint8_t)(!mask_single(o->clsMask) && nKeep > 0);
     d[2] = (uint8_t)((o->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0);
-    put64(d + 8, o->nHeap);
+    csq_put_le64(d + 8, o->nHeap);
     ex_out_write(&aCol[pp->aOut[j]], aSel, nKeep, o, q);
     q += ex_out_bytes(o, nKeep);
   }
@@ -418,11 +418,11 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     q += pad8(4ull * nKeep);
   }
   uint64_t nBytes = (uint64_t)(q - pOut);
-  put32(pOut, CSQ_RES_MAGIC);
-  put32(pOut + 4, nKeep);
-  put32(pOut + 8, nextRow);
-  put32(pOut + 12, (uint32_t)pp->nOut);
-  put64(pOut + 16, nBytes);
+  csq_put_le32(pOut, CSQ_RES_MAGIC);
+  csq_put_le32(pOut + 4, nKeep);
+  csq_put_le32(pOut + 8, nextRow);
+  csq_put_le32(pOut + 12, (uint32_t)pp->nOut);
+  csq_put_le64(pOut + 16, nBytes);
   *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
   ctx->pStats->rows_scanned += nextRow - start;
   ctx->pStats->rows_returned += nKeep;
