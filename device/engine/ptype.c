@@ -26,8 +26,8 @@ int dev_ptype_register(const dev_ptype *p) {
 
 const dev_ptype *dev_ptype_find(uint8_t type) {
   const dev_ptype *p = __atomic_load_n(&apType[type], __ATOMIC_ACQUIRE);
-  /* csq's own executor (exec.c) is registered here, on first use, and
-  ** nowhere else; the reference links exec.c into every user of this table. */
+  /* csq's own executor (exec_run.c) is registered here, on first use, and
+  ** nowhere else; the reference links the executor into every user of this table. */
   if (!p && type == CSQ_PTYPE_CSQ) {
     dev_ptype_register(&dev_ptype_csq);
     p = __atomic_load_n(&apType[type], __ATOMIC_ACQUIRE);

@@ -5,7 +5,7 @@
 ** A program type is a byte (Load Program CDW10[31:24], CSQ_PTYPE_*). Its
 ** implementation registers a dev_ptype once per process, before the first
 ** Load of that type (unit tests register toy types); csq's own executor,
-** CSQ_PTYPE_CSQ (device/engine/exec.c), is registered by this table itself on its
+** CSQ_PTYPE_CSQ (device/engine/exec_*.c), is registered by this table itself on its
 ** first lookup. The emulated device:
 **   - on the last chunk of a Load, calls xVerify(program bytes). Non-zero
 **     means refused: the slot stays empty and the Load completes with
@@ -51,7 +51,7 @@ struct dev_exec_ctx {
   ** status field (LBA_RANGE, READ_ERROR). */
   int (*xReadLba)(dev_exec_ctx *ctx, const csq_lba_range *a, int n, void *pDst);
   void *pDevPriv; /* the device's, for xReadLba */
-  /* Tags of chunks this device has checked in full (see device/engine/exec.c):
+  /* Tags of chunks this device has checked in full (see device/engine/exec_run.c):
   ** nChecked slots (a power of 2), direct-mapped, shared by every engine and
   ** accessed with relaxed atomics only. NULL: the device keeps none. */
   uint64_t *aChecked;
@@ -73,7 +73,7 @@ int dev_ptype_register(const dev_ptype *p);
 /* The registered type for a byte, or NULL. */
 const dev_ptype *dev_ptype_find(uint8_t type);
 
-/* csq's executor (device/engine/exec.c), CSQ_PTYPE_CSQ: dev_ptype_find registers it
+/* csq's executor (device/engine/exec_run.c), CSQ_PTYPE_CSQ: dev_ptype_find registers it
 ** on the first lookup of that type, the one place it is registered. */
 extern const dev_ptype dev_ptype_csq;
 

@@ -16,7 +16,7 @@
 static inline __attribute__((always_inline)) uint64_t group_code(const uint8_t *base, unsigned j,
                                                                  const unsigned w) {
   const unsigned bit = j * w, sh = bit & 7;
-  uint64_t x = ld64(base + (bit >> 3)) >> sh;
+  uint64_t x = csq_le64(base + (bit >> 3)) >> sh;
   if (sh + w > 64) x |= (uint64_t)base[(bit >> 3) + 8] << (64 - sh);
   return w == 64 ? x : x & (((uint64_t)1 << w) - 1);
 }
@@ -34,8 +34,8 @@ static inline uint64_t unpack_one(const uint8_t *packed, unsigned w, uint64_t i)
   uint64_t bit = i * w;
   const uint8_t *q = packed + (bit >> 6) * 8;
   unsigned s = (unsigned)(bit & 63);
-  uint64_t x = ld64(q) >> s;
-  if (s + w > 64) x |= ld64(q + 8) << (64 - s);
+  uint64_t x = csq_le64(q) >> s;
+  if (s + w > 64) x |= csq_le64(q + 8) << (64 - s);
   return w == 64 ? x : x & (((uint64_t)1 << w) - 1);
 }
 

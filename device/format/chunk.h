@@ -19,6 +19,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "device/format/le.h"
 #include "device/format/vec.h"
 
 /* Encodings (the chunk header's enc byte). */
@@ -101,7 +102,7 @@ void csq_zone_merge(csq_zone *a, const csq_zone *b);
 ** ignored: aNull is the truth. Multi-byte numbers are
 ** little-endian; sections start at multiples of 8 from the chunk start, so a
 ** chunk in an 8-aligned buffer has aligned arrays (read them with
-** csq_le32/csq_le64 to be safe on any host and any alignment). */
+** csq_le32/csq_le64 of le.h to be safe on any host and any alignment). */
 
 /* Largest value count of one chunk; bounds what decoding may allocate when
 ** counts do not come with bytes (CONST, INT_RLE). */
@@ -168,13 +169,6 @@ uint32_t csq_select_range(const uint8_t *packed, unsigned width, uint32_t i0, ui
 
 static inline uint64_t csq_packed_size(uint32_t nTotal, unsigned width) {
   return width == 0 ? 0 : ((uint64_t)nTotal * width + 63) / 64 * 8 + 8;
-}
-
-static inline uint32_t csq_le32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-static inline uint64_t csq_le64(const uint8_t *p) {
-  return (uint64_t)csq_le32(p) | (uint64_t)csq_le32(p + 4) << 32;
 }
 
 #endif /* CSQ_DEVICE_CHUNK_H */

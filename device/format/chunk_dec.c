@@ -10,9 +10,9 @@
 /* Header and checksum only. On success *pnBytes = the chunk's size. */
 static int chunk_check_header(const uint8_t *p, size_t n, uint64_t *pnBytes, int bDeep) {
   if (!p || n < CSQ_CHUNK_HDR || memcmp(p + H_MAGIC, CHUNK_MAGIC, 4)) return -EBADMSG;
-  uint64_t nBytes = ld64(p + H_NBYTES);
+  uint64_t nBytes = csq_le64(p + H_NBYTES);
   if (nBytes < CSQ_CHUNK_HDR || nBytes > n) return -EBADMSG;
-  if (bDeep && csq_checksum(p + H_VERSION, (size_t)nBytes - H_VERSION) != ld64(p + H_XXH3))
+  if (bDeep && csq_checksum(p + H_VERSION, (size_t)nBytes - H_VERSION) != csq_le64(p + H_XXH3))
     return -EBADMSG;
   if (p[H_VERSION] != CHUNK_VERSION) return -EBADMSG;
   *pnBytes = nBytes;
@@ -35,10 +35,10 @@ static const uint8_t *take(const uint8_t *p, uint64_t *pOff, uint64_t nSec, uint
 
 /* nOff+1 offsets at a: must start at 0, never decrease, end at nVar. */
 static int check_offsets(const uint8_t *a, uint32_t nOff, uint64_t nVar) {
-  uint32_t prev = ld32(a);
+  uint32_t prev = csq_le32(a);
   if (prev != 0) return -EBADMSG;
   for (uint32_t k = 1; k <= nOff; k++) {
-    uint32_t o = ld32(a + 4 * (uint64_t)k);
+    uint32_t o = csq_le32(a + 4 * (uint64_t)k);
     if (o < prev) return -EBADMSG;
     prev = o;
   }
@@ -63,12 +63,12 @@ static int chunk_parse(const uint8_t *p, size_t n, csq_chunk_desc *pv, int bDeep
   w.enc = p[H_ENC];
   w.cls = p[H_CLS];
   w.width = p[H_WIDTH];
-  w.nVal = ld32(p + H_NVAL);
-  w.nNull = ld32(p + H_NNULL);
-  w.nAux = ld32(p + H_NAUX);
+  w.nVal = csq_le32(p + H_NVAL);
+  w.nNull = csq_le32(p + H_NNULL);
+  w.nAux = csq_le32(p + H_NAUX);
   w.nBytes = nBytes;
-  w.nVar = ld64(p + H_NVAR);
-  uint64_t ref = ld64(p + H_REF);
+  w.nVar = csq_le64(p + H_NVAR);
+  uint64_t ref = csq_le64(p + H_REF);
   uint8_t flags = p[H_FLAGS];
   if (p[H_RSVD] | p[H_RSVD + 1] | p[H_RSVD + 2]) return -EBADMSG;
   if (w.nVal > CSQ_CHUNK_MAX_VALS || w.nNull > w.nVal) return -EBADMSG;
@@ -120,7 +120,7 @@ static int chunk_parse(const uint8_t *p, size_t n, csq_chunk_desc *pv, int bDeep
       if (!(w.aRunEnd = take(p, &off, pad8((uint64_t)w.nAux * 4), nBytes))) return -EBADMSG;
       uint32_t prev = 0;
       for (uint32_t r = 0; r < w.nAux; r++) {
-        uint32_t e = ld32(w.aRunEnd + 4 * (uint64_t)r);
+        uint32_t e = csq_le32(w.aRunEnd + 4 * (uint64_t)r);
         if (e <= prev) return -EBADMSG;
         prev = e;
       }
@@ -162,8 +162,9 @@ static int chunk_parse(const uint8_t *p, size_t n, csq_chunk_desc *pv, int bDeep
     }
     if (check_offsets(w.aOff, w.nAux, w.nVar)) return -EBADMSG;
     for (uint32_t e = 1; e < w.nAux; e++) {
-      uint32_t a0 = ld32(w.aOff + 4 * (uint64_t)(e - 1)), a1 = ld32(w.aOff + 4 * (uint64_t)e);
-      uint32_t a2 = ld32(w.aOff + 4 * (uint64_t)(e + 1));
+      uint32_t a0 = csq_le32(w.aOff + 4 * (uint64_t)(e - 1)),
+               a1 = csq_le32(w.aOff + 4 * (uint64_t)e);
+      uint32_t a2 = csq_le32(w.aOff + 4 * (uint64_t)(e + 1));
       if (cmp_bytes(w.aVar + a0, a1 - a0, w.aVar + a1, a2 - a1) >= 0) return -EBADMSG;
     }
     if (w.nAux & (w.nAux - 1)) { /* some codes of this width would be out of range */
@@ -193,10 +194,10 @@ static int chunk_parse(const uint8_t *p, size_t n, csq_chunk_desc *pv, int bDeep
       if ((t == CSQ_NULL) != bNull) return -EBADMSG;
       mask |= (uint8_t)(1u << t);
       if (t == CSQ_TEXT || t == CSQ_BLOB) {
-        uint64_t len = ld64(w.aSlot + 8 * (uint64_t)k);
+        uint64_t len = csq_le64(w.aSlot + 8 * (uint64_t)k);
         if (len > UINT32_MAX || len > w.nVar - sum) return -EBADMSG;
         sum += len;
-      } else if (t == CSQ_NULL && ld64(w.aSlot + 8 * (uint64_t)k)) {
+      } else if (t == CSQ_NULL && csq_le64(w.aSlot + 8 * (uint64_t)k)) {
         return -EBADMSG;
       }
     }
@@ -293,7 +294,7 @@ int csq_chunk_decode(const uint8_t *p, size_t n, csq_vec *pOut) {
       uint32_t m = w.nAux - r0 < BLOCK ? w.nAux - r0 : BLOCK;
       csq_unpack_u64(w.aPacked, w.width, r0, m, aCode);
       for (uint32_t j = 0; j < m; j++) {
-        uint32_t end = ld32(w.aRunEnd + 4 * (uint64_t)(r0 + j));
+        uint32_t end = csq_le32(w.aRunEnd + 4 * (uint64_t)(r0 + j));
         int64_t x = (int64_t)(aCode[j] + ref);
         for (uint32_t k = start; k < end; k++) aVal[k].i = x;
         start = end;
@@ -317,15 +318,15 @@ int csq_chunk_decode(const uint8_t *p, size_t n, csq_vec *pOut) {
     break;
   }
   case CSQ_ENC_REAL_PLAIN:
-    for (uint32_t k = 0; k < nVal; k++) aVal[k].r = bits2dbl(ld64(w.aReal + 8 * (uint64_t)k));
+    for (uint32_t k = 0; k < nVal; k++) aVal[k].r = bits2dbl(csq_le64(w.aReal + 8 * (uint64_t)k));
     memset(aCls, CSQ_REAL, nVal);
     memset(aLen, 0, (size_t)nVal * 4);
     break;
   case CSQ_ENC_TEXT_PLAIN:
   case CSQ_ENC_BLOB_PLAIN: {
-    uint32_t o0 = ld32(w.aOff);
+    uint32_t o0 = csq_le32(w.aOff);
     for (uint32_t k = 0; k < nVal; k++) {
-      uint32_t o1 = ld32(w.aOff + 4 * (uint64_t)(k + 1));
+      uint32_t o1 = csq_le32(w.aOff + 4 * (uint64_t)(k + 1));
       aVal[k].off = h + o0;
       aLen[k] = o1 - o0;
       o0 = o1;
@@ -338,7 +339,8 @@ int csq_chunk_decode(const uint8_t *p, size_t n, csq_vec *pOut) {
     uint64_t *aEnt = malloc((size_t)w.nAux * 8);
     if (!aEnt) return -ENOMEM;
     for (uint32_t e = 0; e < w.nAux; e++) {
-      uint32_t a0 = ld32(w.aOff + 4 * (uint64_t)e), a1 = ld32(w.aOff + 4 * (uint64_t)(e + 1));
+      uint32_t a0 = csq_le32(w.aOff + 4 * (uint64_t)e),
+               a1 = csq_le32(w.aOff + 4 * (uint64_t)(e + 1));
       aEnt[e] = (uint64_t)a0 << 32 | (a1 - a0);
     }
     uint64_t aCode[BLOCK];
@@ -359,7 +361,7 @@ int csq_chunk_decode(const uint8_t *p, size_t n, csq_vec *pOut) {
     uint64_t o = h;
     memcpy(aCls, w.aTag, nVal);
     for (uint32_t k = 0; k < nVal; k++) {
-      uint64_t s = ld64(w.aSlot + 8 * (uint64_t)k);
+      uint64_t s = csq_le64(w.aSlot + 8 * (uint64_t)k);
       aLen[k] = 0;
       switch (aCls[k]) {
       case CSQ_INT:

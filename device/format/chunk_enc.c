@@ -40,13 +40,13 @@ static uint8_t *chunk_alloc(const enc_plan *pl, const csq_vec *v, uint32_t i0, u
   p[H_ENC] = pl->enc;
   p[H_CLS] = pl->cls;
   p[H_FLAGS] = bNulls ? FLAG_NULLS : 0;
-  st64(p + H_NBYTES, nBytes);
-  st32(p + H_NVAL, pl->nVal);
-  st32(p + H_NNULL, pl->nNull);
+  csq_put_le64(p + H_NBYTES, nBytes);
+  csq_put_le32(p + H_NVAL, pl->nVal);
+  csq_put_le32(p + H_NNULL, pl->nNull);
   p[H_WIDTH] = pl->width;
-  st32(p + H_NAUX, pl->nAux);
-  st64(p + H_REF, pl->ref);
-  st64(p + H_NVAR, pl->nVar);
+  csq_put_le32(p + H_NAUX, pl->nAux);
+  csq_put_le64(p + H_REF, pl->ref);
+  csq_put_le64(p + H_NVAR, pl->nVar);
   if (bNulls) {
     uint8_t *m = p + CSQ_CHUNK_HDR;
     const uint8_t *aCls = v->aCls + i0;
@@ -76,8 +76,8 @@ static inline void pack_one(uint8_t *base, unsigned w, uint64_t i, uint64_t x) {
   uint64_t bit = i * w;
   uint8_t *q = base + (bit >> 6) * 8;
   unsigned s = (unsigned)(bit & 63);
-  st64(q, ld64(q) | x << s);
-  if (s + w > 64) st64(q + 8, ld64(q + 8) | x >> (64 - s));
+  csq_put_le64(q, csq_le64(q) | x << s);
+  if (s + w > 64) csq_put_le64(q + 8, csq_le64(q + 8) | x >> (64 - s));
 }
 
 static inline __attribute__((always_inline)) void
@@ -93,7 +93,7 @@ pack_groups(uint8_t *base, const uint64_t *a, uint32_t nGroup, uint64_t ref, con
       if (sh && sh + w > 64) t[wi + 1] |= x >> (64 - sh);
     }
 #pragma GCC unroll 8
-    for (unsigned q = 0; q < (w + 7) / 8; q++) st64(base + 8 * q, t[q]);
+    for (unsigned q = 0; q < (w + 7) / 8; q++) csq_put_le64(base + 8 * q, t[q]);
   }
 }
 
@@ -200,12 +200,12 @@ static int encode_int(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull,
     for (uint32_t k = k0; k < n; k++) {
       if (aCls[k] == CSQ_NULL || (uint64_t)a[k].i == cur) continue;
       aBuf[m++] = cur;
-      st32(aEnd + 4 * (uint64_t)r++, k);
+      csq_put_le32(aEnd + 4 * (uint64_t)r++, k);
       cur = (uint64_t)a[k].i;
       if (m == BLOCK) pack_codes(&pk, aBuf, m, pl.width, pl.ref), m = 0;
     }
     aBuf[m++] = cur;
-    st32(aEnd + 4 * (uint64_t)r, n);
+    csq_put_le32(aEnd + 4 * (uint64_t)r, n);
     pack_codes(&pk, aBuf, m, pl.width, pl.ref);
   }
   *pp = p;
@@ -319,10 +319,10 @@ static int encode_real(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull
     pack_codes(&pk, (const uint64_t *)aK, n, pl.width, pl.ref);
   } else if (diff) {
     uint8_t *q = p + iPay;
-    for (uint32_t k = 0; k < n; k++) st64(q + 8 * (uint64_t)k, dbl2bits(a[k].r));
+    for (uint32_t k = 0; k < n; k++) csq_put_le64(q + 8 * (uint64_t)k, dbl2bits(a[k].r));
     if (nNull) /* NULL slots hold 0.0 whatever the vector had there */
       for (uint32_t k = 0; k < n; k++)
-        if (aCls[k] == CSQ_NULL) st64(q + 8 * (uint64_t)k, 0);
+        if (aCls[k] == CSQ_NULL) csq_put_le64(q + 8 * (uint64_t)k, 0);
   }
   free(aK);
   *pp = p;
@@ -336,13 +336,13 @@ static uint8_t *write_plain(uint8_t *q, const csq_vec *v, uint32_t i0, uint32_t 
   uint32_t off = 0;
   for (uint32_t k = 0; k < n; k++) {
     uint32_t i = i0 + k;
-    st32(q + 4 * (uint64_t)k, off);
+    csq_put_le32(q + 4 * (uint64_t)k, off);
     if (v->aCls[i] != CSQ_NULL && v->aLen[i]) {
       memcpy(b + off, csq_vec_bytes(v, i), v->aLen[i]);
       off += v->aLen[i];
     }
   }
-  st32(q + 4 * (uint64_t)n, off);
+  csq_put_le32(q + 4 * (uint64_t)n, off);
   return b + off;
 }
 
@@ -350,7 +350,7 @@ static uint8_t *write_plain(uint8_t *q, const csq_vec *v, uint32_t i0, uint32_t 
 static inline int bytes_eq(const char *a, const char *b, uint32_t n) {
   if (n >= 8 && n <= 16) {
     const uint8_t *x = (const uint8_t *)a, *y = (const uint8_t *)b;
-    return ld64(x) == ld64(y) && ld64(x + n - 8) == ld64(y + n - 8);
+    return csq_le64(x) == csq_le64(y) && csq_le64(x + n - 8) == csq_le64(y + n - 8);
   }
   return n == 0 || !memcmp(a, b, n);
 }
@@ -532,11 +532,11 @@ static int encode_bytes(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNul
     for (uint32_t r = 0; r < nDict; r++) {
       uint32_t f = aFirst[aSort[r]];
       aRank[aSort[r]] = r;
-      st32(q + 4 * (uint64_t)r, off);
+      csq_put_le32(q + 4 * (uint64_t)r, off);
       if (v->aLen[f]) memcpy(b + off, csq_vec_bytes(v, f), v->aLen[f]);
       off += v->aLen[f];
     }
-    st32(q + 4 * (uint64_t)nDict, off);
+    csq_put_le32(q + 4 * (uint64_t)nDict, off);
     uint32_t fMin = aFirst[aSort[0]], fMax = aFirst[aSort[nDict - 1]];
     chunk_zone_set_min(z, csq_vec_bytes(v, fMin), v->aLen[fMin]);
     chunk_zone_set_max(z, csq_vec_bytes(v, fMax), v->aLen[fMax]);
@@ -594,7 +594,7 @@ static int encode_tagged(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNu
       b += s;
       break;
     }
-    st64(aSlot + 8 * (uint64_t)k, s);
+    csq_put_le64(aSlot + 8 * (uint64_t)k, s);
   }
   *pp = p;
   return 0;
@@ -663,7 +663,7 @@ int csq_chunk_encode(const csq_vec *v, uint32_t i0, uint32_t n, uint8_t **ppOut,
     rc = encode_tagged(v, i0, n, nNull, nVar, z, &p, &nBytes);
   }
   if (rc) return rc;
-  st64(p + H_XXH3, csq_checksum(p + H_VERSION, (size_t)nBytes - H_VERSION));
+  csq_put_le64(p + H_XXH3, csq_checksum(p + H_VERSION, (size_t)nBytes - H_VERSION));
   info.enc = p[H_ENC];
   info.nBytes = nBytes;
   info.xxh3 = csq_checksum(p, (size_t)nBytes);

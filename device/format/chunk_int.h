@@ -19,6 +19,7 @@
 #include <string.h>
 #include <xxhash.h>
 #include "device/format/checksum.h"
+#include "device/format/le.h"
 #if defined(__x86_64__)
 #include <immintrin.h>
 #endif
@@ -49,34 +50,6 @@ static inline uint64_t pad8(uint64_t x) {
   return (x + 7) & ~(uint64_t)7;
 }
 
-static inline uint64_t ld64(const uint8_t *p) {
-  uint64_t x;
-  memcpy(&x, p, 8);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap64(x);
-#endif
-  return x;
-}
-static inline uint32_t ld32(const uint8_t *p) {
-  uint32_t x;
-  memcpy(&x, p, 4);
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap32(x);
-#endif
-  return x;
-}
-static inline void st64(uint8_t *p, uint64_t x) {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap64(x);
-#endif
-  memcpy(p, &x, 8);
-}
-static inline void st32(uint8_t *p, uint32_t x) {
-#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
-  x = __builtin_bswap32(x);
-#endif
-  memcpy(p, &x, 4);
-}
 static inline double bits2dbl(uint64_t b) {
   double r;
   memcpy(&r, &b, 8);

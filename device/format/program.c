@@ -4,7 +4,7 @@
 ** map check), the encoder the planner uses to build programs, and the zone
 ** map test that lets the host skip row groups. The byte format (version 1,
 ** and version 2 with its aggregation section) is documented in
-** device/format/program.h; the executor is device/engine/exec.c, the host merge of grouped
+** device/format/program.h; the executor is device/engine/exec_*.c, the host merge of grouped
 ** results device/host/agg.c.
 */
 #define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack (csq_job_hash) */
@@ -17,28 +17,8 @@
 #include <xxhash.h>
 
 #include "device/format/chunk.h"
+#include "device/format/le.h"
 #include "device/format/program.h"
-
-static uint16_t rd16(const uint8_t *p) {
-  return (uint16_t)(p[0] | p[1] << 8);
-}
-static uint32_t rd32(const uint8_t *p) {
-  return csq_le32(p);
-}
-static uint64_t rd64(const uint8_t *p) {
-  return csq_le64(p);
-}
-
-static void wr16(uint8_t *p, uint16_t v) {
-  p[0] = (uint8_t)v;
-  p[1] = (uint8_t)(v >> 8);
-}
-static void wr32(uint8_t *p, uint32_t v) {
-  for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static void wr64(uint8_t *p, uint64_t v) {
-  for (int i = 0; i < 8; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
 
 const char *csq_fault_name(uint64_t r) {
   switch (r) {
@@ -126,14 +106,14 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   uint32_t nIn = (uint32_t)pp->nIn, nConst = (uint32_t)pp->nConst;
   t->op = q[0];
   t->flags = q[1];
-  t->slot = rd16(q + 2);
-  t->k0 = rd16(q + 4);
-  t->k1 = rd16(q + 6);
-  t->esc = rd32(q + 8);
+  t->slot = csq_le16(q + 2);
+  t->k0 = csq_le16(q + 4);
+  t->k1 = csq_le16(q + 6);
+  t->esc = csq_le32(q + 8);
   const char *zOp = op_name(t->op);
   if (t->op == 0 || t->op > CSQ_OP_MAX)
     return verr(zErr, nErr, "%s %u: unknown opcode %u", zWhat, i, t->op);
-  if (rd32(q + 12)) return verr(zErr, nErr, "%s %u: reserved field not zero", zWhat, i);
+  if (csq_le32(q + 12)) return verr(zErr, nErr, "%s %u: reserved field not zero", zWhat, i);
   if (t->flags & ~CSQ_TF_ALL)
     return verr(zErr, nErr, "%s %u (%s): unknown flags 0x%02x", zWhat, i, zOp, t->flags);
   if ((t->flags & CSQ_TF_COLL_MASK) == CSQ_TF_COLL_MASK ||
@@ -206,8 +186,8 @@ static int topn_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, ch
                       size_t nErr) {
   if (n - off < CSQ_TOPN_HDR) return verr(zErr, nErr, "top-N section truncated");
   const uint8_t *h = p + off;
-  uint32_t nTop = rd32(h), nKey = rd16(h + 4);
-  if (rd16(h + 6)) return verr(zErr, nErr, "top-N section: reserved field not zero");
+  uint32_t nTop = csq_le32(h), nKey = csq_le16(h + 4);
+  if (csq_le16(h + 6)) return verr(zErr, nErr, "top-N section: reserved field not zero");
   if (nTop < 1 || nTop > CSQ_TOPN_MAX)
     return verr(zErr, nErr, "top-N: %u rows (1 to %d)", nTop, CSQ_TOPN_MAX);
   if (nKey < 1 || nKey > CSQ_TOPN_MAX_KEYS)
@@ -217,7 +197,7 @@ static int topn_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, ch
                 topn_bytes(nKey));
   for (uint32_t i = 0; i < nKey; i++) {
     const uint8_t *k = h + CSQ_TOPN_HDR + 4 * i;
-    uint32_t slot = rd16(k);
+    uint32_t slot = csq_le16(k);
     if (slot >= (uint32_t)pOut->nIn)
       return verr(zErr, nErr, "top-N key %u: input slot %u out of range", i, slot);
     if ((k[2] & ~CSQ_TOPN_DESC) || k[3]) return verr(zErr, nErr, "top-N key %u: bad flags", i);
@@ -235,8 +215,9 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
                      size_t nErr) {
   if (n - off < CSQ_AGG_HDR) return verr(zErr, nErr, "aggregation section truncated");
   const uint8_t *h = p + off;
-  uint32_t nExpr = rd16(h), nKey = rd16(h + 2), nAgg = rd16(h + 4), nCond = rd16(h + 6);
-  if (rd64(h + 8)) return verr(zErr, nErr, "aggregation section: reserved field not zero");
+  uint32_t nExpr = csq_le16(h), nKey = csq_le16(h + 2), nAgg = csq_le16(h + 4),
+           nCond = csq_le16(h + 6);
+  if (csq_le64(h + 8)) return verr(zErr, nErr, "aggregation section: reserved field not zero");
   if (nExpr > CSQ_AGG_MAX_EXPR)
     return verr(zErr, nErr, "aggregation: %u expressions (limit %d)", nExpr, CSQ_AGG_MAX_EXPR);
   if (nKey > CSQ_AGG_MAX_KEYS)
@@ -262,9 +243,9 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
   for (uint32_t i = 0; i < nExpr; i++, q += 8) {
     csq_pexpr *e = &pOut->aExpr[i];
     e->op = q[0];
-    e->a = rd16(q + 2);
-    e->b = rd16(q + 4);
-    e->c = rd16(q + 6);
+    e->a = csq_le16(q + 2);
+    e->b = csq_le16(q + 4);
+    e->c = csq_le16(q + 6);
     if (q[1]) return verr(zErr, nErr, "expression %u: flags not zero", i);
     int nArg = 0; /* operands that are instructions */
     switch (e->op) {
@@ -306,8 +287,8 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
   }
   int nCol = (int)nKey;
   for (uint32_t i = 0; i < nKey; i++, q += 4) {
-    pOut->aKey[i] = rd16(q);
-    if (rd16(q + 2)) return verr(zErr, nErr, "group key %u: flags not zero", i);
+    pOut->aKey[i] = csq_le16(q);
+    if (csq_le16(q + 2)) return verr(zErr, nErr, "group key %u: flags not zero", i);
     if (pOut->aKey[i] >= nExpr)
       return verr(zErr, nErr, "group key %u: expression %u out of range (%u expressions)", i,
                   pOut->aKey[i], nExpr);
@@ -316,7 +297,7 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
     csq_pagg *a = &pOut->aAgg[i];
     a->fn = q[0];
     a->flags = q[1];
-    a->expr = rd16(q + 2);
+    a->expr = csq_le16(q + 2);
     if (a->fn == 0 || a->fn > CSQ_AGG_FN_MAX)
       return verr(zErr, nErr, "aggregate %u: unknown function %u", i, a->fn);
     if (a->fn == CSQ_AGG_COUNT_STAR) {
@@ -350,13 +331,13 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
     return verr(zErr, nErr, "program of %zu bytes is shorter than its header", n);
   if (n > CSQ_PROG_MAX_BYTES)
     return verr(zErr, nErr, "program of %zu bytes exceeds the limit of %u", n, CSQ_PROG_MAX_BYTES);
-  if (rd32(p) != CSQ_PROG_MAGIC) return verr(zErr, nErr, "bad magic (not a csq program)");
-  uint32_t version = rd16(p + 4), pflags = rd16(p + 6);
+  if (csq_le32(p) != CSQ_PROG_MAGIC) return verr(zErr, nErr, "bad magic (not a csq program)");
+  uint32_t version = csq_le16(p + 4), pflags = csq_le16(p + 6);
   if (version != CSQ_PROG_VERSION && version != CSQ_PROG_VERSION_AGG)
     return verr(zErr, nErr, "unsupported program version %u", version);
   if ((version == CSQ_PROG_VERSION && pflags) ||
-      (pflags & ~(uint32_t)(CSQ_PF_AGG | CSQ_PF_ROWNUM | CSQ_PF_TOPN)) || rd16(p + 22) != 0 ||
-      rd32(p + 28) != 0)
+      (pflags & ~(uint32_t)(CSQ_PF_AGG | CSQ_PF_ROWNUM | CSQ_PF_TOPN)) || csq_le16(p + 22) != 0 ||
+      csq_le32(p + 28) != 0)
     return verr(zErr, nErr, "reserved header fields are not zero");
   if ((pflags & CSQ_PF_AGG) && (pflags & CSQ_PF_ROWNUM))
     return verr(zErr, nErr, "row numbers are for programs without aggregation");
@@ -364,9 +345,9 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
     return verr(zErr, nErr, "a top-N goes with neither aggregation nor row numbers");
   int bAggFlag = (pflags & CSQ_PF_AGG) != 0;
   int bTopFlag = (pflags & CSQ_PF_TOPN) != 0;
-  uint32_t nTotal = rd32(p + 8);
-  uint32_t nIn = rd16(p + 12), nOut = rd16(p + 14), nClause = rd16(p + 16);
-  uint32_t nTerm = rd16(p + 18), nConst = rd16(p + 20), nHeap = rd32(p + 24);
+  uint32_t nTotal = csq_le32(p + 8);
+  uint32_t nIn = csq_le16(p + 12), nOut = csq_le16(p + 14), nClause = csq_le16(p + 16);
+  uint32_t nTerm = csq_le16(p + 18), nConst = csq_le16(p + 20), nHeap = csq_le32(p + 24);
   if (nTotal != n) return verr(zErr, nErr, "header says %u bytes, program has %zu", nTotal, n);
   if (nIn > CSQ_PROG_MAX_IN) return verr(zErr, nErr, "%u inputs (limit %d)", nIn, CSQ_PROG_MAX_IN);
   if (nOut > CSQ_PROG_MAX_OUT)
@@ -391,14 +372,14 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   pOut->nIn = (int)nIn;
   pOut->nOut = (int)nOut;
   for (uint32_t i = 0; i < nIn; i++, q += 4) {
-    uint32_t c = rd32(q);
+    uint32_t c = csq_le32(q);
     if (c > 0xFFFF) return verr(zErr, nErr, "input %u: chunk index %u out of range", i, c);
     for (uint32_t j = 0; j < i; j++)
       if (pOut->aIn[j] == c) return verr(zErr, nErr, "input %u: chunk %u listed twice", i, c);
     pOut->aIn[i] = (uint16_t)c;
   }
   for (uint32_t i = 0; i < nOut; i++, q += 4) {
-    uint32_t s = rd32(q);
+    uint32_t s = csq_le32(q);
     if (s >= nIn)
       return verr(zErr, nErr, "output %u: input slot %u out of range (%u inputs)", i, s, nIn);
     pOut->aOut[i] = (uint16_t)s;
@@ -413,7 +394,7 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
   pOut->nConst = (int)nConst;
   uint32_t sum = 0;
   for (uint32_t i = 0; i < nClause; i++, q += 4) {
-    uint32_t c = rd32(q);
+    uint32_t c = csq_le32(q);
     if (c == 0 || c > nTerm) {
       rc = verr(zErr, nErr, "clause %u has %u terms", i, c);
       goto fail;
@@ -432,8 +413,8 @@ int csq_prog_parse(const uint8_t *p, size_t n, csq_prog *pOut, char *zErr, size_
     csq_pconst *k = &pOut->aConst[i];
     memset(k, 0, sizeof(*k));
     k->cls = q[0];
-    k->len = rd32(q + 4);
-    uint64_t v = rd64(q + 8);
+    k->len = csq_le32(q + 4);
+    uint64_t v = csq_le64(q + 8);
     if (q[1] || q[2] || q[3]) {
       rc = verr(zErr, nErr, "constant %u: reserved bytes not zero", i);
       goto fail;
@@ -560,7 +541,7 @@ int csq_pb_topn_key(csq_pb *b, int slot, int bDesc) {
   if (b->rc) return b->rc;
   if (b->nTopKey >= CSQ_TOPN_MAX_KEYS || slot < 0 || slot >= b->nIn) return pb_fail(b, -EINVAL);
   uint8_t *k = b->aTopKey[b->nTopKey++];
-  wr16(k, (uint16_t)slot);
+  csq_put_le16(k, (uint16_t)slot);
   k[2] = bDesc ? CSQ_TOPN_DESC : 0;
   k[3] = 0;
   return 0;
@@ -611,8 +592,8 @@ static int pb_const(csq_pb *b, int cls, uint64_t v, const void *p, uint32_t n) {
   uint8_t *e = b->aConst + (size_t)b->nConst * CSQ_PROG_CONST_SZ;
   memset(e, 0, CSQ_PROG_CONST_SZ);
   e[0] = (uint8_t)cls;
-  wr32(e + 4, n);
-  wr64(e + 8, v);
+  csq_put_le32(e + 4, n);
+  csq_put_le64(e + 8, v);
   return b->nConst++;
 }
 
@@ -662,10 +643,10 @@ static int pb_term_bytes(uint8_t *e, int op, int flags, int slot, int k0, int k1
   memset(e, 0, CSQ_PROG_TERM_SZ);
   e[0] = (uint8_t)op;
   e[1] = (uint8_t)flags;
-  wr16(e + 2, (uint16_t)slot);
-  wr16(e + 4, (uint16_t)k0);
-  wr16(e + 6, (uint16_t)k1);
-  wr32(e + 8, esc);
+  csq_put_le16(e + 2, (uint16_t)slot);
+  csq_put_le16(e + 4, (uint16_t)k0);
+  csq_put_le16(e + 6, (uint16_t)k1);
+  csq_put_le32(e + 8, esc);
   return 0;
 }
 
@@ -677,9 +658,9 @@ int csq_pb_expr(csq_pb *b, int op, int a, int bb, int c) {
   uint8_t *e = b->aExpr[b->nExpr];
   e[0] = (uint8_t)op;
   e[1] = 0;
-  wr16(e + 2, (uint16_t)a);
-  wr16(e + 4, (uint16_t)bb);
-  wr16(e + 6, (uint16_t)c);
+  csq_put_le16(e + 2, (uint16_t)a);
+  csq_put_le16(e + 4, (uint16_t)bb);
+  csq_put_le16(e + 6, (uint16_t)c);
   return b->nExpr++;
 }
 
@@ -736,7 +717,7 @@ int csq_pb_agg(csq_pb *b, int fn, int flags, int e) {
   uint8_t *a = b->aAgg[b->nAgg];
   a[0] = (uint8_t)fn;
   a[1] = (uint8_t)flags;
-  wr16(a + 2, (uint16_t)e);
+  csq_put_le16(a + 2, (uint16_t)e);
   return b->nAgg++;
 }
 
@@ -766,20 +747,20 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   if (n > CSQ_PROG_MAX_BYTES) return pb_fail(b, -EINVAL);
   uint8_t *p = calloc(1, n), *q = p;
   if (!p) return pb_fail(b, -ENOMEM);
-  wr32(q, CSQ_PROG_MAGIC);
-  wr16(q + 4, bAgg || bTop || b->bRowNum ? CSQ_PROG_VERSION_AGG : CSQ_PROG_VERSION);
-  wr16(q + 6, bAgg ? CSQ_PF_AGG : bTop ? CSQ_PF_TOPN : b->bRowNum ? CSQ_PF_ROWNUM : 0);
-  wr32(q + 8, (uint32_t)n);
-  wr16(q + 12, (uint16_t)b->nIn);
-  wr16(q + 14, (uint16_t)b->nOut);
-  wr16(q + 16, (uint16_t)nClause);
-  wr16(q + 18, (uint16_t)b->nTerm);
-  wr16(q + 20, (uint16_t)b->nConst);
-  wr32(q + 24, b->nHeap);
+  csq_put_le32(q, CSQ_PROG_MAGIC);
+  csq_put_le16(q + 4, bAgg || bTop || b->bRowNum ? CSQ_PROG_VERSION_AGG : CSQ_PROG_VERSION);
+  csq_put_le16(q + 6, bAgg ? CSQ_PF_AGG : bTop ? CSQ_PF_TOPN : b->bRowNum ? CSQ_PF_ROWNUM : 0);
+  csq_put_le32(q + 8, (uint32_t)n);
+  csq_put_le16(q + 12, (uint16_t)b->nIn);
+  csq_put_le16(q + 14, (uint16_t)b->nOut);
+  csq_put_le16(q + 16, (uint16_t)nClause);
+  csq_put_le16(q + 18, (uint16_t)b->nTerm);
+  csq_put_le16(q + 20, (uint16_t)b->nConst);
+  csq_put_le32(q + 24, b->nHeap);
   q += CSQ_PROG_HDR;
-  for (int i = 0; i < b->nIn; i++, q += 4) wr32(q, b->aIn[i]);
-  for (int i = 0; i < b->nOut; i++, q += 4) wr32(q, b->aOut[i]);
-  for (int i = 0; i < nClause; i++, q += 4) wr32(q, b->aClause[i]);
+  for (int i = 0; i < b->nIn; i++, q += 4) csq_put_le32(q, b->aIn[i]);
+  for (int i = 0; i < b->nOut; i++, q += 4) csq_put_le32(q, b->aOut[i]);
+  for (int i = 0; i < nClause; i++, q += 4) csq_put_le32(q, b->aClause[i]);
   for (int i = 0; i < b->nTerm; i++, q += CSQ_PROG_TERM_SZ)
     memcpy(q, b->aTerm[i], CSQ_PROG_TERM_SZ);
   if (b->nConst) memcpy(q, b->aConst, (size_t)b->nConst * CSQ_PROG_CONST_SZ);
@@ -787,19 +768,19 @@ int csq_pb_finish(csq_pb *b, uint8_t **pp, size_t *pn) {
   if (b->nHeap) memcpy(q, b->aHeap, b->nHeap);
   if (bTop) {
     q = p + nBase;
-    wr32(q, b->nTop);
-    wr16(q + 4, (uint16_t)b->nTopKey);
+    csq_put_le32(q, b->nTop);
+    csq_put_le16(q + 4, (uint16_t)b->nTopKey);
     for (int i = 0; i < b->nTopKey; i++) memcpy(q + CSQ_TOPN_HDR + 4 * i, b->aTopKey[i], 4);
   }
   if (bAgg) {
     q = p + nBase;
-    wr16(q, (uint16_t)b->nExpr);
-    wr16(q + 2, (uint16_t)b->nKey);
-    wr16(q + 4, (uint16_t)b->nAgg);
-    wr16(q + 6, (uint16_t)b->nCond);
+    csq_put_le16(q, (uint16_t)b->nExpr);
+    csq_put_le16(q + 2, (uint16_t)b->nKey);
+    csq_put_le16(q + 4, (uint16_t)b->nAgg);
+    csq_put_le16(q + 6, (uint16_t)b->nCond);
     q += CSQ_AGG_HDR;
     for (int i = 0; i < b->nExpr; i++, q += 8) memcpy(q, b->aExpr[i], 8);
-    for (int i = 0; i < b->nKey; i++, q += 4) wr16(q, b->aKey[i]);
+    for (int i = 0; i < b->nKey; i++, q += 4) csq_put_le16(q, b->aKey[i]);
     for (int i = 0; i < b->nAgg; i++, q += 4) memcpy(q, b->aAgg[i], 4);
     q += (4 * (b->nKey + b->nAgg)) % 8;
     for (int i = 0; i < b->nCond; i++, q += CSQ_PROG_TERM_SZ)

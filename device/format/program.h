@@ -3,7 +3,7 @@
 ** contract between planner/ (which emits the bytes) and device/ (which
 ** verifies and runs them). This header documents the byte format completely;
 ** device/format/program.c holds the parser/verifier shared by both sides and the
-** encoder the host uses; device/engine/exec.c is the device's executor;
+** encoder the host uses; device/engine/exec_*.c is the device's executor;
 ** device/host/scan.c the host call that runs a program over a table.
 **
 ** WHAT A PROGRAM DOES
@@ -19,7 +19,7 @@
 **   CSQ_CHUNK_MAX_VALS rows, so a program always terminates, and its work is
 **   bounded by (rows x terms x longest constant) - the verifier bounds terms,
 **   constants and size. LIKE/GLOB matching is bounded by pattern x value
-**   length per value (no exponential backtracking: see exec.c).
+**   length per value (no exponential backtracking: see exec_value.c).
 **
 ** BYTE FORMAT (every multi-byte number little-endian; no padding except
 ** where stated; the whole program is exactly `nTotal` bytes)

@@ -4,7 +4,7 @@
 ** own comparisons (sqlite3MemCompare) and its GROUP BY / DISTINCT see them.
 **
 ** Every place that orders, compares or groups values uses these: the
-** device's executor (device/engine/exec.c: filter terms, top-N, MIN/MAX,
+** device's executor (device/engine/exec_*.c: filter terms, top-N, MIN/MAX,
 ** GROUP BY), the host's merge of partial aggregates (device/host/agg.c),
 ** the cursor's top-N (vtab/cursor.c), the join probe cache (vtab/probe.c)
 ** and the zone-map test of a program (device/format/program.c). They are

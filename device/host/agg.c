@@ -1,10 +1,10 @@
 /*
-** device/host/agg.c - the host merge of partial aggregates (device/host/agg.h): a hash
-** table of groups keyed by their key values under SQLite's equality, each
+** device/host/agg.c - the host merge of partial aggregates (device/host/agg.h): a table
+** of groups (device/format/group.h, the device's GROUP BY uses it too), each
 ** group holding the merged states of its aggregates (exact 128-bit integer
 ** sums, compensated real sums, counts, MIN/MAX values), and the SQLite
 ** finalisation of those states. The partial row layout is program.h's
-** (AGGREGATION); the device side is device/engine/exec.c.
+** (AGGREGATION); the device side is device/engine/exec_agg.c.
 */
 #include <errno.h>
 #include <math.h>
@@ -13,19 +13,9 @@
 #include <string.h>
 
 #include "device/host/agg.h"
+#include "device/format/group.h"
 #include "device/format/value.h"
 #include "device/host/scan.h"
-
-/* A value the merger holds: TEXT/BLOB bytes live in the merger's heap. */
-typedef struct ag_hv {
-  uint8_t cls; /* CSQ_*, 0 = none yet (MIN/MAX) */
-  uint32_t n;
-  union {
-    int64_t i;
-    double r;
-    uint64_t off;
-  } u;
-} ag_hv;
 
 typedef struct ag_hsum {
   __int128 isum;
@@ -34,89 +24,24 @@ typedef struct ag_hsum {
   double rs, rc;
 } ag_hsum;
 
+/* Groups hold their keys and MIN/MAX values as csq_values whose bytes the
+** group table keeps (csq_group_keep): they outlive the partials they came
+** from. */
 struct dev_agg {
   uint8_t *aProg;
   size_t nProg;
   csq_prog prog;
   int nKey, nAgg, nPartial;
   uint32_t aOff[CSQ_AGG_MAX_AGGS]; /* state offset of each aggregate in a group's block */
-  uint32_t stride;
-  uint32_t nGroup, nAlloc;
-  ag_hv *aKey;     /* nGroup x nKey */
-  uint64_t *aHash; /* per group */
-  uint8_t *aState; /* nGroup x stride */
-  uint32_t *aSlot; /* group + 1, 0 empty */
-  uint32_t nSlot;
-  char *aHeap;
-  uint64_t nHeap, nHeapAlloc;
+  csq_group g;
 };
 
-/* The bytes of a TEXT/BLOB key held in the heap; NULL for other classes
-** (whose u holds a number, not an offset). */
-static const uint8_t *hv_bytes(const dev_agg *a, const ag_hv *v) {
-  if (v->cls != CSQ_TEXT && v->cls != CSQ_BLOB) return NULL;
-  return (const uint8_t *)a->aHeap + v->u.off;
-}
-
-/* Held value v (bytes z) as a value.h value, to compare and hash. */
-static inline csq_value hv_value(const ag_hv *v, const uint8_t *z) {
-  csq_value x = {v->cls, v->u.i, v->u.r, z, v->n};
-  return x;
-}
-
-/* SQLite's order of two non-NULL values, TEXT under collation coll
-** (CSQ_TF_BINARY / NOCASE / RTRIM). */
-static int hv_cmp(const ag_hv *a, const uint8_t *za, const ag_hv *b, const uint8_t *zb, int coll) {
-  csq_value x = hv_value(a, za), y = hv_value(b, zb);
-  return csq_value_cmp(&x, &y, coll);
-}
-
-/* Equality under SQLite's GROUP BY (NULL equals NULL, 1 equals 1.0). */
-static int hv_eq(const ag_hv *a, const uint8_t *za, const ag_hv *b, const uint8_t *zb) {
-  csq_value x = hv_value(a, za), y = hv_value(b, zb);
-  return csq_value_eq(&x, &y);
-}
-
-/* Hash that agrees with hv_eq. */
-static uint64_t hv_hash(const ag_hv *v, const uint8_t *z) {
-  csq_value x = hv_value(v, z);
-  return csq_value_hash(&x);
-}
-
-/* Value r of vector p as an ag_hv whose bytes (if any) are still in p. */
-static void vec_val(const csq_vec *p, uint32_t r, ag_hv *v, const uint8_t **pz) {
-  v->cls = p->aCls[r];
-  v->n = 0;
-  v->u.i = p->aVal[r].i;
-  *pz = NULL;
-  if (v->cls == CSQ_TEXT || v->cls == CSQ_BLOB) {
-    v->n = p->aLen[r];
-    *pz = (const uint8_t *)csq_vec_bytes(p, r);
-  }
-}
-
-/* Copy n bytes into the heap; their offset, or -1 on OOM. */
-static int64_t heap_put(dev_agg *a, const uint8_t *z, uint32_t n) {
-  if (a->nHeap + n > a->nHeapAlloc) {
-    uint64_t nNew = (a->nHeap + n) * 2 + 4096;
-    char *p = realloc(a->aHeap, nNew);
-    if (!p) return -1;
-    a->aHeap = p;
-    a->nHeapAlloc = nNew;
-  }
-  uint64_t off = a->nHeap;
-  if (n) memcpy(a->aHeap + off, z, n);
-  a->nHeap += n;
-  return (int64_t)off;
-}
-
-/* Store v (bytes z) into *pDst, copying bytes into the heap. 0 or -ENOMEM. */
-static int hv_store(dev_agg *a, ag_hv *pDst, const ag_hv *v, const uint8_t *z) {
-  *pDst = *v;
-  if (v->cls == CSQ_TEXT || v->cls == CSQ_BLOB) {
-    int64_t off = heap_put(a, z, v->n);
-    if (off < 0) return -ENOMEM;
-    pDst->u.off = (uint64_t)off;
+/* Make v's bytes, if any, the group table's own. 0 or -ENOMEM. */
+static int value_keep(dev_agg *a, csq_value *v) {
+  if ((v->cls == CSQ_TEXT || v->cls == CSQ_BLOB) && v->n) {
+    const uint8_t *z = csq_group_keep(&a->g, v->z, v->n);
+    if (!z) return -ENOMEM;
+    v->z = z;
   }
   return 0;
 }
@@ -125,11 +50,7 @@ void dev_agg_free(dev_agg *a) {
   if (!a) return;
   csq_prog_clear(&a->prog);
   free(a->aProg);
-  free(a->aKey);
-  free(a->aHash);
-  free(a->aState);
-  free(a->aSlot);
-  free(a->aHeap);
+  csq_group_free(&a->g);
   free(a);
 }
 
@@ -158,19 +79,7 @@ int dev_agg_new(const uint8_t *prog, size_t nProg, dev_agg **pp, char **pzErr) {
   a->nKey = a->prog.nKey;
   a->nAgg = a->prog.nAgg;
   a->nPartial = a->prog.nResCol;
-  uint32_t off = 0;
-  for (int pass = 0; pass < 2; pass++)
-    for (int i = 0; i < a->nAgg; i++) {
-      int bSum = csq_agg_state_cols(a->prog.aAgg[i].fn) > 1;
-      if (bSum != (pass == 0)) continue;
-      a->aOff[i] = off;
-      int fn = a->prog.aAgg[i].fn;
-      off += bSum                                     ? (uint32_t)sizeof(ag_hsum)
-             : fn == CSQ_AGG_MIN || fn == CSQ_AGG_MAX ? (uint32_t)sizeof(ag_hv)
-                                                      : 8;
-    }
-  a->stride = (off + 15) & ~15u;
-  if (!a->stride) a->stride = 16;
+  csq_group_init(&a->g, a->nKey, csq_group_layout(&a->prog, sizeof(ag_hsum), a->aOff));
   *pp = a;
   return 0;
 }
@@ -182,69 +91,20 @@ int dev_agg_ncol(const dev_agg *a) {
   return a->nKey + a->nAgg;
 }
 uint64_t dev_agg_ngroups(const dev_agg *a) {
-  return a->nGroup;
+  return a->g.nGroup;
 }
 
-/* A new group with keys aK (bytes az): its index, or -1 on OOM. */
-static int64_t group_new(dev_agg *a, const ag_hv *aK, const uint8_t *const *az, uint64_t h) {
-  if (a->nGroup == a->nAlloc) {
-    uint32_t nNew = a->nAlloc ? a->nAlloc * 2 : 64;
-    ag_hv *aKey = realloc(a->aKey, sizeof(ag_hv) * (size_t)nNew * (a->nKey ? a->nKey : 1));
-    if (!aKey) return -1;
-    a->aKey = aKey;
-    uint64_t *aH = realloc(a->aHash, sizeof(uint64_t) * nNew);
-    if (!aH) return -1;
-    a->aHash = aH;
-    uint8_t *aS = realloc(a->aState, (size_t)a->stride * nNew);
-    if (!aS) return -1;
-    a->aState = aS;
-    a->nAlloc = nNew;
-  }
-  uint32_t g = a->nGroup;
+/* The group of key values aK, made if new (its keys' bytes kept, aK's
+** bytes then pointing at them): its index, or -1 on OOM. */
+static int64_t group_find(dev_agg *a, csq_value *aK) {
+  uint32_t pos;
+  if (csq_group_reserve(&a->g)) return -1;
+  uint64_t h = csq_group_hash(aK, a->nKey);
+  int64_t g = csq_group_find(&a->g, aK, h, &pos);
+  if (g >= 0) return g;
   for (int j = 0; j < a->nKey; j++)
-    if (hv_store(a, &a->aKey[(size_t)g * a->nKey + j], &aK[j], az[j])) return -1;
-  a->aHash[g] = h;
-  memset(a->aState + (size_t)g * a->stride, 0, a->stride);
-  a->nGroup++;
-  return g;
-}
-
-static int slots_grow(dev_agg *a) {
-  if ((uint64_t)(a->nGroup + 1) * 2 <= a->nSlot) return 0;
-  uint32_t nNew = a->nSlot ? a->nSlot * 2 : 256;
-  uint32_t *p = calloc(nNew, sizeof(uint32_t));
-  if (!p) return -ENOMEM;
-  for (uint32_t g = 0; g < a->nGroup; g++) {
-    uint32_t pos = (uint32_t)a->aHash[g] & (nNew - 1);
-    while (p[pos]) pos = (pos + 1) & (nNew - 1);
-    p[pos] = g + 1;
-  }
-  free(a->aSlot);
-  a->aSlot = p;
-  a->nSlot = nNew;
-  return 0;
-}
-
-/* The group of key values aK, made if new: its index, or -1 on OOM. */
-static int64_t group_find(dev_agg *a, const ag_hv *aK, const uint8_t *const *az) {
-  if (slots_grow(a)) return -1;
-  uint64_t h = 0x84222325cbf29ce4ull;
-  for (int j = 0; j < a->nKey; j++) h = (h ^ hv_hash(&aK[j], az[j])) * 0x100000001b3ull;
-  h = csq_mix64(h);
-  uint32_t mask = a->nSlot - 1, pos = (uint32_t)h & mask, s;
-  while ((s = a->aSlot[pos]) != 0) {
-    uint32_t g = s - 1;
-    if (a->aHash[g] == h) {
-      const ag_hv *gk = &a->aKey[(size_t)g * a->nKey];
-      int j = 0;
-      while (j < a->nKey && hv_eq(&gk[j], hv_bytes(a, &gk[j]), &aK[j], az[j])) j++;
-      if (j == a->nKey) return g;
-    }
-    pos = (pos + 1) & mask;
-  }
-  int64_t g = group_new(a, aK, az, h);
-  if (g >= 0) a->aSlot[pos] = (uint32_t)g + 1;
-  return g;
+    if (value_keep(a, &aK[j])) return -1;
+  return csq_group_add(&a->g, aK, h, pos);
 }
 
 /* Class check of a state cell: 1 if column p's row r is of class cls. */
@@ -253,8 +113,7 @@ static int cell_is(const csq_vec *p, uint32_t r, int cls) {
 }
 
 int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) {
-  ag_hv aK[CSQ_AGG_MAX_KEYS];
-  const uint8_t *az[CSQ_AGG_MAX_KEYS];
+  csq_value aK[CSQ_AGG_MAX_KEYS];
   *pzErr = NULL;
   for (int c = 0; c < a->nPartial; c++)
     if (aPart[c].n < nRows) {
@@ -263,13 +122,13 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
       return -EINVAL;
     }
   for (uint32_t r = 0; r < nRows; r++) {
-    for (int j = 0; j < a->nKey; j++) vec_val(&aPart[j], r, &aK[j], &az[j]);
-    int64_t g = a->nKey == 0 && a->nGroup ? 0 : group_find(a, aK, az);
+    for (int j = 0; j < a->nKey; j++) aK[j] = csq_value_of_vec(&aPart[j], r);
+    int64_t g = a->nKey == 0 && a->g.nGroup ? 0 : group_find(a, aK);
     if (g < 0) {
       *pzErr = dev_mprintf("out of memory merging partial aggregates");
       return -ENOMEM;
     }
-    uint8_t *pS = a->aState + (size_t)g * a->stride;
+    uint8_t *pS = csq_group_state(&a->g, (uint32_t)g);
     int c = a->nKey;
     for (int i = 0; i < a->nAgg; i++) {
       const csq_pagg *pa = &a->prog.aAgg[i];
@@ -282,17 +141,15 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
         break;
       case CSQ_AGG_MIN:
       case CSQ_AGG_MAX: {
-        ag_hv v, *best = (ag_hv *)p;
-        const uint8_t *z;
-        vec_val(&aPart[c], r, &v, &z);
+        csq_value v = csq_value_of_vec(&aPart[c], r), *best = (csq_value *)p;
         if (v.cls == CSQ_NULL) break;
-        int x =
-            best->cls ? hv_cmp(&v, z, best, hv_bytes(a, best), pa->flags & CSQ_TF_COLL_MASK) : 0;
+        int x = best->cls ? csq_value_cmp(&v, best, pa->flags & CSQ_TF_COLL_MASK) : 0;
         if (!best->cls || (pa->fn == CSQ_AGG_MIN ? x < 0 : x > 0)) {
-          if (hv_store(a, best, &v, z)) {
+          if (value_keep(a, &v)) {
             *pzErr = dev_mprintf("out of memory merging partial aggregates");
             return -ENOMEM;
           }
+          *best = v;
         }
         break;
       }
@@ -390,15 +247,16 @@ static int push_real(csq_vec *v, double r) {
   return isnan(r) ? csq_vec_push_null(v) : csq_vec_push_real(v, r);
 }
 
-static int push_hv(dev_agg *a, csq_vec *v, const ag_hv *x) {
+/* Push a key or a MIN/MAX value (NULL for none). */
+static int push_value(csq_vec *v, const csq_value *x) {
   switch (x->cls) {
   case CSQ_INT:
-    return csq_vec_push_int(v, x->u.i);
+    return csq_vec_push_int(v, x->i);
   case CSQ_REAL:
-    return csq_vec_push_real(v, x->u.r);
+    return csq_vec_push_real(v, x->r);
   case CSQ_TEXT:
   case CSQ_BLOB:
-    return csq_vec_push_bytes(v, x->cls, hv_bytes(a, x), x->n);
+    return csq_vec_push_bytes(v, x->cls, x->z, x->n);
   default:
     return csq_vec_push_null(v);
   }
@@ -409,11 +267,11 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
   *pnRows = 0;
   int nCol = a->nKey + a->nAgg, rc = 0;
   for (int c = 0; c < nCol; c++) csq_vec_reset(&aOut[c]);
-  if (a->nKey == 0 && a->nGroup == 0 && group_find(a, NULL, NULL) < 0) return -ENOMEM;
-  for (uint32_t g = 0; g < a->nGroup && rc == 0; g++) {
+  if (a->nKey == 0 && a->g.nGroup == 0 && group_find(a, NULL) < 0) return -ENOMEM;
+  for (uint32_t g = 0; g < a->g.nGroup && rc == 0; g++) {
     for (int j = 0; j < a->nKey && rc == 0; j++)
-      rc = push_hv(a, &aOut[j], &a->aKey[(size_t)g * a->nKey + j]);
-    const uint8_t *pS = a->aState + (size_t)g * a->stride;
+      rc = push_value(&aOut[j], &csq_group_keys(&a->g, g)[j]);
+    const uint8_t *pS = csq_group_state(&a->g, g);
     for (int i = 0; i < a->nAgg && rc == 0; i++) {
       const uint8_t *p = pS + a->aOff[i];
       csq_vec *v = &aOut[a->nKey + i];
@@ -425,7 +283,7 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
         break;
       case CSQ_AGG_MIN:
       case CSQ_AGG_MAX:
-        rc = push_hv(a, v, (const ag_hv *)p);
+        rc = push_value(v, (const csq_value *)p);
         break;
       case CSQ_AGG_SUM:
         /* SQLite raises "integer overflow" when a running sum of the
@@ -460,6 +318,6 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
     *pzErr = dev_mprintf("out of memory building aggregate results");
     return rc;
   }
-  *pnRows = a->nGroup;
+  *pnRows = a->g.nGroup;
   return 0;
 }

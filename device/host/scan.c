@@ -35,6 +35,7 @@
 #include <xxhash.h>
 
 #include "device/engine/ptype.h"
+#include "device/format/le.h"
 #include "device/link/queue.h" /* dev_now_ns */
 #include "device/host/scan.h"
 
@@ -405,19 +406,23 @@ static uint32_t build_job(const dev_scan *s, const store_rg *pRg, const uint64_t
   uint32_t nJob = (uint32_t)job_bytes(s, pRg);
   memset(j, 0, nJob);
   uint32_t delBytes = pRg->nDel && pRg->aDel ? (pRg->nRow + 7) / 8 : 0;
-  uint32_t v32[4] = {CSQ_JOB_MAGIC, pRg->nRow, (uint32_t)s->prog.nIn, delBytes};
-  memcpy(j, v32, 16);
+  csq_put_le32(j, CSQ_JOB_MAGIC);
+  csq_put_le32(j + 4, pRg->nRow);
+  csq_put_le32(j + 8, (uint32_t)s->prog.nIn);
+  csq_put_le32(j + 12, delBytes);
   for (int i = 0; i < s->prog.nIn; i++) {
     const store_chunk *pC = &pRg->aChunk[s->prog.aIn[i]];
-    uint64_t v64[3] = {aOff[i], pC->len, pC->xxh3};
-    memcpy(j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i, v64, 24);
+    uint8_t *e = j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * i;
+    csq_put_le64(e, aOff[i]);
+    csq_put_le64(e + 8, pC->len);
+    csq_put_le64(e + 16, pC->xxh3);
   }
   size_t nHead = CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * s->prog.nIn;
-  if (s->nOmitW) memcpy(j + nHead, &s->omit, 8); /* the other words stay 0 (memset) */
+  if (s->nOmitW) csq_put_le64(j + nHead, s->omit); /* the other words stay 0 (memset) */
   nHead += 8 * (size_t)s->nOmitW;
   if (delBytes) memcpy(j + nHead, pRg->aDel, delBytes);
   uint64_t h = csq_job_hash(j, nHead + delBytes);
-  memcpy(j + 16, &h, 8);
+  csq_put_le64(j + 16, h);
   return nJob;
 }
 
@@ -631,10 +636,8 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
                          uint32_t *pNext) {
   const uint8_t *p = t->aRes;
   uint64_t n = t->nRes;
-  uint32_t h[4];
-  uint64_t nBytes;
-  memcpy(h, p, 16);
-  memcpy(&nBytes, p + 16, 8);
+  uint32_t h[4] = {csq_le32(p), csq_le32(p + 4), csq_le32(p + 8), csq_le32(p + 12)};
+  uint64_t nBytes = csq_le64(p + 16);
   uint32_t nRows = h[1], nCol = h[3];
   if (h[0] != CSQ_RES_MAGIC || nCol != (uint32_t)s->prog.nResCol || nBytes != n ||
       h[2] < t->startRow || h[2] > t->nRow || nRows > t->nRow ||
@@ -645,8 +648,7 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
   for (uint32_t j = 0; j < nCol; j++) {
     const uint8_t *d = p + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
     uint8_t clsMask = d[0], bCls = d[1], bLen = d[2];
-    uint64_t nHeap;
-    memcpy(&nHeap, d + 8, 8);
+    uint64_t nHeap = csq_le64(d + 8);
     csq_vec *v = &aOut[j];
     csq_vec_reset(v);
     if (d[3]) { /* left out by the job's omit mask: v stays empty */

@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include "device/format/le.h"
 #include "device/store/store_int.h"
 
 /* ---- byte buffer ---- */
@@ -69,19 +70,15 @@ uint8_t srd_u8(store_rd *r) {
 }
 uint16_t srd_u16(store_rd *r) {
   const uint8_t *p = srd_take(r, 2);
-  return p ? (uint16_t)(p[0] | p[1] << 8) : 0;
+  return p ? csq_le16(p) : 0;
 }
 uint32_t srd_u32(store_rd *r) {
   const uint8_t *p = srd_take(r, 4);
-  if (!p) return 0;
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+  return p ? csq_le32(p) : 0;
 }
 uint64_t srd_u64(store_rd *r) {
   const uint8_t *p = srd_take(r, 8);
-  uint64_t v = 0;
-  if (!p) return 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
+  return p ? csq_le64(p) : 0;
 }
 int srd_bytes(store_rd *r, void *pOut, size_t n) {
   const uint8_t *p = srd_take(r, n);

@@ -14,6 +14,7 @@
 #include <errno.h>
 #include <string.h>
 #include <xxhash.h>
+#include "device/format/le.h"
 #include "device/store/store_int.h"
 
 #define SB_CHECKSUM_OFF (CSQ_LBA_SIZE - 8)
@@ -23,18 +24,6 @@ static void put64(uint8_t *p, uint64_t v) {
 }
 static void put32(uint8_t *p, uint32_t v) {
   for (int i = 0; i < 4; i++) p[i] = (uint8_t)(v >> (8 * i));
-}
-static uint64_t get64(const uint8_t *p) {
-  uint64_t v = 0;
-  for (int i = 7; i >= 0; i--) v = (v << 8) | p[i];
-  return v;
-}
-static uint32_t get32(const uint8_t *p) {
-  return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
-}
-
-static uint16_t get16(const uint8_t *p) {
-  return (uint16_t)(p[0] | p[1] << 8);
 }
 
 /* Offsets of the prepared commit (version 2 only; zero in version 1). */
@@ -93,33 +82,33 @@ static int cat_ok(uint64_t lba, uint32_t nblk, uint64_t nBytes, uint64_t hwm) {
 
 int store_sb_decode(const uint8_t *a, store_sb *pSb, uint32_t *pVersion) {
   if (memcmp(a, CSQ_SB_MAGIC, 8) != 0) return -ENOENT;
-  if (get64(a + SB_CHECKSUM_OFF) != XXH3_64bits(a, SB_CHECKSUM_OFF)) return -EBADMSG;
-  uint32_t version = get32(a + 8);
+  if (csq_le64(a + SB_CHECKSUM_OFF) != XXH3_64bits(a, SB_CHECKSUM_OFF)) return -EBADMSG;
+  uint32_t version = csq_le32(a + 8);
   if (pVersion) *pVersion = version;
   if (version != CSQ_FORMAT_VERSION && version != CSQ_SB_VERSION_PREPARED)
     return version > CSQ_SB_VERSION_PREPARED ? -EPROTONOSUPPORT : -EBADMSG;
-  if (get32(a + 12) != CSQ_LBA_SIZE) return -EBADMSG;
+  if (csq_le32(a + 12) != CSQ_LBA_SIZE) return -EBADMSG;
   memset(pSb, 0, sizeof(*pSb));
   pSb->version = version;
-  pSb->gen = get64(a + 16);
-  pSb->catLba = get64(a + 24);
-  pSb->catBlocks = get32(a + 32);
-  pSb->catBytes = get64(a + 40);
-  pSb->catXxh3 = get64(a + 48);
-  pSb->hwm = get64(a + 56);
+  pSb->gen = csq_le64(a + 16);
+  pSb->catLba = csq_le64(a + 24);
+  pSb->catBlocks = csq_le32(a + 32);
+  pSb->catBytes = csq_le64(a + 40);
+  pSb->catXxh3 = csq_le64(a + 48);
+  pSb->hwm = csq_le64(a + 56);
   memcpy(pSb->uuid, a + 64, 16);
-  pSb->created = get64(a + 80);
+  pSb->created = csq_le64(a + 80);
   if (!cat_ok(pSb->catLba, pSb->catBlocks, pSb->catBytes, pSb->hwm)) return -EBADMSG;
   if (version == CSQ_SB_VERSION_PREPARED) {
     store_prep *r = &pSb->prep;
-    uint16_t nPath = get16(a + SB_PREP_NPATH), nTable = get16(a + SB_PREP_NTABLE);
-    r->gen = get64(a + SB_PREP_GEN);
-    r->catLba = get64(a + SB_PREP_LBA);
-    r->catBlocks = get32(a + SB_PREP_BLOCKS);
-    r->catBytes = get64(a + SB_PREP_BYTES);
-    r->catXxh3 = get64(a + SB_PREP_XXH3);
+    uint16_t nPath = csq_le16(a + SB_PREP_NPATH), nTable = csq_le16(a + SB_PREP_NTABLE);
+    r->gen = csq_le64(a + SB_PREP_GEN);
+    r->catLba = csq_le64(a + SB_PREP_LBA);
+    r->catBlocks = csq_le32(a + SB_PREP_BLOCKS);
+    r->catBytes = csq_le64(a + SB_PREP_BYTES);
+    r->catXxh3 = csq_le64(a + SB_PREP_XXH3);
     memcpy(r->uuid, a + SB_PREP_UUID, 16);
-    r->seq = (int64_t)get64(a + SB_PREP_SEQ);
+    r->seq = (int64_t)csq_le64(a + SB_PREP_SEQ);
     if (nPath == 0 || nPath > CSQ_SB_MAX_PATH || nTable == 0 || nTable > CSQ_SB_MAX_TABLE ||
         r->gen != pSb->gen + 1 || !cat_ok(r->catLba, r->catBlocks, r->catBytes, pSb->hwm))
       return -EBADMSG;

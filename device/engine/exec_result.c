@@ -1,0 +1,260 @@
+/*
+** device/engine/exec_result.c - a grouped program's result: the groups'
+** keys and states written in program.h's result format, and a previous
+** result read back as starting groups (Execute with CSQ_EXEC_ACC).
+*/
+#include "device/engine/exec_int.h"
+
+/* Upper bound of the result's bytes with nGroup rows and nVar heap bytes. */
+uint64_t ex_ag_bound(const ag_tab *t, uint64_t nGroup, uint64_t nVar) {
+  return CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * t->nCol + (uint64_t)t->nCol * (13 * nGroup + 21) +
+         nVar;
+}
+
+/* The value of result column j (key or state) of group g. */
+static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_val *v) {
+  memset(v, 0, sizeof(*v));
+  if (j < t->g.nKey) {
+    *v = csq_group_keys(&t->g, g)[j];
+    return;
+  }
+  j -= t->g.nKey;
+  for (int ia = 0; ia < t->nAgg; ia++) {
+    int nc = csq_agg_state_cols(pp->aAgg[ia].fn);
+    if (j >= nc) {
+      j -= nc;
+      continue;
+    }
+    const uint8_t *p = csq_group_state(&t->g, g) + t->aOff[ia];
+    switch (pp->aAgg[ia].fn) {
+    case CSQ_AGG_COUNT_STAR:
+    case CSQ_AGG_COUNT:
+      v->cls = CSQ_INT;
+      v->i = *(const int64_t *)p;
+      return;
+    case CSQ_AGG_MIN:
+    case CSQ_AGG_MAX:
+      *v = *(const ex_val *)p;
+      if (v->cls == 0) v->cls = CSQ_NULL;
+      return;
+    default: {
+      const ag_sum *s = (const ag_sum *)p;
+      v->cls = j == 4 || j == 5 ? CSQ_REAL : CSQ_INT;
+      switch (j) {
+      case 0:
+        v->i = s->cnt;
+        break;
+      case 1:
+        v->i = s->nReal;
+        break;
+      case 2:
+        v->i = (int64_t)(uint64_t)s->isum;
+        break;
+      case 3:
+        v->i = (int64_t)(s->isum >> 64);
+        break;
+      case 4:
+        v->r = s->rs;
+        break;
+      case 5:
+        v->r = s->rc;
+        break;
+      case 6: { /* positives and negatives, each saturating at INT64_MAX */
+        __int128 pos = s->isum + s->ineg;
+        v->i = pos > INT64_MAX ? INT64_MAX : (int64_t)pos;
+        break;
+      }
+      default:
+        v->i = s->ineg > INT64_MAX ? INT64_MAX : (int64_t)s->ineg;
+        break;
+      }
+      return;
+    }
+    }
+  }
+}
+
+/* Write the result of t (rows processed up to nextRow) at pOut. */
+uint64_t ex_ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uint32_t nextRow) {
+  uint32_t n = t->g.nGroup;
+  uint8_t *q = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * t->nCol;
+  ex_val v;
+  for (int j = 0; j < t->nCol; j++) {
+    uint8_t m = 0;
+    uint64_t nHeap = 0;
+    for (uint32_t g = 0; g < n; g++) {
+      ag_cell(t, pp, j, g, &v);
+      m |= (uint8_t)(1u << v.cls);
+      nHeap += var_bytes(&v);
+    }
+    int bCls = !mask_single(m) && n > 0;
+    int bLen = (m & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
+    uint8_t *d = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
+    memset(d, 0, CSQ_RES_COL_SZ);
+    d[0] = m;
+    d[1] = (uint8_t)bCls;
+    d[2] = (uint8_t)bLen;
+    csq_put_le64(d + 8, nHeap);
+    uint8_t *aCls = bCls ? q : NULL;
+    uint8_t *aVal = q + (bCls ? pad8(n) : 0);
+    uint8_t *aLen = bLen ? aVal + 8ull * n : NULL;
+    uint8_t *aHeap = aVal + 8ull * n + (bLen ? pad8(4ull * n) : 0);
+    if (bCls) memset(q, 0, pad8(n));
+    if (bLen) memset(aLen, 0, pad8(4ull * n));
+    uint64_t off = 0;
+    for (uint32_t g = 0; g < n; g++) {
+      ag_cell(t, pp, j, g, &v);
+      uint64_t u = 0;
+      switch (v.cls) {
+      case CSQ_INT:
+        u = (uint64_t)v.i;
+        break;
+      case CSQ_REAL:
+        memcpy(&u, &v.r, 8);
+        break;
+      case CSQ_TEXT:
+      case CSQ_BLOB:
+        u = off;
+        if (v.n) memcpy(aHeap + off, v.z, v.n);
+        csq_put_le32(aLen + 4ull * g, v.n);
+        off += v.n;
+        break;
+      default:
+        break;
+      }
+      csq_put_le64(aVal + 8ull * g, u);
+      if (aCls) aCls[g] = v.cls;
+    }
+    if (pad8(off) > off) memset(aHeap + off, 0, pad8(off) - off);
+    q = aHeap + pad8(off);
+  }
+  uint64_t nBytes = (uint64_t)(q - pOut);
+  csq_put_le32(pOut, CSQ_RES_MAGIC);
+  csq_put_le32(pOut + 4, n);
+  csq_put_le32(pOut + 8, nextRow);
+  csq_put_le32(pOut + 12, (uint32_t)t->nCol);
+  csq_put_le64(pOut + 16, nBytes);
+  return nBytes;
+}
+
+/* One column of a result, located for reading (ex_ag_seed). */
+typedef struct ag_rcol {
+  uint8_t cls; /* the one class of every value, or 0: see aCls */
+  const uint8_t *aCls, *aVal, *aLen, *aHeap;
+  uint64_t nHeap;
+} ag_rcol;
+
+/* Value r of a located result column; 0, or -1 if it points outside its heap. */
+static int rcol_get(const ag_rcol *c, uint32_t r, ex_val *v) {
+  memset(v, 0, sizeof(*v));
+  v->cls = c->cls ? c->cls : c->aCls[r];
+  uint64_t u = csq_le64(c->aVal + 8ull * r);
+  switch (v->cls) {
+  case CSQ_INT:
+    v->i = (int64_t)u;
+    return 0;
+  case CSQ_REAL:
+    memcpy(&v->r, &u, 8);
+    return 0;
+  case CSQ_TEXT:
+  case CSQ_BLOB:
+    v->n = csq_le32(c->aLen + 4ull * r);
+    if (u > c->nHeap || v->n > c->nHeap - u) return -1;
+    v->z = c->aHeap + u;
+    return 0;
+  case CSQ_NULL:
+    return 0;
+  default:
+    return -1;
+  }
+}
+
+/* Load a previous result of this program (p, n bytes: a private copy that
+** outlives t) into t as its starting groups, for Execute with CSQ_EXEC_ACC.
+** The bytes come from the output area, which the host owns between
+** commands, so they are checked like any input. 0 or CSQ_FAULT_BAD_JOB /
+** CSQ_FAULT_NOMEM. */
+int ex_ag_seed(ag_tab *t, const csq_prog *pp, const int8_t *aAlias, const uint8_t *p, uint64_t n) {
+  uint32_t nRows = csq_le32(p + 4), nCol = csq_le32(p + 12);
+  if (csq_le32(p) != CSQ_RES_MAGIC || nCol != (uint32_t)t->nCol ||
+      CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol > n ||
+      nCol > CSQ_AGG_MAX_KEYS + 8 * CSQ_AGG_MAX_AGGS)
+    return CSQ_FAULT_BAD_JOB;
+  ag_rcol aRc[CSQ_AGG_MAX_KEYS + 8 * CSQ_AGG_MAX_AGGS];
+  uint64_t q = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol;
+  for (uint32_t j = 0; j < nCol; j++) {
+    const uint8_t *d = p + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
+    ag_rcol *c = &aRc[j];
+    uint8_t m = d[0], bCls = d[1], bLen = d[2];
+    c->nHeap = csq_le64(d + 8);
+    if (c->nHeap > n || (m & 0xC1)) return CSQ_FAULT_BAD_JOB;
+    uint64_t need =
+        (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(c->nHeap);
+    if (nRows > n || need > n - q) return CSQ_FAULT_BAD_JOB;
+    c->cls = 0;
+    c->aCls = bCls ? p + q : NULL;
+    c->aVal = p + q + (bCls ? pad8(nRows) : 0);
+    c->aLen = bLen ? c->aVal + 8ull * nRows : NULL;
+    c->aHeap = c->aVal + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0);
+    if (!bCls) {
+      for (int k = CSQ_INT; k <= CSQ_NULL; k++)
+        if (m == (1u << k)) c->cls = (uint8_t)k;
+      if (nRows && !c->cls) return CSQ_FAULT_BAD_JOB;
+    }
+    if (!bLen && (m & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB)))) return CSQ_FAULT_BAD_JOB;
+    q += need;
+  }
+  ex_val aK[CSQ_AGG_MAX_KEYS], v;
+  for (uint32_t r = 0; r < nRows; r++) {
+    for (int j = 0; j < t->g.nKey; j++)
+      if (rcol_get(&aRc[j], r, &aK[j])) return CSQ_FAULT_BAD_JOB;
+    int64_t g;
+    if (t->g.nKey == 0) {
+      if (nRows != 1) return CSQ_FAULT_BAD_JOB;
+      g = ex_ag_new_group(t, NULL, 0, CSQ_GROUP_NO_SLOT);
+    } else {
+      uint32_t nBefore = t->g.nGroup;
+      g = ex_ag_lookup(t, aK, csq_group_hash(aK, t->g.nKey));
+      if (g >= 0 && t->g.nGroup == nBefore) return CSQ_FAULT_BAD_JOB; /* a key twice */
+    }
+    if (g < 0) return CSQ_FAULT_NOMEM;
+    int j = t->g.nKey;
+    for (int ia = 0; ia < t->nAgg; j += csq_agg_state_cols(pp->aAgg[ia].fn), ia++) {
+      if (aAlias[ia] >= 0) continue; /* shares the state of an earlier one */
+      uint8_t *st = csq_group_state(&t->g, g) + t->aOff[ia];
+      switch (pp->aAgg[ia].fn) {
+      case CSQ_AGG_COUNT_STAR:
+      case CSQ_AGG_COUNT:
+        if (rcol_get(&aRc[j], r, &v) || v.cls != CSQ_INT || v.i < 0) return CSQ_FAULT_BAD_JOB;
+        *(int64_t *)st = v.i;
+        break;
+      case CSQ_AGG_MIN:
+      case CSQ_AGG_MAX:
+        if (rcol_get(&aRc[j], r, &v)) return CSQ_FAULT_BAD_JOB;
+        if (v.cls == CSQ_NULL) v.cls = 0; /* none yet */
+        t->nVar += var_bytes(&v);
+        *(ex_val *)st = v;
+        break;
+      default: { /* the 8 SUM columns, in program.h's order */
+        ex_val a[CSQ_AGG_SUM_COLS];
+        for (int k = 0; k < CSQ_AGG_SUM_COLS; k++)
+          if (rcol_get(&aRc[j + k], r, &a[k]) ||
+              a[k].cls != (k == 4 || k == 5 ? CSQ_REAL : CSQ_INT))
+            return CSQ_FAULT_BAD_JOB;
+        ag_sum *sm = (ag_sum *)st;
+        sm->cnt = a[0].i;
+        sm->nReal = a[1].i;
+        sm->isum = (__int128)(((unsigned __int128)(uint64_t)a[3].i << 64) | (uint64_t)a[2].i);
+        sm->rs = a[4].r;
+        sm->rc = a[5].r;
+        /* a saturated bound stays saturated (any value past INT64_MAX
+        ** does); the positives' bound is isum + ineg again */
+        sm->ineg = a[7].i == INT64_MAX ? (__int128)1 << 100 : a[7].i;
+        if (a[7].i < 0 || a[6].i < 0) return CSQ_FAULT_BAD_JOB;
+        break;
+      }
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,274 @@
+/*
+** device/engine/exec_value.c - SQLite values against a program's constants,
+** LIKE and GLOB patterns (compiled to tokens, matched without exponential
+** backtracking), and the generic evaluator: one term on one value, which
+** every typed loop of exec_term.c falls back to.
+*/
+#include "device/engine/exec_int.h"
+
+/* The kinds of a pattern's tokens (ex_tok). */
+enum { TK_LIT, TK_ONE, TK_ALL, TK_SET, TK_BAD };
+
+static int lower_ascii(int c) {
+  return c >= 'A' && c <= 'Z' ? c + 32 : c;
+}
+
+/* ---- LIKE / GLOB ---- */
+
+/* Read one UTF-8 character at z[*pi] (< n), as SQLite reads them: a lead
+** byte and any continuation bytes; malformed forms become U+FFFD. */
+static uint32_t utf8_read(const uint8_t *z, uint32_t n, uint32_t *pi) {
+  uint32_t i = *pi, c = z[i++];
+  if (c >= 0xC0) {
+    c = c < 0xE0   ? c & 0x1F
+        : c < 0xF0 ? c & 0x0F
+        : c < 0xF8 ? c & 0x07
+        : c < 0xFC ? c & 0x03
+        : c < 0xFE ? c & 0x01
+                   : 0;
+    while (i < n && (z[i] & 0xC0) == 0x80) c = (c << 6) + (z[i++] & 0x3F);
+    if (c < 0x80 || (c & 0xFFFFF800) == 0xD800 || (c & 0xFFFFFFFE) == 0xFFFE) c = 0xFFFD;
+  }
+  *pi = i;
+  return c;
+}
+
+static uint32_t str_end(const uint8_t *z, uint32_t n) {
+  const uint8_t *e = n ? memchr(z, 0, n) : NULL;
+  return e ? (uint32_t)(e - z) : n;
+}
+
+/* Compile the pattern of a LIKE/GLOB term into tokens. */
+int ex_pat_compile(ex_term *et) {
+  const csq_pconst *k = et->a;
+  uint32_t n = str_end(k->z, k->len), i = 0, nTok = 0, nRange = 0;
+  int bGlob = et->t.op == CSQ_OP_GLOB;
+  uint32_t esc = et->t.esc;
+  et->aTok = malloc(sizeof(ex_tok) * (n + 1));
+  et->aRange = malloc(sizeof(uint32_t) * 2 * (n + 1));
+  if (!et->aTok || !et->aRange) return -ENOMEM;
+  while (i < n) {
+    uint32_t c = utf8_read(k->z, n, &i);
+    ex_tok *t = &et->aTok[nTok++];
+    memset(t, 0, sizeof(*t));
+    if (!bGlob) {
+      if (esc && c == esc) {
+        if (i >= n) { /* a trailing escape matches nothing */
+          t->kind = TK_BAD;
+          continue;
+        }
+        t->kind = TK_LIT;
+        t->c = utf8_read(k->z, n, &i);
+      } else if (c == '%') {
+        t->kind = TK_ALL;
+      } else if (c == '_') {
+        t->kind = TK_ONE;
+      } else {
+        t->kind = TK_LIT;
+        t->c = c;
+      }
+      continue;
+    }
+    if (c == '*')
+      t->kind = TK_ALL;
+    else if (c == '?')
+      t->kind = TK_ONE;
+    else if (c != '[') {
+      t->kind = TK_LIT;
+      t->c = c;
+    } else {
+      /* [set]: '^' first inverts; ']' first is literal; a-b ranges; '-'
+      ** first or last is literal; unterminated never matches. */
+      uint32_t prior = 0, c2;
+      int bHavePrior = 0;
+      t->kind = TK_SET;
+      t->c = nRange;
+      if (i < n && k->z[i] == '^') {
+        t->bInvert = 1;
+        i++;
+      }
+      if (i < n && k->z[i] == ']') {
+        et->aRange[2 * nRange] = et->aRange[2 * nRange + 1] = ']';
+        nRange++;
+        i++;
+      }
+      int bClosed = 0;
+      while (i < n) {
+        c2 = utf8_read(k->z, n, &i);
+        if (c2 == ']') {
+          bClosed = 1;
+          break;
+        }
+        if (c2 == '-' && bHavePrior && i < n && k->z[i] != ']') {
+          uint32_t hi = utf8_read(k->z, n, &i);
+          et->aRange[2 * nRange] = prior;
+          et->aRange[2 * nRange + 1] = hi;
+          /* the prior literal was already added as [prior, prior]; widen it */
+          nRange--;
+          et->aRange[2 * nRange] = prior;
+          et->aRange[2 * nRange + 1] = hi;
+          nRange++;
+          bHavePrior = 0;
+        } else {
+          et->aRange[2 * nRange] = et->aRange[2 * nRange + 1] = c2;
+          nRange++;
+          prior = c2;
+          bHavePrior = 1;
+        }
+      }
+      t->nRange = nRange - t->c;
+      if (!bClosed) t->kind = TK_BAD;
+    }
+  }
+  et->nTok = (int)nTok;
+  return 0;
+}
+
+static int tok_match(const ex_term *et, const ex_tok *t, uint32_t c) {
+  switch (t->kind) {
+  case TK_ONE:
+    return 1;
+  case TK_LIT:
+    if (t->c == c) return 1;
+    return et->t.op == CSQ_OP_LIKE && !(et->t.flags & CSQ_TF_LIKE_CASE) && t->c < 0x80 &&
+           c < 0x80 && lower_ascii((int)t->c) == lower_ascii((int)c);
+  case TK_SET: {
+    int seen = 0;
+    for (uint32_t r = 0; r < t->nRange && !seen; r++) {
+      /* SQLite matches a range as c >= lo && c <= hi, and a literal by == */
+      uint32_t lo = et->aRange[2 * (t->c + r)], hi = et->aRange[2 * (t->c + r) + 1];
+      if (c >= lo && c <= hi) seen = 1;
+    }
+    return seen ^ t->bInvert;
+  }
+  default:
+    return 0;
+  }
+}
+
+/* Wildcard match with one backtrack point (the last '%' / '*'): linear in
+** the common case, O(pattern x string) at worst, never exponential. */
+static int pat_match(const ex_term *et, const uint8_t *z, uint32_t n) {
+  n = str_end(z, n);
+  int p = 0, starP = -1;
+  uint32_t s = 0, starS = 0;
+  for (;;) {
+    if (p < et->nTok && et->aTok[p].kind == TK_ALL) {
+      starP = p++;
+      starS = s;
+      continue;
+    }
+    if (s >= n) break;
+    uint32_t s2 = s, c = utf8_read(z, n, &s2);
+    if (p < et->nTok && tok_match(et, &et->aTok[p], c)) {
+      p++;
+      s = s2;
+      continue;
+    }
+    if (starP < 0) return 0;
+    utf8_read(z, n, &starS);
+    s = starS;
+    p = starP + 1;
+  }
+  while (p < et->nTok && et->aTok[p].kind == TK_ALL) p++;
+  return p == et->nTok;
+}
+
+/* The text SQLite gives a number: integers in decimal, reals as "%!.15g"
+** (a ".0" where %g would print none; "Inf"/"-Inf"). */
+static uint32_t render_num(const ex_val *v, char *buf, size_t nBuf) {
+  int n;
+  if (v->cls == CSQ_INT) return (uint32_t)snprintf(buf, nBuf, "%lld", (long long)v->i);
+  if (isinf(v->r)) return (uint32_t)snprintf(buf, nBuf, "%s", v->r < 0 ? "-Inf" : "Inf");
+  if (v->r == 0) return (uint32_t)snprintf(buf, nBuf, "0.0");
+  n = snprintf(buf, nBuf, "%.15g", v->r);
+  if (n < 0 || (size_t)n >= nBuf - 3) return n < 0 ? 0 : (uint32_t)n;
+  if (!strchr(buf, '.')) {
+    char *e = strchr(buf, 'e');
+    if (e) {
+      memmove(e + 2, e, strlen(e) + 1);
+      e[0] = '.';
+      e[1] = '0';
+    } else {
+      buf[n] = '.';
+      buf[n + 1] = '0';
+      buf[n + 2] = 0;
+    }
+    n += 2;
+  }
+  return (uint32_t)n;
+}
+
+static int like_val(const ex_term *et, const ex_val *v) {
+  char buf[64];
+  if (v->cls == CSQ_INT || v->cls == CSQ_REAL) {
+    uint32_t n = render_num(v, buf, sizeof(buf));
+    return pat_match(et, (const uint8_t *)buf, n);
+  }
+  if (v->cls == CSQ_BLOB && !(et->t.flags & CSQ_TF_BLOB_TEXT)) return 0;
+  return pat_match(et, v->z, v->n);
+}
+
+/* ---- the generic evaluator: one value, any term ---- */
+
+static int in_find(const ex_term *et, const ex_val *v) {
+  int lo = 0, hi = et->nIn - 1;
+  if (et->nIn <= 8) {
+    for (int i = 0; i < et->nIn; i++)
+      if (cmp_vk(v, &et->aIn[i], et->coll) == 0) return 1;
+    return 0;
+  }
+  while (lo <= hi) {
+    int mid = (lo + hi) / 2, c = cmp_vk(v, &et->aIn[mid], et->coll);
+    if (c == 0) return 1;
+    if (c < 0)
+      hi = mid - 1;
+    else
+      lo = mid + 1;
+  }
+  return 0;
+}
+
+int ex_ev_one(const ex_term *et, const ex_val *v) {
+  if (v->cls == CSQ_NULL) return et->nullRes;
+  const csq_pconst *a = et->a;
+  switch (et->t.op) {
+  case CSQ_OP_ISNULL:
+    return 0;
+  case CSQ_OP_NOTNULL:
+    return 1;
+  case CSQ_OP_EQ:
+  case CSQ_OP_IS:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) == 0;
+  case CSQ_OP_NE:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) != 0;
+  case CSQ_OP_ISNOT:
+    return a->cls == CSQ_NULL || cmp_vk(v, a, et->coll) != 0;
+  case CSQ_OP_LT:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) < 0;
+  case CSQ_OP_LE:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) <= 0;
+  case CSQ_OP_GT:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) > 0;
+  case CSQ_OP_GE:
+    return a->cls != CSQ_NULL && cmp_vk(v, a, et->coll) >= 0;
+  case CSQ_OP_BETWEEN: {
+    /* 1 true, 0 false, -1 NULL */
+    int ge = a->cls == CSQ_NULL ? -1 : cmp_vk(v, a, et->coll) >= 0;
+    int le = et->b->cls == CSQ_NULL ? -1 : cmp_vk(v, et->b, et->coll) <= 0;
+    return et->bNot ? (ge == 0 || le == 0) : (ge == 1 && le == 1);
+  }
+  case CSQ_OP_IN: {
+    int f = in_find(et, v);
+    if (f) return !et->bNot;
+    return et->bNot && !et->bInNull;
+  }
+  case CSQ_OP_LIKE:
+  case CSQ_OP_GLOB:
+    /* SQLite tests for a BLOB before it looks at a NULL pattern */
+    if (v->cls == CSQ_BLOB && !(et->t.flags & CSQ_TF_BLOB_TEXT)) return et->bNot;
+    if (a->cls == CSQ_NULL) return 0;
+    return like_val(et, v) ^ et->bNot;
+  }
+  return 0;
+}
