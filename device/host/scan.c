@@ -639,8 +639,10 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
   uint32_t h[4] = {csq_le32(p), csq_le32(p + 4), csq_le32(p + 8), csq_le32(p + 12)};
   uint64_t nBytes = csq_le64(p + 16);
   uint32_t nRows = h[1], nCol = h[3];
+  /* an accumulated result holds the groups of every row group merged into
+  ** it, more than this row group's rows: its size bounds it (below) */
   if (h[0] != CSQ_RES_MAGIC || nCol != (uint32_t)s->prog.nResCol || nBytes != n ||
-      h[2] < t->startRow || h[2] > t->nRow || nRows > t->nRow ||
+      h[2] < t->startRow || h[2] > t->nRow || (!t->bAccRun && nRows > t->nRow) ||
       (h[2] < t->nRow && h[2] <= t->startRow && !(t->bAccRun && h[2] == t->startRow)))
     return -EBADMSG;
   uint64_t q = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol;

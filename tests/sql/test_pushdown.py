@@ -468,3 +468,26 @@ def test_order_by_limit_keeps_a_top_n_on_the_device():
         st = stats(con)
         same_rows(got, con.execute(q.replace("TBL", "n")).fetchall(), q)
         assert st["bytes_to_host"] < 32 * 1024 and st["programs_executed"] == 20, (q, st)
+
+
+def test_group_by_with_more_groups_than_a_row_group_has_rows():
+    """A pushed GROUP BY merges its row groups' partials on the device; the
+    merged result of the last row groups holds every group seen so far, so
+    it can have more rows than the row group it ends with. The host took
+    such a result for malformed ("the device returned a malformed result")
+    once the groups outnumbered the rows of a row group."""
+    d = tmpdir()
+    con = connect(os.path.join(d, "g.db"))
+    con.execute("CREATE VIRTUAL TABLE t USING csq(g TEXT, v REAL, w, rowgroup=16)")
+    con.execute("CREATE TABLE n(g TEXT, v REAL, w)")
+    for tab in ("t", "n"):
+        con.execute("INSERT INTO %s WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r "
+                    "WHERE i < 30000) SELECT 'k' || (i %% 97), i * 0.5, "
+                    "CASE WHEN i %% 3 = 0 THEN NULL ELSE i END FROM r" % tab)
+    con.commit()
+    q = "SELECT g, count(*), sum(v), min(w), max(w) FROM %s GROUP BY g"
+    con.execute("CREATE VIRTUAL TABLE temp.v USING csq_query('%s')" % (q % "t"))
+    got = sorted(con.execute("SELECT * FROM v").fetchall())
+    want = sorted(con.execute(q % "n").fetchall())
+    assert len(want) == 97 and got == want, (len(got), got[:3], want[:3])
+    con.close()
