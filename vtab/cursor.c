@@ -208,8 +208,12 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
   cursor_reset(c, p->s.nCol);
+  if (c->stmtKey != 0 && c->stmtKey == p->pConn->stmtKey)
+    vt_probe_keep(p, c->pProbe); /* for the next cursor of this statement run */
+  else
+    vt_probe_free(c->pProbe);
+  c->pProbe = NULL;
   vt_stmt_leave(p->pConn, c->stmtKey);
-  vt_probe_free(c->pProbe);
   cursor_free(c, p->s.nCol);
   return SQLITE_OK;
 }
@@ -589,8 +593,11 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int iKey,
     if (!aKeep) return SQLITE_NOMEM;
     aKeep[0] = 1; /* the rowid */
     for (int i = 0; i < p->s.nCol; i++) aKeep[i + 1] = col_used(c, i) && i != p->s.iIpk;
-    vt_probe *pr = vt_probe_new(nVec, aKeep, iKey, p->nWrite);
+    /* a subquery's earlier cursor in this statement run may have built it */
+    c->pProbe = vt_probe_take(p, nVec, aKeep, iKey);
+    vt_probe *pr = c->pProbe ? NULL : vt_probe_new(nVec, aKeep, iKey, p->nWrite);
     sqlite3_free(aKeep);
+    if (c->pProbe) goto found;
     if (!pr) return SQLITE_NOMEM;
     int rc = open_scan(c, p);
     if (rc == SQLITE_OK) {
@@ -627,6 +634,7 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int iKey,
     }
     c->pProbe = pr;
   }
+found:;
   int rc = vt_probe_find(c->pProbe, argv[0]);
   if (rc) return rc;
   c->bProbe = 1;

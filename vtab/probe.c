@@ -75,6 +75,51 @@ void vt_probe_free(vt_probe *p) {
 uint64_t vt_probe_stamp(const vt_probe *p) {
   return p->stamp;
 }
+
+int vt_probe_fits(const vt_probe *p, int nVec, const uint8_t *aKeep, int iKey) {
+  if (p->nVec != nVec || p->iKey != iKey) return 0;
+  for (int i = 0; i < nVec; i++)
+    if (aKeep[i] && !p->aKeep[i]) return 0;
+  return 1;
+}
+
+/* A correlated subquery over a csq table (EXISTS, IN, a scalar) is run once
+** per outer row, and SQLite opens and closes its cursor each time: the
+** probe a closing cursor built is kept on its table for the next cursor of
+** the same statement run, so the table is read and hashed once per
+** statement, not once per outer row. The run is pConn->stmtEpoch while any
+** of its cursors is open; vt_stmt_leave drops what is kept when the last
+** one closes. */
+void vt_probe_keep(vt_tab *pTab, vt_probe *p) {
+  vt_conn *pConn = pTab->pConn;
+  vt_probe_free(pTab->pKeptProbe);
+  pTab->pKeptProbe = NULL;
+  if (!p) return;
+  if (pConn->nStmtCur <= 1 || p->stamp != pTab->nWrite) {
+    vt_probe_free(p); /* the run ends with this cursor, or the table changed */
+    return;
+  }
+  pTab->pKeptProbe = p;
+  pTab->keptEpoch = pConn->stmtEpoch;
+}
+
+vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const uint8_t *aKeep, int iKey) {
+  vt_probe *p = pTab->pKeptProbe;
+  if (!p) return NULL;
+  pTab->pKeptProbe = NULL;
+  if (pTab->keptEpoch == pTab->pConn->stmtEpoch && pTab->pConn->nStmtCur > 0 &&
+      p->stamp == pTab->nWrite && vt_probe_fits(p, nVec, aKeep, iKey))
+    return p;
+  vt_probe_free(p);
+  return NULL;
+}
+
+void vt_probe_drop_kept(vt_conn *pConn) {
+  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab) {
+    vt_probe_free(t->pKeptProbe);
+    t->pKeptProbe = NULL;
+  }
+}
 uint32_t vt_probe_rows(const vt_probe *p) {
   return p->n;
 }

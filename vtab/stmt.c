@@ -56,6 +56,7 @@ void vt_stmt_leave(vt_conn *pConn, uint64_t key) {
   if (key == 0 || key != pConn->stmtKey) return;
   if (--pConn->nStmtCur > 0) return;
   vt_stmt_forget(pConn);
+  vt_probe_drop_kept(pConn);
   pConn->stmtKey = 0;
 }
 

@@ -47,6 +47,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 typedef struct vt_conn vt_conn;
 typedef struct vt_dev vt_dev;
 typedef struct vt_tab vt_tab;
+typedef struct vt_probe vt_probe;
 typedef struct vt_rowcheck vt_rowcheck;
 
 /* A device as one connection uses it: its own queue pair, the shared store,
@@ -202,6 +203,8 @@ struct vt_tab {
   int bStripeTxn;       /* a striped table written in the open transaction: its commit
                            sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_rowcheck *pCheck;  /* compiled DEFAULT and CHECK (vtab/check.c), or NULL */
+  vt_probe *pKeptProbe; /* a closed cursor's join probe, for the next cursor... */
+  uint64_t keptEpoch;   /* ... of the statement run of this stmtEpoch (probe.c) */
   vt_tab *pNextTab;
 };
 
@@ -332,12 +335,16 @@ int vt_stmt_snapshot(vt_conn *pConn, vt_dev *d, int bFresh, store_snap **ppSnap,
 
 /* probe.c: the join probe cache of a cursor (VT_PLAN_PROBE, vtab/plan.h). */
 #define VT_PROBE_MAX_ROWS 2000000 /* larger tables are probed by device scans */
-typedef struct vt_probe vt_probe;
 /* A cache of nVec vectors (as a cursor's aVec: [0] rowid, [1 + i] column
 ** i), keeping those with aKeep[i] set, hashed on vector iKey. */
 vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp);
 void vt_probe_free(vt_probe *p);
 uint64_t vt_probe_stamp(const vt_probe *p);
+/* the probe holds at least the vectors aKeep names, hashed on iKey */
+int vt_probe_fits(const vt_probe *p, int nVec, const uint8_t *aKeep, int iKey);
+void vt_probe_keep(vt_tab *pTab, vt_probe *p); /* a closing cursor's probe, for its run */
+vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const uint8_t *aKeep, int iKey); /* or NULL */
+void vt_probe_drop_kept(vt_conn *pConn); /* the statement run ended */
 uint32_t vt_probe_rows(const vt_probe *p);
 int vt_probe_reserve(vt_probe *p, uint32_t nRow); /* room for nRow rows: no regrowth while built */
 int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow,
