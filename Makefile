@@ -12,7 +12,7 @@ CC      ?= gcc
 PKGS    := sqlite3 liburing libnvme libxxhash
 DEBS    := build-essential pkg-config sqlite3 libsqlite3-dev liburing-dev libnvme-dev \
            libjson-c-dev libssl-dev libxxhash-dev python3 gnuplot-nox clang libclang-rt-14-dev \
-           libfuzzer-14-dev qemu-system-x86 xz-utils
+           libfuzzer-14-dev qemu-system-x86 xz-utils zlib1g-dev
 BUILD   ?= build
 OPT     ?= -O2
 # GCC's -O2 vectorizes only loops that need no runtime checks ("very cheap");
