@@ -340,6 +340,18 @@ static inline void ex_res_put(uint8_t *out, const ex_res_shape *s, uint32_t k, c
   if (s->bLen) csq_put_le32(out + s->l.oLen + 4ull * k, (uint32_t)var_bytes(v));
 }
 
+/* Complete an Execute that read rows [start, nextRow) of a row group of
+** nRow rows and wrote a result of nBytes at pOut with nReturned new rows:
+** its completion's DW0-DW1 in *pRet, and the counters. */
+static inline void ex_res_done(dev_exec_ctx *ctx, const uint8_t *pOut, uint64_t nBytes,
+                               uint64_t start, uint32_t nextRow, uint32_t nRow, uint64_t nReturned,
+                               uint64_t *pRet) {
+  *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
+  ctx->pStats->rows_scanned += nextRow - start;
+  ctx->pStats->rows_returned += nReturned;
+  if (start == 0) ctx->pStats->row_groups_scanned++;
+}
+
 /* Zero the padding of a column of shape s with n values and nHeap heap
 ** bytes at out, once its values are written. */
 static inline void ex_res_pad(uint8_t *out, const ex_res_shape *s, uint32_t n, uint64_t nHeap) {

@@ -417,10 +417,7 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   }
   uint64_t nBytes = (uint64_t)(q - pOut);
   ex_res_hdr_put(pOut, nKeep, nextRow, (uint32_t)pp->nOut, nBytes);
-  *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
-  ctx->pStats->rows_scanned += nextRow - start;
-  ctx->pStats->rows_returned += nKeep;
-  if (start == 0) ctx->pStats->row_groups_scanned++;
+  ex_res_done(ctx, pOut, nBytes, start, nextRow, nRow, nKeep, pRet);
 
 done:
   if (aCol)
