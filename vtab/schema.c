@@ -424,6 +424,33 @@ static int parse_default(const char **pz, vt_schema *pS, const char *zWhere, cha
   return *pzDflt ? SQLITE_OK : SQLITE_NOMEM;
 }
 
+/* The next word of the constraints in argument zArg at *pz, in *pt (n 0
+** at their end). zWhere is "column x" in a column definition, NULL in table
+** constraints (as for parse_onconf). A CONSTRAINT name is read here: it
+** names the constraints after it, up to the next one, as in SQLite (*pzCons,
+** freed and replaced), and *pt is the CONSTRAINT word. A malformed argument
+** is SQLITE_ERROR with *pzErr set; a CONSTRAINT without a name is refused
+** (refuse) and ends the words; else SQLITE_OK or SQLITE_NOMEM. */
+static int constraint_word(const char **pz, const char *zArg, const char *zWhere, vt_schema *pS,
+                           char **pzCons, vt_tok *pt, char **pzErr) {
+  *pt = vt_tok_next(pz);
+  if (pt->n < 0) {
+    *pzErr = sqlite3_mprintf("csq: malformed %s '%s'",
+                             zWhere ? "column definition" : "table constraint", zArg);
+    return SQLITE_ERROR;
+  }
+  if (!vt_tok_is(*pt, "CONSTRAINT")) return SQLITE_OK;
+  vt_tok nm = vt_tok_next(pz);
+  if (nm.n <= 0) {
+    pt->n = 0;
+    if (zWhere) return refuse(pS, "csq: %s: CONSTRAINT needs a name", zWhere);
+    return refuse(pS, "csq: table constraint '%s': CONSTRAINT needs a name", zArg);
+  }
+  sqlite3_free(*pzCons);
+  *pzCons = vt_tok_ident(nm);
+  return *pzCons ? SQLITE_OK : SQLITE_NOMEM;
+}
+
 /* Parse one column definition into pCol (column iCol of pS). */
 static int parse_column(const char *zArg, vt_schema *pS, int iCol, char **pzErr) {
   vt_col *pCol = &pS->aCol[iCol];
@@ -468,22 +495,10 @@ static int parse_column(const char *zArg, vt_schema *pS, int iCol, char **pzErr)
   int bPk = 0, bPkDesc = 0, bUnique = 0, bAutoinc = 0;
   int rc = zWhere ? SQLITE_OK : SQLITE_NOMEM;
   while (rc == SQLITE_OK) {
-    t = vt_tok_next(&z);
-    if (t.n < 0) {
-      *pzErr = sqlite3_mprintf("csq: malformed column definition '%s'", zArg);
-      rc = SQLITE_ERROR;
-      break;
-    }
-    if (t.n == 0) break;
+    rc = constraint_word(&z, zArg, zWhere, pS, &zCons, &t, pzErr);
+    if (rc || t.n == 0) break;
     if (vt_tok_is(t, "CONSTRAINT")) {
-      vt_tok nm = vt_tok_next(&z);
-      if (nm.n <= 0) {
-        rc = refuse(pS, "csq: %s: CONSTRAINT needs a name", zWhere);
-        break;
-      }
-      sqlite3_free(zCons);
-      zCons = vt_tok_ident(nm);
-      if (!zCons) rc = SQLITE_NOMEM;
+      /* named by constraint_word */
     } else if (vt_tok_is(t, "NOT")) {
       if (!accept_kw(&z, "NULL")) {
         rc = refuse(pS, "csq: %s: NOT without NULL is not understood", zWhere);
@@ -634,22 +649,11 @@ static int parse_table_constraint(const char *zArg, vt_schema *pS, char **pzErr)
   char *zCons = NULL;
   int rc = SQLITE_OK;
   while (rc == SQLITE_OK) {
-    vt_tok t = vt_tok_next(&z);
-    if (t.n < 0) {
-      *pzErr = sqlite3_mprintf("csq: malformed table constraint '%s'", zArg);
-      rc = SQLITE_ERROR;
-      break;
-    }
-    if (t.n == 0) break;
+    vt_tok t;
+    rc = constraint_word(&z, zArg, NULL, pS, &zCons, &t, pzErr);
+    if (rc || t.n == 0) break;
     if (vt_tok_is(t, "CONSTRAINT")) {
-      vt_tok nm = vt_tok_next(&z);
-      if (nm.n <= 0) {
-        rc = refuse(pS, "csq: table constraint '%s': CONSTRAINT needs a name", zArg);
-        break;
-      }
-      sqlite3_free(zCons);
-      zCons = vt_tok_ident(nm);
-      if (!zCons) rc = SQLITE_NOMEM;
+      /* named by constraint_word */
     } else if (vt_tok_is(t, "CHECK")) {
       vt_tok g = vt_tok_next(&z);
       if (!tok_is_group(g)) {
