@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "vtab/module_name.h" /* vt_sql_space */
 #include "vtab/vtab.h"
 
 /* SQLite's affinity rules (section 3.1 of the datatype documentation). */
@@ -49,21 +50,6 @@ char vt_affinity(const char *zType) {
     aff = VT_AFF_REAL;
   sqlite3_free(z);
   return aff;
-}
-
-/* Skip white space and comments. */
-static const char *skip_space(const char *z) {
-  for (;;) {
-    while (isspace((unsigned char)*z)) z++;
-    if (z[0] == '-' && z[1] == '-') {
-      while (*z && *z != '\n') z++;
-    } else if (z[0] == '/' && z[1] == '*') {
-      const char *e = strstr(z + 2, "*/");
-      z = e ? e + 2 : z + strlen(z);
-    } else {
-      return z;
-    }
-  }
 }
 
 static int is_id_char(unsigned char c) {
@@ -93,7 +79,7 @@ static const char *skip_group(const char *z) {
       z = skip_quoted(z);
       if (!z) return NULL;
     } else if ((z[0] == '-' && z[1] == '-') || (z[0] == '/' && z[1] == '*')) {
-      z = skip_space(z);
+      z = vt_sql_space(z);
     } else {
       if (*z == '(') depth++;
       if (*z == ')' && --depth == 0) return z + 1;
@@ -104,7 +90,7 @@ static const char *skip_group(const char *z) {
 }
 
 vt_tok vt_tok_next(const char **pz) {
-  const char *z = skip_space(*pz);
+  const char *z = vt_sql_space(*pz);
   const unsigned char c = (unsigned char)*z;
   const char *e;
   vt_tok t = {z, 0};
