@@ -14,7 +14,10 @@
 
 #include <string.h>
 
-/* Skip white space and comments. */
+/* Skip white space and comments, as SQLite's tokenizer does: its white
+** space is space, \t, \n, \f and \r (a \v is an illegal token there,
+** though sqlite3Isspace counts it). Also the skipper of vtab/schema.c's
+** tokens (vt_tok_next). */
 static inline const char *vt_sql_space(const char *z) {
   for (;;) {
     while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r' || *z == '\f') z++;

@@ -29,6 +29,7 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+#include "vtab/module_name.h" /* vt_sql_space */
 #include "vtab/vtab.h"
 
 /* SQLite's affinity rules (section 3.1 of the datatype documentation). */
@@ -49,21 +50,6 @@ char vt_affinity(const char *zType) {
     aff = VT_AFF_REAL;
   sqlite3_free(z);
   return aff;
-}
-
-/* Skip white space and comments. */
-static const char *skip_space(const char *z) {
-  for (;;) {
-    while (isspace((unsigned char)*z)) z++;
-    if (z[0] == '-' && z[1] == '-') {
-      while (*z && *z != '\n') z++;
-    } else if (z[0] == '/' && z[1] == '*') {
-      const char *e = strstr(z + 2, "*/");
-      z = e ? e + 2 : z + strlen(z);
-    } else {
-      return z;
-    }
-  }
 }
 
 static int is_id_char(unsigned char c) {
@@ -93,7 +79,7 @@ static const char *skip_group(const char *z) {
       z = skip_quoted(z);
       if (!z) return NULL;
     } else if ((z[0] == '-' && z[1] == '-') || (z[0] == '/' && z[1] == '*')) {
-      z = skip_space(z);
+      z = vt_sql_space(z);
     } else {
       if (*z == '(') depth++;
       if (*z == ')' && --depth == 0) return z + 1;
@@ -104,7 +90,7 @@ static const char *skip_group(const char *z) {
 }
 
 vt_tok vt_tok_next(const char **pz) {
-  const char *z = skip_space(*pz);
+  const char *z = vt_sql_space(*pz);
   const unsigned char c = (unsigned char)*z;
   const char *e;
   vt_tok t = {z, 0};
@@ -424,6 +410,33 @@ static int parse_default(const char **pz, vt_schema *pS, const char *zWhere, cha
   return *pzDflt ? SQLITE_OK : SQLITE_NOMEM;
 }
 
+/* The next word of the constraints in argument zArg at *pz, in *pt (n 0
+** at their end). zWhere is "column x" in a column definition, NULL in table
+** constraints (as for parse_onconf). A CONSTRAINT name is read here: it
+** names the constraints after it, up to the next one, as in SQLite (*pzCons,
+** freed and replaced), and *pt is the CONSTRAINT word. A malformed argument
+** is SQLITE_ERROR with *pzErr set; a CONSTRAINT without a name is refused
+** (refuse) and ends the words; else SQLITE_OK or SQLITE_NOMEM. */
+static int constraint_word(const char **pz, const char *zArg, const char *zWhere, vt_schema *pS,
+                           char **pzCons, vt_tok *pt, char **pzErr) {
+  *pt = vt_tok_next(pz);
+  if (pt->n < 0) {
+    *pzErr = sqlite3_mprintf("csq: malformed %s '%s'",
+                             zWhere ? "column definition" : "table constraint", zArg);
+    return SQLITE_ERROR;
+  }
+  if (!vt_tok_is(*pt, "CONSTRAINT")) return SQLITE_OK;
+  vt_tok nm = vt_tok_next(pz);
+  if (nm.n <= 0) {
+    pt->n = 0;
+    if (zWhere) return refuse(pS, "csq: %s: CONSTRAINT needs a name", zWhere);
+    return refuse(pS, "csq: table constraint '%s': CONSTRAINT needs a name", zArg);
+  }
+  sqlite3_free(*pzCons);
+  *pzCons = vt_tok_ident(nm);
+  return *pzCons ? SQLITE_OK : SQLITE_NOMEM;
+}
+
 /* Parse one column definition into pCol (column iCol of pS). */
 static int parse_column(const char *zArg, vt_schema *pS, int iCol, char **pzErr) {
   vt_col *pCol = &pS->aCol[iCol];
@@ -468,22 +481,10 @@ static int parse_column(const char *zArg, vt_schema *pS, int iCol, char **pzErr)
   int bPk = 0, bPkDesc = 0, bUnique = 0, bAutoinc = 0;
   int rc = zWhere ? SQLITE_OK : SQLITE_NOMEM;
   while (rc == SQLITE_OK) {
-    t = vt_tok_next(&z);
-    if (t.n < 0) {
-      *pzErr = sqlite3_mprintf("csq: malformed column definition '%s'", zArg);
-      rc = SQLITE_ERROR;
-      break;
-    }
-    if (t.n == 0) break;
+    rc = constraint_word(&z, zArg, zWhere, pS, &zCons, &t, pzErr);
+    if (rc || t.n == 0) break;
     if (vt_tok_is(t, "CONSTRAINT")) {
-      vt_tok nm = vt_tok_next(&z);
-      if (nm.n <= 0) {
-        rc = refuse(pS, "csq: %s: CONSTRAINT needs a name", zWhere);
-        break;
-      }
-      sqlite3_free(zCons);
-      zCons = vt_tok_ident(nm);
-      if (!zCons) rc = SQLITE_NOMEM;
+      /* named by constraint_word */
     } else if (vt_tok_is(t, "NOT")) {
       if (!accept_kw(&z, "NULL")) {
         rc = refuse(pS, "csq: %s: NOT without NULL is not understood", zWhere);
@@ -634,22 +635,11 @@ static int parse_table_constraint(const char *zArg, vt_schema *pS, char **pzErr)
   char *zCons = NULL;
   int rc = SQLITE_OK;
   while (rc == SQLITE_OK) {
-    vt_tok t = vt_tok_next(&z);
-    if (t.n < 0) {
-      *pzErr = sqlite3_mprintf("csq: malformed table constraint '%s'", zArg);
-      rc = SQLITE_ERROR;
-      break;
-    }
-    if (t.n == 0) break;
+    vt_tok t;
+    rc = constraint_word(&z, zArg, NULL, pS, &zCons, &t, pzErr);
+    if (rc || t.n == 0) break;
     if (vt_tok_is(t, "CONSTRAINT")) {
-      vt_tok nm = vt_tok_next(&z);
-      if (nm.n <= 0) {
-        rc = refuse(pS, "csq: table constraint '%s': CONSTRAINT needs a name", zArg);
-        break;
-      }
-      sqlite3_free(zCons);
-      zCons = vt_tok_ident(nm);
-      if (!zCons) rc = SQLITE_NOMEM;
+      /* named by constraint_word */
     } else if (vt_tok_is(t, "CHECK")) {
       vt_tok g = vt_tok_next(&z);
       if (!tok_is_group(g)) {

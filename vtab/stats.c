@@ -31,7 +31,11 @@ typedef struct kv_cursor {
   int nRow, iRow;
 } kv_cursor;
 
-static int kv_connect_common(sqlite3 *db, void *pAux, sqlite3_vtab **ppVtab, int bDevices) {
+/* xConnect of both tables, told apart by the module's name (argv[0]). */
+static int kv_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                      sqlite3_vtab **ppVtab, char **pzErr) {
+  (void)argc, (void)pzErr;
+  const int bDevices = sqlite3_stricmp(argv[0], "csq_devices") == 0;
   int rc = sqlite3_declare_vtab(
       db, bDevices ? "CREATE TABLE x(path TEXT, backend TEXT, engines INTEGER, slm_bytes INTEGER, "
                      "blocks_used INTEGER, capacity_blocks INTEGER, compute TEXT)"
@@ -44,16 +48,6 @@ static int kv_connect_common(sqlite3 *db, void *pAux, sqlite3_vtab **ppVtab, int
   p->bDevices = bDevices;
   *ppVtab = &p->base;
   return SQLITE_OK;
-}
-static int stats_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
-                         sqlite3_vtab **ppVtab, char **pzErr) {
-  (void)argc, (void)argv, (void)pzErr;
-  return kv_connect_common(db, pAux, ppVtab, 0);
-}
-static int devices_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
-                           sqlite3_vtab **ppVtab, char **pzErr) {
-  (void)argc, (void)argv, (void)pzErr;
-  return kv_connect_common(db, pAux, ppVtab, 1);
 }
 static int kv_disconnect(sqlite3_vtab *pVtab) {
   sqlite3_free(pVtab);
@@ -183,20 +177,9 @@ static int kv_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   return SQLITE_OK;
 }
 
-static sqlite3_module stats_module = {
-    .xConnect = stats_connect,
-    .xBestIndex = kv_best_index,
-    .xDisconnect = kv_disconnect,
-    .xOpen = kv_open,
-    .xClose = kv_close,
-    .xFilter = kv_filter,
-    .xNext = kv_next,
-    .xEof = kv_eof,
-    .xColumn = kv_column,
-    .xRowid = kv_rowid,
-};
-static sqlite3_module devices_module = {
-    .xConnect = devices_connect,
+/* The module of both csq_stats and csq_devices. */
+static sqlite3_module kv_module = {
+    .xConnect = kv_connect,
     .xBestIndex = kv_best_index,
     .xDisconnect = kv_disconnect,
     .xOpen = kv_open,
@@ -215,8 +198,8 @@ static void stats_reset_func(sqlite3_context *ctx, int argc, sqlite3_value **arg
 }
 
 int vt_stats_register(sqlite3 *db, vt_conn *pConn) {
-  int rc = sqlite3_create_module(db, "csq_stats", &stats_module, pConn);
-  if (rc == SQLITE_OK) rc = sqlite3_create_module(db, "csq_devices", &devices_module, pConn);
+  int rc = sqlite3_create_module(db, "csq_stats", &kv_module, pConn);
+  if (rc == SQLITE_OK) rc = sqlite3_create_module(db, "csq_devices", &kv_module, pConn);
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function(db, "csq_stats_reset", 0, SQLITE_UTF8, pConn, stats_reset_func,
                                  NULL, NULL);

@@ -69,20 +69,6 @@ void emu_complete(dev_bqueue *q, const csq_sqe *pSqe, uint16_t sf, uint64_t resu
   __atomic_fetch_sub(&q->nInflight, 1, __ATOMIC_RELEASE);
 }
 
-/* Append j to the engines' job list and wake one engine (a futex call only
-** if one sleeps). j is the list's until an engine takes it. */
-static void job_append(dev_backend *d, emu_job *j) {
-  pthread_mutex_lock(&d->jobMutex);
-  if (d->pJobTail)
-    d->pJobTail->pNext = j;
-  else
-    d->pJobHead = j;
-  d->pJobTail = j;
-  __atomic_fetch_add(&d->nJob, 1, __ATOMIC_RELEASE);
-  pthread_cond_signal(&d->jobCond);
-  pthread_mutex_unlock(&d->jobMutex);
-}
-
 /* Hand a command to the engine pool. */
 static void job_push(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe,
                      const dev_fault_hit *pHit) {
@@ -91,12 +77,11 @@ static void job_push(dev_backend *d, dev_bqueue *q, const csq_sqe *pSqe,
     emu_complete(q, pSqe, CSQ_SC_INTERNAL, 0, NULL, "device out of memory");
     return;
   }
-  j->pNext = NULL;
   j->q = q;
   j->sqe = *pSqe;
   j->bHit = pHit != NULL;
   if (pHit) j->hit = *pHit;
-  job_append(d, j);
+  dev_cp_jobs_push(&d->jobs, &j->link);
 }
 
 /* A command taken from an SQ, its fault decision made (in SQ order, so that
@@ -210,12 +195,13 @@ static void ctrl_dispatch(ctrl_ctx *c, const ctrl_cmd *p) {
 static void ctrl_want_help(dev_backend *d) {
   emu_job *j;
   int bQueued = 0;
-  pthread_mutex_lock(&d->jobMutex);
-  for (j = d->pJobHead; j && !bQueued; j = j->pNext) bQueued = j->q == NULL;
-  pthread_mutex_unlock(&d->jobMutex);
+  pthread_mutex_lock(&d->jobs.mu);
+  for (dev_cp_job *p = d->jobs.pHead; p && !bQueued; p = p->pNext)
+    bQueued = ((emu_job *)p)->q == NULL;
+  pthread_mutex_unlock(&d->jobs.mu);
   if (bQueued) return;
   j = calloc(1, sizeof(*j));
-  if (j) job_append(d, j); /* no memory: the controller carries on alone */
+  if (j) dev_cp_jobs_push(&d->jobs, &j->link); /* no memory: the controller carries on alone */
 }
 
 /* One pass: take commands, call for help if a backlog remains behind a
@@ -295,13 +281,6 @@ static void *ctrl_main(void *pArg) {
   return NULL;
 }
 
-/* 1 if a job waits in the engines' list. Without the lock: a helping
-** engine asks on every pass, and taking jobMutex that often made the
-** controller's job_append wait and wake. */
-static int job_waiting(dev_backend *d) {
-  return __atomic_load_n(&d->nJob, __ATOMIC_ACQUIRE) > 0;
-}
-
 /* Engine e acts as a second controller thread while the SQs have a backlog
 ** (the controller called for help): commands it takes run on it, with its
 ** own media context (reads in flight there too), in parallel with the
@@ -315,7 +294,7 @@ static void engine_help(emu_engine *e) {
   int i;
   dev_mio_set_async(c.pMio, 1);
   dev_spin_init(&spin);
-  while (!__atomic_load_n(&d->bStop, __ATOMIC_ACQUIRE) && !job_waiting(d)) {
+  while (!__atomic_load_n(&d->bStop, __ATOMIC_ACQUIRE) && !dev_cp_jobs_waiting(&d->jobs)) {
     if (ctrl_pass(&c)) {
       dev_spin_init(&spin);
       continue;
@@ -331,19 +310,9 @@ static void *engine_main(void *pArg) {
   emu_engine *e = pArg;
   dev_backend *d = e->pDev;
   for (;;) {
-    emu_job *j;
-    pthread_mutex_lock(&d->jobMutex);
-    while (!d->pJobHead && !d->bJobStop) pthread_cond_wait(&d->jobCond, &d->jobMutex);
-    j = d->pJobHead;
-    if (!j) { /* stopping and drained */
-      pthread_mutex_unlock(&d->jobMutex);
-      break;
-    }
-    d->pJobHead = j->pNext;
-    if (!d->pJobHead) d->pJobTail = NULL;
-    __atomic_fetch_sub(&d->nJob, 1, __ATOMIC_RELEASE);
-    pthread_mutex_unlock(&d->jobMutex);
-    if (!j->q) { /* the controller's call for help */
+    emu_job *j = (emu_job *)dev_cp_jobs_take(&d->jobs);
+    if (!j) break; /* stopping and drained */
+    if (!j->q) {   /* the controller's call for help */
       free(j);
       engine_help(e);
       continue;
@@ -372,8 +341,7 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   *ppB = NULL;
   if (!d) return -ENOMEM;
   pthread_mutex_init(&d->qMutex, NULL);
-  pthread_mutex_init(&d->jobMutex, NULL);
-  pthread_cond_init(&d->jobCond, NULL);
+  dev_cp_jobs_init(&d->jobs);
   dev_cp_init(&d->cp, 0, "this device");
   pthread_mutex_init(&d->resvMutex, NULL);
   d->zPath = strdup(zPath);
@@ -400,9 +368,7 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   d->nMaxDepth = DEV_MAX_QDEPTH;
   rc = dev_mio_open(d->pMedia, &d->pCtrlMio);
   if (rc) goto fail_io;
-  d->nEngine = pOpt->nEngines > 0 ? pOpt->nEngines : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (d->nEngine < 1) d->nEngine = 1;
-  if (d->nEngine > 256) d->nEngine = 256;
+  d->nEngine = dev_cp_engines(pOpt->nEngines);
   d->aEngine = calloc(d->nEngine, sizeof(emu_engine));
   if (!d->aEngine) {
     rc = -ENOMEM;
@@ -444,10 +410,7 @@ static void emu_close(dev_backend *d) {
     dev_bell_ring(&d->sqBell);
     pthread_join(d->ctrlThread, NULL);
   }
-  pthread_mutex_lock(&d->jobMutex);
-  d->bJobStop = 1;
-  pthread_cond_broadcast(&d->jobCond);
-  pthread_mutex_unlock(&d->jobMutex);
+  dev_cp_jobs_stop(&d->jobs);
   for (i = 0; d->aEngine && i < d->nEngine; i++) {
     if (d->aEngine[i].bStarted) pthread_join(d->aEngine[i].thread, NULL);
     dev_mio_close(d->aEngine[i].pMio);
@@ -459,8 +422,7 @@ static void emu_close(dev_backend *d) {
   dev_media_close(d->pMedia);
   dev_fault_free(d->pFault);
   pthread_mutex_destroy(&d->qMutex);
-  pthread_mutex_destroy(&d->jobMutex);
-  pthread_cond_destroy(&d->jobCond);
+  dev_cp_jobs_destroy(&d->jobs);
   pthread_mutex_destroy(&d->resvMutex);
   free(d->zPath);
   free(d);

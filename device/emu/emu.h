@@ -25,6 +25,7 @@
 #include "device/emu/media.h"
 #include "device/engine/ptype.h"
 #include "device/link/queue.h"
+#include "device/engine/cp_jobs.h"
 #include "device/engine/cp_slots.h"
 #include "device/link/errlog.h"
 
@@ -41,7 +42,7 @@
 
 typedef struct emu_job emu_job;
 struct emu_job {
-  emu_job *pNext;
+  dev_cp_job link; /* must be first: the engines' job list (cp_jobs.h) */
   dev_bqueue *q;
   csq_sqe sqe;
   int bHit;
@@ -78,11 +79,7 @@ struct dev_backend {
   /* compute engines */
   int nEngine;
   emu_engine *aEngine;
-  pthread_mutex_t jobMutex;
-  pthread_cond_t jobCond;
-  emu_job *pJobHead, *pJobTail;
-  int nJob; /* jobs in the list: written under jobMutex, read without it (atomic) */
-  int bJobStop;
+  dev_cp_jobs jobs;
 
   /* programs and memory range sets */
   dev_cp cp;

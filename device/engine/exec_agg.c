@@ -447,10 +447,7 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
     k0 = kEnd;
   }
   uint64_t nBytes = ex_ag_write(&t, pp, pOut, nextRow);
-  *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
-  ctx->pStats->rows_scanned += nextRow - start;
-  ctx->pStats->rows_returned += t.g.nGroup - nSeeded;
-  if (start == 0) ctx->pStats->row_groups_scanned++;
+  ex_res_done(ctx, pOut, nBytes, start, nextRow, nRow, t.g.nGroup - nSeeded, pRet);
 done:
   if (apCondDict)
     for (int i = 0; i < pp->nCond; i++) free(apCondDict[i]);

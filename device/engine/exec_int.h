@@ -274,6 +274,92 @@ static inline uint64_t var_bytes(const ex_val *v) {
   return v->cls == CSQ_TEXT || v->cls == CSQ_BLOB ? v->n : 0;
 }
 
+/* ---- writing a result (program.h, RESULT) ---- */
+
+/* A result column of n values with class mask m and nHeap heap bytes:
+** whether it carries a class array and a length array, and where its
+** sections sit. */
+typedef struct ex_res_shape {
+  int bCls, bLen;
+  csq_res_lay l;
+} ex_res_shape;
+static inline ex_res_shape ex_res_shape_of(uint8_t m, uint32_t n, uint64_t nHeap) {
+  ex_res_shape s;
+  s.bCls = !mask_single(m) && n > 0;
+  s.bLen = (m & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
+  s.l = csq_res_col_lay(s.bCls, s.bLen, n, nHeap);
+  return s;
+}
+
+/* Write the CSQ_RES_COL_SZ-byte descriptor d of a column of shape s with
+** class mask m and nHeap heap bytes. */
+static inline void ex_res_desc_put(uint8_t *d, const ex_res_shape *s, uint8_t m, uint64_t nHeap) {
+  memset(d, 0, CSQ_RES_COL_SZ);
+  d[0] = m;
+  d[1] = (uint8_t)s->bCls;
+  d[2] = (uint8_t)s->bLen;
+  csq_put_le64(d + 8, nHeap);
+}
+
+/* Write the CSQ_RES_HDR-byte header of a result of nBytes at p. */
+static inline void ex_res_hdr_put(uint8_t *p, uint32_t nRows, uint32_t nextRow, uint32_t nCol,
+                                  uint64_t nBytes) {
+  csq_put_le32(p, CSQ_RES_MAGIC);
+  csq_put_le32(p + 4, nRows);
+  csq_put_le32(p + 8, nextRow);
+  csq_put_le32(p + 12, nCol);
+  csq_put_le64(p + 16, nBytes);
+}
+
+/* Write v as value k of a result column of shape s at out: its 8-byte
+** word (an INT, a REAL's bits, a TEXT/BLOB's heap offset, 0 for NULL), its
+** class if the column has a class array, its length if it has a length
+** array; TEXT/BLOB bytes go to the heap at *pnHeap, which grows by them.
+** SLM addresses are only 4-byte aligned: le.h stores at any alignment. */
+static inline void ex_res_put(uint8_t *out, const ex_res_shape *s, uint32_t k, const ex_val *v,
+                              uint64_t *pnHeap) {
+  uint64_t u = 0;
+  switch (v->cls) {
+  case CSQ_INT:
+    u = (uint64_t)v->i;
+    break;
+  case CSQ_REAL:
+    memcpy(&u, &v->r, 8);
+    break;
+  case CSQ_TEXT:
+  case CSQ_BLOB:
+    u = *pnHeap;
+    if (v->n) memcpy(out + s->l.oHeap + *pnHeap, v->z, v->n);
+    *pnHeap += v->n;
+    break;
+  default:
+    break;
+  }
+  csq_put_le64(out + s->l.oVal + 8ull * k, u);
+  if (s->bCls) out[k] = v->cls;
+  if (s->bLen) csq_put_le32(out + s->l.oLen + 4ull * k, (uint32_t)var_bytes(v));
+}
+
+/* Complete an Execute that read rows [start, nextRow) of a row group of
+** nRow rows and wrote a result of nBytes at pOut with nReturned new rows:
+** its completion's DW0-DW1 in *pRet, and the counters. */
+static inline void ex_res_done(dev_exec_ctx *ctx, const uint8_t *pOut, uint64_t nBytes,
+                               uint64_t start, uint32_t nextRow, uint32_t nRow, uint64_t nReturned,
+                               uint64_t *pRet) {
+  *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
+  ctx->pStats->rows_scanned += nextRow - start;
+  ctx->pStats->rows_returned += nReturned;
+  if (start == 0) ctx->pStats->row_groups_scanned++;
+}
+
+/* Zero the padding of a column of shape s with n values and nHeap heap
+** bytes at out, once its values are written. */
+static inline void ex_res_pad(uint8_t *out, const ex_res_shape *s, uint32_t n, uint64_t nHeap) {
+  if (s->bCls) memset(out + n, 0, s->l.oVal - n);
+  if (s->bLen) memset(out + s->l.oLen + 4ull * n, 0, s->l.oHeap - s->l.oLen - 4ull * n);
+  memset(out + s->l.oHeap + nHeap, 0, s->l.nBytes - s->l.oHeap - nHeap);
+}
+
 /* ---- exec_value.c ---- */
 
 /* Compile the pattern of LIKE/GLOB term et into et->aTok, et->aRange

@@ -38,24 +38,15 @@ int ex_out_omitted(const uint8_t *aOmit, int j) {
 }
 
 uint64_t ex_out_bytes(const ex_outcol *o, uint32_t n) {
-  int bCls = !mask_single(o->clsMask) && n > 0;
-  int bLen = (o->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
-  return (bCls ? pad8(n) : 0) + 8ull * n + (bLen ? pad8(4ull * n) : 0) + pad8(o->nHeap);
+  return ex_res_shape_of(o->clsMask, n, o->nHeap).l.nBytes;
 }
 
 /* Write column c over aSel[0..n) at out (sized by ex_out_bytes). */
 void ex_out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *o, uint8_t *out) {
-  int bCls = !mask_single(o->clsMask) && n > 0;
-  int bLen = (o->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
-  /* SLM addresses are only 4-byte aligned: le.h stores at any alignment */
-  uint8_t *aCls = bCls ? out : NULL;
-  uint8_t *aVal = out + (bCls ? pad8(n) : 0);
-  uint8_t *aLen = bLen ? aVal + 8ull * n : NULL;
-  uint8_t *aHeap = aVal + 8ull * n + (bLen ? pad8(4ull * n) : 0);
+  const ex_res_shape s = ex_res_shape_of(o->clsMask, n, o->nHeap);
+  uint8_t *aVal = out + s.l.oVal;
   uint64_t nHeap = 0;
   ex_val v;
-  if (bCls && (pad8(n) > n)) memset(out + n, 0, pad8(n) - n);
-  if (bLen && pad8(4ull * n) > 4ull * n) memset(aLen + 4ull * n, 0, 4);
   if ((c->kind == K_INT || c->kind == K_REAL) && !c->bAllNull) {
     /* batch by batch: the values of the rows of one aligned batch as 8-byte
     ** words, unpacking just theirs when few of the batch's rows are here */
@@ -86,33 +77,14 @@ void ex_out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *
       for (uint32_t j = 0; j < m; j++, k++) {
         int bNull = col_null(c, aSel[k]);
         csq_put_le64(aVal + 8ull * k, bNull ? 0 : aU[j]);
-        if (aCls) aCls[k] = bNull ? CSQ_NULL : cls;
+        if (s.bCls) out[k] = bNull ? CSQ_NULL : cls;
       }
     }
   } else {
     for (uint32_t k = 0; k < n; k++) {
       ex_col_get(c, aSel[k], &v);
-      uint64_t u = 0;
-      switch (v.cls) {
-      case CSQ_INT:
-        u = (uint64_t)v.i;
-        break;
-      case CSQ_REAL:
-        memcpy(&u, &v.r, 8);
-        break;
-      case CSQ_TEXT:
-      case CSQ_BLOB:
-        u = nHeap;
-        if (v.n) memcpy(aHeap + nHeap, v.z, v.n);
-        nHeap += v.n;
-        break;
-      default:
-        break;
-      }
-      csq_put_le64(aVal + 8ull * k, u);
-      if (aCls) aCls[k] = v.cls;
-      if (aLen) csq_put_le32(aLen + 4ull * k, (v.cls == CSQ_TEXT || v.cls == CSQ_BLOB) ? v.n : 0);
+      ex_res_put(out, &s, k, &v, &nHeap);
     }
   }
-  if (pad8(nHeap) > nHeap) memset(aHeap + nHeap, 0, pad8(nHeap) - nHeap);
+  ex_res_pad(out, &s, n, nHeap);
 }

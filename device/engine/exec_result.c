@@ -87,53 +87,18 @@ uint64_t ex_ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uint32_
       m |= (uint8_t)(1u << v.cls);
       nHeap += var_bytes(&v);
     }
-    int bCls = !mask_single(m) && n > 0;
-    int bLen = (m & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0;
-    uint8_t *d = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
-    memset(d, 0, CSQ_RES_COL_SZ);
-    d[0] = m;
-    d[1] = (uint8_t)bCls;
-    d[2] = (uint8_t)bLen;
-    csq_put_le64(d + 8, nHeap);
-    uint8_t *aCls = bCls ? q : NULL;
-    uint8_t *aVal = q + (bCls ? pad8(n) : 0);
-    uint8_t *aLen = bLen ? aVal + 8ull * n : NULL;
-    uint8_t *aHeap = aVal + 8ull * n + (bLen ? pad8(4ull * n) : 0);
-    if (bCls) memset(q, 0, pad8(n));
-    if (bLen) memset(aLen, 0, pad8(4ull * n));
+    const ex_res_shape sh = ex_res_shape_of(m, n, nHeap);
+    ex_res_desc_put(pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j, &sh, m, nHeap);
     uint64_t off = 0;
     for (uint32_t g = 0; g < n; g++) {
       ag_cell(t, pp, j, g, &v);
-      uint64_t u = 0;
-      switch (v.cls) {
-      case CSQ_INT:
-        u = (uint64_t)v.i;
-        break;
-      case CSQ_REAL:
-        memcpy(&u, &v.r, 8);
-        break;
-      case CSQ_TEXT:
-      case CSQ_BLOB:
-        u = off;
-        if (v.n) memcpy(aHeap + off, v.z, v.n);
-        csq_put_le32(aLen + 4ull * g, v.n);
-        off += v.n;
-        break;
-      default:
-        break;
-      }
-      csq_put_le64(aVal + 8ull * g, u);
-      if (aCls) aCls[g] = v.cls;
+      ex_res_put(q, &sh, g, &v, &off);
     }
-    if (pad8(off) > off) memset(aHeap + off, 0, pad8(off) - off);
-    q = aHeap + pad8(off);
+    ex_res_pad(q, &sh, n, off);
+    q += sh.l.nBytes;
   }
   uint64_t nBytes = (uint64_t)(q - pOut);
-  csq_put_le32(pOut, CSQ_RES_MAGIC);
-  csq_put_le32(pOut + 4, n);
-  csq_put_le32(pOut + 8, nextRow);
-  csq_put_le32(pOut + 12, (uint32_t)t->nCol);
-  csq_put_le64(pOut + 16, nBytes);
+  ex_res_hdr_put(pOut, n, nextRow, (uint32_t)t->nCol, nBytes);
   return nBytes;
 }
 
@@ -188,21 +153,19 @@ int ex_ag_seed(ag_tab *t, const csq_prog *pp, const int8_t *aAlias, const uint8_
     uint8_t m = d[0], bCls = d[1], bLen = d[2];
     c->nHeap = csq_le64(d + 8);
     if (c->nHeap > n || (m & 0xC1)) return CSQ_FAULT_BAD_JOB;
-    uint64_t need =
-        (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(c->nHeap);
-    if (nRows > n || need > n - q) return CSQ_FAULT_BAD_JOB;
+    const csq_res_lay l = csq_res_col_lay(bCls, bLen, nRows, c->nHeap);
+    if (nRows > n || l.nBytes > n - q) return CSQ_FAULT_BAD_JOB;
     c->cls = 0;
     c->aCls = bCls ? p + q : NULL;
-    c->aVal = p + q + (bCls ? pad8(nRows) : 0);
-    c->aLen = bLen ? c->aVal + 8ull * nRows : NULL;
-    c->aHeap = c->aVal + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0);
+    c->aVal = p + q + l.oVal;
+    c->aLen = bLen ? p + q + l.oLen : NULL;
+    c->aHeap = p + q + l.oHeap;
     if (!bCls) {
-      for (int k = CSQ_INT; k <= CSQ_NULL; k++)
-        if (m == (1u << k)) c->cls = (uint8_t)k;
+      c->cls = (uint8_t)csq_res_mask_cls(m);
       if (nRows && !c->cls) return CSQ_FAULT_BAD_JOB;
     }
     if (!bLen && (m & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB)))) return CSQ_FAULT_BAD_JOB;
-    q += need;
+    q += l.nBytes;
   }
   ex_val aK[CSQ_AGG_MAX_KEYS], v;
   for (uint32_t r = 0; r < nRows; r++) {

@@ -405,12 +405,10 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
       d[3] = 1; /* absent: the host reads it from the chunk if it needs it */
       continue;
     }
-    d[0] = o->clsMask;
-    d[1] = (uint8_t)(!mask_single(o->clsMask) && nKeep > 0);
-    d[2] = (uint8_t)((o->clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) != 0);
-    csq_put_le64(d + 8, o->nHeap);
+    const ex_res_shape sh = ex_res_shape_of(o->clsMask, nKeep, o->nHeap);
+    ex_res_desc_put(d, &sh, o->clsMask, o->nHeap);
     ex_out_write(&aCol[pp->aOut[j]], aSel, nKeep, o, q);
-    q += ex_out_bytes(o, nKeep);
+    q += sh.l.nBytes;
   }
   if (pp->bRowNum) {
     memcpy(q, aSel, 4ull * nKeep); /* row numbers; SLM is little-endian like the host */
@@ -418,15 +416,8 @@ static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     q += pad8(4ull * nKeep);
   }
   uint64_t nBytes = (uint64_t)(q - pOut);
-  csq_put_le32(pOut, CSQ_RES_MAGIC);
-  csq_put_le32(pOut + 4, nKeep);
-  csq_put_le32(pOut + 8, nextRow);
-  csq_put_le32(pOut + 12, (uint32_t)pp->nOut);
-  csq_put_le64(pOut + 16, nBytes);
-  *pRet = csq_res_ret(pOut, nBytes, nextRow < nRow);
-  ctx->pStats->rows_scanned += nextRow - start;
-  ctx->pStats->rows_returned += nKeep;
-  if (start == 0) ctx->pStats->row_groups_scanned++;
+  ex_res_hdr_put(pOut, nKeep, nextRow, (uint32_t)pp->nOut, nBytes);
+  ex_res_done(ctx, pOut, nBytes, start, nextRow, nRow, nKeep, pRet);
 
 done:
   if (aCol)

@@ -120,6 +120,15 @@ static void pack_codes(packer *pk, const uint64_t *a, uint32_t n, unsigned w, ui
   for (; k < n; k++, pk->pos++) pack_one(pk->base, w, pk->pos, (a[k] - ref) & mask);
 }
 
+/* Index of the first non-NULL value of aCls (there is one), of which nNull
+** are NULL. */
+static inline uint32_t first_value(const uint8_t *aCls, uint32_t nNull) {
+  uint32_t k = 0;
+  if (nNull)
+    while (aCls[k] == CSQ_NULL) k++;
+  return k;
+}
+
 /*
 ** INT values (plus NULLs) of v[i0, i0+n), at least one INT: CONST, INT_FOR
 ** or INT_RLE, whichever is smallest. NULL slots are coded as the previous
@@ -131,9 +140,7 @@ static int encode_int(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull,
                       uint8_t **pp, uint64_t *pnBytes) {
   const csq_val *a = v->aVal + i0;
   const uint8_t *aCls = v->aCls + i0;
-  uint32_t k0 = 0;
-  if (nNull)
-    while (aCls[k0] == CSQ_NULL) k0++;
+  const uint32_t k0 = first_value(aCls, nNull);
   int64_t mn = a[k0].i, mx = a[k0].i;
   uint32_t nRun = 1;
   if (nNull == 0) {
@@ -273,9 +280,7 @@ static int encode_real(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNull
                        uint8_t **pp, uint64_t *pnBytes) {
   const csq_val *a = v->aVal + i0;
   const uint8_t *aCls = v->aCls + i0;
-  uint32_t k0 = 0;
-  if (nNull)
-    while (aCls[k0] == CSQ_NULL) k0++;
+  const uint32_t k0 = first_value(aCls, nNull);
   const uint64_t first = dbl2bits(a[k0].r);
   double mn = INFINITY, mx = -INFINITY;
   uint64_t diff = 0; /* nonzero once some value's bits differ from the first's */
@@ -391,8 +396,7 @@ static int encode_bytes(const csq_vec *v, uint32_t i0, uint32_t n, uint32_t nNul
   int bDict = 0, rc = -ENOMEM;
   uint8_t *p = 0;
 
-  uint32_t k0 = 0;
-  while (aCls[k0] == CSQ_NULL) k0++;
+  const uint32_t k0 = first_value(aCls, nNull);
   const char *zFirst = csq_vec_bytes(v, i0 + k0);
   uint32_t nFirst = v->aLen[i0 + k0];
   int bConst = 1;

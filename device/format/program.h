@@ -484,6 +484,32 @@ static inline int csq_ret_bad(uint64_t ret) {
   return ((ret >> 32) & 6) != 0;
 }
 
+/* Where the sections of one result column of nRows values sit (RESULT
+** above), as byte offsets from the column's start: the classes (if bCls)
+** at 0, then the values, the lengths (if bLen), the heap of nHeap bytes;
+** nBytes is the whole column, padding included. Both sides lay a column
+** out with it: the engine to write one, the host to read one. */
+typedef struct csq_res_lay {
+  uint64_t oVal, oLen, oHeap, nBytes;
+} csq_res_lay;
+static inline csq_res_lay csq_res_col_lay(int bCls, int bLen, uint64_t nRows, uint64_t nHeap) {
+  csq_res_lay l;
+  l.oVal = bCls ? (nRows + 7) & ~(uint64_t)7 : 0;
+  l.oLen = l.oVal + 8 * nRows;
+  l.oHeap = l.oLen + (bLen ? (4 * nRows + 7) & ~(uint64_t)7 : 0);
+  l.nBytes = l.oHeap + ((nHeap + 7) & ~(uint64_t)7);
+  return l;
+}
+/* The one class of class mask m (CSQ_INT .. CSQ_NULL), or 0 if m holds
+** none or several: the class of every value of a column without a class
+** array. */
+static inline int csq_res_mask_cls(uint8_t m) {
+  int c = 0;
+  for (int k = CSQ_INT; k <= CSQ_NULL; k++)
+    if (m == (1u << k)) c = k;
+  return c;
+}
+
 /* ---- Encoder (host side) -------------------------------------------------
 ** Build a program step by step; every call returns a non-negative index or 0
 ** on success, or a negative errno (-EINVAL for an argument out of range or a

@@ -15,6 +15,28 @@ void chunk_zone_set_max(csq_zone *z, const void *p, uint64_t n) {
   if (z->nMaxTxt) memcpy(z->zMaxTxt, p, z->nMaxTxt);
 }
 
+/* Widen [*pMin, *pMax] to take in [bMin, bMax]; bFirst: it held nothing. */
+static void merge_i(int64_t *pMin, int64_t *pMax, int64_t bMin, int64_t bMax, int bFirst) {
+  if (bFirst || bMin < *pMin) *pMin = bMin;
+  if (bFirst || bMax > *pMax) *pMax = bMax;
+}
+static void merge_r(double *pMin, double *pMax, double bMin, double bMax, int bFirst) {
+  if (bFirst || bMin < *pMin) *pMin = bMin;
+  if (bFirst || bMax > *pMax) *pMax = bMax;
+}
+
+/* a's text min / max becomes b's. */
+static void take_min_txt(csq_zone *a, const csq_zone *b) {
+  a->nMinTxt = b->nMinTxt;
+  a->bMinTrunc = b->bMinTrunc;
+  memcpy(a->zMinTxt, b->zMinTxt, sizeof(a->zMinTxt));
+}
+static void take_max_txt(csq_zone *a, const csq_zone *b) {
+  a->nMaxTxt = b->nMaxTxt;
+  a->bMaxTrunc = b->bMaxTrunc;
+  memcpy(a->zMaxTxt, b->zMaxTxt, sizeof(a->zMaxTxt));
+}
+
 /*
 ** Merge zone b into a. Fields are combined only where the class masks say
 ** they are valid. Min/max prefixes merge exactly: two prefixes that compare
@@ -29,53 +51,39 @@ void csq_zone_merge(csq_zone *a, const csq_zone *b) {
   uint64_t nv = (uint64_t)a->nVal + b->nVal, nn = (uint64_t)a->nNull + b->nNull;
   a->nVal = nv > UINT32_MAX ? UINT32_MAX : (uint32_t)nv;
   a->nNull = nn > UINT32_MAX ? UINT32_MAX : (uint32_t)nn;
-  if (b->clsMask & mI) {
-    if (!(a->clsMask & mI)) {
-      a->iMin = b->iMin;
-      a->iMax = b->iMax;
-    } else {
-      if (b->iMin < a->iMin) a->iMin = b->iMin;
-      if (b->iMax > a->iMax) a->iMax = b->iMax;
-    }
-  }
-  if (b->clsMask & mNum) {
-    if (!(a->clsMask & mNum)) {
-      a->rMin = b->rMin;
-      a->rMax = b->rMax;
-    } else {
-      if (b->rMin < a->rMin) a->rMin = b->rMin;
-      if (b->rMax > a->rMax) a->rMax = b->rMax;
-    }
-  }
+  if (b->clsMask & mI) merge_i(&a->iMin, &a->iMax, b->iMin, b->iMax, !(a->clsMask & mI));
+  if (b->clsMask & mNum) merge_r(&a->rMin, &a->rMax, b->rMin, b->rMax, !(a->clsMask & mNum));
   /* Which class the text fields describe: 2 = TEXT, 1 = BLOB (no TEXT), 0 = none. */
   int ka = (a->clsMask & mT) ? 2 : (a->clsMask & mB) ? 1 : 0;
   int kb = (b->clsMask & mT) ? 2 : (b->clsMask & mB) ? 1 : 0;
   if (kb > ka) { /* b's fields describe the class that a's must now describe */
-    a->nMinTxt = b->nMinTxt;
-    a->bMinTrunc = b->bMinTrunc;
-    memcpy(a->zMinTxt, b->zMinTxt, sizeof(a->zMinTxt));
-    a->nMaxTxt = b->nMaxTxt;
-    a->bMaxTrunc = b->bMaxTrunc;
-    memcpy(a->zMaxTxt, b->zMaxTxt, sizeof(a->zMaxTxt));
+    take_min_txt(a, b);
+    take_max_txt(a, b);
   } else if (kb && kb == ka) {
     int c = cmp_bytes(b->zMinTxt, b->nMinTxt, a->zMinTxt, a->nMinTxt);
     if (c < 0) {
-      a->nMinTxt = b->nMinTxt;
-      a->bMinTrunc = b->bMinTrunc;
-      memcpy(a->zMinTxt, b->zMinTxt, sizeof(a->zMinTxt));
+      take_min_txt(a, b);
     } else if (c == 0) {
       a->bMinTrunc = a->bMinTrunc && b->bMinTrunc;
     }
     c = cmp_bytes(b->zMaxTxt, b->nMaxTxt, a->zMaxTxt, a->nMaxTxt);
     if (c > 0) {
-      a->nMaxTxt = b->nMaxTxt;
-      a->bMaxTrunc = b->bMaxTrunc;
-      memcpy(a->zMaxTxt, b->zMaxTxt, sizeof(a->zMaxTxt));
+      take_max_txt(a, b);
     } else if (c == 0) {
       a->bMaxTrunc = a->bMaxTrunc || b->bMaxTrunc;
     }
   }
   a->clsMask |= b->clsMask;
+}
+
+/* Widen z's REAL range [rMin, rMax] to r; *pbNum: it holds a value. */
+static inline void widen_r(csq_zone *z, double r, int *pbNum) {
+  if (!*pbNum)
+    z->rMin = z->rMax = r, *pbNum = 1;
+  else if (r < z->rMin)
+    z->rMin = r;
+  else if (r > z->rMax)
+    z->rMax = r;
 }
 
 /*
@@ -101,22 +109,11 @@ void chunk_zone_scan(csq_zone *z, const csq_vec *v, uint32_t i0, uint32_t n) {
         z->iMin = x;
       else if (x > z->iMax)
         z->iMax = x;
-      double r = (double)x;
-      if (!bNum)
-        z->rMin = z->rMax = r, bNum = 1;
-      else if (r < z->rMin)
-        z->rMin = r;
-      else if (r > z->rMax)
-        z->rMax = r;
+      widen_r(z, (double)x, &bNum);
     } else if (c == CSQ_REAL) {
       double r = v->aVal[i].r;
       if (isnan(r)) continue;
-      if (!bNum)
-        z->rMin = z->rMax = r, bNum = 1;
-      else if (r < z->rMin)
-        z->rMin = r;
-      else if (r > z->rMax)
-        z->rMax = r;
+      widen_r(z, r, &bNum);
     } else if (c == kTxt) {
       const char *p = csq_vec_bytes(v, i);
       uint32_t len = v->aLen[i];

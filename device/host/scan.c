@@ -658,13 +658,12 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
       continue;
     }
     if (csq_vec_reserve(v, nRows ? nRows : 1, nHeap ? nHeap : 1)) return -ENOMEM;
-    uint64_t need =
-        (bCls ? pad8(nRows) : 0) + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0) + pad8(nHeap);
-    if (need > n - q || clsMask & 0xC1) return -EBADMSG;
+    const csq_res_lay l = csq_res_col_lay(bCls, bLen, nRows, nHeap);
+    if (l.nBytes > n - q || clsMask & 0xC1) return -EBADMSG;
     const uint8_t *aCls = bCls ? p + q : NULL;
-    const uint8_t *aVal = p + q + (bCls ? pad8(nRows) : 0);
-    const uint8_t *aLen = bLen ? aVal + 8ull * nRows : NULL;
-    const uint8_t *aHeap = aVal + 8ull * nRows + (bLen ? pad8(4ull * nRows) : 0);
+    const uint8_t *aVal = p + q + l.oVal;
+    const uint8_t *aLen = bLen ? p + q + l.oLen : NULL;
+    const uint8_t *aHeap = p + q + l.oHeap;
     if (aCls) {
       uint8_t m = 0;
       for (uint32_t i = 0; i < nRows; i++) {
@@ -674,9 +673,7 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
       if (m != clsMask) return -EBADMSG;
       memcpy(v->aCls, aCls, nRows);
     } else {
-      int c = 0;
-      for (int k = CSQ_INT; k <= CSQ_NULL; k++)
-        if (clsMask == (1u << k)) c = k;
+      int c = csq_res_mask_cls(clsMask);
       if (nRows && !c) return -EBADMSG;
       memset(v->aCls, c, nRows);
     }
@@ -699,7 +696,7 @@ static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnR
     v->nHeap = nHeap;
     v->n = nRows;
     v->clsMask = clsMask;
-    q += need;
+    q += l.nBytes;
   }
   if (s->prog.bRowNum) {
     if (pad8(4ull * nRows) > n - q) return -EBADMSG;

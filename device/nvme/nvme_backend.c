@@ -60,6 +60,7 @@
 #include "device/nvme/nvme_passthru.h"
 #include "device/engine/ptype.h"
 #include "device/link/queue.h"
+#include "device/engine/cp_jobs.h"
 #include "device/engine/cp_slots.h"
 #include "device/link/errlog.h"
 #include "device/link/msg.h"
@@ -72,7 +73,7 @@
 
 typedef struct nvb_job nvb_job;
 struct nvb_job {
-  nvb_job *pNext;
+  dev_cp_job link; /* must be first: the engines' job list (cp_jobs.h) */
   dev_bqueue *q;
   csq_sqe sqe;
   dev_cp_run run; /* the program taken by host_execute */
@@ -102,10 +103,7 @@ struct dev_backend {
 
   int nEngine;
   nvb_engine *aEngine;
-  pthread_mutex_t jobMutex;
-  pthread_cond_t jobCond;
-  nvb_job *pJobHead, *pJobTail;
-  int bJobStop;
+  dev_cp_jobs jobs;
 };
 
 /* One csq command in flight on a queue. */
@@ -331,17 +329,8 @@ static void *engine_main(void *pArg) {
   dev_nvme_ring *ring = NULL;
   if (dev_nvme_ring_open(NVB_ENGINE_RING, &ring)) ring = NULL; /* xReadLba then fails */
   for (;;) {
-    nvb_job *j;
-    pthread_mutex_lock(&d->jobMutex);
-    while (!d->pJobHead && !d->bJobStop) pthread_cond_wait(&d->jobCond, &d->jobMutex);
-    j = d->pJobHead;
-    if (!j) {
-      pthread_mutex_unlock(&d->jobMutex);
-      break;
-    }
-    d->pJobHead = j->pNext;
-    if (!d->pJobHead) d->pJobTail = NULL;
-    pthread_mutex_unlock(&d->jobMutex);
+    nvb_job *j = (nvb_job *)dev_cp_jobs_take(&d->jobs);
+    if (!j) break; /* stopping and drained */
     job_run(e, ring, j);
     free(j);
   }
@@ -364,14 +353,7 @@ static uint16_t host_execute(dev_bqueue *q, const csq_sqe *p, dev_io_acct *pAcct
     return sf;
   }
   __atomic_fetch_add(&q->nJobs, 1, __ATOMIC_ACQUIRE);
-  pthread_mutex_lock(&d->jobMutex);
-  if (d->pJobTail)
-    d->pJobTail->pNext = j;
-  else
-    d->pJobHead = j;
-  d->pJobTail = j;
-  pthread_cond_signal(&d->jobCond);
-  pthread_mutex_unlock(&d->jobMutex);
+  dev_cp_jobs_push(&d->jobs, &j->link);
   return 0;
 }
 
@@ -801,8 +783,7 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   d->fd = d->ctrlFd = -1;
   dev_cp_init(&d->cp, 0, "the host engine");
   pthread_mutex_init(&d->resvMutex, NULL);
-  pthread_mutex_init(&d->jobMutex, NULL);
-  pthread_cond_init(&d->jobCond, NULL);
+  dev_cp_jobs_init(&d->jobs);
   d->zPath = strdup(zPath);
   pId = aligned_alloc(4096, 4096);
   if (!d->zPath || !pId) {
@@ -897,9 +878,7 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
     rc = fail_msg(pzErr, rc, "cannot map %llu bytes of host SLM for %s", ULL(d->slm.n), zPath);
     goto fail;
   }
-  d->nEngine = pOpt->nEngines > 0 ? pOpt->nEngines : (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (d->nEngine < 1) d->nEngine = 1;
-  if (d->nEngine > 256) d->nEngine = 256;
+  d->nEngine = dev_cp_engines(pOpt->nEngines);
   d->aEngine = calloc(d->nEngine, sizeof(nvb_engine));
   if (!d->aEngine) {
     rc = -ENOMEM;
@@ -925,10 +904,7 @@ fail:
 static void nvb_close(dev_backend *d) {
   int i;
   if (!d) return;
-  pthread_mutex_lock(&d->jobMutex);
-  d->bJobStop = 1;
-  pthread_cond_broadcast(&d->jobCond);
-  pthread_mutex_unlock(&d->jobMutex);
+  dev_cp_jobs_stop(&d->jobs);
   for (i = 0; d->aEngine && i < d->nEngine; i++)
     if (d->aEngine[i].bStarted) pthread_join(d->aEngine[i].thread, NULL);
   free(d->aEngine);
@@ -937,8 +913,7 @@ static void nvb_close(dev_backend *d) {
   if (d->ctrlFd >= 0) close(d->ctrlFd);
   if (d->fd >= 0) close(d->fd);
   pthread_mutex_destroy(&d->resvMutex);
-  pthread_mutex_destroy(&d->jobMutex);
-  pthread_cond_destroy(&d->jobCond);
+  dev_cp_jobs_destroy(&d->jobs);
   free(d->zPath);
   free(d);
 }

@@ -70,11 +70,12 @@ void *store_block_alloc(uint64_t nblk) {
   return p;
 }
 
-/* Read/write runs of blocks in commands of at most IO_MAX_BLOCKS. */
-int store_io_read(dev_queue *q, uint64_t lba, uint64_t nblk, uint8_t *buf) {
+/* Read (bWrite 0) or write a run of blocks in commands of at most
+** IO_MAX_BLOCKS. buf is only read when writing. */
+static int io_run(dev_queue *q, int bWrite, uint64_t lba, uint64_t nblk, uint8_t *buf) {
   while (nblk > 0) {
     uint32_t n = nblk > IO_MAX_BLOCKS ? IO_MAX_BLOCKS : (uint32_t)nblk;
-    int rc = dev_nvm_read(q, lba, n, buf);
+    int rc = bWrite ? dev_nvm_write(q, lba, n, buf) : dev_nvm_read(q, lba, n, buf);
     if (rc) return rc;
     lba += n;
     nblk -= n;
@@ -82,16 +83,11 @@ int store_io_read(dev_queue *q, uint64_t lba, uint64_t nblk, uint8_t *buf) {
   }
   return 0;
 }
+int store_io_read(dev_queue *q, uint64_t lba, uint64_t nblk, uint8_t *buf) {
+  return io_run(q, 0, lba, nblk, buf);
+}
 int store_io_write(dev_queue *q, uint64_t lba, uint64_t nblk, const uint8_t *buf) {
-  while (nblk > 0) {
-    uint32_t n = nblk > IO_MAX_BLOCKS ? IO_MAX_BLOCKS : (uint32_t)nblk;
-    int rc = dev_nvm_write(q, lba, n, buf);
-    if (rc) return rc;
-    lba += n;
-    nblk -= n;
-    buf += (size_t)n * CSQ_LBA_SIZE;
-  }
-  return 0;
+  return io_run(q, 1, lba, nblk, (uint8_t *)buf); /* io_run only reads it */
 }
 
 char *store_io_errmsg(store *p, dev_queue *q, int rc, const char *zWhat) {
