@@ -26,7 +26,10 @@ for t in "$BUILD"/tests/test_*; do
   rc=$?
   if [ $rc -eq 0 ]; then pass=$((pass+1)); echo "PASS $name"
   elif [ $rc -eq 77 ]; then skip=$((skip+1)); echo "SKIP $name: $(tail -n 1 "$log/$name.out")"
-  else fail=$((fail+1)); failed="$failed $name"; echo "FAIL $name (exit $rc)"; tail -n 20 "$log/$name.out" | sed 's/^/    /'
+  else fail=$((fail+1)); failed="$failed $name"; echo "FAIL $name (exit $rc)"
+    # a sanitizer's report from its first line (its tail is only the legend)
+    grep -m 1 -A 40 -E 'ERROR: (Address|Leak|Thread)Sanitizer|runtime error:' "$log/$name.out" | sed 's/^/    /'
+    tail -n 20 "$log/$name.out" | sed 's/^/    /'
   fi
 done
 
