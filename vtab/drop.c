@@ -76,13 +76,8 @@ static int any_device_txn(vt_conn *pConn) {
   return 0;
 }
 
-static void unlink_tab(vt_tab *p) {
-  for (vt_tab **pp = &p->pConn->pTabs; *pp; pp = &(*pp)->pNextTab)
-    if (*pp == p) {
-      *pp = p->pNextTab;
-      break;
-    }
-  p->pNextTab = NULL;
+static int same_table(const vt_tab *a, const vt_tab *b) {
+  return sqlite3_stricmp(a->zName, b->zName) == 0 && sqlite3_stricmp(a->zDb, b->zDb) == 0;
 }
 
 int vt_drop(vt_tab *p, int *pbKept) {
@@ -110,7 +105,7 @@ int vt_drop(vt_tab *p, int *pbKept) {
   rc = vt_stripe_catalog(p, do_bury, &a, &zErr);
   sqlite3_free(zTomb);
   if (rc) return vt_err(&p->base, rc, zErr);
-  unlink_tab(p);
+  vt_tab_unlink(p);
   p->pNextTab = pConn->pDropped;
   pConn->pDropped = p;
   *pbKept = 1;
@@ -119,7 +114,7 @@ int vt_drop(vt_tab *p, int *pbKept) {
 
 int vt_drop_pending(vt_tab *p, char **pzErr) {
   for (vt_tab *t = p->pConn->pDropped; t; t = t->pNextTab)
-    if (sqlite3_stricmp(t->zName, p->zName) == 0 && sqlite3_stricmp(t->zDb, p->zDb) == 0) {
+    if (same_table(t, p)) {
       *pzErr = sqlite3_mprintf("csq: table %s was dropped in this transaction and csq keeps its "
                                "rows until the transaction ends: COMMIT before creating it again",
                                p->zName);
@@ -143,7 +138,7 @@ int vt_drop_restore(vt_tab *p, int *pbRestored, char **pzErr) {
   /* the connection's own record of the drop is settled by this */
   for (vt_tab **pp = &p->pConn->pDropped; *pp; pp = &(*pp)->pNextTab) {
     vt_tab *t = *pp;
-    if (sqlite3_stricmp(t->zName, p->zName) == 0 && sqlite3_stricmp(t->zDb, p->zDb) == 0) {
+    if (same_table(t, p)) {
       *pp = t->pNextTab;
       t->pNextTab = NULL;
       vt_tab_free(t);
@@ -163,16 +158,20 @@ static int schema_has(sqlite3 *db, const char *zDb, const char *zName) {
          SQLITE_OK;
 }
 
+/* Does dropped table p come back (1), or is it gone (0, or -1 when nobody
+** can tell)? The schema has the table being created now, not the dropped
+** one of its name. */
+static int comes_back(vt_conn *pConn, const vt_tab *p, const vt_tab *pCreating) {
+  if (pCreating && same_table(pCreating, p)) return 0;
+  return schema_has(pConn->db, p->zDb, p->zName);
+}
+
 void vt_drop_settle(vt_conn *pConn, const vt_tab *pCreating) {
   if (!pConn->pDropped || !sqlite3_get_autocommit(pConn->db)) return;
   for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab)
     if (t->bInTxn) return; /* a statement of its own is running */
   if (pConn->bOrphanTxn) {
-    const vt_tab *q = pConn->pDropped;
-    int bBack = schema_has(pConn->db, q->zDb, q->zName);
-    if (pCreating && sqlite3_stricmp(pCreating->zName, q->zName) == 0 &&
-        sqlite3_stricmp(pCreating->zDb, q->zDb) == 0)
-      bBack = 0;
+    int bBack = comes_back(pConn, pConn->pDropped, pCreating);
     char *zErr = NULL;
     if (bBack != 0 || vt_txn_commit_all(pConn, &zErr)) vt_txn_rollback_all(pConn);
     free(zErr);
@@ -182,11 +181,7 @@ void vt_drop_settle(vt_conn *pConn, const vt_tab *pCreating) {
     pConn->pDropped = p->pNextTab;
     p->pNextTab = NULL;
     char *zTomb = dropped_name(p->zName), *zErr = NULL;
-    int bBack = schema_has(pConn->db, p->zDb, p->zName);
-    /* the schema has the table being created now, not the dropped one */
-    if (pCreating && sqlite3_stricmp(pCreating->zName, p->zName) == 0 &&
-        sqlite3_stricmp(pCreating->zDb, p->zDb) == 0)
-      bBack = 0;
+    int bBack = comes_back(pConn, p, pCreating);
     if (zTomb && bBack == 1) {
       vt_rename_arg a = {zTomb, p->zName};
       vt_stripe_catalog(p, do_unbury, &a, &zErr);

@@ -182,16 +182,20 @@ static int names_fit(const vt_tab *p, const char *zName, int bColumns, char **pz
   return SQLITE_OK;
 }
 
+void vt_tab_unlink(vt_tab *p) {
+  if (!p->pConn) return;
+  for (vt_tab **pp = &p->pConn->pTabs; *pp; pp = &(*pp)->pNextTab)
+    if (*pp == p) {
+      *pp = p->pNextTab;
+      p->pNextTab = NULL;
+      return;
+    }
+}
+
 void vt_tab_free(vt_tab *p) {
   if (!p) return;
   vt_tab_txn_reset(p);
-  if (p->pConn) {
-    for (vt_tab **pp = &p->pConn->pTabs; *pp; pp = &(*pp)->pNextTab)
-      if (*pp == p) {
-        *pp = p->pNextTab;
-        break;
-      }
-  }
+  vt_tab_unlink(p);
   for (int k = 0; k < p->nMem; k++)
     if (p->apMem[k]) vt_dev_release(p->pConn, p->apMem[k]);
   sqlite3_free(p->apMem);

@@ -254,6 +254,7 @@ int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
 /* table.c */
 extern sqlite3_module vt_module;
 void vt_tab_free(vt_tab *p);
+void vt_tab_unlink(vt_tab *p); /* off pConn->pTabs (a table dropped, freed) */
 /* Catalog changes, run on each member (vt_stripe_catalog): drop table
 ** pArg (a name) with its stripe metadata, if there; rename one. */
 int vt_catalog_drop(store_txn *t, void *pArg, char **pzErr);

@@ -805,13 +805,13 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   ** transaction inside it), or -1 (a SAVEPOINT that began the transaction),
   ** takes the table back to the transaction's start */
   vt_mark start = {iSavepoint, 0, 0, p->nextRowid0, 0};
-  vt_mark m;
+  const vt_mark *m;
   if (p->nSave > 0 && p->aSave[p->nSave - 1].iSavepoint == iSavepoint)
-    m = p->aSave[p->nSave - 1];
+    m = &p->aSave[p->nSave - 1];
   else if (iSavepoint < 0 || (p->bSaveBase && iSavepoint < p->iSaveBase))
-    m = start;
+    m = &start;
   else
     return SQLITE_OK;
   p->markEpoch = 0;
-  return rollback_to_mark(p, &m);
+  return rollback_to_mark(p, m);
 }
