@@ -8,8 +8,9 @@
 ** in vtab/plan.c: an equality on a numeric column whose right side is not a
 ** constant) the cursor reads the table once, keeps the columns the
 ** statement uses here, and hashes the probed column; each later xFilter is a
-** hash lookup. The cache lives as long as the cursor (one statement) and is
-** rebuilt if the table is written meanwhile.
+** hash lookup. The cache lives as long as the statement run (a closing
+** cursor hands it to the next, see vt_probe_keep) and is rebuilt if the
+** table is written meanwhile.
 **
 ** The lookup is exact for SQLite's "=" between a numeric-affinity column and
 ** any value (numeric affinity is applied to the value first; integers and
@@ -76,7 +77,8 @@ uint64_t vt_probe_stamp(const vt_probe *p) {
   return p->stamp;
 }
 
-int vt_probe_fits(const vt_probe *p, int nVec, const uint8_t *aKeep, int iKey) {
+/* The probe holds at least the vectors aKeep names, hashed on iKey. */
+static int probe_fits(const vt_probe *p, int nVec, const uint8_t *aKeep, int iKey) {
   if (p->nVec != nVec || p->iKey != iKey) return 0;
   for (int i = 0; i < nVec; i++)
     if (aKeep[i] && !p->aKeep[i]) return 0;
@@ -92,9 +94,9 @@ int vt_probe_fits(const vt_probe *p, int nVec, const uint8_t *aKeep, int iKey) {
 ** one closes. */
 void vt_probe_keep(vt_tab *pTab, vt_probe *p) {
   vt_conn *pConn = pTab->pConn;
+  if (!p) return; /* a cursor without a probe leaves the kept one alone */
   vt_probe_free(pTab->pKeptProbe);
   pTab->pKeptProbe = NULL;
-  if (!p) return;
   if (pConn->nStmtCur <= 1 || p->stamp != pTab->nWrite) {
     vt_probe_free(p); /* the run ends with this cursor, or the table changed */
     return;
@@ -108,7 +110,7 @@ vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const uint8_t *aKeep, int iKey) 
   if (!p) return NULL;
   pTab->pKeptProbe = NULL;
   if (pTab->keptEpoch == pTab->pConn->stmtEpoch && pTab->pConn->nStmtCur > 0 &&
-      p->stamp == pTab->nWrite && vt_probe_fits(p, nVec, aKeep, iKey))
+      p->stamp == pTab->nWrite && probe_fits(p, nVec, aKeep, iKey))
     return p;
   vt_probe_free(p);
   return NULL;

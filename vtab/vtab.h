@@ -341,8 +341,6 @@ int vt_stmt_snapshot(vt_conn *pConn, vt_dev *d, int bFresh, store_snap **ppSnap,
 vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp);
 void vt_probe_free(vt_probe *p);
 uint64_t vt_probe_stamp(const vt_probe *p);
-/* the probe holds at least the vectors aKeep names, hashed on iKey */
-int vt_probe_fits(const vt_probe *p, int nVec, const uint8_t *aKeep, int iKey);
 void vt_probe_keep(vt_tab *pTab, vt_probe *p); /* a closing cursor's probe, for its run */
 vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const uint8_t *aKeep, int iKey); /* or NULL */
 void vt_probe_drop_kept(vt_conn *pConn); /* the statement run ended */
