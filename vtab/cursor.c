@@ -61,6 +61,11 @@ typedef struct vt_cursor {
   const char *zProbePlan; /* idxStr of the plan that last looked pProbe up (SQLite's string:
                              compared by address only, never read) */
   int bProbe;             /* rows come from pProbe's hits */
+  int nProbeArg;          /* the plan's terms, whose values come before the keys' in argv */
+  int bWhole;             /* device_filter for a probe build or grouping: every output,
+                             rowids too */
+  vt_grouper *pGroup;     /* GROUP BY consumed: the rows, collected (vtab/group.c) */
+  const uint32_t *aServe; /* its order: output row of each iRow (else iRow itself) */
   uint32_t iHit;
   int bEof;
   uint64_t colUsed;
@@ -201,6 +206,9 @@ static void cursor_reset(vt_cursor *c, int nCol) {
   c->aRowNum = NULL;
   c->pBatchRg = NULL;
   c->mAsked = c->mOmit = 0;
+  vt_grouper_free(c->pGroup);
+  c->pGroup = NULL;
+  c->aServe = NULL;
   memset(c->apLazyRg, 0, sizeof(store_rg *) * (size_t)(nCol + 1));
 }
 
@@ -455,6 +463,19 @@ static int serve_topn(vt_cursor *c, vt_topn *t, int nOut) {
   return SQLITE_OK;
 }
 
+/* Open one scan per member over all its row groups, running c->pProg. */
+static int open_member_scans(vt_cursor *c, vt_tab *p) {
+  for (int k = 0; k < c->nMem; k++) {
+    const store_table *pTab = c->aTab[k];
+    char *zErr = NULL;
+    c->aWinBase[k] = 0;
+    int rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg,
+                           c->pProg, c->nProg, &c->apScan[k], &zErr);
+    if (rc) return vt_err(&p->base, rc, zErr);
+  }
+  return SQLITE_OK;
+}
+
 /* VT_PLAN_DEVICE: run the pushed terms as a device program over the visible
 ** row groups (the transaction's buffered rows are written out first, so the
 ** device sees them).
@@ -481,7 +502,7 @@ static int device_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const ch
   ** program then returns row numbers, so the rowid (which SQLite reads only
   ** for writes, rowid in the statement, or OR-by-union) and any column left
   ** out can be read from their chunks when asked for (vt_column). */
-  c->bRowNum = c->nKey == 0;
+  c->bRowNum = c->nKey == 0 && !c->bWhole;
   int nOut = set_outputs(c, p, !c->bRowNum, aChunk);
   if (nOut == 0) /* no column read (count(*)): one output all the same, dropped after a batch */
     nOut = set_outputs(c, p, 1, aChunk);
@@ -531,16 +552,14 @@ static int device_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const ch
     pProg = NULL;
   } else {
     /* one scan per member, all open at once: every device works in parallel */
-    for (int k = 0; k < c->nMem; k++) {
-      const store_table *pTab = c->aTab[k];
-      c->aWinBase[k] = 0;
-      rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg, pProg,
-                         nProg, &c->apScan[k], &zErr);
-      if (rc) {
-        rc = vt_err(&p->base, rc, zErr);
-        goto done;
-      }
-    }
+    c->pProg = pProg;
+    c->nProg = nProg;
+    pProg = NULL;
+    rc = open_member_scans(c, p);
+    sqlite3_free(c->pProg);
+    c->pProg = NULL;
+    c->nProg = 0;
+    if (rc) goto done;
   }
   c->iScan = 0;
   c->bEof = 0;
@@ -578,10 +597,111 @@ done:
 
 static int open_scan(vt_cursor *c, vt_tab *p);
 
-/* VT_PLAN_PROBE: look argv[0] up in the probe cache, hashed on chunk iKey,
-** building it first (one scan of the table through this cursor) if the
+/* What the rows of a probe passed: the terms of its plan (idxStr's segments
+** between cols= and key=) and their values, argv[0..nTerm); "" without
+** terms. NULL: no memory. */
+static char *probe_sig(const char *idxStr, const vt_plan *pPlan, sqlite3_value **argv) {
+  if (pPlan->nTerm == 0) return sqlite3_mprintf("");
+  const char *z0 = strchr(strchr(idxStr, ';') + 1, ';'); /* after "probe;cols=HEX" */
+  const char *z1 = strstr(idxStr, ";key=");
+  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  sqlite3_str_append(pStr, z0, (int)(z1 - z0));
+  for (int i = 0; i < pPlan->nTerm; i++) {
+    sqlite3_value *v = argv[i];
+    switch (sqlite3_value_type(v)) {
+    case SQLITE_INTEGER:
+      sqlite3_str_appendf(pStr, "|i%lld", sqlite3_value_int64(v));
+      break;
+    case SQLITE_FLOAT:
+      sqlite3_str_appendf(pStr, "|r%!.17g", sqlite3_value_double(v));
+      break;
+    case SQLITE_NULL:
+      sqlite3_str_appendall(pStr, "|n");
+      break;
+    default: { /* TEXT or BLOB: their bytes, with their length */
+      const unsigned char *b = sqlite3_value_blob(v);
+      int n = sqlite3_value_bytes(v);
+      sqlite3_str_appendf(pStr, "|%c%d:", sqlite3_value_type(v) == SQLITE_TEXT ? 't' : 'b', n);
+      for (int k = 0; k < n; k++) sqlite3_str_appendf(pStr, "%02x", b[k]);
+    }
+    }
+  }
+  return sqlite3_str_finish(pStr);
+}
+
+/* Build the probe pr from every visible row (a host scan through this
+** cursor, as open_scan reads). */
+static int probe_build_host(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_plan *pPlan) {
+  int nVec = p->s.nCol + 1;
+  const csq_vec **apSrc = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nVec);
+  if (!apSrc) return SQLITE_NOMEM;
+  for (int i = 0; i < nVec; i++) apSrc[i] = &c->aVec[i];
+  int rc = open_scan(c, p);
+  if (rc == SQLITE_OK) {
+    uint64_t nLive = c->nBuf;
+    for (int g = 0; g < c->nRg; g++) nLive += c->apRg[g]->nRow - c->apRg[g]->nDel;
+    if (nLive < VT_PROBE_MAX_ROWS * 2u) rc = vt_probe_reserve(pr, (uint32_t)nLive);
+  }
+  while (rc == SQLITE_OK && !c->bEof) {
+    if (!c->aLoaded[0]) rc = load_column(c, p, 0);
+    for (int i = 0; rc == SQLITE_OK && i < p->s.nCol; i++) {
+      int bKey = 0;
+      for (int k = 0; k < pPlan->nProbeKey; k++) bKey |= pPlan->aProbeChunk[k] == i + 1;
+      if ((bKey || col_used(c, i)) && i != p->s.iIpk && !c->aLoaded[i + 1])
+        rc = load_column(c, p, i + 1);
+    }
+    if (rc == SQLITE_OK && vt_probe_rows(pr) >= VT_PROBE_MAX_ROWS * 2u) {
+      vt_set_error(&p->base, "csq: table %s grew past %d rows during a join probe", p->zName,
+                   VT_PROBE_MAX_ROWS * 2);
+      rc = SQLITE_FULL;
+    }
+    if (rc == SQLITE_OK) {
+      /* the run of visible rows from here, in one append */
+      uint32_t r0 = c->iRow;
+      do c->iRow++;
+      while (c->iRow < c->nRow && row_ok(c));
+      rc = vt_probe_append(pr, apSrc, r0, c->iRow - r0);
+      dev_queue_stats(p->apMem[c->iRg < c->nRg ? c->aRgMem[c->iRg] : 0]->pQ)->rows_returned +=
+          c->iRow - r0 - 1; /* settle counted the first */
+    }
+    if (rc == SQLITE_OK) rc = settle(c, p);
+  }
+  sqlite3_free(apSrc);
+  return rc;
+}
+
+/* Build the probe pr from the rows that pass the plan's terms: a device
+** program over every member, whose batches (rowids and every used column)
+** are appended as they come. */
+static int probe_build_device(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_plan *pPlan,
+                              const char *idxStr, sqlite3_value **argv) {
+  int nVec = p->s.nCol + 1;
+  const csq_vec **apSrc = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nVec);
+  if (!apSrc) return SQLITE_NOMEM;
+  c->bWhole = 1;
+  int rc = device_filter(c, p, pPlan, idxStr, argv);
+  c->bWhole = 0;
+  while (rc == SQLITE_OK && !c->bEof) {
+    for (int i = 0; i < nVec; i++) apSrc[i] = c->aOutOf[i] >= 0 ? &c->aOut[c->aOutOf[i]] : NULL;
+    if (vt_probe_rows(pr) >= VT_PROBE_MAX_ROWS * 2u) {
+      vt_set_error(&p->base, "csq: table %s grew past %d rows during a join probe", p->zName,
+                   VT_PROBE_MAX_ROWS * 2);
+      rc = SQLITE_FULL;
+      break;
+    }
+    rc = vt_probe_append(pr, apSrc, 0, c->nRow);
+    c->iRow = c->nRow;
+    if (rc == SQLITE_OK) rc = settle_scan(c, p);
+  }
+  sqlite3_free(apSrc);
+  return rc;
+}
+
+/* VT_PLAN_PROBE: look the key values (argv after the terms') up in the
+** probe cache, building it first (one scan of the table through this
+** cursor, filtered on the device by the plan's terms if it has any) if the
 ** cursor has none or the table was written since. */
-static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int iKey,
+static int probe_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const char *idxStr,
                         sqlite3_value **argv) {
   if (c->pProbe && vt_probe_stamp(c->pProbe) != p->nWrite) {
     vt_probe_free(c->pProbe);
@@ -590,42 +710,25 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int iKey,
   if (!c->pProbe) {
     int nVec = p->s.nCol + 1;
     uint8_t *aKeep = sqlite3_malloc64((size_t)nVec);
-    if (!aKeep) return SQLITE_NOMEM;
+    char *zSig = probe_sig(idxStr, pPlan, argv);
+    if (!aKeep || !zSig) {
+      sqlite3_free(aKeep);
+      sqlite3_free(zSig);
+      return SQLITE_NOMEM;
+    }
     aKeep[0] = 1; /* the rowid */
     for (int i = 0; i < p->s.nCol; i++) aKeep[i + 1] = col_used(c, i) && i != p->s.iIpk;
     /* a subquery's earlier cursor in this statement run may have built it */
-    c->pProbe = vt_probe_take(p, nVec, aKeep, iKey);
-    vt_probe *pr = c->pProbe ? NULL : vt_probe_new(nVec, aKeep, iKey, p->nWrite);
+    c->pProbe = vt_probe_take(p, nVec, aKeep, pPlan->aProbeChunk, pPlan->nProbeKey, zSig);
+    vt_probe *pr = c->pProbe ? NULL
+                             : vt_probe_new(nVec, aKeep, pPlan->aProbeChunk, pPlan->nProbeKey, zSig,
+                                            p->nWrite);
     sqlite3_free(aKeep);
+    sqlite3_free(zSig);
     if (c->pProbe) goto found;
     if (!pr) return SQLITE_NOMEM;
-    int rc = open_scan(c, p);
-    if (rc == SQLITE_OK) {
-      uint64_t nLive = c->nBuf;
-      for (int g = 0; g < c->nRg; g++) nLive += c->apRg[g]->nRow - c->apRg[g]->nDel;
-      if (nLive < VT_PROBE_MAX_ROWS * 2u) rc = vt_probe_reserve(pr, (uint32_t)nLive);
-    }
-    while (rc == SQLITE_OK && !c->bEof) {
-      if (!c->aLoaded[0]) rc = load_column(c, p, 0);
-      for (int i = 0; rc == SQLITE_OK && i < p->s.nCol; i++)
-        if ((i + 1 == iKey || col_used(c, i)) && i != p->s.iIpk && !c->aLoaded[i + 1])
-          rc = load_column(c, p, i + 1);
-      if (rc == SQLITE_OK && vt_probe_rows(pr) >= VT_PROBE_MAX_ROWS * 2u) {
-        vt_set_error(&p->base, "csq: table %s grew past %d rows during a join probe", p->zName,
-                     VT_PROBE_MAX_ROWS * 2);
-        rc = SQLITE_FULL;
-      }
-      if (rc == SQLITE_OK) {
-        /* the run of visible rows from here, in one append */
-        uint32_t r0 = c->iRow;
-        do c->iRow++;
-        while (c->iRow < c->nRow && row_ok(c));
-        rc = vt_probe_append(pr, c->aVec, r0, c->iRow - r0);
-        dev_queue_stats(p->apMem[c->iRg < c->nRg ? c->aRgMem[c->iRg] : 0]->pQ)->rows_returned +=
-            c->iRow - r0 - 1; /* settle counted the first */
-      }
-      if (rc == SQLITE_OK) rc = settle(c, p);
-    }
+    int rc = pPlan->nTerm > 0 ? probe_build_device(c, p, pr, pPlan, idxStr, argv)
+                              : probe_build_host(c, p, pr, pPlan);
     if (rc == SQLITE_OK) rc = vt_probe_index(pr);
     cursor_reset(c, p->s.nCol);
     if (rc) {
@@ -635,10 +738,11 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const char *idxStr, int iKey,
     c->pProbe = pr;
   }
 found:;
-  int rc = vt_probe_find(c->pProbe, argv[0]);
+  int rc = vt_probe_find(c->pProbe, argv + pPlan->nTerm);
   if (rc) return rc;
   c->bProbe = 1;
   c->zProbePlan = idxStr;
+  c->nProbeArg = pPlan->nTerm;
   c->iHit = 0;
   c->bEof = vt_probe_nhit(c->pProbe) == 0;
   return SQLITE_OK;
@@ -684,6 +788,95 @@ done:
   return rc;
 }
 
+/* GROUP BY consumed: every row the plan returns (rowids and the used
+** columns) is collected, then handed to SQLite group by group, the groups
+** sorted on their keys (vtab/group.c). */
+static int group_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const char *idxStr,
+                        sqlite3_value **argv) {
+  int nVec = p->s.nCol + 1, rc;
+  int *aChunk = sqlite3_malloc64(sizeof(int) * (size_t)nVec);
+  const csq_vec **apSrc = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nVec);
+  uint32_t *aRow = NULL, nRowAlloc = 0;
+  if (!aChunk || !apSrc) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  int nOut = set_outputs(c, p, 1, aChunk);
+  int aKey[VT_GROUP_MAXKEY];
+  for (int k = 0; k < pPlan->nGroup; k++) {
+    aKey[k] = c->aOutOf[pPlan->aGroupChunk[k]];
+    if (aKey[k] < 0) {
+      vt_set_error(&p->base, "csq: malformed plan '%s'", idxStr);
+      rc = SQLITE_ERROR;
+      goto done;
+    }
+  }
+  c->pGroup = vt_grouper_new(nOut, aKey, pPlan->aGroupDesc, pPlan->nGroup);
+  if (!c->pGroup) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  if (p->nRowEst > 0 && p->nRowEst < UINT32_MAX &&
+      vt_grouper_reserve(c->pGroup, (uint32_t)p->nRowEst)) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  if (pPlan->eKind == VT_PLAN_DEVICE) {
+    c->bWhole = 1;
+    rc = device_filter(c, p, pPlan, idxStr, argv);
+    c->bWhole = 0;
+    while (rc == SQLITE_OK && !c->bEof) {
+      for (int j = 0; j < nOut; j++) apSrc[j] = &c->aOut[j];
+      rc = vt_grouper_add(c->pGroup, apSrc, NULL, c->nRow);
+      c->iRow = c->nRow;
+      if (rc == SQLITE_OK) rc = settle_scan(c, p);
+    }
+  } else {
+    rc = open_scan(c, p);
+    while (rc == SQLITE_OK && !c->bEof) {
+      for (int i = 0; rc == SQLITE_OK && i < nVec; i++)
+        if (c->aOutOf[i] >= 0) {
+          if (!c->aLoaded[i]) rc = load_column(c, p, i);
+          apSrc[c->aOutOf[i]] = &c->aVec[i];
+        }
+      if (rc == SQLITE_OK && c->nRow > nRowAlloc) {
+        sqlite3_free(aRow);
+        aRow = sqlite3_malloc64(sizeof(uint32_t) * c->nRow);
+        nRowAlloc = aRow ? c->nRow : 0;
+        if (!aRow) rc = SQLITE_NOMEM;
+      }
+      if (rc) break;
+      uint32_t n = 0;
+      for (uint32_t r = c->iRow; r < c->nRow; r++) {
+        c->iRow = r;
+        if (row_ok(c)) aRow[n++] = r;
+      }
+      rc = vt_grouper_add(c->pGroup, apSrc, aRow, n);
+      c->iRow = c->nRow;
+      if (rc == SQLITE_OK) rc = settle(c, p);
+    }
+    if (rc == SQLITE_OK && !c->aOut) {
+      c->aOut = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nOut);
+      if (!c->aOut) rc = SQLITE_NOMEM;
+      for (int j = 0; rc == SQLITE_OK && j < nOut; j++) csq_vec_init(&c->aOut[j]);
+      if (rc == SQLITE_OK) c->nOut = nOut;
+    }
+  }
+  /* every row is in: serve them as the output vectors of one batch */
+  uint32_t n = 0;
+  if (rc == SQLITE_OK && c->aOut) rc = vt_grouper_emit(c->pGroup, c->aOut, &n, &c->aServe);
+  release_sources(c, p->s.nCol);
+  c->iScan = 0;
+  c->iRow = 0;
+  c->nRow = n;
+  c->bEof = n == 0;
+done:
+  sqlite3_free(aChunk);
+  sqlite3_free(apSrc);
+  sqlite3_free(aRow);
+  return rc;
+}
+
 /* Run a decoded plan: position the cursor (reset, its colUsed set) on its
 ** first row, or at EOF. */
 static int run_plan(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const char *idxStr, int argc,
@@ -693,12 +886,14 @@ static int run_plan(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const char *i
   c->nKey = pPlan->nKey;
   memcpy(c->aKeyChunk, pPlan->aKeyChunk, sizeof(c->aKeyChunk));
   memcpy(c->aKeyDesc, pPlan->aKeyDesc, sizeof(c->aKeyDesc));
+  if ((pPlan->eKind == VT_PLAN_SCAN || pPlan->eKind == VT_PLAN_DEVICE) && pPlan->nGroup > 0)
+    return group_filter(c, p, pPlan, idxStr, argv);
   switch (pPlan->eKind) {
   case VT_PLAN_DEVICE:
     if (c->nLeft == 0) return SQLITE_OK; /* LIMIT 0: nothing to read (bEof is set) */
     return device_filter(c, p, pPlan, idxStr, argv);
   case VT_PLAN_PROBE:
-    return probe_filter(c, p, idxStr, pPlan->iProbeChunk, argv);
+    return probe_filter(c, p, pPlan, idxStr, argv);
   case VT_PLAN_ROWID:
     if (argc >= 1) {
       sqlite3_value *v = argv[0];
@@ -732,11 +927,12 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
               sqlite3_value **argv) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
-  if (idxNum == VT_PLAN_PROBE && c->bProbe && idxStr == c->zProbePlan && argc >= 1 &&
+  if (idxNum == VT_PLAN_PROBE && c->bProbe && idxStr == c->zProbePlan && argc > c->nProbeArg &&
       vt_probe_stamp(c->pProbe) == p->nWrite) {
     /* the next probe of a join, same plan: only the lookup (the cursor
-    ** holds nothing else since the last one) */
-    int rc = vt_probe_find(c->pProbe, argv[0]);
+    ** holds nothing else since the last one; the terms' values are
+    ** literals, the same for the whole statement run) */
+    int rc = vt_probe_find(c->pProbe, argv + c->nProbeArg);
     c->iHit = 0;
     c->bEof = rc != SQLITE_OK || vt_probe_nhit(c->pProbe) == 0;
     return rc;
@@ -812,6 +1008,10 @@ int vt_next(sqlite3_vtab_cursor *pCur) {
     c->bEof = ++c->iHit >= vt_probe_nhit(c->pProbe);
     return SQLITE_OK;
   }
+  if (c->pGroup) {
+    c->bEof = ++c->iRow >= c->nRow;
+    return SQLITE_OK;
+  }
   if (c->nSkip > 0) c->nSkip--;
   if (c->nLeft > 0 && --c->nLeft == 0) {
     /* the pushed LIMIT is reached: no further row group is read */
@@ -867,7 +1067,7 @@ static int batch_value(vt_cursor *c, vt_tab *p, int iVec, const char *zName, con
   if (j >= 0 && j < 64) c->mAsked |= (uint64_t)1 << j;
   if (j >= 0 && c->aOut[j].n == c->nRow) {
     *ppV = &c->aOut[j];
-    *pR = c->iRow;
+    *pR = c->aServe ? c->aServe[c->iRow] : c->iRow;
     return SQLITE_OK;
   }
   if (c->bRowNum) return lazy_value(c, p, iVec, ppV, pR);

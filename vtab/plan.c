@@ -14,11 +14,14 @@
 **   VT_PLAN_DEVICE 2 "device;cols=HEX;T;T..." the terms T run on the device as
 **                                             a program (planner/filter.c);
 **                                             argv[i] is term i's value
-**   VT_PLAN_PROBE  3 "probe;cols=HEX;cN"      a join probe: argv[0] is the
-**                                             value that column N-1 must equal;
-**                                             the first call reads the table
-**                                             once into a hash (vtab/probe.c),
-**                                             every call is a lookup
+**   VT_PLAN_PROBE  3 "probe;cols=HEX;T...;key=cN,cM..."
+**                                             a join probe: after the terms'
+**                                             values, argv holds the values that
+**                                             chunks N, M... must equal; the
+**                                             first call reads the rows that
+**                                             pass the terms once into a hash
+**                                             (vtab/probe.c), every call is a
+**                                             lookup
 **
 ** cols is colUsed: the columns the statement reads (bit 63: all from 63 on).
 ** A term T is "c<chunk>:<op>:<flags>:<aff>": chunk 0 the rowid, 1+c column
@@ -33,13 +36,18 @@
 **   ";offset=N|?"              argv[nTerm + 1] is the OFFSET value
 **   ";order=cK:asc|desc,..."   ORDER BY consumed: the rows come back sorted on
 **                              those chunks (top-N of LIMIT + OFFSET rows)
+**   ";group=cK:asc|desc,..."   GROUP BY consumed (sqlite3_vtab_distinct 1):
+**                              the rows come sorted on those chunks, group
+**                              by group (vtab/group.c); no LIMIT pushed
 ** so a whole plan reads, for example,
 **   "device;cols=7;c1:ge:0:C;limit=10;offset=?;order=c2:desc".
 **
-** The probe plan is chosen for an equality on a numeric column whose right
-** side is not a constant (the inner table of a join), BINARY collation,
-** tables of up to VT_PROBE_MAX_ROWS rows; it is not omitted, so SQLite
-** checks it again.
+** The probe plan is chosen for equalities on numeric columns whose right
+** sides are not constants (the inner table of a join), BINARY collation,
+** tables of up to VT_PROBE_MAX_ROWS rows; they are not omitted, so SQLite
+** checks them again. Its terms are the constraints with a literal right
+** side (which cannot change during the statement run), pushed as for a
+** device plan.
 **
 ** Which constraints go to the device, and which are exact (omit: SQLite
 ** does not check them again):
@@ -115,6 +123,25 @@ static int map_op(unsigned char op) {
   }
 }
 
+/* The distinct values of an integer-only chunk, at most: no more than its
+** range holds, overall or summed over the row groups. 0: not integers only. */
+static double zone_ndv(store_table *const *aTab, int nTab, int c, const csq_zone *pAll) {
+  if (pAll->clsMask & ~((1u << CSQ_INT) | (1u << CSQ_NULL))) return 0;
+  if (!(pAll->clsMask & (1u << CSQ_INT))) return 1; /* only NULLs */
+  double nSum = 0;
+  for (int k = 0; k < nTab; k++)
+    for (int g = 0; g < aTab[k]->nRg; g++) {
+      const store_rg *pRg = aTab[k]->apRg[g];
+      const csq_zone *z = &pRg->aChunk[c].zone;
+      double nRange = (double)z->iMax - (double)z->iMin + 1;
+      double nLive = pRg->nRow - pRg->nDel;
+      if (z->clsMask & (1u << CSQ_INT)) nSum += nRange < nLive ? nRange : nLive;
+    }
+  double nRange = (double)pAll->iMax - (double)pAll->iMin + 1;
+  double n = nRange < nSum ? nRange : nSum;
+  return n < 1 ? 1 : n;
+}
+
 void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab) {
   int64_t nLive = 0;
   int nRg = 0;
@@ -128,6 +155,9 @@ void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab) {
   p->nZoneRg = 0;
   if (!a) return; /* xBestIndex falls back to fixed guesses */
   p->aZone = a;
+  double *aNdv = sqlite3_realloc64(p->aNdv, sizeof(double) * (size_t)nChunk);
+  if (!aNdv) return;
+  p->aNdv = aNdv;
   for (int c = 0; c < nChunk; c++) {
     int bFirst = 1;
     for (int k = 0; k < nTab; k++)
@@ -139,6 +169,7 @@ void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab) {
           csq_zone_merge(&a[c], z);
         bFirst = 0;
       }
+    aNdv[c] = bFirst ? 0 : zone_ndv(aTab, nTab, c, &a[c]);
   }
   p->nZoneRg = nRg;
 }
@@ -382,6 +413,120 @@ static int64_t plan_limit(const vt_tab *p, sqlite3_index_info *pInfo, int nArg, 
 #endif
 }
 
+/*
+** Consume a GROUP BY: when SQLite asks for rows grouped on columns of this
+** table (sqlite3_vtab_distinct() == 1), the cursor collects them and hands
+** them over sorted on those keys (vtab/group.c), faster than SQLite's
+** sorter. Only when the rows' used columns fit VT_GROUP_BUDGET (about 16
+** bytes a value), for a table declared without COLLATE (the cursor
+** compares BINARY) and at most VT_GROUP_MAXKEY keys. Appends ";group=..."
+** to pStr and returns 1.
+*/
+static int plan_group(const vt_tab *p, sqlite3_index_info *pInfo, sqlite3_str *pStr) {
+  if (pInfo->nOrderBy < 1 || pInfo->nOrderBy > VT_GROUP_MAXKEY ||
+      sqlite3_vtab_distinct(pInfo) != 1 || sqlite3_strlike("%COLLATE%", p->s.zDeclare, 0) == 0)
+    return 0;
+  int nUsed = 1 + __builtin_popcountll((unsigned long long)pInfo->colUsed);
+  if ((double)(p->nRowEst > 0 ? p->nRowEst : 0) * nUsed * 16 > (double)VT_GROUP_BUDGET) return 0;
+  for (int k = 0; k < pInfo->nOrderBy; k++)
+    if (pInfo->aOrderBy[k].iColumn >= p->s.nCol) return 0;
+  for (int k = 0; k < pInfo->nOrderBy; k++) {
+    int iCol = pInfo->aOrderBy[k].iColumn;
+    int iChunk = iCol < 0 || iCol == p->s.iIpk ? 0 : iCol + 1;
+    sqlite3_str_appendf(pStr, "%sc%d:%s", k ? "," : ";group=", iChunk,
+                        pInfo->aOrderBy[k].desc ? "desc" : "asc");
+  }
+  pInfo->orderByConsumed = 1;
+  return 1;
+}
+
+/* Rows of the table per distinct value of the probed chunks (the keys
+** assumed independent; a chunk without an estimate counts ten rows a value). */
+static double rows_per_key(const vt_tab *p, const int *aChunk, int nKey, double nRow) {
+  double nKeys = 1;
+  for (int k = 0; k < nKey; k++) {
+    double n = p->aNdv && p->nZoneRg ? p->aNdv[aChunk[k]] : 0;
+    nKeys *= n > 0 ? n : nRow / 10;
+  }
+  if (nKeys > nRow) nKeys = nRow;
+  return nKeys >= 1 ? nRow / nKeys : nRow;
+}
+
+/*
+** The probe plan, if the table is the inner table of a join: its keys are
+** the usable equalities (not IN) on numeric columns, BINARY, whose right
+** side is not a literal (another table's column); the terms with literal
+** right sides (and IS [NOT] NULL) filter the rows the probe is built of, as
+** a device program. Returns 1 with pInfo filled, 0 (pInfo untouched) if
+** there is no key or the probe would not fit VT_PROBE_BUDGET.
+*/
+static int plan_probe(vt_tab *p, sqlite3_index_info *pInfo, double nRow,
+                      unsigned long long colUsed) {
+  if (p->nRowEst > VT_PROBE_MAX_ROWS) return 0;
+  int aKeyCons[VT_PROBE_MAXKEY], aKeyChunk[VT_PROBE_MAXKEY], nKey = 0;
+  for (int i = 0; i < pInfo->nConstraint && nKey < VT_PROBE_MAXKEY; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    sqlite3_value *pRhs = NULL;
+    const char *zColl = sqlite3_vtab_collation(pInfo, i);
+    if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ || c->iColumn < 0 ||
+        c->iColumn == p->s.iIpk || p->s.aCol[c->iColumn].aff < VT_AFF_NUMERIC ||
+        (zColl && sqlite3_stricmp(zColl, "BINARY") != 0) || sqlite3_vtab_in(pInfo, i, -1) ||
+        sqlite3_vtab_rhs_value(pInfo, i, &pRhs) == SQLITE_OK)
+      continue;
+    int bDup = 0;
+    for (int k = 0; k < nKey; k++) bDup |= aKeyChunk[k] == c->iColumn + 1;
+    if (bDup) continue; /* "a = x AND a = y": one key, SQLite checks the other */
+    aKeyCons[nKey] = i;
+    aKeyChunk[nKey++] = c->iColumn + 1;
+  }
+  if (nKey == 0) return 0;
+  sqlite3_str *pStr = sqlite3_str_new(NULL);
+  sqlite3_str_appendf(pStr, "probe;cols=%llx", colUsed);
+  int nArg = 0;
+  double sel = 1.0;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    sqlite3_value *pRhs = NULL;
+    int bKey = 0, bOmit = 0, bEst = 0;
+    double s1 = 1.0;
+    for (int k = 0; k < nKey; k++) bKey |= aKeyCons[k] == i;
+    if (bKey || !c->usable || p->s.ePush == VT_PUSH_NEVER) continue;
+    if (c->op != SQLITE_INDEX_CONSTRAINT_ISNULL && c->op != SQLITE_INDEX_CONSTRAINT_ISNOTNULL &&
+        sqlite3_vtab_rhs_value(pInfo, i, &pRhs) != SQLITE_OK)
+      continue; /* not known to stay the same for the statement run */
+    if (sqlite3_vtab_in(pInfo, i, -1) || !plan_term(p, pInfo, i, pStr, &bOmit, &s1, &bEst))
+      continue;
+    pInfo->aConstraintUsage[i].argvIndex = ++nArg;
+    pInfo->aConstraintUsage[i].omit = (unsigned char)bOmit;
+    sel *= s1;
+  }
+  for (int k = 0; k < nKey; k++) {
+    pInfo->aConstraintUsage[aKeyCons[k]].argvIndex = nArg + 1 + k;
+    pInfo->aConstraintUsage[aKeyCons[k]].omit = 0;
+    sqlite3_str_appendf(pStr, "%sc%d", k ? "," : ";key=", aKeyChunk[k]);
+  }
+  /* the probe holds its rows' used columns: a table too large for the
+  ** budget is probed by device scans instead */
+  double nBytes = nRow * sel * (1 + __builtin_popcountll(colUsed)) * VT_PROBE_VALUE_BYTES;
+  if (nBytes > (double)VT_PROBE_BUDGET) {
+    sqlite3_free(sqlite3_str_finish(pStr));
+    for (int i = 0; i < pInfo->nConstraint; i++) {
+      pInfo->aConstraintUsage[i].argvIndex = 0;
+      pInfo->aConstraintUsage[i].omit = 0;
+    }
+    return 0;
+  }
+  pInfo->idxStr = sqlite3_str_finish(pStr);
+  double nHit = rows_per_key(p, aKeyChunk, nKey, nRow) * sel;
+  if (nHit < 1) nHit = 1;
+  /* built once (about a scan), then a hash lookup per call: what a call
+  ** costs is its rows */
+  pInfo->idxNum = VT_PLAN_PROBE;
+  pInfo->estimatedCost = 2.0 + nHit;
+  pInfo->estimatedRows = (sqlite3_int64)nHit;
+  return 1;
+}
+
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   vt_tab *p = (vt_tab *)pVtab;
   vt_drop_settle(p->pConn, NULL); /* a read after COMMIT frees what the transaction dropped */
@@ -398,28 +543,8 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       break;
     }
   }
-  int iProbe = -1;
-  for (int i = 0; i < pInfo->nConstraint && iEq < 0 && p->nRowEst <= VT_PROBE_MAX_ROWS; i++) {
-    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
-    sqlite3_value *pRhs = NULL;
-    const char *zColl = sqlite3_vtab_collation(pInfo, i);
-    if (!c->usable || c->op != SQLITE_INDEX_CONSTRAINT_EQ || c->iColumn < 0 ||
-        c->iColumn == p->s.iIpk || p->s.aCol[c->iColumn].aff < VT_AFF_NUMERIC ||
-        (zColl && sqlite3_stricmp(zColl, "BINARY") != 0) || sqlite3_vtab_in(pInfo, i, -1) ||
-        sqlite3_vtab_rhs_value(pInfo, i, &pRhs) == SQLITE_OK)
-      continue;
-    iProbe = i;
-    break;
-  }
-  if (iEq < 0 && iProbe >= 0) {
-    /* build once (about a scan), then a hash lookup per call */
-    pInfo->idxNum = VT_PLAN_PROBE;
-    pInfo->aConstraintUsage[iProbe].argvIndex = 1;
-    pInfo->aConstraintUsage[iProbe].omit = 0;
-    pInfo->estimatedCost = 20.0 + nRow / 1000.0;
-    pInfo->estimatedRows = nRow < 10 ? (sqlite3_int64)nRow : 10;
-    pInfo->idxStr =
-        sqlite3_mprintf("probe;cols=%llx;c%d", colUsed, pInfo->aConstraint[iProbe].iColumn + 1);
+  if (iEq < 0 && plan_probe(p, pInfo, nRow, colUsed)) {
+    /* chosen: the keys and constant terms are assigned */
   } else if (iEq >= 0) {
     pInfo->idxNum = VT_PLAN_ROWID;
     pInfo->aConstraintUsage[iEq].argvIndex = 1;
@@ -458,6 +583,7 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
     sqlite3_str *pLim = sqlite3_str_new(NULL);
     int bLimit = 0;
     int64_t nCap = plan_limit(p, pInfo, nArg, pLim, &bLimit);
+    if (!bLimit) bLimit = plan_group(p, pInfo, pLim);
     char *zLim = sqlite3_str_finish(pLim);
     if (!zLim && bLimit) {
       sqlite3_free(zTerms);
@@ -553,17 +679,56 @@ malformed:
   return SQLITE_ERROR;
 }
 
-/* The probed column of a plan 3: its "cN" segment (not ";cols="). */
-static int decode_probe(vt_tab *p, const char *idxStr, int argc, vt_plan *pPlan) {
-  const char *zKey = idxStr ? strstr(idxStr, ";c") : NULL;
-  while (zKey && zKey[2] == 'o') zKey = strstr(zKey + 2, ";c"); /* skip ";cols=" */
-  int iKey = zKey ? atoi(zKey + 2) : 0;
-  if (argc < 1 || iKey < 1 || iKey > p->s.nCol) {
-    vt_set_error(&p->base, "csq: malformed probe plan '%s'", idxStr ? idxStr : "");
-    return SQLITE_ERROR;
+/* The ";group=cK,..." part of a scan or device plan: the group keys,
+** whose columns are added to colUsed so that they are fetched. */
+static int decode_group(vt_tab *p, const char *idxStr, vt_plan *pPlan) {
+  const char *z = idxStr ? strstr(idxStr, ";group=") : NULL;
+  if (!z) return SQLITE_OK;
+  z += 7;
+  for (;;) {
+    int iChunk = -1, nUsed = 0;
+    char zDir[5] = "";
+    if (pPlan->nGroup >= VT_GROUP_MAXKEY ||
+        sscanf(z, "c%d:%4[a-z]%n", &iChunk, zDir, &nUsed) != 2 || iChunk < 0 ||
+        iChunk > p->s.nCol || (strcmp(zDir, "asc") && strcmp(zDir, "desc"))) {
+      vt_set_error(&p->base, "csq: malformed plan '%s'", idxStr);
+      return SQLITE_ERROR;
+    }
+    if (iChunk == p->s.iIpk + 1) iChunk = 0; /* the rowid's alias is the rowid */
+    pPlan->aGroupDesc[pPlan->nGroup] = zDir[0] == 'd';
+    pPlan->aGroupChunk[pPlan->nGroup++] = iChunk;
+    if (iChunk > 0) pPlan->colUsed |= (uint64_t)1 << (iChunk - 1 < 63 ? iChunk - 1 : 63);
+    z += nUsed;
+    if (*z != ',') break;
+    z++;
   }
-  pPlan->iProbeChunk = iKey;
   return SQLITE_OK;
+}
+
+/* The probed chunks of a plan 3: its ";key=cN,cM..." segment, whose values
+** follow the terms' in argv. */
+static int decode_probe(vt_tab *p, const char *idxStr, int argc, vt_plan *pPlan) {
+  const char *z = idxStr ? strstr(idxStr, ";key=") : NULL;
+  pPlan->nTerm = idxStr ? count_terms(idxStr) : 0;
+  pPlan->nProbeKey = 0;
+  if (z) {
+    z += 5;
+    for (;;) {
+      int iChunk = 0, nUsed = 0;
+      if (pPlan->nProbeKey >= VT_PROBE_MAXKEY || sscanf(z, "c%d%n", &iChunk, &nUsed) != 1 ||
+          iChunk < 1 || iChunk > p->s.nCol)
+        goto malformed;
+      pPlan->aProbeChunk[pPlan->nProbeKey++] = iChunk;
+      z += nUsed;
+      if (*z != ',') break;
+      z++;
+    }
+  }
+  if (pPlan->nProbeKey == 0 || argc < pPlan->nTerm + pPlan->nProbeKey) goto malformed;
+  return SQLITE_OK;
+malformed:
+  vt_set_error(&p->base, "csq: malformed probe plan '%s'", idxStr ? idxStr : "");
+  return SQLITE_ERROR;
 }
 
 int vt_plan_decode(vt_tab *p, int idxNum, const char *idxStr, int argc, sqlite3_value **argv,
@@ -578,6 +743,7 @@ int vt_plan_decode(vt_tab *p, int idxNum, const char *idxStr, int argc, sqlite3_
   case VT_PLAN_SCAN:
   case VT_PLAN_DEVICE:
     pPlan->nTerm = idxStr ? count_terms(idxStr) : 0;
+    if (decode_group(p, idxStr, pPlan)) return SQLITE_ERROR;
     return decode_limit(p, idxStr, argc, argv, pPlan);
   case VT_PLAN_PROBE:
     return decode_probe(p, idxStr, argc, pPlan);

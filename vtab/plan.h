@@ -31,13 +31,17 @@ _Static_assert(VT_TOPN_MAXKEY <= CSQ_TOPN_MAX_KEYS && VT_TOPN_MAX <= CSQ_TOPN_MA
 typedef struct vt_plan {
   int eKind;        /* VT_PLAN_*: idxNum as given (an unknown one reads as a scan) */
   uint64_t colUsed; /* cols=, with the sort keys' columns added; all ones without cols= */
-  int nTerm;        /* device terms, whose values are argv[0..nTerm) */
+  int nTerm;        /* device (or probe) terms, whose values are argv[0..nTerm) */
   int64_t nLeft;    /* limit= (+ offset=): rows to hand to SQLite; -1 no cap */
   int64_t nSkip;    /* offset=: the first of those, which SQLite drops itself */
   int nKey;         /* order=: sort keys (0: none) */
   int aKeyChunk[VT_TOPN_MAXKEY]; /* chunk of each key: 0 rowid, 1 + i column i */
   uint8_t aKeyDesc[VT_TOPN_MAXKEY];
-  int iProbeChunk; /* VT_PLAN_PROBE: chunk of the probed column (1 + i) */
+  int nGroup; /* group=: the rows come grouped on these chunks (0: not) */
+  int aGroupChunk[VT_GROUP_MAXKEY];
+  uint8_t aGroupDesc[VT_GROUP_MAXKEY];
+  int nProbeKey; /* VT_PLAN_PROBE: the probed chunks (1 + i), whose values follow the terms' */
+  int aProbeChunk[VT_PROBE_MAXKEY];
 } vt_plan;
 
 /* xFilter: decode idxNum, idxStr and the LIMIT/OFFSET values of argv into

@@ -203,6 +203,7 @@ void vt_tab_free(vt_tab *p) {
   vt_probe_free(p->pKeptProbe);
   vt_schema_clear(&p->s);
   sqlite3_free(p->aZone);
+  sqlite3_free(p->aNdv);
   sqlite3_free(p->zName);
   sqlite3_free(p->zDb);
   sqlite3_free(p);

@@ -48,6 +48,7 @@ typedef struct vt_conn vt_conn;
 typedef struct vt_dev vt_dev;
 typedef struct vt_tab vt_tab;
 typedef struct vt_probe vt_probe;
+typedef struct vt_grouper vt_grouper;
 typedef struct vt_rowcheck vt_rowcheck;
 
 /* A device as one connection uses it: its own queue pair, the shared store,
@@ -173,6 +174,7 @@ struct vt_tab {
   csq_zone *aZone; /* per chunk (0 rowid, 1 + i column i): the zone maps of every row
                       group merged, at the last look (xBestIndex's selectivity) */
   int nZoneRg;     /* row groups merged into aZone; 0 = none yet */
+  double *aNdv;    /* per chunk: distinct values estimated from the zone maps; 0 unknown */
   /* write state of the open transaction */
   csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
   uint8_t *aBufDel; /* deleted flags of buffered rows */
@@ -335,24 +337,44 @@ void vt_stmt_forget(vt_conn *pConn);              /* the connection committed */
 int vt_stmt_snapshot(vt_conn *pConn, vt_dev *d, int bFresh, store_snap **ppSnap, char **pzErr);
 
 /* probe.c: the join probe cache of a cursor (VT_PLAN_PROBE, vtab/plan.h). */
-#define VT_PROBE_MAX_ROWS 2000000 /* larger tables are probed by device scans */
+#define VT_PROBE_MAX_ROWS    8000000               /* larger tables are probed by device scans */
+#define VT_PROBE_MAXKEY      4                     /* columns hashed together */
+#define VT_PROBE_BUDGET      ((uint64_t)768 << 20) /* bytes a probe may hold, about ... */
+#define VT_PROBE_VALUE_BYTES 16                    /* ... at this many a value */
 /* A cache of nVec vectors (as a cursor's aVec: [0] rowid, [1 + i] column
-** i), keeping those with aKeep[i] set, hashed on vector iKey. */
-vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, int iKey, uint64_t stamp);
+** i), keeping those with aKeep[i] set, hashed on vectors aKey[0..nKey), of
+** the rows that pass the filter zSig names (its terms and values; "" none). */
+vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, const int *aKey, int nKey, const char *zSig,
+                       uint64_t stamp);
 void vt_probe_free(vt_probe *p);
 uint64_t vt_probe_stamp(const vt_probe *p);
 void vt_probe_keep(vt_tab *pTab, vt_probe *p); /* a closing cursor's probe, for its run */
-vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const uint8_t *aKeep, int iKey); /* or NULL */
-void vt_probe_drop_kept(vt_conn *pConn); /* the statement run ended */
+vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const uint8_t *aKeep, const int *aKey, int nKey,
+                        const char *zSig); /* or NULL */
+void vt_probe_drop_kept(vt_conn *pConn);   /* the statement run ended */
 uint32_t vt_probe_rows(const vt_probe *p);
 int vt_probe_reserve(vt_probe *p, uint32_t nRow); /* room for nRow rows: no regrowth while built */
-int vt_probe_append(vt_probe *p, const csq_vec *aSrc, uint32_t iRow,
-                    uint32_t n);                     /* rows [iRow, iRow + n) of aSrc[] */
-int vt_probe_index(vt_probe *p);                     /* after the last append */
-int vt_probe_find(vt_probe *p, sqlite3_value *pVal); /* rows where key = pVal */
+int vt_probe_append(vt_probe *p, const csq_vec *const *apSrc, uint32_t iRow,
+                    uint32_t n); /* rows [iRow, iRow + n) of each *apSrc[i] kept */
+int vt_probe_index(vt_probe *p); /* after the last append */
+int vt_probe_find(vt_probe *p, sqlite3_value **apVal); /* rows where key k = apVal[k] */
 uint32_t vt_probe_nhit(const vt_probe *p);
 /* Vector iVec (NULL if not kept) and, in *piRow, the row of hit iHit. */
 const csq_vec *vt_probe_value(const vt_probe *p, int iVec, uint32_t iHit, uint32_t *piRow);
+
+/* group.c: rows collected and handed to SQLite sorted on the GROUP BY keys
+** (VT_PLAN_SCAN/DEVICE with ";group=", vtab/plan.h). Rows are nOut vectors;
+** aKey names the key ones, aDesc their directions. */
+#define VT_GROUP_MAXKEY 16
+#define VT_GROUP_BUDGET ((uint64_t)256 << 20) /* bytes of rows it may hold, about */
+vt_grouper *vt_grouper_new(int nOut, const int *aKey, const uint8_t *aDesc, int nKey);
+void vt_grouper_free(vt_grouper *g);
+int vt_grouper_reserve(vt_grouper *g, uint32_t nRow); /* room for about nRow rows */
+/* Take the rows aRow[0..n) (NULL: 0..n) of apSrc[]. */
+int vt_grouper_add(vt_grouper *g, const csq_vec *const *apSrc, const uint32_t *aRow, uint32_t n);
+/* The rows into aOut[0..nOut) (buffers swapped), and in *paPos (owned by g)
+** their positions group by group, the groups in key order. */
+int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_t **paPos);
 
 /* plan.c: xBestIndex (decoding a plan for xFilter: vtab/plan.h) */
 /* Note what a scan found of the table's committed rows: the row count and

@@ -207,6 +207,40 @@ void csq_vec_select(csq_vec *v, const uint32_t *aSel, uint32_t nSel) {
 }
 
 /*
+** Reorder the values: value k becomes the old value aPerm[k], for k < n
+** (each aPerm[k] < v->n; an index may be left out, not repeated). Heap bytes
+** stay where they are, so offsets stay valid.
+*/
+int csq_vec_permute(csq_vec *v, const uint32_t *aPerm, uint32_t n) {
+  uint32_t nCap = n ? n : 1;
+  uint8_t *aCls = malloc(nCap);
+  csq_val *aVal = malloc(sizeof(csq_val) * nCap);
+  uint32_t *aLen = malloc(sizeof(uint32_t) * nCap);
+  if (!aCls || !aVal || !aLen) {
+    free(aCls);
+    free(aVal);
+    free(aLen);
+    return -ENOMEM;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t j = aPerm[k];
+    aCls[k] = v->aCls[j];
+    aVal[k] = v->aVal[j];
+    aLen[k] = v->aLen[j];
+  }
+  free(v->aCls);
+  free(v->aVal);
+  free(v->aLen);
+  v->aCls = aCls;
+  v->aVal = aVal;
+  v->aLen = aLen;
+  v->n = n;
+  v->nCap = nCap;
+  vec_remask(v);
+  return 0;
+}
+
+/*
 ** Keep the first n values (no-op if n >= v->n). The heap is cut back to the
 ** end of the last byte still referenced, so bytes of dropped values are
 ** reclaimed when they sit at the end of the heap (the usual case, as values

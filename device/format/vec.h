@@ -56,6 +56,8 @@ int csq_vec_push_bytes(csq_vec *v, int cls, const void *p, uint32_t n); /* TEXT 
 int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n);
 /* Keep only the values whose index is listed in aSel[0..nSel) (ascending). */
 void csq_vec_select(csq_vec *v, const uint32_t *aSel, uint32_t nSel);
+/* Reorder: value k becomes the old value aPerm[k], for k < n (heap kept). */
+int csq_vec_permute(csq_vec *v, const uint32_t *aPerm, uint32_t n);
 /* Truncate to the first n values (heap bytes of dropped values are reclaimed
 ** only when they are at the end). */
 void csq_vec_truncate(csq_vec *v, uint32_t n);
