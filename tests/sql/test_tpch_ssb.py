@@ -99,8 +99,8 @@ def run(db, ext, q):
     """(answer dict, None) or (None, why it has none)."""
     t0 = time.perf_counter()
     try:
-        p = subprocess.run([PY, "-c", RUNNER, db, ext or "", os.path.join(ROOT, q["file"]), os.path.join(ROOT, "bench")],
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT_S)
+        cmd = [PY, "-c", RUNNER, db, ext or "", os.path.join(ROOT, q["file"]), os.path.join(ROOT, "bench")]
+        p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return None, "no answer within %d s (timed out)" % TIMEOUT_S
     if p.returncode != 0:
