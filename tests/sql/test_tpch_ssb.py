@@ -1,10 +1,12 @@
 """The 22 TPC-H and 13 SSB queries (bench/sql/, loaded by bench/queries.py)
-at SF 0.01 on csq tables, as written (SQLite's own planner over csq
-tables), each answer compared with the same query on native tables.
+at SF 0.01 on csq tables, each answer compared with the same query on
+native tables: as written (SQLite's own planner over csq tables), and
+through the csq planner (the text as a csq_query view, which today hands
+joins to SQLite as written and plans one-table queries on the device).
 
 Owns: generating both databases with build/bench/gen, running each query in
-a process of its own under a time limit, and one test per query (so a wrong
-or slow query fails by name). Answers are compared by bench/answers.py's
+a process of its own under a time limit, and two tests per query, as
+written and as a view (so a wrong or slow query fails by name and path). Answers are compared by bench/answers.py's
 rules, the ones make bench uses: ORDER BY keys in order, ties and unordered
 answers as multisets, types exact, and REAL sums within 1e-9 relative
 because a device adds per row group while SQLite adds in row order.
@@ -48,18 +50,23 @@ INDEXES = {
 }
 
 # Runs one query in a fresh process and prints its answer as JSON (floats
-# round-trip exactly through json's repr).
+# round-trip exactly through json's repr); with "view", through a csq_query
+# view of the text.
 RUNNER = r"""
 import json, sqlite3, sys, time
-db, ext, path = sys.argv[1:4]
-sys.path.insert(0, sys.argv[4])
+db, ext, path, bench, how = sys.argv[1:6]
+sys.path.insert(0, bench)
 import queries
 con = sqlite3.connect(db)
 if ext:
     con.enable_load_extension(True)
     con.load_extension(ext)
+sql = queries.read_sql(path)
 t0 = time.perf_counter()
-cur = con.execute(queries.read_sql(path))
+if how == "view":
+    con.execute("CREATE VIRTUAL TABLE temp.q USING csq_query('%s')" % sql.replace("'", "''"))
+    sql = "SELECT * FROM q"
+cur = con.execute(sql)
 rows = cur.fetchall()
 print(json.dumps({"seconds": time.perf_counter() - t0, "columns": [d[0] for d in cur.description],
                   "rows": [list(r) for r in rows]}))
@@ -95,11 +102,11 @@ def setup():
     return _state
 
 
-def run(db, ext, q):
+def run(db, ext, q, how="as written"):
     """(answer dict, None) or (None, why it has none)."""
     t0 = time.perf_counter()
     try:
-        cmd = [PY, "-c", RUNNER, db, ext or "", os.path.join(ROOT, q["file"]), os.path.join(ROOT, "bench")]
+        cmd = [PY, "-c", RUNNER, db, ext or "", os.path.join(ROOT, q["file"]), os.path.join(ROOT, "bench"), how]
         p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, timeout=TIMEOUT_S)
     except subprocess.TimeoutExpired:
         return None, "no answer within %d s (timed out)" % TIMEOUT_S
@@ -109,31 +116,43 @@ def run(db, ext, q):
     return json.loads(p.stdout), None
 
 
-def check(q):
+def reference(q):
+    """Native's answer to q, run once for both of its tests."""
+    st = setup()
+    key = ("ref", q["suite"], q["name"])
+    if key not in st:
+        st[key] = run(st[q["suite"]]["native"], None, q)
+    return st[key]
+
+
+def check(q, how):
     st = setup()
     dbs = st[q["suite"]]
     what = "%s %s (%s)" % (q["suite"].upper(), q["name"], q["file"])
-    ref, why = run(dbs["native"], None, q)
+    ref, why = reference(q)
     assert ref is not None, "%s on native tables: %s" % (what, why)
-    got, why = run(dbs["csq"], EXT, q)
-    assert got is not None, "%s on csq tables: %s (native answered in %.2f s)" % (what, why, ref["seconds"])
+    got, why = run(dbs["csq"], EXT, q, how)
+    what += ", csq tables " + ("as written" if how != "view" else "through a csq_query view")
+    assert got is not None, "%s: %s (native answered in %.2f s)" % (what, why, ref["seconds"])
     assert got["columns"] == ref["columns"], "%s: columns %r vs native %r" % (what, got["columns"], ref["columns"])
     terms = Q.order_by(q["sql"])
     d = answers.diff(ref["rows"], got["rows"], ref["columns"], terms, Q.has_order_by(q["sql"]),
                      exact_names=st["exact"][q["suite"]], strict_types=True)
-    assert d is None, "%s: csq tables answer differently from native: %s" % (what, d)
+    assert d is None, "%s: answers differently from native: %s" % (what, d)
 
 
-def _make(q):
+def _make(q, how):
     def test():
-        check(q)
-    test.__doc__ = "%s %s on csq tables as written equals native" % (q["suite"], q["name"])
+        check(q, how)
+    test.__doc__ = "%s %s on csq tables (%s) equals native" % (q["suite"], q["name"], how)
     return test
 
 
 for _q in Q.load("tpch") + Q.load("ssb"):
-    globals()["test_%s_%s" % (_q["suite"], _q["name"].lower().replace(".", "_")
-                              if _q["suite"] == "ssb" else "q%02d" % int(_q["name"][1:]))] = _make(_q)
+    _base = "test_%s_%s" % (_q["suite"], _q["name"].lower().replace(".", "_")
+                            if _q["suite"] == "ssb" else "q%02d" % int(_q["name"][1:]))
+    globals()[_base] = _make(_q, "as written")
+    globals()[_base + "_view"] = _make(_q, "view")
 
 
 def test_all_35_queries_are_here():
