@@ -1,9 +1,14 @@
 """bench/charts.py - PNG charts of a bench/run.py run, drawn with gnuplot.
 
-draw(out, sf, rows, xrows, work) writes into `out`:
-  time_sf<SF>.png       median seconds per query and engine (log scale)
-  bytes_sf<SF>.png      bytes per query: host-scan bytes, media bytes read,
-                        bytes sent to the host (transparent and view)
+Owns the pictures of a run. draw(out, sf, rows, xrows, work, timeout)
+writes into `out`:
+  tpch_time_sf<SF>.png  median ms per TPC-H query and engine (log scale);
+  ssb_time_sf<SF>.png   the same for SSB; a query with no answer within the
+                        time limit is drawn at the limit, in its own colour
+                        per engine, so a timeout never looks fast
+  bytes_sf<SF>.png      bytes per query: what a columnar host scan of its
+                        columns moves, what csq read from media, what csq
+                        sent to the host
   crossover_sf<SF>.png  the selectivity sweep: time and bytes to the host
 and returns the paths written. Without a gnuplot binary it prints a note and
 returns []. Data files for gnuplot go to `work` (the run's scratch folder).
@@ -12,15 +17,20 @@ import os
 import shutil
 import subprocess
 
-ENGINES = ["native", "csq-transparent", "csq-view", "duckdb"]
+ENGINES = ["native", "csq", "csq-planner", "duckdb"]
+
+
+def _cell(rows, bench, query, engine):
+    for r in rows:
+        if r["bench"] == bench and r["query"] == query and r["engine"] == engine:
+            return r
+    return None
 
 
 def _val(rows, bench, query, engine, key):
-    for r in rows:
-        if r["bench"] == bench and r["query"] == query and r["engine"] == engine:
-            v = r.get(key)
-            return "-" if v is None or v == 0 else repr(float(v))
-    return "-"
+    r = _cell(rows, bench, query, engine)
+    v = r.get(key) if r else None
+    return "-" if v is None or v == 0 else repr(float(v))
 
 
 def _gnuplot(script, work, name):
@@ -34,45 +44,88 @@ def _gnuplot(script, work, name):
     return True
 
 
-def draw(out, sf, rows, xrows, work):
+COMMON = ("set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
+          "set boxwidth 0.9\nset datafile missing '-'\nset logscale y\nset grid ytics\n"
+          "set key top left\nset xtics rotate by -30\n")
+
+
+def _term(n):
+    return ("set terminal pngcairo noenhanced size %d,520 font 'sans,9'\nset xrange [-0.6:%g]\n"
+            % (max(900, 40 * n * 2), n - 0.4))
+
+
+def _time_chart(out, sf, rows, work, timeout, bench):
+    keys = []
+    for r in rows:
+        if r["bench"] == bench and r["query"] not in keys:
+            keys.append(r["query"])
+    if not keys:
+        return None
+    dat = os.path.join(work, "%s_time.dat" % bench)
+    n = len(ENGINES)
+    # per query: its slot, its name, per engine its ms, then per engine the
+    # limit in ms where it timed out ('-' elsewhere)
+    timeouts = set()
+    with open(dat, "w") as f:
+        f.write("# slot query " + " ".join(ENGINES) + " " + " ".join(e + "-timeout" for e in ENGINES) + "\n")
+        for i, q in enumerate(keys):
+            t, to = [], []
+            for e in ENGINES:
+                v = _val(rows, bench, q, e, "median_s")
+                t.append("-" if v == "-" else repr(float(v) * 1000))
+                c = _cell(rows, bench, q, e)
+                to.append(repr(timeout * 1000) if c and c["answers"] == "TIMEOUT" else "-")
+                if to[-1] != "-":
+                    timeouts.add(e)
+            f.write("%d %s %s %s\n" % (i, q, " ".join(t), " ".join(to)))
+    png = os.path.join(out, "%s_time_sf%s.png" % (bench, sf))
+    w = 0.8 / n
+    plots = []
+    for j, e in enumerate(ENGINES):
+        off = (j - (n - 1) / 2.0) * w
+        plots.append("'%s' using ($1%+.4f):%d:(%g)%s with boxes fs solid 0.8 border -1 lc %d title '%s'"
+                     % (dat, off, j + 3, w, ":xtic(2)" if j == 0 else "", j + 1, e))
+    for j, e in enumerate(ENGINES):
+        if e in timeouts:
+            off = (j - (n - 1) / 2.0) * w
+            plots.append("'%s' using ($1%+.4f):%d:(%g) with boxes fs pattern 4 border -1 lc %d "
+                         "title '%s: no answer in %g s'" % (dat, off, n + j + 3, w, j + 1, e, timeout))
+    title = {"tpch": "TPC-H", "ssb": "SSB"}[bench]
+    script = ("set terminal pngcairo noenhanced size %d,520 font 'sans,9'\nset output '%s'\n"
+              "set xrange [-0.6:%g]\nset datafile missing '-'\nset logscale y\nset grid ytics\n"
+              "set key top left\nset xtics rotate by -30\nset ylabel 'ms'\n"
+              "set title 'csq bench SF %s, %s: median ms per query (log scale; hatched: timed out, drawn at "
+              "the limit; n/a left out)'\nplot %s\n"
+              % (max(900, 60 * len(keys)), png, len(keys) - 0.4, sf, title, ", ".join(plots)))
+    return png if _gnuplot(script, work, "%s_time" % bench) else None
+
+
+def draw(out, sf, rows, xrows, work, timeout):
     if not shutil.which("gnuplot"):
         print("note: charts skipped: no gnuplot (Debian package gnuplot-nox)", flush=True)
         return []
     written = []
+    for bench in ("tpch", "ssb"):
+        png = _time_chart(out, sf, rows, work, timeout, bench)
+        if png:
+            written.append(png)
+
     keys = []
     for r in rows:
         if (r["bench"], r["query"]) not in keys:
             keys.append((r["bench"], r["query"]))
-    term = "set terminal pngcairo noenhanced size 1100,520 font 'sans,9'\nset xrange [-0.6:%g]\n" % (len(keys) - 0.4)
-    common = ("set style data histograms\nset style histogram clustered gap 1\nset style fill solid 0.8 border -1\n"
-              "set boxwidth 0.9\nset datafile missing '-'\nset logscale y\nset grid ytics\n"
-              "set key top left\nset xtics rotate by -30\n")
-
-    dat = os.path.join(work, "time.dat")
-    with open(dat, "w") as f:
-        f.write("# query " + " ".join(ENGINES) + "\n")
-        for b, q in keys:
-            f.write("%s:%s %s\n" % (b, q, " ".join(_val(rows, b, q, e, "median_s") for e in ENGINES)))
-    png = os.path.join(out, "time_sf%s.png" % sf)
-    plot = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, e) for i, e in enumerate(ENGINES))
-    if _gnuplot(term + common + "set output '%s'\nset title 'csq bench SF %s: median seconds per query (log)'\n"
-                "set ylabel 'seconds'\nplot %s\n" % (png, sf, plot), work, "time"):
-        written.append(png)
-
     dat = os.path.join(work, "bytes.dat")
-    cols = ["host-scan", "media-read", "to-host(transparent)", "to-host(view)"]
+    cols = ["host-scan", "csq-media-read", "csq-to-host", "csq-planner-to-host"]
     with open(dat, "w") as f:
         f.write("# query " + " ".join(cols) + "\n")
         for b, q in keys:
-            media = _val(rows, b, q, "csq-view", "media_bytes_read")
-            if media == "-":
-                media = _val(rows, b, q, "csq-transparent", "media_bytes_read")
-            f.write("%s:%s %s %s %s %s\n" % (b, q, _val(rows, b, q, "native", "host_scan_bytes"), media,
-                                            _val(rows, b, q, "csq-transparent", "bytes_to_host"),
-                                            _val(rows, b, q, "csq-view", "bytes_to_host")))
+            f.write("%s:%s %s %s %s %s\n" % (b, q, _val(rows, b, q, "native", "host_scan_bytes"),
+                                            _val(rows, b, q, "csq", "media_bytes_read"),
+                                            _val(rows, b, q, "csq", "bytes_to_host"),
+                                            _val(rows, b, q, "csq-planner", "bytes_to_host")))
     png = os.path.join(out, "bytes_sf%s.png" % sf)
     plot = ", ".join("'%s' using %d:xtic(1) title '%s'" % (dat, i + 2, c) for i, c in enumerate(cols))
-    if _gnuplot(term + common + "set output '%s'\nset title 'csq bench SF %s: bytes per query (log)'\n"
+    if _gnuplot(_term(len(keys)) + COMMON + "set output '%s'\nset title 'csq bench SF %s: bytes per query (log)'\n"
                 "set ylabel 'bytes'\nplot %s\n" % (png, sf, plot), work, "bytes"):
         written.append(png)
 

@@ -1,20 +1,24 @@
-// bench/duckdb/run.mjs - the DuckDB side of make bench: load CSV files and time
-// queries, in one process, and print the results as one JSON object.
+// bench/duckdb/run.mjs - the DuckDB side of make bench: load CSV files into
+// tables of the given types and time queries, in one process (one per
+// suite), and print the results as one JSON object.
 //
 //   CSQ_DUCKDB_DIR=~/.cache/csq-bench/duckdb node bench/duckdb/run.mjs JOB.json
 //
 // CSQ_DUCKDB_DIR is the npm prefix @duckdb/node-api was installed into
 // (outside the repository: bench/run.py installs it there). JOB.json:
-//   {"threads": 2, "runs": 5,
+//   {"threads": 2, "runs": 5, "timeout_s": 300, "slow_s": 2,
 //    "tables": [{"name": "lineitem", "csv": "/tmp/li.csv",
-//                "columns": [["l_orderkey", "BIGINT"], ...]}],
+//                "columns": [["l_orderkey", "BIGINT"], ["l_shipdate", "DATE"], ...]}],
 //    "queries": [{"name": "Q6", "sql": "SELECT ..."}]}
 // Output on stdout:
 //   {"version": "...", "loads": [{"name", "seconds", "rows", "hwm_kb"}],
-//    "queries": [{"name", "times": [...], "median", "rows": [[...]], "hwm_kb", "base_kb",
-//                 "error"}]}
+//    "queries": [{"name", "times": [...], "median", "rows": [[...]], "columns": [...],
+//                 "hwm_kb", "base_kb", "timeout", "error"}]}
 // Each query runs once to warm up, then `runs` timed times; the median is of
-// the timed runs. hwm_kb is this process's peak resident memory while the
+// the timed runs. As in bench/worker.py, a warm-up over slow_s seconds is the
+// only run, and fewer runs are made where they would not end within
+// timeout_s; a query still running at timeout_s is interrupted
+// (connection.interrupt()) and reported with "timeout": true. hwm_kb is this process's peak resident memory while the
 // load or query ran: the peak is reset before each (writing 5 to
 // /proc/self/clear_refs) and read from VmHWM afterwards, so it includes
 // node's and DuckDB's baseline (base_kb: the resident set just before).
@@ -86,25 +90,39 @@ for (const t of job.tables) {
   out.loads.push({ name: t.name, seconds: sec, rows: plain(n), hwm_kb: statusKb('VmHWM') });
 }
 
+const timeoutS = job.timeout_s ?? 300;
+const slowS = job.slow_s ?? 2;
 for (const q of job.queries) {
-  const r = { name: q.name, times: [], median: null, rows: null, hwm_kb: null, base_kb: statusKb('VmRSS'),
-             error: null };
+  const r = { name: q.name, times: [], median: null, rows: null, columns: null, hwm_kb: null,
+              base_kb: statusKb('VmRSS'), timeout: false, error: null };
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    con.interrupt();
+  }, timeoutS * 1000);
   try {
     resetPeak();
-    const runs = job.runs ?? 5;
-    let rows = null;
-    for (let i = 0; i <= runs; i++) {  // run 0 warms up and is not counted
-      const t0 = performance.now();
-      const rd = await con.runAndReadAll(q.sql);
-      rows = rd.getRows();
-      if (i > 0) r.times.push((performance.now() - t0) / 1000);
+    const start = performance.now();
+    let t0 = performance.now();
+    let rd = await con.runAndReadAll(q.sql);  // the warm-up, not counted
+    const warm = (performance.now() - t0) / 1000;
+    const left = 0.9 * timeoutS - (performance.now() - start) / 1000;
+    const runs = warm > slowS ? 0 : Math.min(job.runs ?? 5, Math.floor(left / Math.max(warm, 1e-9)));
+    if (runs < 1) r.times.push(warm);  // too slow to repeat: the warm-up is the one run
+    for (let i = 0; i < runs; i++) {
+      t0 = performance.now();
+      rd = await con.runAndReadAll(q.sql);
+      r.times.push((performance.now() - t0) / 1000);
     }
     r.median = median(r.times);
-    r.rows = rows.map((row) => row.map(plain));
+    r.columns = rd.columnNames();
+    r.rows = rd.getRows().map((row) => row.map(plain));
     r.hwm_kb = statusKb('VmHWM');
   } catch (e) {
-    r.error = String(e && e.message ? e.message : e);
+    r.timeout = timedOut;
+    r.error = timedOut ? `no answer within ${timeoutS} s` : String(e && e.message ? e.message : e);
   }
+  clearTimeout(timer);
   out.queries.push(r);
 }
 con.closeSync();
