@@ -463,19 +463,6 @@ static int serve_topn(vt_cursor *c, vt_topn *t, int nOut) {
   return SQLITE_OK;
 }
 
-/* Open one scan per member over all its row groups, running c->pProg. */
-static int open_member_scans(vt_cursor *c, vt_tab *p) {
-  for (int k = 0; k < c->nMem; k++) {
-    const store_table *pTab = c->aTab[k];
-    char *zErr = NULL;
-    c->aWinBase[k] = 0;
-    int rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg,
-                           c->pProg, c->nProg, &c->apScan[k], &zErr);
-    if (rc) return vt_err(&p->base, rc, zErr);
-  }
-  return SQLITE_OK;
-}
-
 /* VT_PLAN_DEVICE: run the pushed terms as a device program over the visible
 ** row groups (the transaction's buffered rows are written out first, so the
 ** device sees them).
@@ -552,14 +539,16 @@ static int device_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const ch
     pProg = NULL;
   } else {
     /* one scan per member, all open at once: every device works in parallel */
-    c->pProg = pProg;
-    c->nProg = nProg;
-    pProg = NULL;
-    rc = open_member_scans(c, p);
-    sqlite3_free(c->pProg);
-    c->pProg = NULL;
-    c->nProg = 0;
-    if (rc) goto done;
+    for (int k = 0; k < c->nMem; k++) {
+      const store_table *pTab = c->aTab[k];
+      c->aWinBase[k] = 0;
+      rc = dev_scan_open(p->apMem[k]->pQ, p->apMem[k]->pStore, pTab, pTab->apRg, pTab->nRg, pProg,
+                         nProg, &c->apScan[k], &zErr);
+      if (rc) {
+        rc = vt_err(&p->base, rc, zErr);
+        goto done;
+      }
+    }
   }
   c->iScan = 0;
   c->bEof = 0;
@@ -629,6 +618,15 @@ static char *probe_sig(const char *idxStr, const vt_plan *pPlan, sqlite3_value *
   return sqlite3_str_finish(pStr);
 }
 
+/* The probe may take more rows: SQLITE_FULL with a message once it holds
+** twice VT_PROBE_MAX_ROWS (the table grew since it was planned). */
+static int probe_room(vt_tab *p, const vt_probe *pr) {
+  if (vt_probe_rows(pr) < VT_PROBE_MAX_ROWS * 2u) return SQLITE_OK;
+  vt_set_error(&p->base, "csq: table %s grew past %d rows during a join probe", p->zName,
+               VT_PROBE_MAX_ROWS * 2);
+  return SQLITE_FULL;
+}
+
 /* Build the probe pr from every visible row (a host scan through this
 ** cursor, as open_scan reads). */
 static int probe_build_host(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_plan *pPlan) {
@@ -650,11 +648,7 @@ static int probe_build_host(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_plan
       if ((bKey || col_used(c, i)) && i != p->s.iIpk && !c->aLoaded[i + 1])
         rc = load_column(c, p, i + 1);
     }
-    if (rc == SQLITE_OK && vt_probe_rows(pr) >= VT_PROBE_MAX_ROWS * 2u) {
-      vt_set_error(&p->base, "csq: table %s grew past %d rows during a join probe", p->zName,
-                   VT_PROBE_MAX_ROWS * 2);
-      rc = SQLITE_FULL;
-    }
+    if (rc == SQLITE_OK) rc = probe_room(p, pr);
     if (rc == SQLITE_OK) {
       /* the run of visible rows from here, in one append */
       uint32_t r0 = c->iRow;
@@ -683,13 +677,8 @@ static int probe_build_device(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_pl
   c->bWhole = 0;
   while (rc == SQLITE_OK && !c->bEof) {
     for (int i = 0; i < nVec; i++) apSrc[i] = c->aOutOf[i] >= 0 ? &c->aOut[c->aOutOf[i]] : NULL;
-    if (vt_probe_rows(pr) >= VT_PROBE_MAX_ROWS * 2u) {
-      vt_set_error(&p->base, "csq: table %s grew past %d rows during a join probe", p->zName,
-                   VT_PROBE_MAX_ROWS * 2);
-      rc = SQLITE_FULL;
-      break;
-    }
-    rc = vt_probe_append(pr, apSrc, 0, c->nRow);
+    rc = probe_room(p, pr);
+    if (rc == SQLITE_OK) rc = vt_probe_append(pr, apSrc, 0, c->nRow);
     c->iRow = c->nRow;
     if (rc == SQLITE_OK) rc = settle_scan(c, p);
   }
