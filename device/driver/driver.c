@@ -546,8 +546,13 @@ int dev_reap(dev_queue *q, csq_cqe *pCqe, int timeoutMs) {
     q->nStash--;
     return 0;
   }
-  tEnd = dev_now_ns() + (int64_t)(timeoutMs < 0 ? dev_timeout(q->pDev) : timeoutMs) * 1000000;
-  return reap_until(q, pCqe, tEnd);
+  if (timeoutMs < 0) timeoutMs = dev_timeout(q->pDev);
+  tEnd = dev_now_ns() + (int64_t)timeoutMs * 1000000;
+  if (reap_until(q, pCqe, tEnd) == 0) return 0;
+  snprintf(q->zErr, sizeof(q->zErr),
+           "device %s: no completion within %d ms (%u command(s) in flight)", q->pDev->zPath,
+           timeoutMs, q->nLive);
+  return -ETIMEDOUT;
 }
 
 int dev_exec(dev_queue *q, csq_sqe *pSqe, csq_cqe *pCqe) {
