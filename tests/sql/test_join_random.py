@@ -1,15 +1,16 @@
 """Random joins over csq tables against the same joins over native tables.
 
-Three tables of random declared types hold keys of every storage class
+Five tables of random declared types hold keys of every storage class
 (integers, integral and fractional reals, numeric and other text, blobs,
 NULL) with many duplicates. Random statements join two or three of them on
-one or two keys, with constant filters beside the keys, LEFT JOINs, GROUP
+one or two keys (join graphs of two to five tables), with constant filters beside the keys, LEFT JOINs, GROUP
 BY, ORDER BY ... LIMIT, EXISTS and scalar subqueries; between statements
 random writes change the tables, so probe hashes kept across statements
 (vtab/probe.c) must notice. Constants are bound parameters, so the same
 prepared statement runs again with other values, as an application that
 keeps its statements prepared does. The native copies are indexed in one
-run and not in the other, which gives SQLite other join orders."""
+run and not in the other, which gives SQLite other join orders. Some
+statements also go through a csq_query view (the csq planner's path)."""
 import random
 import sqlite3
 
@@ -17,6 +18,7 @@ from harness import connect
 
 TYPES = ["INTEGER", "REAL", "TEXT", "NUMERIC", "BLOB", "", "TEXT COLLATE NOCASE", "COLLATE RTRIM"]
 COLS = ["k1", "k2", "v", "t"]
+TABLES = "abcde"
 
 
 def key_value(rnd, dom):
@@ -46,19 +48,24 @@ def row(rnd, dom):
 
 
 class Db:
-    """Three csq tables a, b, c and their native twins na, nb, nc."""
+    """Five csq tables a..e and their native twins na..ne."""
 
     def __init__(self, rnd, indexed):
         self.con = connect()
+        # SQLite 3.40 builds an automatic index on a join key with the key
+        # column's collation, not the comparison's: "x.k COLLATE RTRIM =
+        # y.k" then misses 'b ' = 'b', where the same join NOT INDEXED finds
+        # it. csq answers as NOT INDEXED does; compare with that.
+        self.con.execute("PRAGMA automatic_index = OFF")
         self.rnd = rnd
-        for t in "abc":
+        for t in TABLES:
             decl = ", ".join("%s %s" % (c, rnd.choice(TYPES)) for c in COLS)
             self.con.execute("CREATE VIRTUAL TABLE %s USING csq(%s)" % (t, decl))
             self.con.execute("CREATE TABLE n%s(%s)" % (t, decl))
             if indexed:
                 self.con.execute("CREATE INDEX n%s_k1 ON n%s(k1)" % (t, t))
                 self.con.execute("CREATE INDEX n%s_k12 ON n%s(k2, k1)" % (t, t))
-        sizes = {"a": 1500, "b": 300, "c": 60}
+        sizes = {"a": 1500, "b": 300, "c": 60, "d": 30, "e": 12}
         self.con.execute("BEGIN")
         for t, n in sizes.items():
             rows = [row(rnd, max(4, n // 3)) for _ in range(n)]
@@ -68,7 +75,7 @@ class Db:
 
     def write(self):
         """One random write, the same on both sides."""
-        rnd, t = self.rnd, self.rnd.choice("abc")
+        rnd, t = self.rnd, self.rnd.choice(TABLES)
         k = key_value(rnd, 40)
         kind = rnd.randrange(4)
         if kind == 0:
@@ -120,11 +127,11 @@ def join_on(rnd, left, right):
 
 
 def statement(rnd):
-    """A random SELECT over tables named {a}, {b}, {c}; returns (sql, params)."""
+    """A random SELECT over tables named {a} .. {e}; returns (sql, params)."""
     params = []
     shape = rnd.randrange(6)
     if shape <= 2:
-        names = rnd.sample("abc", 3 if shape == 2 else 2)
+        names = rnd.sample(TABLES, rnd.randint(3, 5) if shape == 2 else 2)
         frm = "{%s} AS x0" % names[0]
         where = []
         for i, n in enumerate(names[1:], 1):
@@ -151,7 +158,7 @@ def statement(rnd):
             n = 2 * len(aliases)
             sql += " ORDER BY %s LIMIT %d" % (", ".join(str(i + 1) for i in range(n)), rnd.randrange(1, 40))
         return sql, params
-    outer, inner = rnd.sample("abc", 2)
+    outer, inner = rnd.sample(TABLES, 2)
     on = join_on(rnd, "o", "i")
     extra = (" AND " + cond(rnd, "i", params)) if rnd.random() < 0.5 else ""
     if shape == 3:
@@ -185,6 +192,18 @@ def run(con, sql, params):
         return None, str(e)
 
 
+def run_view(con, sql, params):
+    """sql through a csq_query view: its ?N are the view's hidden columns."""
+    parts = sql.split("?")
+    text = parts[0] + "".join("?%d%s" % (i + 1, p) for i, p in enumerate(parts[1:]))
+    con.execute("CREATE VIRTUAL TABLE temp.qv USING csq_query('%s')" % text.replace("'", "''"))
+    try:
+        args = "(%s)" % ", ".join("?" * len(params)) if params else ""
+        return run(con, "SELECT * FROM qv%s" % args, params)
+    finally:
+        con.execute("DROP TABLE temp.qv")
+
+
 def drive(seed, indexed, n_stmts):
     rnd = random.Random(seed)
     db = Db(rnd, indexed)
@@ -200,9 +219,9 @@ def drive(seed, indexed, n_stmts):
         else:
             sql, params = statement(rnd)
             kept.append((sql, params))
-        mine = sql.format(a="a", b="b", c="c")
-        native = sql.format(a="na", b="nb", c="nc")
-        got, gerr = run(con, mine, params)
+        mine = sql.format(**{t: t for t in TABLES})
+        native = sql.format(**{t: "n" + t for t in TABLES})
+        got, gerr = run_view(con, mine, params) if rnd.random() < 0.15 else run(con, mine, params)
         want, werr = run(con, native, params)
         ctx = "seed %d step %d indexed %s:\n  %s\n  params %r" % (seed, step, indexed, mine, params)
         assert (gerr is None) == (werr is None), "%s\n  csq error %r, native error %r" % (ctx, gerr, werr)
