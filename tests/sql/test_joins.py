@@ -2,8 +2,6 @@
 probe from a hash of the table built once (plan 3, vtab/probe.c), and
 every join gives what the same join over native tables gives."""
 import random
-import sqlite3
-import time
 
 from harness import connect
 
@@ -92,14 +90,11 @@ def test_star_join_probes_once_per_statement():
     con = connect()
     load(con, rnd, 20000, 2000)
     con.execute("SELECT csq_stats_reset()")
-    t0 = time.monotonic()
     n = same(con, "SELECT {F}.v, {D}.name FROM {F} JOIN {D} ON {F}.k = {D}.k WHERE {D}.grp = 1")
-    took = time.monotonic() - t0
     st = dict(con.execute("SELECT name, value FROM csq_stats").fetchall())
     assert n > 0
     # d is read once, not once per row of f: its 2000 rows scanned a few times at most
     assert st["rows_scanned"] < 20000 + 5 * 2000, st
-    assert took < 30, took
 
 
 def test_correlated_subqueries_read_the_inner_table_once_per_statement():
