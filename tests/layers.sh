@@ -25,8 +25,6 @@ engine  engine format link
 emu     emu engine format link
 nvme    nvme engine format link
 tcp     tcp format link
-target  target tcp emu engine format link
-initiator initiator tcp format link
 driver  driver link
 store   store driver format link
 host    host store driver engine format link
