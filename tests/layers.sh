@@ -25,6 +25,7 @@ engine  engine format link
 emu     emu engine format link
 nvme    nvme engine format link
 tcp     tcp format link
+target  target tcp emu engine format link
 driver  driver link
 store   store driver format link
 host    host store driver engine format link
