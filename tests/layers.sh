@@ -26,6 +26,7 @@ emu     emu engine format link
 nvme    nvme engine format link
 tcp     tcp format link
 target  target tcp emu engine format link
+initiator initiator tcp format link
 driver  driver link
 store   store driver format link
 host    host store driver engine format link
