@@ -580,6 +580,10 @@ static int sync_cmd(dev_bqueue *q, csq_sqe *e, int64_t tEnd, csq_cqe *pCqe, char
     return q->bDead ? -ECONNRESET : -ETIMEDOUT;
   }
   uint16_t sf = csq_cqe_sf(pCqe) & 0x7FF;
+  if (sf == CSQ_SC_HOST_LINK) {
+    *pzErr = dev_mprintf("cannot open %s: %s: %s", q->d->zUrl, zWhat, q->zDead);
+    return -ECONNRESET;
+  }
   if (sf) {
     *pzErr = dev_mprintf(
         "cannot open %s: %s failed: %s (status 0x%03x)%s", q->d->zUrl, zWhat, csq_status_name(sf),
