@@ -5,7 +5,9 @@
 **
 ** Properties (NVMe base specification, "Controller Registers"):
 **   CAP  00h 8 bytes  MQES 1023 (0-based), CQR 1, TO 1 (500 ms), CSS NVM
-**   VS   08h 4 bytes  2.0.0
+**   VS   08h 4 bytes  1.2.0: a host of 1.3 or later asks for namespace
+**                     descriptor lists and command set ids, which the device
+**                     does not have (the Linux kernel then skips the namespace)
 **   CC   14h 4 bytes  EN bit 0, SHN bits 15:14
 **   CSTS 1Ch 4 bytes  RDY bit 0, SHST bits 3:2
 ** Setting EN makes the controller ready at once (the device is already open);
@@ -116,7 +118,7 @@ uint16_t tgt_prop_get(tgt_server *s, tgt_ctrl *pCtrl, uint32_t ofst, int b8, uin
     if (!b8) *pVal &= 0xFFFFFFFFu;
     break;
   case PROP_VS:
-    *pVal = 0x00020000;
+    *pVal = 0x00010200;
     break;
   case PROP_CC:
     *pVal = pCtrl->cc;
@@ -160,6 +162,7 @@ int tgt_ctrl_ready(tgt_server *s, tgt_ctrl *pCtrl) {
 #define ID_CNTRLTYPE 111
 #define ID_KAS       320
 #define ID_MAXCMD    514
+#define ID_NN        516
 #define ID_SGLS      536
 #define ID_SUBNQN    768
 #define ID_IOCCSZ    1792
@@ -178,6 +181,10 @@ void tgt_identify_patch(tgt_ctrl *pCtrl, uint8_t *pBuf) {
   pBuf[ID_CNTRLTYPE] = pCtrl->pSub ? 1 : 2; /* I/O controller, discovery controller */
   csq_put_le16(pBuf + ID_KAS, 1);           /* keep alive granularity 100 ms */
   csq_put_le16(pBuf + ID_MAXCMD, TGT_MAX_QDEPTH);
+  /* One namespace of blocks for hosts that scan NN: csq's CP and SLM
+  ** namespaces (2, 3) are not block storage; csq's own host addresses them
+  ** without a scan, and commands to them work all the same. */
+  if (pCtrl->pSub) csq_put_le32(pBuf + ID_NN, 1);
   /* SGLs supported (bit 0), offset in-capsule data (bit 20) */
   csq_put_le32(pBuf + ID_SGLS, 1u | 1u << 20);
   memset(pBuf + ID_SUBNQN, 0, 256);

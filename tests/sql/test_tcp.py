@@ -542,3 +542,74 @@ def test_garbage_target_gives_clear_errors():
             con.close()
         finally:
             stop()
+
+
+# ---- the Linux kernel on the other end ---------------------------------------
+
+GUEST_SCRIPT = """#!/bin/sh
+exec 3<>/dev/nvme-fabrics
+echo transport=tcp,traddr=10.0.2.2,trsvcid=%(port)d,nqn=%(nqn)s >&3 || { echo CONNECT-FAILED; dmesg | tail -20; exit 1; }
+read -r r <&3
+echo "CONNECTED $r"
+n=${r#instance=}; n=${n%%%%,*}
+i=0; while [ ! -b /dev/nvme${n}n1 ] && [ $i -lt 50 ]; do sleep 0.1; i=$((i+1)); done
+echo "MODEL $(cat /sys/class/nvme/nvme$n/model)"
+echo "HEAD $(dd if=/dev/nvme${n}n1 bs=4096 count=64 iflag=direct 2>/dev/null | md5sum)"
+echo written-by-the-linux-kernel | dd of=/dev/nvme${n}n1 bs=4096 seek=%(lba)d conv=sync oflag=direct 2>/dev/null
+echo "BACK $(dd if=/dev/nvme${n}n1 bs=4096 skip=%(lba)d count=1 iflag=direct 2>/dev/null | head -c 27)"
+echo 1 > /sys/class/nvme/nvme$n/delete_controller
+echo DONE
+"""
+
+
+def qemu_runner():
+    r = os.environ.get("QEMU_NVME_RUN")
+    root = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+    for c in [r, os.path.join(root, "tools", "qemu-nvme-run"),
+              os.path.join(root, "..", "shared", "tools", "qemu-nvme-run")]:
+        if c and os.access(c, os.X_OK):
+            return c
+    raise Skip("qemu-nvme-run not found (set QEMU_NVME_RUN)")
+
+
+def test_linux_kernel_initiator_reads_and_writes_csq_target():
+    """The guest kernel's nvme-tcp connects to csq-target on the host: the
+    namespace it creates reads what csq wrote, and a block it writes lands in
+    the image, which csq still reads as its table."""
+    import hashlib
+    runner = qemu_runner()
+    d = tmpdir()
+    tg = Target(d, ["kern.csd"])
+    try:
+        db = os.path.join(d, "k.db")
+        con = connect(db)
+        con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, device='%s')" %
+                    tg.url("kern.csd"))
+        con.executemany("INSERT INTO t VALUES (?, ?)", [(i, "v%d" % i) for i in range(2000)])
+        con.close()
+        lba = 200000  # far beyond what csq allocated for this table
+        script = os.path.join(d, "guest.sh")
+        with open(script, "w") as f:
+            f.write(GUEST_SCRIPT % {"port": tg.port, "nqn": NQN + "kern.csd", "lba": lba})
+        os.chmod(script, 0o755)
+        p = subprocess.run([runner, "--net", "--timeout", "240", script], capture_output=True,
+                           text=True, timeout=300)
+        out = p.stdout + p.stderr
+        if p.returncode == 125:
+            raise Skip("QEMU could not start: " + out.strip().splitlines()[-1][:200])
+        assert p.returncode == 0 and "DONE" in out, out[-3000:]
+        with open(os.path.join(d, "kern.csd"), "rb") as f:
+            head = f.read(64 * 4096)
+        head = head.ljust(64 * 4096, b"\0")
+        assert "HEAD %s" % hashlib.md5(head).hexdigest() in out, out[-3000:]
+        assert "BACK written-by-the-linux-kernel" in out, out[-3000:]
+        assert "MODEL csq emulated computational storage" in out, out[-3000:]
+        with open(os.path.join(d, "kern.csd"), "rb") as f:
+            f.seek(lba * 4096)
+            assert f.read(27) == b"written-by-the-linux-kernel"
+        con = connect(db)
+        assert con.execute("SELECT count(*), sum(a) FROM t").fetchall() == [(2000, 1999000)]
+        con.close()
+    finally:
+        tg.stop()
+    assert "qid 1" in tg.read_log()
