@@ -41,7 +41,7 @@ BENCH_BIN := $(BENCH_MAINS:bench/%_main.c=$(BUILD)/bench/%)
 SHELL_MAIN := $(wildcard ext/*_main.c)
 
 .PHONY: all deps demo test sanitize bench format clean
-all: $(BUILD)/csq.so $(BUILD)/libcsq.a $(if $(SHELL_MAIN),$(BUILD)/csq)
+all: $(BUILD)/csq.so $(BUILD)/libcsq.a $(if $(SHELL_MAIN),$(BUILD)/csq) $(BUILD)/csq-target
 
 # header dependencies as the compiler finds them (-MMD), not every header
 $(BUILD)/obj/%.o: %.c
@@ -60,6 +60,10 @@ $(BUILD)/csq.so: $(LIB_OBJ)
 # of csq's own code it compiles only what a header holds (vtab/module_name.h)
 $(BUILD)/csq: $(SHELL_MAIN) vtab/module_name.h $(BUILD)/csq.so
 	$(CC) $(CFLAGS) -o $@ $(SHELL_MAIN) $(LDFLAGS) -lsqlite3
+
+# the NVMe/TCP target daemon (device/target/)
+$(BUILD)/csq-target: device/target/target_main.c $(BUILD)/libcsq.a $(HDRS)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
 
 # every unit test links what the tests share (tests/unit/helpers.c)
 TEST_HELPERS := $(BUILD)/obj/tests/unit/helpers.o

@@ -9,6 +9,9 @@
 #   engine  the program executor, the program types and slots it runs in, SLM
 #   emu     the emulated device, its media and faults   (a backend)
 #   nvme    a real NVMe namespace through passthrough    (a backend)
+#   tcp     the NVMe/TCP transport both ends share: PDUs, digests, data lengths
+#   target  csq-target: the emulated device served over NVMe/TCP
+#   initiator  the nvme-tcp backend: a device reached over NVMe/TCP (a backend)
 #   driver  the host driver: devices, queues, commands, timeouts
 #   store   the on-media store: catalog, superblocks, space, transactions
 #   host    the host half of pushdown: device scans and the partial merge
@@ -21,6 +24,9 @@ format  format
 engine  engine format link
 emu     emu engine format link
 nvme    nvme engine format link
+tcp     tcp format link
+target  target tcp emu engine format link
+initiator initiator tcp format link
 driver  driver link
 store   store driver format link
 host    host store driver engine format link

@@ -185,6 +185,11 @@ int dev_open(const char *zPath, const dev_options *p, dev_device **ppDev, char *
     pOps = &dev_nvme_backend;
     zKey = strdup(zPath);
     zBackendPath = zPath + 5;
+  } else if (strncmp(zPath, "nvme-tcp://", 11) == 0) {
+    /* a device across an NVMe/TCP link: the URL is the key, as for nvme: */
+    pOps = &dev_tcp_backend;
+    zKey = strdup(zPath);
+    zBackendPath = zPath;
   } else {
     zKey = canonical_path(zPath, opt.bCreate, &rc, &zErr);
     if (!zKey) goto done;

@@ -7,6 +7,8 @@
 **   emu   the emulated CSD in process (device/emu/), dev_emu_backend
 **   nvme  a real namespace through io_uring passthrough (device/nvme/),
 **         dev_nvme_backend; referenced weakly, so the tree links without it.
+**   tcp   a device across an NVMe/TCP link ("nvme-tcp://HOST:PORT/NQN",
+**         device/initiator/), dev_tcp_backend.
 **
 ** The contract, per call:
 **   xOpen       open zPath (the "nvme:" prefix already stripped for nvme);
@@ -69,6 +71,7 @@ typedef struct dev_backend_ops {
 extern const dev_backend_ops dev_emu_backend;
 /* Defined by device/nvme/ when it exists; NULL address otherwise. */
 extern const dev_backend_ops dev_nvme_backend __attribute__((weak));
+extern const dev_backend_ops dev_tcp_backend;
 
 #define DEV_MAX_QDEPTH 1024u /* entries per queue pair, upper bound */
 

@@ -216,6 +216,9 @@ typedef struct csq_id_vs {
 #define CSQ_SC_READ_ERROR  CSQ_STATUS(2, 0x81)
 /* Host-side statuses never sent by a device, used by the driver. */
 #define CSQ_SC_HOST_TIMEOUT CSQ_STATUS(7, 0xF0)
+/* The connection to a device across a link (nvme-tcp) broke with the command
+** outstanding: it may or may not have run, as after a timeout. */
+#define CSQ_SC_HOST_LINK CSQ_STATUS(7, 0xF1)
 
 static inline uint16_t csq_cqe_sf(const csq_cqe *c) {
   return (uint16_t)(c->status >> 1);

@@ -58,6 +58,8 @@ const char *csq_status_name(uint16_t sf) {
     return "Unrecovered Read Error";
   case CSQ_SC_HOST_TIMEOUT:
     return "Host Timeout (no completion)";
+  case CSQ_SC_HOST_LINK:
+    return "Link to the Device Lost";
   }
   switch ((sf >> 8) & 7) {
   case CSQ_SCT_GENERIC:

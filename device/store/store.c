@@ -382,7 +382,8 @@ int store_write_superblocks(store *p, dev_queue *q, const store_sb *pSb, char **
   int rc = 0;
   for (int i = 0; i < CSQ_SB_COPIES && rc == 0; i++) {
     rc = dev_nvm_write(q, (uint64_t)i, 1, buf);
-    if (pbMaybe && (i > 0 || rc == 0 || rc == CSQ_SC_HOST_TIMEOUT)) *pbMaybe = 1;
+    if (pbMaybe && (i > 0 || rc == 0 || rc == CSQ_SC_HOST_TIMEOUT || rc == CSQ_SC_HOST_LINK))
+      *pbMaybe = 1;
     if (rc == 0) rc = dev_nvm_flush(q);
     if (rc)
       *pzErr = store_io_errmsg(p, q, rc, "writing the superblock");
