@@ -12,7 +12,7 @@ CC      ?= gcc
 PKGS    := sqlite3 liburing libnvme libxxhash
 DEBS    := build-essential pkg-config sqlite3 libsqlite3-dev liburing-dev libnvme-dev \
            libjson-c-dev libssl-dev libxxhash-dev python3 gnuplot-nox clang libclang-rt-14-dev \
-           libfuzzer-14-dev qemu-system-x86 xz-utils zlib1g-dev
+           libfuzzer-14-dev qemu-system-x86 xz-utils zlib1g-dev libdpdk-dev
 BUILD   ?= build
 OPT     ?= -O2
 # GCC's -O2 vectorizes only loops that need no runtime checks ("very cheap");
@@ -22,7 +22,11 @@ VECT    := $(shell $(CC) -fvect-cost-model=dynamic -Werror -x c -c /dev/null -o 
              && echo -fvect-cost-model=dynamic)
 CFLAGS  += $(OPT) $(VECT) -g -std=gnu11 -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lrte_bpf -lrte_eal -lpthread -lm
+# DPDK's BPF library (device/engine/bpf_rt.c, the one file that includes it):
+# its headers as system headers (they are not -Wextra clean), its config first
+DPDK_CFLAGS := $(patsubst -I%,-isystem %,$(filter -I%dpdk,$(shell pkg-config --cflags libdpdk 2>/dev/null))) \
+               -include rte_config.h
 SF      ?= 0.1
 
 # Library sources: every .c of the layers, except programs (*_main.c);
@@ -48,6 +52,7 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 -include $(LIB_OBJ:.o=.d)
+$(BUILD)/obj/device/engine/bpf_rt.o: CFLAGS += $(DPDK_CFLAGS)
 
 $(BUILD)/libcsq.a: $(LIB_OBJ)
 	@rm -f $@; ar rcs $@ $^

@@ -71,6 +71,7 @@
 **   IN                 x IN (consts k0 .. k0+k1-1), k1 >= 1
 **   LIKE               x LIKE a [ESCAPE esc]   a TEXT or NULL, k1 = 0
 **   GLOB               x GLOB a                a TEXT or NULL, esc = 0, k1 = 0
+**   BPF                a user's eBPF program over several inputs (below)
 **   Flag CSQ_TF_NOT negates BETWEEN, IN, LIKE and GLOB (only those) with
 **   SQL's three-valued logic: the row qualifies only where the un-negated
 **   term is FALSE (not NULL). So NOT IN with a NULL in the list, or NOT LIKE a
@@ -99,6 +100,20 @@
 **   and most distributions' builds); with CSQ_TF_BLOB_TEXT its bytes are
 **   matched as text instead, as in a build without that option (the planner
 **   can tell which by evaluating x'61' LIKE 'a' once).
+**
+** EBPF TERMS (op CSQ_OP_BPF)
+**   k0 is a BLOB constant holding an eBPF call descriptor (device/format/
+**   bpf.h: the program's instructions and where each argument comes from,
+**   an input slot or a constant); slot is the slot of its first input
+**   argument (or 0), flags, k1 and esc are 0. Only filter terms may be
+**   eBPF terms, not the conditions of CASE. The term is true for a row when
+**   the program returns non-zero; NULL arguments reach the program as NULL
+**   slots (it decides). The verifier here checks the descriptor and csq's
+**   rules (csq_bpf_call_parse); Load Program runs the eBPF verifier too
+**   (device/engine/bpf_rt.c), so a program it refuses is never loaded. A
+**   program that fails while running (csq_fail, a helper misused) faults
+**   the Execute with CSQ_FAULT_BPF. Zone maps never skip a row group for an
+**   eBPF term.
 **
 ** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below.
 **
@@ -368,7 +383,8 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_OP_IN      12
 #define CSQ_OP_LIKE    13
 #define CSQ_OP_GLOB    14
-#define CSQ_OP_MAX     14
+#define CSQ_OP_BPF     15 /* a user's eBPF program (EBPF TERMS) */
+#define CSQ_OP_MAX     15
 
 /* Term flags. */
 #define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB */
@@ -398,6 +414,7 @@ _Static_assert(CSQ_TF_BINARY == CSQ_COLL_BINARY && CSQ_TF_NOCASE == CSQ_COLL_NOC
 #define CSQ_FAULT_NOMEM         8  /* the engine ran out of memory */
 #define CSQ_FAULT_STALE_PROGRAM 9  /* aParam[0] is not this program's identifier */
 #define CSQ_FAULT_NOT_NUMERIC   10 /* arithmetic/SUM met a TEXT or BLOB value */
+#define CSQ_FAULT_BPF           11 /* an eBPF term's program failed (EBPF TERMS) */
 const char *csq_fault_name(uint64_t reason);
 
 /* A parsed, verified program: a read-only view into the bytes (the bytes must
