@@ -170,11 +170,21 @@ static const struct {
 static pthread_mutex_t logMutex = PTHREAD_MUTEX_INITIALIZER;
 
 /* The verifier's log lines joined into one message: newlines become "; ",
-** a trailing separator dropped. */
+** separators a line already ends with dropped, and the addresses the
+** library prints ("validate(0x7ffd...)") left out, since they mean nothing
+** to a user and differ from run to run. */
 static void log_to_msg(const char *zLog, char *zErr, size_t nErr) {
   size_t j = 0;
   for (size_t i = 0; zLog[i] && j + 3 < nErr; i++) {
+    if (zLog[i] == '(' && zLog[i + 1] == '0' && zLog[i + 2] == 'x') {
+      const char *e = strchr(zLog + i, ')');
+      if (e) {
+        i = (size_t)(e - zLog);
+        continue;
+      }
+    }
     if (zLog[i] == '\n') {
+      while (j > 0 && (zErr[j - 1] == ';' || zErr[j - 1] == ' ')) j--;
       if (zLog[i + 1] && j > 0) {
         zErr[j++] = ';';
         zErr[j++] = ' ';
