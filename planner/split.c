@@ -12,6 +12,9 @@
 **     the column's affinity - which planner/filter.c does too. COLLATE other
 **     than the default, LIKE, OR, and anything else keep the query on the
 **     host: a filter under an aggregate must be exact.
+**     csq_bpf('name', args...) and csq_bpf_col(col, 'name') over columns and
+**     constants: an eBPF term (program.h, EBPF TERMS), the same program and
+**     slots the host function would use, so exact too.
 **   GROUP BY keys and aggregate arguments: columns, numeric literals and
 **     + - * / and unary minus over columns of numeric affinity (the device
 **     does SQLite's integer/real arithmetic; text would need SQLite's
@@ -30,6 +33,7 @@
 #include "planner/split.h"
 #include "planner/filter.h"
 #include "planner/parse.h"
+#include "device/format/bpf.h"
 #include "device/format/program.h"
 
 #ifndef SQLITE_CORE
@@ -228,6 +232,40 @@ static int cmp_op(int k) {
   }
 }
 
+/* csq_bpf('name', args...) (bCol 0) or csq_bpf_col(col, 'name') (bCol 1)
+** as an eBPF term; 0 if e is neither (or names no program of that many
+** arguments: the host then reports it). */
+static int sp_bpf_term(sp *s, const pl_expr *e) {
+  int bCol = strcmp(e->zName, "csq_bpf_col") == 0;
+  if (!bCol && strcmp(e->zName, "csq_bpf") != 0) return 0;
+  if (!s->ti.xBpf || e->nArg < 2 || e->nArg - 1 > CSQ_BPF_MAX_ARGS || (bCol && e->nArg != 2))
+    return 0;
+  const pl_expr *pName = e->apArg[bCol ? 1 : 0];
+  const uint8_t *aIns = NULL, *aDecl = NULL;
+  uint32_t nIns = 0;
+  int nArg = 0;
+  if (pName->op != PL_E_STR || s->ti.xBpf(s->ti.pBpfArg, pName->z, &aIns, &nIns, &aDecl, &nArg) ||
+      nArg != e->nArg - 1)
+    return 0;
+  pl_bpf_arg aArg[CSQ_BPF_MAX_ARGS];
+  memset(aArg, 0, sizeof(aArg));
+  for (int j = 0; j < nArg; j++) {
+    const pl_expr *a = e->apArg[bCol ? 0 : j + 1];
+    char aff;
+    aArg[j].iChunk = sp_column(s, a, &aff);
+    if (aArg[j].iChunk < 0) {
+      if (sp_is_const(a, 1) && (aArg[j].pVal = sp_const_value(s, a)) != NULL) continue;
+      sp_fail_expr(s, "the eBPF argument %s is neither a column nor a constant", a);
+      break;
+    }
+  }
+  if (!s->bFail && pl_filter_bpf(s->b, aArg, nArg, aIns, nIns, aDecl) < 0)
+    sp_fail(s, "the eBPF call does not fit a device program%s", "");
+  for (int j = 0; j < nArg; j++) sqlite3_value_free(aArg[j].pVal);
+  s->nTerm++;
+  return 1;
+}
+
 /* One conjunct of WHERE. */
 static void sp_where_term(sp *s, const pl_expr *e) {
   char aff = 0;
@@ -237,6 +275,7 @@ static void sp_where_term(sp *s, const pl_expr *e) {
     sp_where_term(s, e->pRight);
     return;
   }
+  if (e->op == PL_E_FUNC && sp_bpf_term(s, e)) return;
   int op = cmp_op(e->op);
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
