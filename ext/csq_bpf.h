@@ -5,7 +5,7 @@
 **
 **   #include "csq_bpf.h"
 **   CSQ_PROGRAM u64 near(const struct csq_arg *a) {       // csq_bpf('near', lat, lon)
-**     if (a[0].type != CSQ_REAL || a[1].type != CSQ_REAL) return 0;
+**     if (a[0].type != CSQ_T_REAL || a[1].type != CSQ_T_REAL) return 0;
 **     u64 dlat = csq_fsub(a[0].v, csq_real(40.75));
 **     ...
 **   }
@@ -23,7 +23,7 @@
 **   v     INTEGER: the value (as u64; cast to s64); REAL: its IEEE-754 bits
 **         (use the helpers below: eBPF has no floating point); TEXT, BLOB:
 **         the length in bytes; NULL: 0
-**   type  CSQ_NULL 0, CSQ_INTEGER 1, CSQ_REAL 2, CSQ_TEXT 3, CSQ_BLOB 4
+**   type  CSQ_T_NULL 0, CSQ_T_INTEGER 1, CSQ_T_REAL 2, CSQ_T_TEXT 3, CSQ_T_BLOB 4
 **   An INTEGER passed for a parameter declared REAL arrives as REAL; any
 **   other value arrives with its own type, so check `type` first.
 **   TEXT and BLOB bytes: csq_byte(i, off) and csq_find(i, needle, n); a
@@ -42,11 +42,11 @@ typedef unsigned long long u64;
 typedef long long s64;
 typedef unsigned char u8;
 
-#define CSQ_NULL    0
-#define CSQ_INTEGER 1
-#define CSQ_REAL    2
-#define CSQ_TEXT    3
-#define CSQ_BLOB    4
+#define CSQ_T_NULL    0
+#define CSQ_T_INTEGER 1
+#define CSQ_T_REAL    2
+#define CSQ_T_TEXT    3
+#define CSQ_T_BLOB    4
 
 struct csq_arg {
   u64 v;

@@ -14,8 +14,8 @@
 #include "csq_bpf.h"
 
 CSQ_PROGRAM u64 contains(const struct csq_arg *a) {
-  if ((a[0].type != CSQ_TEXT && a[0].type != CSQ_BLOB) ||
-      (a[1].type != CSQ_TEXT && a[1].type != CSQ_BLOB))
+  if ((a[0].type != CSQ_T_TEXT && a[0].type != CSQ_T_BLOB) ||
+      (a[1].type != CSQ_T_TEXT && a[1].type != CSQ_T_BLOB))
     return 0;
   u64 n = a[1].v;
   if (n == 0) return 1; /* instr(s, '') is 1 */

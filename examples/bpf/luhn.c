@@ -15,7 +15,7 @@
 #include "csq_bpf.h"
 
 CSQ_PROGRAM u64 luhn(const struct csq_arg *a) {
-  if (a[0].type != CSQ_INTEGER || (s64)a[0].v < 0) return 0;
+  if (a[0].type != CSQ_T_INTEGER || (s64)a[0].v < 0) return 0;
   u64 n = a[0].v, sum = 0;
 #pragma unroll
   for (int i = 0; i < 20; i++) {

@@ -18,7 +18,7 @@
 CSQ_PROGRAM u64 near(const struct csq_arg *a) {
 #pragma unroll
   for (int i = 0; i < 5; i++)
-    if (a[i].type != CSQ_REAL) return 0; /* INTEGERs arrive as REAL (declared REAL) */
+    if (a[i].type != CSQ_T_REAL) return 0; /* INTEGERs arrive as REAL (declared REAL) */
   u64 rad = csq_real(3.14159265358979323846 / 180.0);
   u64 dlat = csq_fmul(csq_fsub(a[0].v, a[2].v), rad);
   u64 mlat = csq_fmul(csq_fmul(csq_fadd(a[0].v, a[2].v), csq_real(0.5)), rad);
