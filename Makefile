@@ -44,7 +44,7 @@ BENCH_BIN := $(BENCH_MAINS:bench/%_main.c=$(BUILD)/bench/%)
 
 SHELL_MAIN := $(wildcard ext/*_main.c)
 
-.PHONY: all deps demo test sanitize bench format clean
+.PHONY: all deps demo test sanitize bench format clean bpf-examples
 all: $(BUILD)/csq.so $(BUILD)/libcsq.a $(if $(SHELL_MAIN),$(BUILD)/csq)
 
 # header dependencies as the compiler finds them (-MMD), not every header
@@ -90,7 +90,7 @@ demo: deps
 bench-bin: $(BENCH_BIN)
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN) bench-bin
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) bench-bin bpf-examples
 	@BUILD=$(BUILD) sh tests/run.sh
 
 sanitize: deps
@@ -99,7 +99,14 @@ sanitize: deps
 	  LDFLAGS="-fsanitize=address,undefined" all test-bins-san
 	@BUILD=build-san SANITIZE=1 sh tests/run.sh
 
-test-bins-san: $(UNIT_BIN) bench-bin
+test-bins-san: $(UNIT_BIN) bench-bin bpf-examples
+
+# the eBPF examples (examples/bpf/), compiled as a user would; test_bpf.py loads them
+BPF_EX := $(patsubst examples/bpf/%.c,$(BUILD)/bpf/%.o,$(wildcard examples/bpf/*.c))
+$(BUILD)/bpf/%.o: examples/bpf/%.c ext/csq_bpf.h
+	@mkdir -p $(dir $@)
+	clang -target bpf -O2 -I ext -c -o $@ $<
+bpf-examples: $(BPF_EX)
 
 bench: deps
 	@$(MAKE) --no-print-directory all bench-bin
