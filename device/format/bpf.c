@@ -108,41 +108,109 @@ int csq_bpf_code(const uint8_t *p, size_t n, const uint8_t **ppIns, uint32_t *pn
   return 0;
 }
 
+/* Is op an instruction csq accepts (an allowlist: the eBPF verifier
+** underneath is not hardened against every malformed instruction, so csq
+** hands it only well-formed ones)? Classes: ALU and ALU64 (no byte swap
+** of an odd width), JMP (not JMP32: clang's default -mcpu emits none), LDX
+** and ST / STX of 1, 2, 4 or 8 bytes, and lddw. */
+static int op_known(uint8_t op) {
+  uint8_t cls = op & 7, code = op & 0xF0;
+  switch (cls) {
+  case 4: /* ALU */
+  case 7: /* ALU64 */
+    return code <= 0xD0 && !(code == 0x80 && (op & 8)) && !(code == 0xD0 && cls == 7);
+  case 5: /* JMP */
+    if (code == 0x80 || code == 0x90 || code == 0x00) return (op & 8) == 0;
+    return code <= 0xD0;
+  case 1: /* LDX: MEM mode */
+    return (op & 0xE0) == 0x60;
+  case 2: /* ST */
+  case 3: /* STX */
+    return (op & 0xE0) == 0x60;
+  default:
+    return op == 0x18;
+  }
+}
+
 int csq_bpf_check(const uint8_t *aIns, uint32_t nIns, char *zErr, size_t nErr) {
   if (nIns == 0) return berr(zErr, nErr, "the program has no instructions");
   if (nIns > CSQ_BPF_MAX_INS)
     return berr(zErr, nErr, "the program has %u instructions, csq takes at most %u", nIns,
                 CSQ_BPF_MAX_INS);
+  /* second halves of lddw: no jump may land on one */
+  uint8_t aHalf[CSQ_BPF_MAX_INS];
+  memset(aHalf, 0, nIns);
   for (uint32_t pc = 0; pc < nIns; pc++) {
     const uint8_t *q = aIns + 8ull * pc;
     uint8_t op = q[0], dst = q[1] & 0xF, src = q[1] >> 4, cls = op & 7;
+    int16_t off = (int16_t)csq_le16(q + 2);
     int32_t imm = (int32_t)csq_le32(q + 4);
     if (op == 0x18) { /* lddw: two slots */
       if (src != 0)
         return berr(zErr, nErr,
                     "instruction %u loads a map or a pseudo value: csq programs have no maps", pc);
-      pc++;
+      const uint8_t *q2 = q + 8;
+      if (pc + 1 >= nIns || q2[0] || q2[1] || csq_le16(q2 + 2) || dst > 9)
+        return berr(zErr, nErr, "instruction %u: a malformed 64-bit load", pc);
+      aHalf[++pc] = 1;
       continue;
     }
     if (cls == 0 /* BPF_LD */)
       return berr(zErr, nErr, "instruction %u (opcode 0x%02x): packet loads are not allowed", pc,
                   op);
-    if ((cls == 2 /* ST */ || cls == 3 /* STX */) && dst != 10)
+    if (cls == 6)
+      return berr(zErr, nErr,
+                  "instruction %u uses 32-bit jumps, which csq's runtime lacks (compile with "
+                  "-mcpu=v2 or lower)",
+                  pc);
+    if (!op_known(op)) return berr(zErr, nErr, "instruction %u: unknown opcode 0x%02x", pc, op);
+    if (dst > 10 || src > 10)
+      return berr(zErr, nErr, "instruction %u: no register r%u", pc, dst > 10 ? dst : src);
+    if ((cls == 2 || cls == 3) && dst != 10)
       return berr(zErr, nErr,
                   "instruction %u writes memory through r%u: a program may write its stack (r10) "
                   "only, its arguments are read-only",
                   pc, dst);
-    if (op == 0x85) { /* call */
-      if (src != 0)
-        return berr(zErr, nErr,
-                    "instruction %u calls a function of the program: csq programs are one "
-                    "function (mark helpers static inline)",
-                    pc);
-      if (imm < 1 || imm > CSQ_BPF_H_MAX)
-        return berr(zErr, nErr, "instruction %u calls helper %d, which csq does not export (1..%d)",
-                    pc, imm, CSQ_BPF_H_MAX);
+    if ((cls == 4 || cls == 7) && dst == 10)
+      return berr(zErr, nErr, "instruction %u changes r10, the frame pointer", pc);
+    if ((cls == 4 || cls == 7) && !(op & 8)) {
+      uint8_t code = op & 0xF0;
+      if ((code == 0x30 || code == 0x90) && imm == 0)
+        return berr(zErr, nErr, "instruction %u divides by the constant 0", pc);
+      if ((code == 0x60 || code == 0x70 || code == 0xC0) &&
+          (imm < 0 || imm >= (cls == 7 ? 64 : 32)))
+        return berr(zErr, nErr, "instruction %u shifts by %d bits", pc, imm);
+      if (code == 0xD0 && imm != 16 && imm != 32 && imm != 64)
+        return berr(zErr, nErr, "instruction %u swaps %d bits", pc, imm);
+    }
+    if (cls == 5) {
+      uint8_t code = op & 0xF0;
+      if (code == 0x80) { /* call */
+        if (src != 0)
+          return berr(zErr, nErr,
+                      "instruction %u calls a function of the program: csq programs are one "
+                      "function (mark helpers static inline)",
+                      pc);
+        if (imm < 1 || imm > CSQ_BPF_H_MAX)
+          return berr(zErr, nErr,
+                      "instruction %u calls helper %d, which csq does not export (1..%d)", pc, imm,
+                      CSQ_BPF_H_MAX);
+      } else if (code != 0x90) { /* a jump */
+        int64_t to = (int64_t)pc + 1 + off;
+        if (to < 0 || to >= (int64_t)nIns)
+          return berr(zErr, nErr, "instruction %u jumps outside the program", pc);
+      }
     }
   }
+  for (uint32_t pc = 0; pc < nIns; pc++) {
+    const uint8_t *q = aIns + 8ull * pc;
+    if (aHalf[pc] || (q[0] & 7) != 5 || (q[0] & 0xF0) == 0x80 || (q[0] & 0xF0) == 0x90) continue;
+    int64_t to = (int64_t)pc + 1 + (int16_t)csq_le16(q + 2);
+    if (aHalf[to]) return berr(zErr, nErr, "instruction %u jumps into a 64-bit load", pc);
+  }
+  uint8_t last = aIns[8ull * (nIns - 1)];
+  if (aHalf[nIns - 1] || (last != 0x95 && last != 0x05))
+    return berr(zErr, nErr, "the program does not end with exit (or a jump)");
   return 0;
 }
 

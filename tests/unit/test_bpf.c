@@ -211,6 +211,32 @@ static void test_refusals(void) {
   EXIT();
   refused("unreachable", p->a, 8 * p->n, 1, "unreachable");
 
+  /* malformed instructions, refused before the eBPF verifier sees them
+  ** (tests/fuzz/regress/bpf/ holds one that crashed it) */
+  p->n = 0;
+  MOVI(0, 0);
+  refused("no exit", p->a, 8 * p->n, 1, "does not end with exit");
+  p->n = 0;
+  JA(5);
+  EXIT();
+  refused("jump out", p->a, 8 * p->n, 1, "jumps outside");
+  p->n = 0;
+  I(p, 0x18, 0, 0, 0, 1);
+  refused("half lddw", p->a, 8 * p->n, 1, "malformed 64-bit load");
+  p->n = 0;
+  I(p, 0xff, 0, 0, 0, 0);
+  EXIT();
+  refused("opcode", p->a, 8 * p->n, 1, "unknown opcode 0xff");
+  p->n = 0;
+  I(p, 0x16, 0, 0, 0, 0); /* JMP32 jeq */
+  EXIT();
+  refused("jmp32", p->a, 8 * p->n, 1, "32-bit jumps");
+  p->n = 0;
+  MOVI(0, 1);
+  I(p, 0x37, 0, 0, 0, 0); /* r0 /= 0 */
+  EXIT();
+  refused("div 0", p->a, 8 * p->n, 1, "divides by the constant 0");
+
   /* and the accepted forms: raw, ELF ".text", ELF "csq" */
   char zErr[600];
   dev_bpf *b = NULL;
