@@ -271,6 +271,10 @@ void dev_bpf_free(dev_bpf *p) {
   free(p);
 }
 
+dev_bpf_fn dev_bpf_native(const dev_bpf *p) {
+  return p->xJit;
+}
+
 int dev_bpf_jitted(const dev_bpf *p) {
   return p->xJit != NULL;
 }

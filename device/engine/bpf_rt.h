@@ -53,6 +53,11 @@ void dev_bpf_frame_set(dev_bpf_frame *f);
 ** u64; check f->fault afterwards. */
 uint64_t dev_bpf_run(const dev_bpf *p, dev_bpf_frame *f);
 
+/* The native function of a JIT-compiled program (NULL if interpreted): a
+** batch loop calls it straight, f being the thread's frame. */
+typedef uint64_t (*dev_bpf_fn)(void *pArgs);
+dev_bpf_fn dev_bpf_native(const dev_bpf *p);
+
 /* A message for a fault of frame f, naming program zName. */
 void dev_bpf_fault_msg(const dev_bpf_frame *f, const char *zName, char *z, size_t n);
 

@@ -30,34 +30,114 @@ void ex_bpf_free(ex_term *et) {
   et->aBpfK = NULL;
 }
 
-int ex_bpf_eval(const ex_term *et, ex_col *aCol, const uint32_t *aSel, uint32_t n, uint8_t *aM) {
+/* Write slot s: value bits u, type t (bytes 9..15 stay zero). */
+static inline void slot_set(uint8_t *s, uint64_t u, uint8_t t) {
+  memcpy(s, &u, 8);
+  s[8] = t;
+}
+
+int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                uint32_t n, uint8_t *aM) {
   const csq_bpf_call *pc = et->pCall;
   uint8_t aBlock[CSQ_BPF_SLOT * CSQ_BPF_MAX_ARGS];
   const uint8_t *apZ[CSQ_BPF_MAX_ARGS];
   uint32_t aN[CSQ_BPF_MAX_ARGS];
+  /* how each argument is read: 0 constant (set once), 1 an integer column's
+  ** batch (aI), 2 a real column's batch (aR), 3 any other column (per value) */
+  uint8_t aHow[CSQ_BPF_MAX_ARGS];
   dev_bpf_frame f;
   memset(&f, 0, sizeof(f));
+  memset(aBlock, 0, sizeof(aBlock));
   f.nArg = pc->nArg;
   f.aBlock = aBlock;
   f.apZ = apZ;
   f.aN = aN;
-  /* constant arguments once per batch; columns per row */
   for (int j = 0; j < pc->nArg; j++) {
-    if (!pc->aConst[j]) continue;
-    csq_bpf_slot_put(aBlock + CSQ_BPF_SLOT * j, &et->aBpfK[j], pc->aDecl[j]);
-    apZ[j] = et->aBpfK[j].z;
-    aN[j] = et->aBpfK[j].n;
+    apZ[j] = NULL;
+    aN[j] = 0;
+    if (pc->aConst[j]) {
+      csq_bpf_slot_put(aBlock + CSQ_BPF_SLOT * j, &et->aBpfK[j], pc->aDecl[j]);
+      apZ[j] = et->aBpfK[j].z;
+      aN[j] = et->aBpfK[j].n;
+      aHow[j] = 0;
+      continue;
+    }
+    ex_col *c = &aCol[pc->aSrc[j]];
+    /* whole batches decoded at once, as the typed term loops do; the slot
+    ** each row gets is csq_bpf_slot_put's, written without its switch */
+    if (c->kind == K_INT && !c->bAllNull) {
+      ex_col_ints(c, b0, nb);
+      aHow[j] = 1;
+    } else if (c->kind == K_REAL && !c->bAllNull) {
+      ex_col_reals(c, b0, nb);
+      aHow[j] = 2;
+    } else {
+      aHow[j] = 3;
+    }
   }
   dev_bpf_frame_set(&f);
   int rc = 0;
-  for (uint32_t k = 0; k < n; k++) {
+  /* the common case, every column argument a batch of numbers without
+  ** NULLs and not converted: the type bytes stay, only the values move */
+  int bFast = 1;
+  const uint64_t *apSrc[CSQ_BPF_MAX_ARGS];
+  for (int j = 0; j < pc->nArg; j++) {
+    const ex_col *c = &aCol[pc->aSrc[j]];
+    apSrc[j] = NULL;
+    if (aHow[j] == 0) continue;
+    if (aHow[j] == 3 || c->d.aNull || (aHow[j] == 1 && pc->aDecl[j] == CSQ_BPF_DECL_REAL)) {
+      bFast = 0;
+      break;
+    }
+    apSrc[j] = aHow[j] == 1 ? (const uint64_t *)c->aI : (const uint64_t *)c->aR;
+    aBlock[CSQ_BPF_SLOT * j + 8] = aHow[j] == 1 ? CSQ_BPF_INT : CSQ_BPF_REAL;
+  }
+  dev_bpf_fn xNative = dev_bpf_native(et->pBpf);
+  for (uint32_t k = 0; bFast && k < n; k++) {
+    for (int j = 0; j < pc->nArg; j++)
+      if (apSrc[j]) memcpy(aBlock + CSQ_BPF_SLOT * j, &apSrc[j][aSel[k] - b0], 8);
+    aM[k] = (xNative ? xNative(aBlock) : dev_bpf_run(et->pBpf, &f)) != 0;
+    if (f.fault) {
+      rc = CSQ_FAULT_BPF;
+      break;
+    }
+  }
+  for (uint32_t k = 0; !bFast && k < n; k++) {
+    uint32_t r = aSel[k];
     for (int j = 0; j < pc->nArg; j++) {
-      if (pc->aConst[j]) continue;
-      ex_val v;
-      ex_col_get(&aCol[pc->aSrc[j]], aSel[k], &v);
-      csq_bpf_slot_put(aBlock + CSQ_BPF_SLOT * j, &v, pc->aDecl[j]);
-      apZ[j] = v.z;
-      aN[j] = v.n;
+      uint8_t *s = aBlock + CSQ_BPF_SLOT * j;
+      const ex_col *c = &aCol[pc->aSrc[j]];
+      switch (aHow[j]) {
+      case 0:
+        break;
+      case 1:
+        if (col_null(c, r))
+          slot_set(s, 0, CSQ_BPF_NULL);
+        else if (pc->aDecl[j] == CSQ_BPF_DECL_REAL) {
+          double d = (double)c->aI[r - b0];
+          uint64_t u;
+          memcpy(&u, &d, 8);
+          slot_set(s, u, CSQ_BPF_REAL);
+        } else
+          slot_set(s, (uint64_t)c->aI[r - b0], CSQ_BPF_INT);
+        break;
+      case 2:
+        if (col_null(c, r))
+          slot_set(s, 0, CSQ_BPF_NULL);
+        else {
+          uint64_t u;
+          memcpy(&u, &c->aR[r - b0], 8);
+          slot_set(s, u, CSQ_BPF_REAL);
+        }
+        break;
+      default: {
+        ex_val v;
+        ex_col_get(c, r, &v);
+        csq_bpf_slot_put(s, &v, pc->aDecl[j]);
+        apZ[j] = v.z;
+        aN[j] = v.n;
+      }
+      }
     }
     aM[k] = dev_bpf_run(et->pBpf, &f) != 0;
     if (f.fault) {

@@ -419,9 +419,10 @@ int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const u
 ** verifier, JIT. 0, -EINVAL with the reason in zErr, or -ENOMEM. */
 int ex_bpf_compile(const ex_prog *ep, ex_term *et, char *zErr, size_t nErr);
 void ex_bpf_free(ex_term *et);
-/* aM[k] = eBPF term et on row aSel[k] over the input columns aCol. 0 or
-** CSQ_FAULT_BPF. */
-int ex_bpf_eval(const ex_term *et, ex_col *aCol, const uint32_t *aSel, uint32_t n, uint8_t *aM);
+/* aM[k] = eBPF term et on row aSel[k] of aligned batch [b0, b0+nb) over
+** the input columns aCol. 0 or CSQ_FAULT_BPF. */
+int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                uint32_t n, uint8_t *aM);
 
 /* ---- exec_top.c ---- */
 

@@ -256,6 +256,23 @@ def test_pushed_and_host_agree_on_mixed_values():
     got, plan = q_pushed(con, "SELECT count(*) FROM t WHERE csq_bpf('mix', a, b)")
     assert plan["plan"] == "device+host", plan
     assert host == want == host_t and got == [want], (want, host, host_t, got)
+    # typed columns without NULLs (the executor's batch path), and with some
+    typed = [(rnd.randrange(-10**6, 10**6), rnd.randrange(10**6) / 100.0) for _ in range(20000)]
+    for nulls in (0, 1):
+        if nulls:
+            typed = [(None, b) if i % 17 == 0 else (a, None) if i % 23 == 0 else (a, b)
+                     for i, (a, b) in enumerate(typed)]
+        con.execute("DROP TABLE IF EXISTS n2")
+        con.execute("DROP TABLE IF EXISTS t2")
+        con.execute("CREATE TABLE n2(a INTEGER, b REAL)")
+        con.execute("CREATE VIRTUAL TABLE t2 USING csq(a INTEGER, b REAL, pushdown='always', rowgroup=5000)")
+        con.execute("BEGIN")
+        con.executemany("INSERT INTO n2 VALUES(?,?)", typed)
+        con.executemany("INSERT INTO t2 VALUES(?,?)", typed)
+        con.execute("COMMIT")
+        want = con.execute("SELECT count(*) FROM n2 WHERE mix_py(a, b)").fetchone()
+        got, plan = q_pushed(con, "SELECT count(*) FROM t2 WHERE csq_bpf('mix', a, b)")
+        assert plan["plan"] == "device+host" and got == [want], (nulls, got, want)
     # a constant argument on the device, and the grouped form
     got, _ = q_pushed(con, "SELECT count(*) FROM t WHERE csq_bpf('mix', a, 'ab') AND b IS NOT NULL")
     want = con.execute("SELECT count(*) FROM n WHERE mix_py(a, 'ab') AND b IS NOT NULL").fetchall()
