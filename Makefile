@@ -121,13 +121,18 @@ clean:
 # test_gen compiles the generator sources in directly
 $(BUILD)/tests/test_gen: $(BENCH_SRC) $(wildcard bench/*.h)
 
+# DPDK's BPF library and what it needs, for a static program (the eBPF runtime
+# is in libcsq.a)
+DPDK_STATIC := -Wl,--start-group -lrte_bpf -lrte_eal -lrte_kvargs -lrte_telemetry -lrte_mbuf \
+               -lrte_mempool -lrte_ring -Wl,--end-group -lnuma -lbsd -lmd
+
 # The nvme backend's VM test runs a static guest program inside QEMU
 # (always from the plain build/libcsq.a: a static program cannot carry the sanitizers)
 $(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c tests/unit/helpers.c build/libcsq.a $(HDRS) $(TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnvme) \
 	  -static -o $@ $< tests/unit/helpers.c build/libcsq.a \
-	  $(shell pkg-config --static --libs libnvme liburing libxxhash sqlite3) -lpthread -lm 2>&1 \
+	  $(shell pkg-config --static --libs libnvme liburing libxxhash sqlite3) $(DPDK_STATIC) -lpthread -lm 2>&1 \
 	  | grep -v 'statically linked applications requires at runtime' | grep -v 'in statically linked' ; test -x $@
 $(BUILD)/tests/test_nvme_vm: $(BUILD)/tests/nvme_vm_guest
 
