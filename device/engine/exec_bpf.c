@@ -30,6 +30,17 @@ void ex_bpf_free(ex_term *et) {
   et->aBpfK = NULL;
 }
 
+_Static_assert(DEV_BPF_FAULT_ARG == 1 && DEV_BPF_FAULT_FAIL == 2 && DEV_BPF_FAULT_FIND == 3,
+               "the detail of CSQ_FAULT_BPF in program.h (EBPF TERMS) and csq_fault_text");
+
+/* The fault reason of frame f (program.h, EBPF TERMS): an int, as every
+** fault travels through the executor. */
+static int bpf_fault(const dev_bpf_frame *f) {
+  int r = CSQ_FAULT_BPF | (int)((f->fault & 0xFF) << 8);
+  if (f->fault == DEV_BPF_FAULT_FAIL) r |= (int)(((uint64_t)f->failCode & 0x7FFF) << 16);
+  return r;
+}
+
 /* Write slot s: value bits u, type t (bytes 9..15 stay zero). */
 static inline void slot_set(uint8_t *s, uint64_t u, uint8_t t) {
   memcpy(s, &u, 8);
@@ -98,7 +109,7 @@ int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const
       if (apSrc[j]) memcpy(aBlock + CSQ_BPF_SLOT * j, &apSrc[j][aSel[k] - b0], 8);
     aM[k] = (xNative ? xNative(aBlock) : dev_bpf_run(et->pBpf, &f)) != 0;
     if (f.fault) {
-      rc = CSQ_FAULT_BPF;
+      rc = bpf_fault(&f);
       break;
     }
   }
@@ -141,7 +152,7 @@ int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const
     }
     aM[k] = dev_bpf_run(et->pBpf, &f) != 0;
     if (f.fault) {
-      rc = CSQ_FAULT_BPF;
+      rc = bpf_fault(&f);
       break;
     }
   }

@@ -21,6 +21,27 @@
 #include "device/format/le.h"
 #include "device/format/program.h"
 
+void csq_fault_text(uint64_t r, char *z, size_t n) {
+  if ((r & 0xFF) != CSQ_FAULT_BPF || r == CSQ_FAULT_BPF) {
+    snprintf(z, n, "%s", csq_fault_name(r));
+    return;
+  }
+  switch ((r >> 8) & 0xFF) {
+  case 1:
+    snprintf(z, n, "an eBPF program gave a helper an argument index past its arguments");
+    break;
+  case 2:
+    snprintf(z, n, "an eBPF program failed: it called csq_fail(%u)",
+             (unsigned)((r >> 16) & 0x7FFF));
+    break;
+  case 3:
+    snprintf(z, n, "an eBPF program called csq_find with a needle length outside 1..8");
+    break;
+  default:
+    snprintf(z, n, "%s", csq_fault_name(CSQ_FAULT_BPF));
+  }
+}
+
 const char *csq_fault_name(uint64_t r) {
   switch (r) {
   case CSQ_FAULT_BAD_RANGES:

@@ -112,8 +112,11 @@
 **   rules (csq_bpf_call_parse); Load Program runs the eBPF verifier too
 **   (device/engine/bpf_rt.c), so a program it refuses is never loaded. A
 **   program that fails while running (csq_fail, a helper misused) faults
-**   the Execute with CSQ_FAULT_BPF. Zone maps never skip a row group for an
-**   eBPF term.
+**   the Execute with reason CSQ_FAULT_BPF in bits 7:0, what happened in
+**   bits 15:8 (1 a helper was given an argument index out of range, 2 the
+**   program called csq_fail, 3 csq_find with a needle length outside
+**   1..8) and, for csq_fail, bits 30:16 of its code (code & 0x7FFF). Zone
+**   maps never skip a row group for an eBPF term.
 **
 ** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below.
 **
@@ -416,6 +419,9 @@ _Static_assert(CSQ_TF_BINARY == CSQ_COLL_BINARY && CSQ_TF_NOCASE == CSQ_COLL_NOC
 #define CSQ_FAULT_NOT_NUMERIC   10 /* arithmetic/SUM met a TEXT or BLOB value */
 #define CSQ_FAULT_BPF           11 /* an eBPF term's program failed (EBPF TERMS) */
 const char *csq_fault_name(uint64_t reason);
+/* The reason of fault `reason` as a sentence in z[0..n): csq_fault_name,
+** with the detail a CSQ_FAULT_BPF reason carries (EBPF TERMS). */
+void csq_fault_text(uint64_t reason, char *z, size_t n);
 
 /* A parsed, verified program: a read-only view into the bytes (the bytes must
 ** outlive it), used by the device executor and by host-side helpers. */

@@ -150,7 +150,7 @@ def test_contains_matches_instr():
     expect_error(lambda: con.execute("SELECT count(*) FROM n WHERE csq_bpf('contains', s, '123456789')").fetchall(),
                  "csq_fail(8)")
     expect_error(lambda: q_pushed(con, "SELECT count(*) FROM t WHERE csq_bpf('contains', s, '123456789')"),
-                 "eBPF")
+                 "eBPF", "csq_fail(8)")
 
 
 def test_luhn_filter_and_function():
@@ -337,7 +337,7 @@ def test_fault_fails_the_query_and_the_device_serves_on():
     assert con.execute("SELECT count(*) FROM t WHERE csq_bpf_col(x, 'failer')").fetchone() == (2500,)
     con.execute("INSERT INTO t VALUES (99999)")
     msg = expect_error(lambda: con.execute("SELECT count(*) FROM t WHERE csq_bpf_col(x, 'failer')").fetchall(),
-                       "eBPF")
+                       "eBPF", "csq_fail(77)")
     # the host path names the program and the code
     expect_error(lambda: con.execute("SELECT csq_bpf('failer', 99999)").fetchall(), "failer", "csq_fail(77)")
     # the connection and another one still run queries on the device

@@ -371,6 +371,15 @@ static void test_runtime(void) {
   CHECK_RC(fault, DEV_BPF_FAULT_FAIL);
   dev_bpf_free(b);
 
+  /* a fault's reason as the device reports it (program.h, EBPF TERMS) */
+  char zF[200];
+  csq_fault_text(CSQ_FAULT_BPF | (2u << 8) | (77u << 16), zF, sizeof(zF));
+  CHECK(strstr(zF, "csq_fail(77)") != NULL, "'%s'", zF);
+  csq_fault_text(CSQ_FAULT_BPF | (1u << 8), zF, sizeof(zF));
+  CHECK(strstr(zF, "argument index") != NULL, "'%s'", zF);
+  csq_fault_text(CSQ_FAULT_CHECKSUM, zF, sizeof(zF));
+  CHECK(strcmp(zF, csq_fault_name(CSQ_FAULT_CHECKSUM)) == 0, "'%s'", zF);
+
   /* slots: NULL is type 0 with value 0 */
   uint8_t s[16];
   csq_value vn = {CSQ_NULL, 0, 0, NULL, 0};
