@@ -64,8 +64,8 @@ static int add_const(csq_pb *b, sqlite3_value *v, char aff, int *pbNull) {
   }
 }
 
-int pl_filter_bpf(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns, uint32_t nIns,
-                  const uint8_t *aDecl) {
+int pl_bpf_const(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns, uint32_t nIns,
+                 const uint8_t *aDecl, int *pSlot0) {
   uint32_t aW[CSQ_BPF_MAX_ARGS];
   int slot0 = -1;
   if (nArg < 1 || nArg > CSQ_BPF_MAX_ARGS) return -22; /* -EINVAL */
@@ -90,10 +90,18 @@ int pl_filter_bpf(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aI
   if (rc < 0) return rc;
   int k = csq_pb_const_bytes(b, CSQ_BLOB, pCall, (uint32_t)nCall);
   free(pCall);
+  *pSlot0 = slot0;
+  return k;
+}
+
+int pl_filter_bpf(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns, uint32_t nIns,
+                  const uint8_t *aDecl) {
+  int slot0 = 0;
+  int k = pl_bpf_const(b, aArg, nArg, aIns, nIns, aDecl, &slot0);
   if (k < 0) return k;
-  rc = csq_pb_clause(b);
+  int rc = csq_pb_clause(b);
   if (rc < 0) return rc;
-  return csq_pb_term(b, CSQ_OP_BPF, 0, slot0 < 0 ? 0 : slot0, k, 0, 0);
+  return csq_pb_term(b, CSQ_OP_BPF, 0, slot0, k, 0, 0);
 }
 
 int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {

@@ -60,6 +60,11 @@ typedef struct pl_bpf_arg {
 ** arguments aArg[0..nArg). Returns >= 0 or a negative errno. */
 int pl_filter_bpf(struct csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns,
                   uint32_t nIns, const uint8_t *aDecl);
+/* The same call as a BLOB constant only (for a CSQ_EX_BPF expression): its
+** index, and in *pSlot0 the input slot of its first column; or a negative
+** errno (-EINVAL also when no argument is a column). */
+int pl_bpf_const(struct csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns,
+                 uint32_t nIns, const uint8_t *aDecl, int *pSlot0);
 
 /* A top-N for the device (CSQ_PF_TOPN): keep the nTop rows that sort first
 ** on the chunks aChunk[0..nKey) (each among the outputs), descending where

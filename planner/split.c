@@ -14,7 +14,9 @@
 **     host: a filter under an aggregate must be exact.
 **     csq_bpf('name', args...) and csq_bpf_col(col, 'name') over columns and
 **     constants: an eBPF term (program.h, EBPF TERMS), the same program and
-**     slots the host function would use, so exact too.
+**     slots the host function would use, so exact too. As a GROUP BY key or
+**     an aggregate's whole argument (sum(csq_bpf(...))), the same call is a
+**     CSQ_EX_BPF expression: an INTEGER per row.
 **   GROUP BY keys and aggregate arguments: columns, numeric literals and
 **     + - * / and unary minus over columns of numeric affinity (the device
 **     does SQLite's integer/real arithmetic; text would need SQLite's
@@ -232,36 +234,56 @@ static int cmp_op(int k) {
   }
 }
 
-/* csq_bpf('name', args...) (bCol 0) or csq_bpf_col(col, 'name') (bCol 1)
-** as an eBPF term; 0 if e is neither (or names no program of that many
-** arguments: the host then reports it). */
-static int sp_bpf_term(sp *s, const pl_expr *e) {
+/* The arguments of csq_bpf('name', args...) or csq_bpf_col(col, 'name')
+** e, resolved: 1 with aArg (constants' values sqlite3_value_dup'd: free
+** them with sp_bpf_args_free) and the program; 0 if e is no such call, or
+** names no program of that many arguments (the host then reports it), or an
+** argument is neither a column nor a constant (then s fails). */
+typedef struct sp_bpf {
+  pl_bpf_arg aArg[CSQ_BPF_MAX_ARGS];
+  int nArg;
+  const uint8_t *aIns, *aDecl;
+  uint32_t nIns;
+} sp_bpf;
+
+static void sp_bpf_free(sp_bpf *c) {
+  for (int j = 0; j < c->nArg; j++) sqlite3_value_free(c->aArg[j].pVal);
+}
+
+static int sp_bpf_args(sp *s, const pl_expr *e, sp_bpf *c) {
+  memset(c, 0, sizeof(*c));
+  if (e->op != PL_E_FUNC) return 0;
   int bCol = strcmp(e->zName, "csq_bpf_col") == 0;
   if (!bCol && strcmp(e->zName, "csq_bpf") != 0) return 0;
   if (!s->ti.xBpf || e->nArg < 2 || e->nArg - 1 > CSQ_BPF_MAX_ARGS || (bCol && e->nArg != 2))
     return 0;
   const pl_expr *pName = e->apArg[bCol ? 1 : 0];
-  const uint8_t *aIns = NULL, *aDecl = NULL;
-  uint32_t nIns = 0;
   int nArg = 0;
-  if (pName->op != PL_E_STR || s->ti.xBpf(s->ti.pBpfArg, pName->z, &aIns, &nIns, &aDecl, &nArg) ||
+  if (pName->op != PL_E_STR ||
+      s->ti.xBpf(s->ti.pBpfArg, pName->z, &c->aIns, &c->nIns, &c->aDecl, &nArg) ||
       nArg != e->nArg - 1)
     return 0;
-  pl_bpf_arg aArg[CSQ_BPF_MAX_ARGS];
-  memset(aArg, 0, sizeof(aArg));
-  for (int j = 0; j < nArg; j++) {
+  for (int j = 0; j < nArg; j++, c->nArg++) {
     const pl_expr *a = e->apArg[bCol ? 0 : j + 1];
     char aff;
-    aArg[j].iChunk = sp_column(s, a, &aff);
-    if (aArg[j].iChunk < 0) {
-      if (sp_is_const(a, 1) && (aArg[j].pVal = sp_const_value(s, a)) != NULL) continue;
+    c->aArg[j].iChunk = sp_column(s, a, &aff);
+    if (c->aArg[j].iChunk >= 0) continue;
+    if (!sp_is_const(a, 1) || !(c->aArg[j].pVal = sp_const_value(s, a))) {
       sp_fail_expr(s, "the eBPF argument %s is neither a column nor a constant", a);
-      break;
+      sp_bpf_free(c);
+      return 0;
     }
   }
-  if (!s->bFail && pl_filter_bpf(s->b, aArg, nArg, aIns, nIns, aDecl) < 0)
+  return 1;
+}
+
+/* A WHERE conjunct that is an eBPF call, as an eBPF term; 0 if it is not. */
+static int sp_bpf_term(sp *s, const pl_expr *e) {
+  sp_bpf c;
+  if (!sp_bpf_args(s, e, &c)) return 0;
+  if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl) < 0)
     sp_fail(s, "the eBPF call does not fit a device program%s", "");
-  for (int j = 0; j < nArg; j++) sqlite3_value_free(aArg[j].pVal);
+  sp_bpf_free(&c);
   s->nTerm++;
   return 1;
 }
@@ -344,6 +366,19 @@ static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
   } else if (e->op == PL_E_INT || e->op == PL_E_REAL) {
     int k = e->op == PL_E_INT ? csq_pb_const_int(s->b, e->iVal) : csq_pb_const_real(s->b, e->rVal);
     r = k < 0 ? k : csq_pb_expr_const(s->b, k);
+  } else if (e->op == PL_E_FUNC && strncmp(e->zName, "csq_bpf", 7) == 0) {
+    /* an eBPF call as a value (an INTEGER), e.g. sum(csq_bpf('f', x)) */
+    sp_bpf c;
+    int slot0 = 0, k = -1;
+    if (sp_bpf_args(s, e, &c)) {
+      k = pl_bpf_const(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl, &slot0);
+      sp_bpf_free(&c);
+    }
+    if (k < 0) {
+      sp_fail_expr(s, "the expression %s does not run on the device", e);
+      return -1;
+    }
+    r = csq_pb_expr(s->b, CSQ_EX_BPF, k, 0, 0);
   } else if (e->op == PL_E_NEG) {
     char a2;
     int x = sp_expr(s, e->pLeft, &a2, 1);

@@ -2,7 +2,9 @@
 ** device/engine/exec_bpf.c - eBPF terms of csq's executor (EBPF TERMS in
 ** program.h): the call descriptor compiled into a verified, JIT-compiled
 ** program once at Load, then run over a batch's selected rows, one
-** argument block per row built straight from the input columns.
+** argument block per row built straight from the input columns: as a
+** filter term (its result a truth value) or as an expression of a grouped
+** program (CSQ_EX_BPF: its result an INTEGER).
 */
 #include "device/engine/exec_int.h"
 #include "device/format/bpf.h"
@@ -47,8 +49,11 @@ static inline void slot_set(uint8_t *s, uint64_t u, uint8_t t) {
   s[8] = t;
 }
 
-int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
-                uint32_t n, uint8_t *aM) {
+/* The program of et over rows aSel[0..n) of aligned batch [b0, b0+nb):
+** its results as truth values into aM, or (aM NULL) as INTEGERs into aI.
+** 0 or the fault reason. */
+static int bpf_rows(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                    uint32_t n, uint8_t *aM, int64_t *aI) {
   const csq_bpf_call *pc = et->pCall;
   uint8_t aBlock[CSQ_BPF_SLOT * CSQ_BPF_MAX_ARGS];
   const uint8_t *apZ[CSQ_BPF_MAX_ARGS];
@@ -107,7 +112,11 @@ int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const
   for (uint32_t k = 0; bFast && k < n; k++) {
     for (int j = 0; j < pc->nArg; j++)
       if (apSrc[j]) memcpy(aBlock + CSQ_BPF_SLOT * j, &apSrc[j][aSel[k] - b0], 8);
-    aM[k] = (xNative ? xNative(aBlock) : dev_bpf_run(et->pBpf, &f)) != 0;
+    uint64_t ret = xNative ? xNative(aBlock) : dev_bpf_run(et->pBpf, &f);
+    if (aM)
+      aM[k] = ret != 0;
+    else
+      aI[k] = (int64_t)ret;
     if (f.fault) {
       rc = bpf_fault(&f);
       break;
@@ -150,7 +159,11 @@ int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const
       }
       }
     }
-    aM[k] = dev_bpf_run(et->pBpf, &f) != 0;
+    uint64_t ret = dev_bpf_run(et->pBpf, &f);
+    if (aM)
+      aM[k] = ret != 0;
+    else
+      aI[k] = (int64_t)ret;
     if (f.fault) {
       rc = bpf_fault(&f);
       break;
@@ -158,4 +171,14 @@ int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const
   }
   dev_bpf_frame_set(NULL);
   return rc;
+}
+
+int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                uint32_t n, uint8_t *aM) {
+  return bpf_rows(et, aCol, b0, nb, aSel, n, aM, NULL);
+}
+
+int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                  uint32_t n, int64_t *aI) {
+  return bpf_rows(et, aCol, b0, nb, aSel, n, NULL, aI);
 }

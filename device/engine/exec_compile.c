@@ -251,8 +251,11 @@ void ex_free(void *pv) {
       free(ep->aCondT[i].aTok);
       free(ep->aCondT[i].aRange);
     }
+  if (ep->aExprT)
+    for (int i = 0; i < ep->p.nExpr; i++) ex_bpf_free(&ep->aExprT[i]);
   free(ep->aT);
   free(ep->aCondT);
+  free(ep->aExprT);
   csq_prog_clear(&ep->p);
   free(ep->aByte);
   free(ep);
@@ -280,6 +283,14 @@ int ex_verify(const uint8_t *p, size_t n, void **ppCompiled, char *zErr, size_t 
     if (!ep->aCondT) rc = -ENOMEM;
     for (int i = 0; i < ep->p.nCond && rc == 0; i++)
       rc = term_compile(ep, &ep->aCondT[i], &ep->p.aCond[i], zErr, nErr);
+    /* eBPF expressions: their programs verified and compiled like terms' */
+    if (rc == 0 && !(ep->aExprT = calloc(ep->p.nExpr ? ep->p.nExpr : 1, sizeof(ex_term))))
+      rc = -ENOMEM;
+    for (int i = 0; i < ep->p.nExpr && rc == 0; i++) {
+      if (ep->p.aExpr[i].op != CSQ_EX_BPF) continue;
+      ep->aExprT[i].t.k0 = ep->p.aExpr[i].a;
+      rc = ex_bpf_compile(ep, &ep->aExprT[i], zErr, nErr);
+    }
   }
   if (rc) goto fail;
   *ppCompiled = ep;

@@ -108,6 +108,7 @@ typedef struct ex_prog {
   uint64_t id;
   ex_term *aT;
   ex_term *aCondT; /* the aggregation's condition terms (nCond) */
+  ex_term *aExprT; /* per expression: the program of a CSQ_EX_BPF, else unused */
 } ex_prog;
 
 /* Constant k as a value (its bytes stay in the program). */
@@ -423,6 +424,10 @@ void ex_bpf_free(ex_term *et);
 ** the input columns aCol. 0 or CSQ_FAULT_BPF. */
 int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                 uint32_t n, uint8_t *aM);
+/* aI[k] = the program of et (compiled for a CSQ_EX_BPF instruction) on row
+** aSel[k], as an INTEGER. 0 or CSQ_FAULT_BPF. */
+int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                  uint32_t n, int64_t *aI);
 
 /* ---- exec_top.c ---- */
 

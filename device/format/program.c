@@ -311,6 +311,16 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
     case CSQ_EX_NEG:
       nArg = 1;
       break;
+    case CSQ_EX_BPF: {
+      char zWhy[200];
+      csq_bpf_call call;
+      if (e->a >= (uint32_t)pOut->nConst || pOut->aConst[e->a].cls != CSQ_BLOB)
+        return verr(zErr, nErr, "expression %u (BPF): constant %u is not a BLOB", i, e->a);
+      const csq_pconst *k = &pOut->aConst[e->a];
+      if (csq_bpf_call_parse(k->z, k->len, pOut->nIn, pOut->nConst, &call, zWhy, sizeof(zWhy)))
+        return verr(zErr, nErr, "expression %u (BPF): %s", i, zWhy);
+      break;
+    }
     case CSQ_EX_CASE:
       if (e->a >= nCond)
         return verr(zErr, nErr, "expression %u (CASE): condition %u out of range (%u conditions)",

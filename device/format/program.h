@@ -242,6 +242,9 @@
 **     ADD SUB MUL DIV  a, b = instructions       a + b, a - b, a * b, a / b
 **     NEG    a = instruction                     -a, i.e. 0 - a (as SQLite)
 **     CASE   a = condition term, b, c = instr.   CASE WHEN cond THEN b ELSE c
+**     BPF    a = constant (a BLOB call           a user's eBPF program over the
+**            descriptor, bpf.h)                  row: its u64 as an INTEGER
+**                                                (never NULL); see EBPF TERMS
 **   Unused fields must be 0. Arithmetic is SQLite's: any NULL operand gives
 **   NULL; INTEGER op INTEGER is INTEGER, except that + - * overflowing int64
 **   (and INT64_MIN / -1) is computed in REAL instead; integer division
@@ -353,7 +356,8 @@
 #define CSQ_EX_DIV   6
 #define CSQ_EX_NEG   7
 #define CSQ_EX_CASE  8
-#define CSQ_EX_MAX   8
+#define CSQ_EX_BPF   9
+#define CSQ_EX_MAX   9
 
 /* Aggregate functions. */
 #define CSQ_AGG_COUNT_STAR 1

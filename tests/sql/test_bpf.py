@@ -369,3 +369,26 @@ def test_bytes_to_host_are_the_matching_rows():
     con.execute("SELECT csq_stats_reset()")
     assert con.execute("SELECT count(*) FROM t WHERE csq_bpf_col(num, 'luhn')").fetchone() == (n,)
     assert stats(con)["bytes_to_host"] < n * 40, stats(con)
+
+
+def test_a_program_as_an_aggregate_argument_on_the_device():
+    con = connect()
+    load(con, "luhn", compile_c("luhn"), "INTEGER")
+    load(con, "mix", compile_c("mix", MIX), "ANY,ANY")
+    rnd = random.Random(9)
+    rows = [(mixed(rnd), mixed(rnd)) for _ in range(20000)]
+    con.execute("CREATE TABLE n(a, b)")
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a, b, pushdown='always', rowgroup=3000)")
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO n VALUES(?,?)", rows)
+    con.executemany("INSERT INTO t VALUES(?,?)", rows)
+    con.execute("COMMIT")
+    for q in ["SELECT sum(csq_bpf('mix', a, b)), count(*) FROM %s",
+              "SELECT sum(csq_bpf('luhn', a) * 3 + 1), max(csq_bpf('mix', a, 'ab')) FROM %s "
+              "WHERE csq_bpf('mix', b, a)",
+              "SELECT typeof(b), total(csq_bpf_col(a, 'luhn')) FROM %s GROUP BY typeof(b) ORDER BY 1"]:
+        want = con.execute(q % "n").fetchall()
+        got, plan = q_pushed(con, q % "t")
+        assert got == want, (q, got, want)
+        if "GROUP BY" not in q:
+            assert plan["plan"] == "device+host", plan
