@@ -414,6 +414,8 @@ static int sp_key_ok(sp *s, const pl_expr *e, int bInt) {
   switch (e->op) {
   case PL_E_INT:
     return 1;
+  case PL_E_FUNC: /* an eBPF call is an INTEGER, in one form (sp_expr checks the call) */
+    return strcmp(e->zName, "csq_bpf") == 0 || strcmp(e->zName, "csq_bpf_col") == 0;
   case PL_E_NEG:
     return sp_key_ok(s, e->pLeft, 1);
   case PL_E_ADD:
