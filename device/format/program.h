@@ -117,6 +117,14 @@
 **   program called csq_fail, 3 csq_find with a needle length outside
 **   1..8) and, for csq_fail, bits 30:16 of its code (code & 0x7FFF). Zone
 **   maps never skip a row group for an eBPF term.
+**   What a program may do (device/format/bpf.h has the rules and the
+**   argument block): at most CSQ_BPF_MAX_INS (4096) instructions of the
+**   classes clang emits, no loops and no unreachable code (the eBPF
+**   verifier), read its arguments (16-byte slots) and read and write its
+**   own stack only, call csq's helpers 1..14 only (REAL arithmetic and
+**   comparison, bounded byte access to TEXT/BLOB, csq_fail), no maps, no
+**   packet loads, no calls of its own functions; so it ends, touches
+**   nothing else, and its work per row is bounded by its size.
 **
 ** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below.
 **
