@@ -12,7 +12,7 @@ CC      ?= gcc
 PKGS    := sqlite3 liburing libnvme libxxhash
 DEBS    := build-essential pkg-config sqlite3 libsqlite3-dev liburing-dev libnvme-dev \
            libjson-c-dev libssl-dev libxxhash-dev python3 gnuplot-nox clang libclang-rt-14-dev \
-           libfuzzer-14-dev qemu-system-x86 xz-utils zlib1g-dev
+           libfuzzer-14-dev qemu-system-x86 xz-utils zlib1g-dev libdpdk-dev
 BUILD   ?= build
 OPT     ?= -O2
 # GCC's -O2 vectorizes only loops that need no runtime checks ("very cheap");
@@ -22,7 +22,11 @@ VECT    := $(shell $(CC) -fvect-cost-model=dynamic -Werror -x c -c /dev/null -o 
              && echo -fvect-cost-model=dynamic)
 CFLAGS  += $(OPT) $(VECT) -g -std=gnu11 -fPIC -Wall -Wextra -Werror -D_GNU_SOURCE -I. \
            $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lpthread -lm
+LDLIBS  += $(shell pkg-config --libs $(PKGS) 2>/dev/null) -lrte_bpf -lrte_eal -lpthread -lm
+# DPDK's BPF library (device/engine/bpf_rt.c, the one file that includes it):
+# its headers as system headers (they are not -Wextra clean), its config first
+DPDK_CFLAGS := $(patsubst -I%,-isystem %,$(filter -I%dpdk,$(shell pkg-config --cflags libdpdk 2>/dev/null))) \
+               -include rte_config.h
 SF      ?= 0.1
 
 # Library sources: every .c of the layers, except programs (*_main.c);
@@ -40,7 +44,7 @@ BENCH_BIN := $(BENCH_MAINS:bench/%_main.c=$(BUILD)/bench/%)
 
 SHELL_MAIN := $(wildcard ext/*_main.c)
 
-.PHONY: all deps demo test sanitize bench format clean
+.PHONY: all deps demo test sanitize bench format clean bpf-examples
 all: $(BUILD)/csq.so $(BUILD)/libcsq.a $(if $(SHELL_MAIN),$(BUILD)/csq) $(BUILD)/csq-target
 
 # header dependencies as the compiler finds them (-MMD), not every header
@@ -48,6 +52,7 @@ $(BUILD)/obj/%.o: %.c
 	@mkdir -p $(dir $@)
 	$(CC) $(CFLAGS) -MMD -MP -c -o $@ $<
 -include $(LIB_OBJ:.o=.d)
+$(BUILD)/obj/device/engine/bpf_rt.o: CFLAGS += $(DPDK_CFLAGS)
 
 $(BUILD)/libcsq.a: $(LIB_OBJ)
 	@rm -f $@; ar rcs $@ $^
@@ -89,7 +94,7 @@ demo: deps
 bench-bin: $(BENCH_BIN)
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN) bench-bin
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) bench-bin bpf-examples
 	@BUILD=$(BUILD) sh tests/run.sh
 
 sanitize: deps
@@ -98,7 +103,14 @@ sanitize: deps
 	  LDFLAGS="-fsanitize=address,undefined" all test-bins-san
 	@BUILD=build-san SANITIZE=1 sh tests/run.sh
 
-test-bins-san: $(UNIT_BIN) bench-bin
+test-bins-san: $(UNIT_BIN) bench-bin bpf-examples
+
+# the eBPF examples (examples/bpf/), compiled as a user would; test_bpf.py loads them
+BPF_EX := $(patsubst examples/bpf/%.c,$(BUILD)/bpf/%.o,$(wildcard examples/bpf/*.c))
+$(BUILD)/bpf/%.o: examples/bpf/%.c ext/csq_bpf.h
+	@mkdir -p $(dir $@)
+	clang -target bpf -O2 -I ext -c -o $@ $<
+bpf-examples: $(BPF_EX)
 
 bench: deps
 	@$(MAKE) --no-print-directory all bench-bin
@@ -113,13 +125,18 @@ clean:
 # test_gen compiles the generator sources in directly
 $(BUILD)/tests/test_gen: $(BENCH_SRC) $(wildcard bench/*.h)
 
+# DPDK's BPF library and what it needs, for a static program (the eBPF runtime
+# is in libcsq.a)
+DPDK_STATIC := -Wl,--start-group -lrte_bpf -lrte_eal -lrte_kvargs -lrte_telemetry -lrte_mbuf \
+               -lrte_mempool -lrte_ring -Wl,--end-group -lnuma -lbsd -lmd
+
 # The nvme backend's VM test runs a static guest program inside QEMU
 # (always from the plain build/libcsq.a: a static program cannot carry the sanitizers)
 $(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c tests/unit/helpers.c build/libcsq.a $(HDRS) $(TEST_HDRS)
 	@mkdir -p $(dir $@)
 	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnvme) \
 	  -static -o $@ $< tests/unit/helpers.c build/libcsq.a \
-	  $(shell pkg-config --static --libs libnvme liburing libxxhash sqlite3) -lpthread -lm 2>&1 \
+	  $(shell pkg-config --static --libs libnvme liburing libxxhash sqlite3) $(DPDK_STATIC) -lpthread -lm 2>&1 \
 	  | grep -v 'statically linked applications requires at runtime' | grep -v 'in statically linked' ; test -x $@
 $(BUILD)/tests/test_nvme_vm: $(BUILD)/tests/nvme_vm_guest
 

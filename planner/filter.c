@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "planner/filter.h"
+#include "device/format/bpf.h"
 #include "device/format/program.h"
 #include "device/format/vec.h"
 
@@ -63,7 +64,51 @@ static int add_const(csq_pb *b, sqlite3_value *v, char aff, int *pbNull) {
   }
 }
 
+int pl_bpf_const(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns, uint32_t nIns,
+                 const uint8_t *aDecl, int *pSlot0) {
+  uint32_t aW[CSQ_BPF_MAX_ARGS];
+  int slot0 = -1;
+  if (nArg < 1 || nArg > CSQ_BPF_MAX_ARGS) return -22; /* -EINVAL */
+  for (int j = 0; j < nArg; j++) {
+    int k;
+    if (aArg[j].iChunk >= 0) {
+      k = csq_pb_input(b, (uint32_t)aArg[j].iChunk);
+      if (k >= 0 && slot0 < 0) slot0 = k;
+    } else {
+      /* constants go as they are: the program sees their own class */
+      int bNull;
+      k = add_const(b, aArg[j].pVal, PL_AFF_NONE, &bNull);
+      if (k >= 0) k |= (int)CSQ_BPF_ARG_CONST;
+    }
+    if (k < 0) return k;
+    aW[j] = (uint32_t)k | ((uint32_t)aDecl[j] << 24);
+  }
+  if (slot0 < 0) return -22; /* no column: nothing for the device to read */
+  uint8_t *pCall = NULL;
+  size_t nCall = 0;
+  int rc = csq_bpf_call_build(nArg, aW, aIns, nIns, &pCall, &nCall);
+  if (rc < 0) return rc;
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, pCall, (uint32_t)nCall);
+  free(pCall);
+  *pSlot0 = slot0;
+  return k;
+}
+
+int pl_filter_bpf(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns, uint32_t nIns,
+                  const uint8_t *aDecl) {
+  int slot0 = 0;
+  int k = pl_bpf_const(b, aArg, nArg, aIns, nIns, aDecl, &slot0);
+  if (k < 0) return k;
+  int rc = csq_pb_clause(b);
+  if (rc < 0) return rc;
+  return csq_pb_term(b, CSQ_OP_BPF, 0, slot0, k, 0, 0);
+}
+
 int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
+  if (c->op == CSQ_OP_BPF) { /* its clause opens after its constants */
+    pl_bpf_arg a = {c->iChunk, NULL};
+    return pl_filter_bpf(b, &a, 1, c->aBpfIns, c->nBpfIns, c->aBpfDecl);
+  }
   int slot = csq_pb_input(b, (uint32_t)c->iChunk);
   if (slot < 0) return slot;
   int rc = csq_pb_clause(b);

@@ -27,8 +27,14 @@ typedef struct pl_cons {
   int op;                /* CSQ_OP_* */
   int flags;             /* CSQ_TF_* (collation, LIKE flags) */
   char aff;              /* PL_AFF_* */
-  sqlite3_value **apVal; /* its values: 1 (comparisons, LIKE, GLOB), n (IN), 0 (IS [NOT] NULL) */
+  sqlite3_value **apVal; /* its values: 1 (comparisons, LIKE, GLOB, BPF: the name), n (IN),
+                            0 (IS [NOT] NULL) */
   int nVal;
+  /* CSQ_OP_BPF: the program of one argument (the column) the name means:
+  ** its instructions and declared type (owned by the connection) */
+  const uint8_t *aBpfIns;
+  uint32_t nBpfIns;
+  const uint8_t *aBpfDecl;
 } pl_cons;
 
 /* Build a program that keeps the rows satisfying every constraint of a[0..n)
@@ -42,6 +48,23 @@ typedef struct pl_cons {
 ** *pbEmpty = 1 if it can never be true. Returns >= 0 or a negative errno. */
 struct csq_pb;
 int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
+
+/* One argument of an eBPF call: a column (iChunk >= 0: 0 rowid, 1 + c
+** column c) or a constant (iChunk -1, pVal). */
+typedef struct pl_bpf_arg {
+  int iChunk;
+  sqlite3_value *pVal;
+} pl_bpf_arg;
+/* Add an eBPF term (program.h, EBPF TERMS) as a new AND clause: the
+** program's nIns instructions aIns with declared types aDecl, over
+** arguments aArg[0..nArg). Returns >= 0 or a negative errno. */
+int pl_filter_bpf(struct csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns,
+                  uint32_t nIns, const uint8_t *aDecl);
+/* The same call as a BLOB constant only (for a CSQ_EX_BPF expression): its
+** index, and in *pSlot0 the input slot of its first column; or a negative
+** errno (-EINVAL also when no argument is a column). */
+int pl_bpf_const(struct csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns,
+                 uint32_t nIns, const uint8_t *aDecl, int *pSlot0);
 
 /* A top-N for the device (CSQ_PF_TOPN): keep the nTop rows that sort first
 ** on the chunks aChunk[0..nKey) (each among the outputs), descending where

@@ -12,6 +12,11 @@
 **     the column's affinity - which planner/filter.c does too. COLLATE other
 **     than the default, LIKE, OR, and anything else keep the query on the
 **     host: a filter under an aggregate must be exact.
+**     csq_bpf('name', args...) and csq_bpf_col(col, 'name') over columns and
+**     constants: an eBPF term (program.h, EBPF TERMS), the same program and
+**     slots the host function would use, so exact too. As a GROUP BY key or
+**     an aggregate's whole argument (sum(csq_bpf(...))), the same call is a
+**     CSQ_EX_BPF expression: an INTEGER per row.
 **   GROUP BY keys and aggregate arguments: columns, numeric literals and
 **     + - * / and unary minus over columns of numeric affinity (the device
 **     does SQLite's integer/real arithmetic; text would need SQLite's
@@ -30,6 +35,7 @@
 #include "planner/split.h"
 #include "planner/filter.h"
 #include "planner/parse.h"
+#include "device/format/bpf.h"
 #include "device/format/program.h"
 
 #ifndef SQLITE_CORE
@@ -228,6 +234,60 @@ static int cmp_op(int k) {
   }
 }
 
+/* The arguments of csq_bpf('name', args...) or csq_bpf_col(col, 'name')
+** e, resolved: 1 with aArg (constants' values sqlite3_value_dup'd: free
+** them with sp_bpf_args_free) and the program; 0 if e is no such call, or
+** names no program of that many arguments (the host then reports it), or an
+** argument is neither a column nor a constant (then s fails). */
+typedef struct sp_bpf {
+  pl_bpf_arg aArg[CSQ_BPF_MAX_ARGS];
+  int nArg;
+  const uint8_t *aIns, *aDecl;
+  uint32_t nIns;
+} sp_bpf;
+
+static void sp_bpf_free(sp_bpf *c) {
+  for (int j = 0; j < c->nArg; j++) sqlite3_value_free(c->aArg[j].pVal);
+}
+
+static int sp_bpf_args(sp *s, const pl_expr *e, sp_bpf *c) {
+  memset(c, 0, sizeof(*c));
+  if (e->op != PL_E_FUNC) return 0;
+  int bCol = strcmp(e->zName, "csq_bpf_col") == 0;
+  if (!bCol && strcmp(e->zName, "csq_bpf") != 0) return 0;
+  if (!s->ti.xBpf || e->nArg < 2 || e->nArg - 1 > CSQ_BPF_MAX_ARGS || (bCol && e->nArg != 2))
+    return 0;
+  const pl_expr *pName = e->apArg[bCol ? 1 : 0];
+  int nArg = 0;
+  if (pName->op != PL_E_STR ||
+      s->ti.xBpf(s->ti.pBpfArg, pName->z, &c->aIns, &c->nIns, &c->aDecl, &nArg) ||
+      nArg != e->nArg - 1)
+    return 0;
+  for (int j = 0; j < nArg; j++, c->nArg++) {
+    const pl_expr *a = e->apArg[bCol ? 0 : j + 1];
+    char aff;
+    c->aArg[j].iChunk = sp_column(s, a, &aff);
+    if (c->aArg[j].iChunk >= 0) continue;
+    if (!sp_is_const(a, 1) || !(c->aArg[j].pVal = sp_const_value(s, a))) {
+      sp_fail_expr(s, "the eBPF argument %s is neither a column nor a constant", a);
+      sp_bpf_free(c);
+      return 0;
+    }
+  }
+  return 1;
+}
+
+/* A WHERE conjunct that is an eBPF call, as an eBPF term; 0 if it is not. */
+static int sp_bpf_term(sp *s, const pl_expr *e) {
+  sp_bpf c;
+  if (!sp_bpf_args(s, e, &c)) return 0;
+  if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl) < 0)
+    sp_fail(s, "the eBPF call does not fit a device program%s", "");
+  sp_bpf_free(&c);
+  s->nTerm++;
+  return 1;
+}
+
 /* One conjunct of WHERE. */
 static void sp_where_term(sp *s, const pl_expr *e) {
   char aff = 0;
@@ -237,6 +297,7 @@ static void sp_where_term(sp *s, const pl_expr *e) {
     sp_where_term(s, e->pRight);
     return;
   }
+  if (e->op == PL_E_FUNC && sp_bpf_term(s, e)) return;
   int op = cmp_op(e->op);
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
@@ -305,6 +366,19 @@ static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
   } else if (e->op == PL_E_INT || e->op == PL_E_REAL) {
     int k = e->op == PL_E_INT ? csq_pb_const_int(s->b, e->iVal) : csq_pb_const_real(s->b, e->rVal);
     r = k < 0 ? k : csq_pb_expr_const(s->b, k);
+  } else if (e->op == PL_E_FUNC && strncmp(e->zName, "csq_bpf", 7) == 0) {
+    /* an eBPF call as a value (an INTEGER), e.g. sum(csq_bpf('f', x)) */
+    sp_bpf c;
+    int slot0 = 0, k = -1;
+    if (sp_bpf_args(s, e, &c)) {
+      k = pl_bpf_const(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl, &slot0);
+      sp_bpf_free(&c);
+    }
+    if (k < 0) {
+      sp_fail_expr(s, "the expression %s does not run on the device", e);
+      return -1;
+    }
+    r = csq_pb_expr(s->b, CSQ_EX_BPF, k, 0, 0);
   } else if (e->op == PL_E_NEG) {
     char a2;
     int x = sp_expr(s, e->pLeft, &a2, 1);
@@ -340,6 +414,8 @@ static int sp_key_ok(sp *s, const pl_expr *e, int bInt) {
   switch (e->op) {
   case PL_E_INT:
     return 1;
+  case PL_E_FUNC: /* an eBPF call is an INTEGER, in one form (sp_expr checks the call) */
+    return strcmp(e->zName, "csq_bpf") == 0 || strcmp(e->zName, "csq_bpf_col") == 0;
   case PL_E_NEG:
     return sp_key_ok(s, e->pLeft, 1);
   case PL_E_ADD:

@@ -35,6 +35,12 @@ typedef struct pl_tabinfo {
   int64_t nRows; /* rows in the table, -1 unknown */
   int nEngines;  /* compute engines of its device(s); 0 = none (csq's host
                     engine runs the program over plain reads); -1 unknown */
+  /* The eBPF programs csq_bpf can call (NULL: none): 0 with the program
+  ** named zName (its instructions, declared types and argument count, owned
+  ** by the caller), non-zero if there is none. */
+  int (*xBpf)(void *pBpfArg, const char *zName, const uint8_t **paIns, uint32_t *pnIns,
+              const uint8_t **paDecl, int *pnArg);
+  void *pBpfArg;
 } pl_tabinfo;
 
 #define PL_PUSH_AUTO   0 /* the same numbers as the vtab's VT_PUSH_* */

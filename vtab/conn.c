@@ -36,6 +36,7 @@ static void dev_close(vt_conn *pConn, vt_dev *d) {
 void vt_conn_free(void *pArg) {
   vt_conn *p = pArg;
   vt_drop_free_all(p); /* they hold devices */
+  vt_bpf_free_all(p);
   while (p->pDevs) {
     vt_dev *d = p->pDevs;
     p->pDevs = d->pNext;

@@ -88,9 +88,9 @@
 
 /* ---- xBestIndex: choosing and encoding a plan ---------------------------- */
 
-static const char *const azOp[] = {"",        "eq",      "ne", "lt",    "le",
-                                   "gt",      "ge",      "is", "isnot", "isnull",
-                                   "notnull", "between", "in", "like",  "glob"};
+static const char *const azOp[] = {"",   "eq",   "ne",    "lt",     "le",      "gt",
+                                   "ge", "is",   "isnot", "isnull", "notnull", "between",
+                                   "in", "like", "glob",  "bpf"};
 
 static int map_op(unsigned char op) {
   switch (op) {
@@ -118,6 +118,8 @@ static int map_op(unsigned char op) {
     return CSQ_OP_LIKE;
   case SQLITE_INDEX_CONSTRAINT_GLOB:
     return CSQ_OP_GLOB;
+  case SQLITE_INDEX_CONSTRAINT_FUNCTION: /* csq_bpf_col(col, 'name'): vt_bpf_find_function */
+    return CSQ_OP_BPF;
   default:
     return 0;
   }
@@ -237,6 +239,16 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
   int bConst = sqlite3_vtab_rhs_value(pInfo, i, &pRhs) == SQLITE_OK;
   int bIn = op == CSQ_OP_EQ && sqlite3_vtab_in(pInfo, i, -1); /* an IN list, values at xFilter */
   switch (op) {
+  case CSQ_OP_BPF: {
+    /* csq_bpf_col(col, 'name'): pushed when the name is a literal of a program
+    ** of one argument loaded now; exact, as it is the same program */
+    const char *zName = bConst ? (const char *)sqlite3_value_text(pRhs) : NULL;
+    const vt_bpf *pB = zName ? vt_bpf_find(p->pConn, zName) : NULL;
+    if (!pB || vt_bpf_nArg(pB) != 1) return 0;
+    flags = 0;
+    sel = 0.5;
+    break;
+  }
   case CSQ_OP_ISNULL:
     sel = 0.1;
     break;
@@ -838,6 +850,19 @@ int vt_plan_terms(vt_tab *p, const vt_plan *pPlan, const char *idxStr, sqlite3_v
     vt_plan_terms_free(aTerm, nArg); /* whatever was parsed */
     vt_set_error(&p->base, "csq: malformed plan '%s'", idxStr);
     return SQLITE_ERROR;
+  }
+  for (int i = 0; i < nTerm; i++) {
+    if (aTerm[i].op != CSQ_OP_BPF) continue;
+    /* the program the name means now: the one csq_bpf would run */
+    const char *zName = (const char *)sqlite3_value_text(aTerm[i].apVal[0]);
+    const vt_bpf *pB = zName ? vt_bpf_find(p->pConn, zName) : NULL;
+    if (!pB || vt_bpf_nArg(pB) != 1) {
+      vt_plan_terms_free(aTerm, nTerm);
+      vt_set_error(&p->base, "csq_bpf: no eBPF program of one argument named '%s'",
+                   zName ? zName : "");
+      return SQLITE_ERROR;
+    }
+    vt_bpf_code(pB, &aTerm[i].aBpfIns, &aTerm[i].nBpfIns, &aTerm[i].aBpfDecl);
   }
   int nKeep = 0;
   for (int i = 0; i < nTerm; i++)

@@ -228,6 +228,16 @@ static vt_tab *find_tab(vt_conn *pConn, const char *zDb, const char *zTable) {
   return NULL;
 }
 
+/* pl_tabinfo.xBpf: the connection's eBPF programs (vtab/bpf.c). */
+static int q_bpf(void *pArg, const char *zName, const uint8_t **paIns, uint32_t *pnIns,
+                 const uint8_t **paDecl, int *pnArg) {
+  const vt_bpf *p = vt_bpf_find((vt_conn *)pArg, zName);
+  if (!p) return 1;
+  vt_bpf_code(p, paIns, pnIns, paDecl);
+  *pnArg = vt_bpf_nArg(p);
+  return 0;
+}
+
 static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_tabinfo *pInfo) {
   q_lookup *l = pArg;
   if (!find_tab(l->pConn, zDb, zTable)) {
@@ -252,6 +262,8 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
       l->aColl[i] = (char)t->s.aCol[i].bColl;
     }
     pInfo->aColl = l->aColl;
+    pInfo->xBpf = q_bpf;
+    pInfo->pBpfArg = l->pConn;
     pInfo->nCol = t->s.nCol;
     pInfo->azCol = l->azCol;
     pInfo->aAff = l->aAff;

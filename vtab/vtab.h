@@ -48,6 +48,7 @@ typedef struct vt_conn vt_conn;
 typedef struct vt_dev vt_dev;
 typedef struct vt_tab vt_tab;
 typedef struct vt_probe vt_probe;
+typedef struct vt_bpf vt_bpf;
 typedef struct vt_grouper vt_grouper;
 typedef struct vt_rowcheck vt_rowcheck;
 
@@ -81,6 +82,7 @@ struct vt_conn {
   int bTxnDdl;        /* a catalog change went into the open device transactions */
   int bOrphanTxn;     /* they outlived every table in them (vtab/drop.c) */
   vt_tab *pDropped;   /* tables dropped inside a transaction, not yet settled (vtab/drop.c) */
+  vt_bpf *pBpf;       /* eBPF programs loaded by csq_bpf_load, newest first (vtab/bpf.c) */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -296,7 +298,19 @@ int vt_drop_pending(vt_tab *p,
                     char **pzErr); /* xCreate: refuse a name dropped in the transaction */
 int vt_drop_clear_stale(store_txn *t, const char *zName, char **pzErr); /* in xCreate's txn */
 int vt_drop_restore(vt_tab *p, int *pbRestored, char **pzErr); /* xConnect: table missing */
-void vt_drop_free_all(vt_conn *pConn);                         /* the connection closes */
+/* bpf.c: eBPF programs from SQL (csq_bpf_load, csq_bpf; see the file). */
+int vt_bpf_register(sqlite3 *db, vt_conn *pConn);
+void vt_bpf_free_all(vt_conn *pConn); /* the connection closes */
+/* The newest program loaded as zName (any case), or NULL. */
+const vt_bpf *vt_bpf_find(vt_conn *pConn, const char *zName);
+int vt_bpf_nArg(const vt_bpf *p);
+/* Its instructions (8 bytes each) and declared types (CSQ_BPF_DECL_*). */
+void vt_bpf_code(const vt_bpf *p, const uint8_t **paIns, uint32_t *pnIns, const uint8_t **paDecl);
+/* xFindFunction: csq_bpf('name', col) becomes a constraint on col. */
+int vt_bpf_find_function(sqlite3_vtab *pVtab, int nArg, const char *zName,
+                         void (**pxFunc)(sqlite3_context *, int, sqlite3_value **), void **ppArg);
+
+void vt_drop_free_all(vt_conn *pConn); /* the connection closes */
 
 /* stripe.c: tables over several devices (devices='a.csd,b.csd'). Every
 ** function works for a one-device table too (nMem == 1, no metadata). */

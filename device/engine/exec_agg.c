@@ -294,7 +294,7 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
   for (int j = 0; j < pp->nKey && !bDirect; j++) aNeed[pp->aKey[j]] = 1;
   for (int i = pp->nExpr - 1; i >= 0; i--) {
     const csq_pexpr *x = &pp->aExpr[i];
-    if (!aNeed[i] || x->op == CSQ_EX_COL || x->op == CSQ_EX_CONST) continue;
+    if (!aNeed[i] || x->op == CSQ_EX_COL || x->op == CSQ_EX_CONST || x->op == CSQ_EX_BPF) continue;
     if (x->op == CSQ_EX_CASE) { /* a is a condition term */
       aNeed[x->b] = aNeed[x->c] = 1;
     } else {

@@ -103,7 +103,7 @@ static int double_exact(const csq_pconst *k, double *pr) {
   return 0;
 }
 
-static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t) {
+static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t, char *zErr, size_t nErr) {
   const csq_prog *p = &ep->p;
   memset(et, 0, sizeof(*et));
   et->t = *t;
@@ -115,6 +115,10 @@ static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t) {
   et->b = t->op == CSQ_OP_BETWEEN ? &p->aConst[t->k1] : et->a;
   et->coll = t->flags & CSQ_TF_COLL_MASK;
   et->bNot = (t->flags & CSQ_TF_NOT) != 0;
+  if (t->op == CSQ_OP_BPF) {
+    et->ip = IP_GENERIC; /* no plan over codes: the program sees every row */
+    return ex_bpf_compile(ep, et, zErr, nErr);
+  }
   switch (t->op) {
   case CSQ_OP_ISNULL:
     et->nullRes = 1;
@@ -238,6 +242,7 @@ void ex_free(void *pv) {
       free(ep->aT[i].aSet);
       free(ep->aT[i].aTok);
       free(ep->aT[i].aRange);
+      ex_bpf_free(&ep->aT[i]);
     }
   if (ep->aCondT)
     for (int i = 0; i < ep->p.nCond; i++) {
@@ -246,8 +251,11 @@ void ex_free(void *pv) {
       free(ep->aCondT[i].aTok);
       free(ep->aCondT[i].aRange);
     }
+  if (ep->aExprT)
+    for (int i = 0; i < ep->p.nExpr; i++) ex_bpf_free(&ep->aExprT[i]);
   free(ep->aT);
   free(ep->aCondT);
+  free(ep->aExprT);
   csq_prog_clear(&ep->p);
   free(ep->aByte);
   free(ep);
@@ -269,12 +277,20 @@ int ex_verify(const uint8_t *p, size_t n, void **ppCompiled, char *zErr, size_t 
   if (!ep->aT) goto fail;
   rc = 0;
   for (int i = 0; i < ep->p.nTerm && rc == 0; i++)
-    rc = term_compile(ep, &ep->aT[i], &ep->p.aTerm[i]);
+    rc = term_compile(ep, &ep->aT[i], &ep->p.aTerm[i], zErr, nErr);
   if (rc == 0 && ep->p.bAgg) {
     ep->aCondT = calloc(ep->p.nCond ? ep->p.nCond : 1, sizeof(ex_term));
     if (!ep->aCondT) rc = -ENOMEM;
     for (int i = 0; i < ep->p.nCond && rc == 0; i++)
-      rc = term_compile(ep, &ep->aCondT[i], &ep->p.aCond[i]);
+      rc = term_compile(ep, &ep->aCondT[i], &ep->p.aCond[i], zErr, nErr);
+    /* eBPF expressions: their programs verified and compiled like terms' */
+    if (rc == 0 && !(ep->aExprT = calloc(ep->p.nExpr ? ep->p.nExpr : 1, sizeof(ex_term))))
+      rc = -ENOMEM;
+    for (int i = 0; i < ep->p.nExpr && rc == 0; i++) {
+      if (ep->p.aExpr[i].op != CSQ_EX_BPF) continue;
+      ep->aExprT[i].t.k0 = ep->p.aExpr[i].a;
+      rc = ex_bpf_compile(ep, &ep->aExprT[i], zErr, nErr);
+    }
   }
   if (rc) goto fail;
   *ppCompiled = ep;

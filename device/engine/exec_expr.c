@@ -401,6 +401,10 @@ int ex_ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *aEv,
         e->bNonNeg = pp->aConst[x->a].i >= 0;
       }
       break;
+    case CSQ_EX_BPF: /* a user's program: an INTEGER per row, never NULL */
+      rc = ex_bpf_values(&ep->aExprT[i], aCol, b0, nb, aSel, n, e->aI);
+      e->cls = CSQ_INT;
+      break;
     case CSQ_EX_NEG: { /* 0 - a, as SQLite computes it */
       const ex_ev *a = &aEv[x->a];
       if (a->cls == CSQ_NULL) {

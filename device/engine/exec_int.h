@@ -13,6 +13,7 @@
 **   exec_agg.c      aggregate updates and the grouped run (ex_agg_exec)
 **   exec_result.c   a grouped result written, and read back as a seed
 **   exec_run.c      xRun: the job, the filter loop, and dev_ptype_csq
+**   exec_bpf.c      eBPF terms: a user's program (bpf_rt.c) over a selection
 **
 ** Execution is batch at a time: CSQ_PROG_BATCH rows, a selection vector of
 ** row numbers, and per term a typed loop chosen once per chunk and term
@@ -51,6 +52,7 @@
 #include "device/format/le.h"
 #include "device/format/program.h"
 #include "device/format/value.h"
+#include "device/engine/bpf_rt.h"
 #include "device/engine/ptype.h"
 
 #define BATCH CSQ_PROG_BATCH
@@ -94,6 +96,10 @@ typedef struct ex_term {
   ex_tok *aTok;
   int nTok;
   uint32_t *aRange;
+  /* eBPF (CSQ_OP_BPF): the call, its program, its constant arguments */
+  struct csq_bpf_call *pCall;
+  dev_bpf *pBpf;
+  ex_val *aBpfK;
 } ex_term;
 
 typedef struct ex_prog {
@@ -102,6 +108,7 @@ typedef struct ex_prog {
   uint64_t id;
   ex_term *aT;
   ex_term *aCondT; /* the aggregation's condition terms (nCond) */
+  ex_term *aExprT; /* per expression: the program of a CSQ_EX_BPF, else unused */
 } ex_prog;
 
 /* Constant k as a value (its bytes stay in the program). */
@@ -406,6 +413,21 @@ int ex_term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr,
 ** CSQ_FAULT_*. */
 int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                  uint32_t n, uint8_t *aM, uint8_t **ppDict);
+
+/* ---- exec_bpf.c ---- */
+
+/* Compile eBPF term et of program ep: parse its call, run the eBPF
+** verifier, JIT. 0, -EINVAL with the reason in zErr, or -ENOMEM. */
+int ex_bpf_compile(const ex_prog *ep, ex_term *et, char *zErr, size_t nErr);
+void ex_bpf_free(ex_term *et);
+/* aM[k] = eBPF term et on row aSel[k] of aligned batch [b0, b0+nb) over
+** the input columns aCol. 0 or CSQ_FAULT_BPF. */
+int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                uint32_t n, uint8_t *aM);
+/* aI[k] = the program of et (compiled for a CSQ_EX_BPF instruction) on row
+** aSel[k], as an INTEGER. 0 or CSQ_FAULT_BPF. */
+int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                  uint32_t n, int64_t *aI);
 
 /* ---- exec_top.c ---- */
 

@@ -178,6 +178,7 @@ static int dict_mask(const ex_term *et, const ex_col *c, uint8_t **ppDict) {
 **    usually form one run of codes (dict_mask). */
 int ex_term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr, int *pRc) {
   memset(pr, 0, sizeof(*pr));
+  if (et->t.op == CSQ_OP_BPF) return 0; /* reads several columns: never one range */
   if (c->kind == K_INT && et->ip == IP_RANGE && !et->bEmpty && c->d.enc == CSQ_ENC_INT_FOR &&
       c->d.width < 64) {
     pr->top = ((uint64_t)1 << c->d.width) - 1;
@@ -236,6 +237,9 @@ int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const u
                  uint32_t n, uint8_t *aM, uint8_t **ppDict) {
   uint32_t k;
   ex_val v;
+  /* an eBPF term reads several inputs: every caller passes c as
+  ** &aCol[et->t.slot] of the execution's input columns, so c - slot is aCol */
+  if (et->t.op == CSQ_OP_BPF) return ex_bpf_eval(et, c - et->t.slot, b0, nb, aSel, n, aM);
   if (c->kind == K_CONSTX || c->bAllNull) {
     /* one value for every non-NULL row */
     uint8_t rv = 0, rn = et->nullRes;

@@ -16,9 +16,31 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "device/format/bpf.h"
 #include "device/format/chunk.h"
 #include "device/format/le.h"
 #include "device/format/program.h"
+
+void csq_fault_text(uint64_t r, char *z, size_t n) {
+  if ((r & 0xFF) != CSQ_FAULT_BPF || r == CSQ_FAULT_BPF) {
+    snprintf(z, n, "%s", csq_fault_name(r));
+    return;
+  }
+  switch ((r >> 8) & 0xFF) {
+  case 1:
+    snprintf(z, n, "an eBPF program gave a helper an argument index past its arguments");
+    break;
+  case 2:
+    snprintf(z, n, "an eBPF program failed: it called csq_fail(%u)",
+             (unsigned)((r >> 16) & 0x7FFF));
+    break;
+  case 3:
+    snprintf(z, n, "an eBPF program called csq_find with a needle length outside 1..8");
+    break;
+  default:
+    snprintf(z, n, "%s", csq_fault_name(CSQ_FAULT_BPF));
+  }
+}
 
 const char *csq_fault_name(uint64_t r) {
   switch (r) {
@@ -42,6 +64,8 @@ const char *csq_fault_name(uint64_t r) {
     return "the program slot holds another program";
   case CSQ_FAULT_NOT_NUMERIC:
     return "arithmetic or a sum met a TEXT or BLOB value (run the aggregate on the host)";
+  case CSQ_FAULT_BPF:
+    return "an eBPF program failed while running";
   default:
     return "unknown fault";
   }
@@ -93,9 +117,27 @@ void csq_prog_clear(csq_prog *p) {
 }
 
 static const char *op_name(int op) {
-  static const char *az[] = {"?",     "EQ",     "NE",      "LT",      "LE", "GT",   "GE",  "IS",
-                             "ISNOT", "ISNULL", "NOTNULL", "BETWEEN", "IN", "LIKE", "GLOB"};
+  static const char *az[] = {"?",     "EQ",     "NE",      "LT",      "LE", "GT",   "GE",   "IS",
+                             "ISNOT", "ISNULL", "NOTNULL", "BETWEEN", "IN", "LIKE", "GLOB", "BPF"};
   return op >= 0 && op <= CSQ_OP_MAX ? az[op] : "?";
+}
+
+/* An eBPF term (EBPF TERMS in program.h): only a filter term, its call
+** descriptor a BLOB constant that csq_bpf_call_parse accepts. */
+static int bpf_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, const csq_prog *pp,
+                          char *zErr, size_t nErr) {
+  char zWhy[200];
+  csq_bpf_call call;
+  if (strcmp(zWhat, "term") != 0)
+    return verr(zErr, nErr, "%s %u (BPF): only filter terms may run eBPF programs", zWhat, i);
+  if (t->flags || t->k1 || t->esc)
+    return verr(zErr, nErr, "%s %u (BPF): flags, second constant and escape must be 0", zWhat, i);
+  if (t->k0 >= pp->nConst || pp->aConst[t->k0].cls != CSQ_BLOB)
+    return verr(zErr, nErr, "%s %u (BPF): constant %u is not a BLOB", zWhat, i, t->k0);
+  const csq_pconst *k = &pp->aConst[t->k0];
+  if (csq_bpf_call_parse(k->z, k->len, pp->nIn, pp->nConst, &call, zWhy, sizeof(zWhy)))
+    return verr(zErr, nErr, "%s %u (BPF): %s", zWhat, i, zWhy);
+  return 0;
 }
 
 /* Check one 16-byte term at q (the i-th of its list, named zWhat in
@@ -136,6 +178,7 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
     return verr(zErr, nErr, "%s %u (%s): ESCAPE only applies to LIKE", zWhat, i, zOp);
   if (t->esc > 0x10FFFF)
     return verr(zErr, nErr, "%s %u (%s): ESCAPE code point %u invalid", zWhat, i, zOp, t->esc);
+  if (t->op == CSQ_OP_BPF) return bpf_term_check(t, i, zWhat, pp, zErr, nErr);
   uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
   switch (t->op) {
   case CSQ_OP_ISNULL:
@@ -268,6 +311,16 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
     case CSQ_EX_NEG:
       nArg = 1;
       break;
+    case CSQ_EX_BPF: {
+      char zWhy[200];
+      csq_bpf_call call;
+      if (e->a >= (uint32_t)pOut->nConst || pOut->aConst[e->a].cls != CSQ_BLOB)
+        return verr(zErr, nErr, "expression %u (BPF): constant %u is not a BLOB", i, e->a);
+      const csq_pconst *k = &pOut->aConst[e->a];
+      if (csq_bpf_call_parse(k->z, k->len, pOut->nIn, pOut->nConst, &call, zWhy, sizeof(zWhy)))
+        return verr(zErr, nErr, "expression %u (BPF): %s", i, zWhy);
+      break;
+    }
     case CSQ_EX_CASE:
       if (e->a >= nCond)
         return verr(zErr, nErr, "expression %u (CASE): condition %u out of range (%u conditions)",
@@ -879,6 +932,7 @@ static int zone_may(const csq_zone *z, int g, int op, const csq_pconst *c) {
 }
 
 static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
+  if (t->op == CSQ_OP_BPF) return 1; /* a program may keep any row, NULLs too */
   int bNull = z->nNull > 0, bVal = z->nNull < z->nVal;
   if (z->nVal == 0) return 0;
   const csq_pconst *a = &pp->aConst[t->k0];

@@ -71,6 +71,7 @@
 **   IN                 x IN (consts k0 .. k0+k1-1), k1 >= 1
 **   LIKE               x LIKE a [ESCAPE esc]   a TEXT or NULL, k1 = 0
 **   GLOB               x GLOB a                a TEXT or NULL, esc = 0, k1 = 0
+**   BPF                a user's eBPF program over several inputs (below)
 **   Flag CSQ_TF_NOT negates BETWEEN, IN, LIKE and GLOB (only those) with
 **   SQL's three-valued logic: the row qualifies only where the un-negated
 **   term is FALSE (not NULL). So NOT IN with a NULL in the list, or NOT LIKE a
@@ -99,6 +100,31 @@
 **   and most distributions' builds); with CSQ_TF_BLOB_TEXT its bytes are
 **   matched as text instead, as in a build without that option (the planner
 **   can tell which by evaluating x'61' LIKE 'a' once).
+**
+** EBPF TERMS (op CSQ_OP_BPF)
+**   k0 is a BLOB constant holding an eBPF call descriptor (device/format/
+**   bpf.h: the program's instructions and where each argument comes from,
+**   an input slot or a constant); slot is the slot of its first input
+**   argument (or 0), flags, k1 and esc are 0. Only filter terms may be
+**   eBPF terms, not the conditions of CASE. The term is true for a row when
+**   the program returns non-zero; NULL arguments reach the program as NULL
+**   slots (it decides). The verifier here checks the descriptor and csq's
+**   rules (csq_bpf_call_parse); Load Program runs the eBPF verifier too
+**   (device/engine/bpf_rt.c), so a program it refuses is never loaded. A
+**   program that fails while running (csq_fail, a helper misused) faults
+**   the Execute with reason CSQ_FAULT_BPF in bits 7:0, what happened in
+**   bits 15:8 (1 a helper was given an argument index out of range, 2 the
+**   program called csq_fail, 3 csq_find with a needle length outside
+**   1..8) and, for csq_fail, bits 30:16 of its code (code & 0x7FFF). Zone
+**   maps never skip a row group for an eBPF term.
+**   What a program may do (device/format/bpf.h has the rules and the
+**   argument block): at most CSQ_BPF_MAX_INS (4096) instructions of the
+**   classes clang emits, no loops and no unreachable code (the eBPF
+**   verifier), read its arguments (16-byte slots) and read and write its
+**   own stack only, call csq's helpers 1..14 only (REAL arithmetic and
+**   comparison, bounded byte access to TEXT/BLOB, csq_fail), no maps, no
+**   packet loads, no calls of its own functions; so it ends, touches
+**   nothing else, and its work per row is bounded by its size.
 **
 ** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below.
 **
@@ -224,6 +250,9 @@
 **     ADD SUB MUL DIV  a, b = instructions       a + b, a - b, a * b, a / b
 **     NEG    a = instruction                     -a, i.e. 0 - a (as SQLite)
 **     CASE   a = condition term, b, c = instr.   CASE WHEN cond THEN b ELSE c
+**     BPF    a = constant (a BLOB call           a user's eBPF program over the
+**            descriptor, bpf.h)                  row: its u64 as an INTEGER
+**                                                (never NULL); see EBPF TERMS
 **   Unused fields must be 0. Arithmetic is SQLite's: any NULL operand gives
 **   NULL; INTEGER op INTEGER is INTEGER, except that + - * overflowing int64
 **   (and INT64_MIN / -1) is computed in REAL instead; integer division
@@ -335,7 +364,8 @@
 #define CSQ_EX_DIV   6
 #define CSQ_EX_NEG   7
 #define CSQ_EX_CASE  8
-#define CSQ_EX_MAX   8
+#define CSQ_EX_BPF   9
+#define CSQ_EX_MAX   9
 
 /* Aggregate functions. */
 #define CSQ_AGG_COUNT_STAR 1
@@ -368,7 +398,8 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_OP_IN      12
 #define CSQ_OP_LIKE    13
 #define CSQ_OP_GLOB    14
-#define CSQ_OP_MAX     14
+#define CSQ_OP_BPF     15 /* a user's eBPF program (EBPF TERMS) */
+#define CSQ_OP_MAX     15
 
 /* Term flags. */
 #define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB */
@@ -398,7 +429,11 @@ _Static_assert(CSQ_TF_BINARY == CSQ_COLL_BINARY && CSQ_TF_NOCASE == CSQ_COLL_NOC
 #define CSQ_FAULT_NOMEM         8  /* the engine ran out of memory */
 #define CSQ_FAULT_STALE_PROGRAM 9  /* aParam[0] is not this program's identifier */
 #define CSQ_FAULT_NOT_NUMERIC   10 /* arithmetic/SUM met a TEXT or BLOB value */
+#define CSQ_FAULT_BPF           11 /* an eBPF term's program failed (EBPF TERMS) */
 const char *csq_fault_name(uint64_t reason);
+/* The reason of fault `reason` as a sentence in z[0..n): csq_fault_name,
+** with the detail a CSQ_FAULT_BPF reason carries (EBPF TERMS). */
+void csq_fault_text(uint64_t reason, char *z, size_t n);
 
 /* A parsed, verified program: a read-only view into the bytes (the bytes must
 ** outlive it), used by the device executor and by host-side helpers. */

@@ -541,9 +541,11 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
     }
     char zWhy[512];
     if (sf == CSQ_SC_PROGRAM_FAULT && !s->rcErr) s->fault = ret;
-    if (sf == CSQ_SC_PROGRAM_FAULT)
-      snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
-    else
+    if (sf == CSQ_SC_PROGRAM_FAULT) {
+      char zF[200];
+      csq_fault_text(ret, zF, sizeof(zF));
+      snprintf(zWhy, sizeof(zWhy), "program fault: %s", zF);
+    } else
       snprintf(zWhy, sizeof(zWhy), "%s", dev_cqe_errmsg(s->q, c));
     return scan_fail(s, (int)sf, pRg, t->iRg, "Execute Program", zWhy);
   }
@@ -867,9 +869,11 @@ static int host_exec(dev_scan *s) {
   if (rc) {
     char zWhy[128];
     if (rc == CSQ_SC_PROGRAM_FAULT && !s->rcErr) s->fault = ret;
-    if (rc == CSQ_SC_PROGRAM_FAULT)
-      snprintf(zWhy, sizeof(zWhy), "program fault: %s", csq_fault_name(ret));
-    else
+    if (rc == CSQ_SC_PROGRAM_FAULT) {
+      char zF[96];
+      csq_fault_text(ret, zF, sizeof(zF));
+      snprintf(zWhy, sizeof(zWhy), "program fault: %s", zF);
+    } else
       snprintf(zWhy, sizeof(zWhy), "%s", csq_status_name((uint16_t)rc));
     return scan_fail(s, rc > 0 && rc <= 0x7FFF ? rc : CSQ_SC_PROGRAM_FAULT, pRg, t->iRg,
                      "running the program on the host (the row group does not fit the device's "

@@ -19,7 +19,7 @@ FUZZ_PKGS    := liburing libnvme libxxhash
 FUZZ_SAN     := -fsanitize=address,undefined -fno-sanitize-recover=undefined
 FUZZ_CFLAGS  := -O1 -g -std=gnu11 -D_GNU_SOURCE -I. -fno-omit-frame-pointer $(FUZZ_SAN) \
                 $(shell pkg-config --cflags $(FUZZ_PKGS) 2>/dev/null)
-FUZZ_LDLIBS  := $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lpthread -lm
+FUZZ_LDLIBS  := $(shell pkg-config --libs $(FUZZ_PKGS) 2>/dev/null) -lrte_bpf -lrte_eal -lpthread -lm
 # the harnesses need only the device layer and the planner's parser (no SQLite)
 FUZZ_LIB_SRC := $(filter-out %_main.c,$(wildcard device/*.c device/*/*.c)) planner/parse.c
 FUZZ_LIB_OBJ := $(FUZZ_LIB_SRC:%.c=$(FUZZ_BUILD)/obj/%.o)
@@ -32,6 +32,10 @@ FUZZ_ENV     := ASAN_OPTIONS=abort_on_error=1:detect_leaks=1 UBSAN_OPTIONS=print
 .PHONY: fuzz fuzz-build fuzz-regress fuzz-seeds
 
 fuzz-build: $(FUZZ_BINS)
+
+# DPDK's BPF library headers, for the one file that includes them
+$(FUZZ_BUILD)/obj/device/engine/bpf_rt.o: FUZZ_CFLAGS += \
+  $(patsubst -I%,-isystem %,$(filter -I%dpdk,$(shell pkg-config --cflags libdpdk 2>/dev/null))) -include rte_config.h
 
 $(FUZZ_BUILD)/obj/%.o: %.c $(wildcard device/*.h device/*/*.h planner/*.h)
 	@mkdir -p $(dir $@)

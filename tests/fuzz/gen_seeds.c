@@ -16,6 +16,7 @@
 
 #include "device/format/chunk.h"
 #include "device/link/cmd.h"
+#include "device/format/bpf.h"
 #include "device/format/program.h"
 
 static const char *g_dir;
@@ -112,7 +113,8 @@ static void chunks(void) {
 }
 
 /* A program: inputs rowid + column 0, output both, where col0 > 10 AND (col0
-** IN (1,2,3) OR col0 LIKE 'a%'); kind 4 adds row numbers, kind 5 a top-N. */
+** IN (1,2,3) OR col0 LIKE 'a%'); kind 4 adds row numbers, kind 5 a top-N,
+** kind 6 an eBPF term over column 0 and a constant (bpf.h). */
 static int build_prog(int kind, uint8_t **pp, size_t *pn) {
   csq_pb *b = csq_pb_new();
   int s0 = csq_pb_input(b, 0);
@@ -141,8 +143,23 @@ static int build_prog(int kind, uint8_t **pp, size_t *pn) {
     csq_pb_term(b, CSQ_OP_ISNULL, 0, s0, 0, 0, 0);
     csq_pb_term(b, CSQ_OP_GLOB, 0, s1, csq_pb_const_bytes(b, CSQ_TEXT, "*x?[a-c]", 8), 0, 0);
   }
+  if (kind == 6) { /* r0 = args[0].v % 7; return r0 == 0 */
+    static const uint8_t aIns[] = {0x79, 0x10, 0,    0,    0, 0, 0, 0, 0x97, 0,    0,    0, 7, 0, 0,
+                                   0,    0x15, 0,    2,    0, 0, 0, 0, 0,    0xb7, 0,    0, 0, 0, 0,
+                                   0,    0,    0x95, 0,    0, 0, 0, 0, 0,    0,    0xb7, 0, 0, 0, 1,
+                                   0,    0,    0,    0x95, 0, 0, 0, 0, 0,    0,    0};
+    int kc = csq_pb_const_int(b, 5);
+    uint32_t aW[2] = {(uint32_t)s1, (uint32_t)kc | CSQ_BPF_ARG_CONST};
+    uint8_t *pCall;
+    size_t nCall;
+    if (csq_bpf_call_build(2, aW, aIns, sizeof(aIns) / 8, &pCall, &nCall)) return -1;
+    int k = csq_pb_const_bytes(b, CSQ_BLOB, pCall, (uint32_t)nCall);
+    free(pCall);
+    csq_pb_clause(b);
+    csq_pb_term(b, CSQ_OP_BPF, 0, s1, k, 0, 0);
+  }
   if (kind == 4) csq_pb_rownums(b); /* row numbers and omit masks */
-  if (kind == 5) {                   /* a top-N on two keys */
+  if (kind == 5) {                  /* a top-N on two keys */
     csq_pb_topn(b, 7);
     csq_pb_topn_key(b, s1, 1);
     csq_pb_topn_key(b, s0, 0);
@@ -153,7 +170,7 @@ static int build_prog(int kind, uint8_t **pp, size_t *pn) {
 }
 
 static void progs(void) {
-  for (int kind = 0; kind < 6; kind++) {
+  for (int kind = 0; kind < 7; kind++) {
     uint8_t *p;
     size_t n;
     char z[32];

@@ -1,0 +1,184 @@
+/*
+** device/engine/exec_bpf.c - eBPF terms of csq's executor (EBPF TERMS in
+** program.h): the call descriptor compiled into a verified, JIT-compiled
+** program once at Load, then run over a batch's selected rows, one
+** argument block per row built straight from the input columns: as a
+** filter term (its result a truth value) or as an expression of a grouped
+** program (CSQ_EX_BPF: its result an INTEGER).
+*/
+#include "device/engine/exec_int.h"
+#include "device/format/bpf.h"
+
+int ex_bpf_compile(const ex_prog *ep, ex_term *et, char *zErr, size_t nErr) {
+  const csq_prog *p = &ep->p;
+  const csq_pconst *k = &p->aConst[et->t.k0];
+  et->pCall = calloc(1, sizeof(csq_bpf_call));
+  if (!et->pCall) return -ENOMEM;
+  int rc = csq_bpf_call_parse(k->z, k->len, p->nIn, p->nConst, et->pCall, zErr, nErr);
+  if (rc) return rc;
+  et->aBpfK = calloc((size_t)et->pCall->nArg, sizeof(ex_val));
+  if (!et->aBpfK) return -ENOMEM;
+  for (int j = 0; j < et->pCall->nArg; j++)
+    if (et->pCall->aConst[j]) const_val(&p->aConst[et->pCall->aSrc[j]], &et->aBpfK[j]);
+  return dev_bpf_load(et->pCall->aIns, et->pCall->nIns, et->pCall->nArg, &et->pBpf, zErr, nErr);
+}
+
+void ex_bpf_free(ex_term *et) {
+  dev_bpf_free(et->pBpf);
+  free(et->pCall);
+  free(et->aBpfK);
+  et->pBpf = NULL;
+  et->pCall = NULL;
+  et->aBpfK = NULL;
+}
+
+_Static_assert(DEV_BPF_FAULT_ARG == 1 && DEV_BPF_FAULT_FAIL == 2 && DEV_BPF_FAULT_FIND == 3,
+               "the detail of CSQ_FAULT_BPF in program.h (EBPF TERMS) and csq_fault_text");
+
+/* The fault reason of frame f (program.h, EBPF TERMS): an int, as every
+** fault travels through the executor. */
+static int bpf_fault(const dev_bpf_frame *f) {
+  int r = CSQ_FAULT_BPF | (int)((f->fault & 0xFF) << 8);
+  if (f->fault == DEV_BPF_FAULT_FAIL) r |= (int)(((uint64_t)f->failCode & 0x7FFF) << 16);
+  return r;
+}
+
+/* Write slot s: value bits u, type t (bytes 9..15 stay zero). */
+static inline void slot_set(uint8_t *s, uint64_t u, uint8_t t) {
+  memcpy(s, &u, 8);
+  s[8] = t;
+}
+
+/* The program of et over rows aSel[0..n) of aligned batch [b0, b0+nb):
+** its results as truth values into aM, or (aM NULL) as INTEGERs into aI.
+** 0 or the fault reason. */
+static int bpf_rows(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                    uint32_t n, uint8_t *aM, int64_t *aI) {
+  const csq_bpf_call *pc = et->pCall;
+  uint8_t aBlock[CSQ_BPF_SLOT * CSQ_BPF_MAX_ARGS];
+  const uint8_t *apZ[CSQ_BPF_MAX_ARGS];
+  uint32_t aN[CSQ_BPF_MAX_ARGS];
+  /* how each argument is read: 0 constant (set once), 1 an integer column's
+  ** batch (aI), 2 a real column's batch (aR), 3 any other column (per value) */
+  uint8_t aHow[CSQ_BPF_MAX_ARGS];
+  dev_bpf_frame f;
+  memset(&f, 0, sizeof(f));
+  memset(aBlock, 0, sizeof(aBlock));
+  f.nArg = pc->nArg;
+  f.aBlock = aBlock;
+  f.apZ = apZ;
+  f.aN = aN;
+  for (int j = 0; j < pc->nArg; j++) {
+    apZ[j] = NULL;
+    aN[j] = 0;
+    if (pc->aConst[j]) {
+      csq_bpf_slot_put(aBlock + CSQ_BPF_SLOT * j, &et->aBpfK[j], pc->aDecl[j]);
+      apZ[j] = et->aBpfK[j].z;
+      aN[j] = et->aBpfK[j].n;
+      aHow[j] = 0;
+      continue;
+    }
+    ex_col *c = &aCol[pc->aSrc[j]];
+    /* whole batches decoded at once, as the typed term loops do; the slot
+    ** each row gets is csq_bpf_slot_put's, written without its switch */
+    if (c->kind == K_INT && !c->bAllNull) {
+      ex_col_ints(c, b0, nb);
+      aHow[j] = 1;
+    } else if (c->kind == K_REAL && !c->bAllNull) {
+      ex_col_reals(c, b0, nb);
+      aHow[j] = 2;
+    } else {
+      aHow[j] = 3;
+    }
+  }
+  dev_bpf_frame_set(&f);
+  int rc = 0;
+  /* the common case, every column argument a batch of numbers without
+  ** NULLs and not converted: the type bytes stay, only the values move */
+  int bFast = 1;
+  const uint64_t *apSrc[CSQ_BPF_MAX_ARGS];
+  for (int j = 0; j < pc->nArg; j++) {
+    const ex_col *c = &aCol[pc->aSrc[j]];
+    apSrc[j] = NULL;
+    if (aHow[j] == 0) continue;
+    if (aHow[j] == 3 || c->d.aNull || (aHow[j] == 1 && pc->aDecl[j] == CSQ_BPF_DECL_REAL)) {
+      bFast = 0;
+      break;
+    }
+    apSrc[j] = aHow[j] == 1 ? (const uint64_t *)c->aI : (const uint64_t *)c->aR;
+    aBlock[CSQ_BPF_SLOT * j + 8] = aHow[j] == 1 ? CSQ_BPF_INT : CSQ_BPF_REAL;
+  }
+  dev_bpf_fn xNative = dev_bpf_native(et->pBpf);
+  for (uint32_t k = 0; bFast && k < n; k++) {
+    for (int j = 0; j < pc->nArg; j++)
+      if (apSrc[j]) memcpy(aBlock + CSQ_BPF_SLOT * j, &apSrc[j][aSel[k] - b0], 8);
+    uint64_t ret = xNative ? xNative(aBlock) : dev_bpf_run(et->pBpf, &f);
+    if (aM)
+      aM[k] = ret != 0;
+    else
+      aI[k] = (int64_t)ret;
+    if (f.fault) {
+      rc = bpf_fault(&f);
+      break;
+    }
+  }
+  for (uint32_t k = 0; !bFast && k < n; k++) {
+    uint32_t r = aSel[k];
+    for (int j = 0; j < pc->nArg; j++) {
+      uint8_t *s = aBlock + CSQ_BPF_SLOT * j;
+      const ex_col *c = &aCol[pc->aSrc[j]];
+      switch (aHow[j]) {
+      case 0:
+        break;
+      case 1:
+        if (col_null(c, r))
+          slot_set(s, 0, CSQ_BPF_NULL);
+        else if (pc->aDecl[j] == CSQ_BPF_DECL_REAL) {
+          double d = (double)c->aI[r - b0];
+          uint64_t u;
+          memcpy(&u, &d, 8);
+          slot_set(s, u, CSQ_BPF_REAL);
+        } else
+          slot_set(s, (uint64_t)c->aI[r - b0], CSQ_BPF_INT);
+        break;
+      case 2:
+        if (col_null(c, r))
+          slot_set(s, 0, CSQ_BPF_NULL);
+        else {
+          uint64_t u;
+          memcpy(&u, &c->aR[r - b0], 8);
+          slot_set(s, u, CSQ_BPF_REAL);
+        }
+        break;
+      default: {
+        ex_val v;
+        ex_col_get(c, r, &v);
+        csq_bpf_slot_put(s, &v, pc->aDecl[j]);
+        apZ[j] = v.z;
+        aN[j] = v.n;
+      }
+      }
+    }
+    uint64_t ret = dev_bpf_run(et->pBpf, &f);
+    if (aM)
+      aM[k] = ret != 0;
+    else
+      aI[k] = (int64_t)ret;
+    if (f.fault) {
+      rc = bpf_fault(&f);
+      break;
+    }
+  }
+  dev_bpf_frame_set(NULL);
+  return rc;
+}
+
+int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                uint32_t n, uint8_t *aM) {
+  return bpf_rows(et, aCol, b0, nb, aSel, n, aM, NULL);
+}
+
+int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                  uint32_t n, int64_t *aI) {
+  return bpf_rows(et, aCol, b0, nb, aSel, n, NULL, aI);
+}

@@ -1,0 +1,443 @@
+/*
+** tests/unit/test_bpf.c - user eBPF programs below SQL: the object reader and
+** csq's checks (device/format/bpf.c), the rte_bpf verifier and runtime
+** (device/engine/bpf_rt.c) and an eBPF term inside a csq program.
+**
+** Each refusal is checked one by one, with a word of its reason in the
+** message: a loop, an access outside the arguments, a helper csq does not
+** export, too many instructions, bytes that are no object, an object
+** without code, relocations, a store into the arguments, a map load,
+** unreachable code, an object for another machine. Programs are assembled
+** here instruction by instruction, so the test needs no clang; then the
+** helpers, faults, JIT against the interpreter, and the program verifier's
+** view of an eBPF term.
+*/
+#include "tests/unit/helpers.h"
+#include "device/engine/bpf_rt.h"
+#include "device/engine/ptype.h"
+#include "device/format/bpf.h"
+#include "device/format/le.h"
+#include "ext/csq_bpf.h"
+
+_Static_assert(CSQ_H_FADD == CSQ_BPF_H_FADD && CSQ_H_FCMP == CSQ_BPF_H_FCMP &&
+                   CSQ_H_TOINT == CSQ_BPF_H_TOINT && CSQ_H_BYTE == CSQ_BPF_H_BYTE &&
+                   CSQ_H_FIND == CSQ_BPF_H_FIND && CSQ_H_FAIL == CSQ_BPF_H_FAIL &&
+                   CSQ_H_FAIL == CSQ_BPF_H_MAX,
+               "ext/csq_bpf.h and device/format/bpf.h agree on the helpers");
+_Static_assert(CSQ_T_INTEGER == CSQ_BPF_INT && CSQ_T_REAL == CSQ_BPF_REAL &&
+                   CSQ_T_TEXT == CSQ_BPF_TEXT && CSQ_T_BLOB == CSQ_BPF_BLOB &&
+                   CSQ_T_NULL == CSQ_BPF_NULL && sizeof(struct csq_arg) == CSQ_BPF_SLOT,
+               "ext/csq_bpf.h and device/format/bpf.h agree on the slots");
+
+/* ---- an assembler of a few instructions ---- */
+
+typedef struct prog {
+  uint8_t a[8 * 5000];
+  uint32_t n;
+} prog;
+
+static void I(prog *p, uint8_t op, int dst, int src, int16_t off, int32_t imm) {
+  uint8_t *q = p->a + 8 * p->n++;
+  q[0] = op;
+  q[1] = (uint8_t)((src << 4) | dst);
+  csq_put_le16(q + 2, (uint16_t)off);
+  csq_put_le32(q + 4, (uint32_t)imm);
+}
+#define MOVI(d, i)     I(p, 0xb7, d, 0, 0, i)
+#define MOV(d, s)      I(p, 0xbf, d, s, 0, 0)
+#define LDXDW(d, s, o) I(p, 0x79, d, s, o, 0)
+#define LDXB(d, s, o)  I(p, 0x71, d, s, o, 0)
+#define STXDW(d, s, o) I(p, 0x7b, d, s, o, 0)
+#define ADDI(d, i)     I(p, 0x07, d, 0, 0, i)
+#define MODI(d, i)     I(p, 0x97, d, 0, 0, i)
+#define JEQI(d, i, o)  I(p, 0x15, d, 0, o, i)
+#define JLTI(d, i, o)  I(p, 0xa5, d, 0, o, i)
+#define JA(o)          I(p, 0x05, 0, 0, o, 0)
+#define CALL(h)        I(p, 0x85, 0, 0, 0, h)
+#define EXIT()         I(p, 0x95, 0, 0, 0, 0)
+
+/* Everything from the bytes to a loaded program; 0 or -EINVAL with zErr. */
+static int load_bytes(const uint8_t *a, size_t n, int nArg, dev_bpf **pp, char *zErr, size_t nErr) {
+  const uint8_t *aIns;
+  uint32_t nIns;
+  *pp = NULL;
+  int rc = csq_bpf_code(a, n, &aIns, &nIns, zErr, nErr);
+  if (rc == 0) rc = csq_bpf_check(aIns, nIns, zErr, nErr);
+  if (rc == 0) rc = dev_bpf_load(aIns, nIns, nArg, pp, zErr, nErr);
+  return rc;
+}
+
+/* The refusal of p (nArg arguments) must name zWord. */
+static void refused(const char *zWhat, const uint8_t *a, size_t n, int nArg, const char *zWord) {
+  char zErr[600] = "";
+  dev_bpf *b = NULL;
+  int rc = load_bytes(a, n, nArg, &b, zErr, sizeof(zErr));
+  CHECK(rc == -EINVAL, "%s: accepted (rc %d)", zWhat, rc);
+  CHECK(strstr(zErr, zWord) != NULL, "%s: message '%s' lacks '%s'", zWhat, zErr, zWord);
+  dev_bpf_free(b);
+}
+
+/* ---- a minimal ELF64 object: NULL, .shstrtab, the code section, and a
+** relocation section against it if bRel ---- */
+static size_t make_elf(uint8_t *out, const char *zSec, const prog *p, int bRel, int machine) {
+  const char zStr[] = "\0.shstrtab\0.rel.x\0";
+  size_t nStr0 = sizeof(zStr) - 1;
+  size_t oName = nStr0, nName = strlen(zSec) + 1;
+  size_t oStr = 64, nStr = nStr0 + nName;
+  size_t oCode = (oStr + nStr + 7) & ~(size_t)7, nCode = 8ull * p->n;
+  size_t oRel = oCode + nCode, nRel = bRel ? 16 : 0;
+  size_t oSh = (oRel + nRel + 7) & ~(size_t)7;
+  int nSh = bRel ? 4 : 3;
+  memset(out, 0, oSh + 64ull * nSh);
+  memcpy(out, "\177ELF", 4);
+  out[4] = 2; /* 64-bit */
+  out[5] = 1; /* little-endian */
+  out[6] = 1;
+  csq_put_le16(out + 16, 1); /* ET_REL */
+  csq_put_le16(out + 18, (uint16_t)machine);
+  csq_put_le32(out + 20, 1);
+  csq_put_le64(out + 40, oSh);
+  csq_put_le16(out + 52, 64);
+  csq_put_le16(out + 58, 64);
+  csq_put_le16(out + 60, (uint16_t)nSh);
+  csq_put_le16(out + 62, 1);
+  memcpy(out + oStr, zStr, nStr0);
+  memcpy(out + oStr + oName, zSec, nName);
+  memcpy(out + oCode, p->a, nCode);
+  uint8_t *sh = out + oSh;
+  /* 1: .shstrtab */
+  csq_put_le32(sh + 64 + 0, 1);
+  csq_put_le32(sh + 64 + 4, 3);
+  csq_put_le64(sh + 64 + 24, oStr);
+  csq_put_le64(sh + 64 + 32, nStr);
+  /* 2: the code */
+  csq_put_le32(sh + 128 + 0, (uint32_t)oName);
+  csq_put_le32(sh + 128 + 4, 1);
+  csq_put_le64(sh + 128 + 24, oCode);
+  csq_put_le64(sh + 128 + 32, nCode);
+  if (bRel) { /* 3: .rel.x, applying to section 2 */
+    csq_put_le32(sh + 192 + 0, 11);
+    csq_put_le32(sh + 192 + 4, 9);
+    csq_put_le64(sh + 192 + 24, oRel);
+    csq_put_le64(sh + 192 + 32, nRel);
+    csq_put_le32(sh + 192 + 44, 2);
+  }
+  return oSh + 64ull * nSh;
+}
+
+/* x % 7 == 0 over argument 0 */
+static void prog_mod7(prog *p) {
+  p->n = 0;
+  LDXDW(0, 1, 0);
+  MODI(0, 7);
+  JEQI(0, 0, 2);
+  MOVI(0, 0);
+  EXIT();
+  MOVI(0, 1);
+  EXIT();
+}
+
+static void test_refusals(void) {
+  static prog pp;
+  prog *p = &pp;
+  static uint8_t elf[1 << 16];
+
+  /* a loop: r0 counts to 10 */
+  p->n = 0;
+  MOVI(0, 0);
+  ADDI(0, 1);
+  JLTI(0, 10, -2);
+  EXIT();
+  refused("loop", p->a, 8 * p->n, 1, "loop");
+
+  /* an access outside the arguments: slot 1 of a one-argument program */
+  p->n = 0;
+  LDXDW(0, 1, 16);
+  EXIT();
+  refused("out of bounds", p->a, 8 * p->n, 1, "boundary");
+
+  /* a helper csq does not export */
+  p->n = 0;
+  CALL(99);
+  EXIT();
+  refused("bad helper", p->a, 8 * p->n, 1, "helper 99");
+  p->n = 0;
+  CALL(0);
+  EXIT();
+  refused("helper 0", p->a, 8 * p->n, 1, "helper 0");
+
+  /* too many instructions */
+  p->n = 0;
+  for (int i = 0; i < CSQ_BPF_MAX_INS; i++) MOVI(0, i);
+  EXIT();
+  refused("too big", p->a, 8 * p->n, 1, "at most 4096");
+
+  /* bytes that are no program */
+  refused("not ELF", (const uint8_t *)"not an object", 13, 1, "not an ELF object");
+  refused("empty", (const uint8_t *)"", 0, 1, "empty");
+  uint8_t trunc[40];
+  memset(trunc, 0, sizeof(trunc));
+  memcpy(trunc, "\177ELF", 4);
+  refused("cut ELF", trunc, sizeof(trunc), 1, "cut short");
+
+  /* an ELF object with code in neither "csq" nor ".text" */
+  prog_mod7(p);
+  size_t n = make_elf(elf, "other", p, 0, 247);
+  refused("missing section", elf, n, 1, "no section \"csq\"");
+  n = make_elf(elf, "csq", p, 1, 247);
+  refused("relocations", elf, n, 1, "relocations");
+  n = make_elf(elf, "csq", p, 0, 62);
+  refused("machine", elf, n, 1, "not eBPF");
+
+  /* a store into the arguments */
+  p->n = 0;
+  MOVI(0, 0);
+  STXDW(1, 0, 0);
+  EXIT();
+  refused("store", p->a, 8 * p->n, 1, "read-only");
+
+  /* a map load (lddw with src_reg 1) */
+  p->n = 0;
+  I(p, 0x18, 0, 1, 0, 1);
+  I(p, 0, 0, 0, 0, 0);
+  EXIT();
+  refused("map", p->a, 8 * p->n, 1, "map");
+
+  /* unreachable code */
+  p->n = 0;
+  MOVI(0, 0);
+  EXIT();
+  MOVI(0, 1);
+  EXIT();
+  refused("unreachable", p->a, 8 * p->n, 1, "unreachable");
+
+  /* malformed instructions, refused before the eBPF verifier sees them
+  ** (tests/fuzz/regress/bpf/ holds one that crashed it) */
+  p->n = 0;
+  MOVI(0, 0);
+  refused("no exit", p->a, 8 * p->n, 1, "does not end with exit");
+  p->n = 0;
+  JA(5);
+  EXIT();
+  refused("jump out", p->a, 8 * p->n, 1, "jumps outside");
+  p->n = 0;
+  I(p, 0x18, 0, 0, 0, 1);
+  refused("half lddw", p->a, 8 * p->n, 1, "malformed 64-bit load");
+  p->n = 0;
+  I(p, 0xff, 0, 0, 0, 0);
+  EXIT();
+  refused("opcode", p->a, 8 * p->n, 1, "unknown opcode 0xff");
+  p->n = 0;
+  I(p, 0x16, 0, 0, 0, 0); /* JMP32 jeq */
+  EXIT();
+  refused("jmp32", p->a, 8 * p->n, 1, "32-bit jumps");
+  p->n = 0;
+  MOVI(0, 1);
+  I(p, 0x37, 0, 0, 0, 0); /* r0 /= 0 */
+  EXIT();
+  refused("div 0", p->a, 8 * p->n, 1, "divides by the constant 0");
+
+  /* and the accepted forms: raw, ELF ".text", ELF "csq" */
+  char zErr[600];
+  dev_bpf *b = NULL;
+  prog_mod7(p);
+  CHECK(load_bytes(p->a, 8 * p->n, 1, &b, zErr, sizeof(zErr)) == 0, "raw: %s", zErr);
+  dev_bpf_free(b);
+  n = make_elf(elf, ".text", p, 0, 247);
+  CHECK(load_bytes(elf, n, 1, &b, zErr, sizeof(zErr)) == 0, ".text: %s", zErr);
+  dev_bpf_free(b);
+  n = make_elf(elf, "csq", p, 0, 247);
+  CHECK(load_bytes(elf, n, 1, &b, zErr, sizeof(zErr)) == 0, "csq: %s", zErr);
+  dev_bpf_free(b);
+}
+
+/* Run b over values aV[0..nArg) (declared aDecl); *pFault the fault. */
+static uint64_t run_vals(const dev_bpf *b, const csq_value *aV, const uint8_t *aDecl, int nArg,
+                         uint64_t *pFault) {
+  uint8_t aBlock[CSQ_BPF_SLOT * CSQ_BPF_MAX_ARGS];
+  const uint8_t *apZ[CSQ_BPF_MAX_ARGS];
+  uint32_t aN[CSQ_BPF_MAX_ARGS];
+  for (int j = 0; j < nArg; j++) {
+    csq_bpf_slot_put(aBlock + CSQ_BPF_SLOT * j, &aV[j], aDecl[j]);
+    apZ[j] = aV[j].z;
+    aN[j] = aV[j].n;
+  }
+  dev_bpf_frame f;
+  memset(&f, 0, sizeof(f));
+  f.nArg = nArg;
+  f.aBlock = aBlock;
+  f.apZ = apZ;
+  f.aN = aN;
+  dev_bpf_frame_set(&f);
+  uint64_t r = dev_bpf_run(b, &f);
+  dev_bpf_frame_set(NULL);
+  *pFault = f.fault;
+  return r;
+}
+
+static csq_value vint(int64_t i) {
+  csq_value v = {CSQ_INT, i, 0, NULL, 0};
+  return v;
+}
+static csq_value vreal(double r) {
+  csq_value v = {CSQ_REAL, 0, r, NULL, 0};
+  return v;
+}
+static csq_value vtext(const char *z) {
+  csq_value v = {CSQ_TEXT, 0, 0, (const uint8_t *)z, (uint32_t)strlen(z)};
+  return v;
+}
+
+static void test_runtime(void) {
+  static prog pp;
+  prog *p = &pp;
+  char zErr[600];
+  uint64_t fault;
+  dev_bpf *b = NULL, *bi = NULL;
+  uint8_t aDecl[4] = {0, 0, 0, 0};
+
+  /* JIT and interpreter agree on x % 7 == 0 */
+  prog_mod7(p);
+  CHECK(load_bytes(p->a, 8 * p->n, 1, &b, zErr, sizeof(zErr)) == 0, "%s", zErr);
+  setenv("CSQ_BPF_JIT", "0", 1);
+  CHECK(load_bytes(p->a, 8 * p->n, 1, &bi, zErr, sizeof(zErr)) == 0, "%s", zErr);
+  unsetenv("CSQ_BPF_JIT");
+  CHECK(bi && !dev_bpf_jitted(bi));
+  printf("jit: %s\n", b && dev_bpf_jitted(b) ? "yes" : "no (interpreted)");
+  for (int i = 0; b && bi && i < 2000; i++) {
+    csq_value v = vint((int64_t)rnd());
+    uint64_t f1, f2;
+    uint64_t r1 = run_vals(b, &v, aDecl, 1, &f1), r2 = run_vals(bi, &v, aDecl, 1, &f2);
+    CHECK(r1 == r2 && r1 == ((uint64_t)v.i % 7 == 0) && !f1 && !f2, "x %lld", (long long)v.i);
+  }
+  dev_bpf_free(b);
+  dev_bpf_free(bi);
+
+  /* REAL helpers: a + b compared with 1.0 (fcmp), INTEGER converted for REAL */
+  p->n = 0;
+  MOV(6, 1);
+  LDXDW(1, 6, 0);
+  LDXDW(2, 6, 16);
+  CALL(CSQ_BPF_H_FADD);
+  MOV(1, 0);
+  LDXDW(2, 6, 32);
+  CALL(CSQ_BPF_H_FCMP);
+  EXIT();
+  CHECK(load_bytes(p->a, 8 * p->n, 3, &b, zErr, sizeof(zErr)) == 0, "%s", zErr);
+  uint8_t aD3[3] = {CSQ_BPF_DECL_REAL, CSQ_BPF_DECL_REAL, CSQ_BPF_DECL_REAL};
+  csq_value a3[3] = {vreal(0.25), vint(1), vreal(1.0)};
+  CHECK_RC(run_vals(b, a3, aD3, 3, &fault), 1); /* 1.25 > 1.0 */
+  a3[1] = vreal(0.75);
+  CHECK_RC(run_vals(b, a3, aD3, 3, &fault), 0);
+  a3[1] = vreal(0.0);
+  CHECK_RC(run_vals(b, a3, aD3, 3, &fault), (uint64_t)-1);
+  a3[1] = vreal(NAN);
+  CHECK_RC(run_vals(b, a3, aD3, 3, &fault), 2);
+  dev_bpf_free(b);
+
+  /* the type byte and TEXT bytes: byte(0, 1) of a TEXT, -1 past its end */
+  p->n = 0;
+  MOVI(1, 0);
+  MOVI(2, 1);
+  CALL(CSQ_BPF_H_BYTE);
+  EXIT();
+  CHECK(load_bytes(p->a, 8 * p->n, 1, &b, zErr, sizeof(zErr)) == 0, "%s", zErr);
+  csq_value t = vtext("abc");
+  CHECK_RC(run_vals(b, &t, aDecl, 1, &fault), 'b');
+  t = vtext("a");
+  CHECK_RC(run_vals(b, &t, aDecl, 1, &fault), (uint64_t)-1);
+  t = vint(5);
+  CHECK_RC(run_vals(b, &t, aDecl, 1, &fault), (uint64_t)-1);
+  CHECK(fault == 0);
+  dev_bpf_free(b);
+
+  /* faults: an argument index past the arguments, and csq_fail */
+  p->n = 0;
+  MOVI(1, 3);
+  MOVI(2, 0);
+  CALL(CSQ_BPF_H_BYTE);
+  EXIT();
+  CHECK(load_bytes(p->a, 8 * p->n, 1, &b, zErr, sizeof(zErr)) == 0, "%s", zErr);
+  t = vtext("abc");
+  run_vals(b, &t, aDecl, 1, &fault);
+  CHECK_RC(fault, DEV_BPF_FAULT_ARG);
+  dev_bpf_free(b);
+  p->n = 0;
+  MOVI(1, 42);
+  CALL(CSQ_BPF_H_FAIL);
+  EXIT();
+  CHECK(load_bytes(p->a, 8 * p->n, 1, &b, zErr, sizeof(zErr)) == 0, "%s", zErr);
+  run_vals(b, &t, aDecl, 1, &fault);
+  CHECK_RC(fault, DEV_BPF_FAULT_FAIL);
+  dev_bpf_free(b);
+
+  /* a fault's reason as the device reports it (program.h, EBPF TERMS) */
+  char zF[200];
+  csq_fault_text(CSQ_FAULT_BPF | (2u << 8) | (77u << 16), zF, sizeof(zF));
+  CHECK(strstr(zF, "csq_fail(77)") != NULL, "'%s'", zF);
+  csq_fault_text(CSQ_FAULT_BPF | (1u << 8), zF, sizeof(zF));
+  CHECK(strstr(zF, "argument index") != NULL, "'%s'", zF);
+  csq_fault_text(CSQ_FAULT_CHECKSUM, zF, sizeof(zF));
+  CHECK(strcmp(zF, csq_fault_name(CSQ_FAULT_CHECKSUM)) == 0, "'%s'", zF);
+
+  /* slots: NULL is type 0 with value 0 */
+  uint8_t s[16];
+  csq_value vn = {CSQ_NULL, 0, 0, NULL, 0};
+  csq_bpf_slot_put(s, &vn, CSQ_BPF_DECL_REAL);
+  CHECK(s[8] == CSQ_BPF_NULL && csq_le64(s) == 0);
+}
+
+/* An eBPF term inside a csq program: accepted with a good descriptor, and
+** the device's Load refuses one the eBPF verifier refuses, with its reason. */
+static void test_term(void) {
+  static prog pp;
+  prog *p = &pp;
+  char zErr[600];
+  for (int bad = 0; bad < 2; bad++) {
+    if (bad) {
+      p->n = 0;
+      LDXDW(0, 1, 16); /* outside the one slot */
+      EXIT();
+    } else {
+      prog_mod7(p);
+    }
+    csq_pb *b = csq_pb_new();
+    int slot = csq_pb_input(b, 1);
+    csq_pb_output(b, slot);
+    uint32_t w = (uint32_t)slot;
+    uint8_t *pCall = NULL;
+    size_t nCall = 0;
+    CHECK(csq_bpf_call_build(1, &w, p->a, p->n, &pCall, &nCall) == 0);
+    int k = csq_pb_const_bytes(b, CSQ_BLOB, pCall, (uint32_t)nCall);
+    free(pCall);
+    csq_pb_clause(b);
+    CHECK(csq_pb_term(b, CSQ_OP_BPF, 0, slot, k, 0, 0) == 0);
+    uint8_t *pProg = NULL;
+    size_t nProg = 0;
+    CHECK(csq_pb_finish(b, &pProg, &nProg) == 0);
+    csq_pb_free(b);
+    csq_prog pr;
+    CHECK(csq_prog_parse(pProg, nProg, &pr, zErr, sizeof(zErr)) == 0, "parse: %s", zErr);
+    csq_prog_clear(&pr);
+    void *pc = NULL;
+    const dev_ptype *pt = dev_ptype_find(CSQ_PTYPE_CSQ);
+    int rc = pt->xVerify(pProg, nProg, &pc, zErr, sizeof(zErr));
+    if (bad)
+      CHECK(rc != 0 && strstr(zErr, "boundary"), "Load of a bad eBPF term: rc %d '%s'", rc, zErr);
+    else
+      CHECK(rc == 0, "Load: %s", zErr);
+    if (pc) pt->xFree(pc);
+    /* a damaged descriptor: the program verifier names it */
+    pProg[nProg - 1] ^= 0xFF;
+    rc = csq_prog_parse(pProg, nProg, &pr, zErr, sizeof(zErr));
+    if (rc == 0) csq_prog_clear(&pr);
+    free(pProg);
+  }
+}
+
+int main(void) {
+  test_refusals();
+  test_runtime();
+  test_term();
+  return test_done("bpf");
+}
