@@ -20,6 +20,7 @@
 **   vtab/stmt.c      the committed state one statement run reads
 **   vtab/lock.c      busy timeout, SQLite's lock before a device commit, read-only tables
 **   vtab/probe.c     the join probe cache of a cursor
+**   vtab/import.c    csq_import(): bulk loads from CSV (vtab/csv.c) or a query
 */
 #ifndef CSQ_VTAB_H
 #define CSQ_VTAB_H
@@ -252,6 +253,15 @@ void vt_check_free(vt_tab *p); /* when the table is disconnected */
 
 /* affinity.c: convert argv value to the column's affinity and push it. */
 int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
+/* The same for text z[0..n) (csq_import's fields), without an
+** sqlite3_value: SQLite's answer, computed in the common cases and asked
+** of SQLite in the rare ones through pConv (vt_numconv_new prepares a
+** statement on db and learns how this SQLite rounds decimals). */
+typedef struct vt_numconv vt_numconv;
+int vt_numconv_new(sqlite3 *db, vt_numconv **pp);
+void vt_numconv_free(vt_numconv *p);
+int vt_push_text(vt_numconv *pConv, csq_vec *pVec, const char *z, uint32_t n, char aff);
+uint64_t vt_numconv_slow(const vt_numconv *p); /* texts handed to SQLite so far */
 
 /* table.c */
 extern sqlite3_module vt_module;
@@ -423,5 +433,9 @@ int vt_fault_register(sqlite3 *db, vt_conn *pConn);
 /* backup.c: csq_backup(DEST [, DIR]), a consistent copy of the main
 ** database and of the device images its csq tables use. */
 int vt_backup_register(sqlite3 *db, vt_conn *pConn);
+
+/* import.c: csq_import(TABLE, FILE-OR-QUERY [, OPTIONS]) and
+** csq_import_progress(), loading a table in bulk (see the file). */
+int vt_import_register(sqlite3 *db, vt_conn *pConn);
 
 #endif /* CSQ_VTAB_H */

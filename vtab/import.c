@@ -1,0 +1,604 @@
+/*
+** vtab/import.c - csq_import(): loading a csq table in bulk.
+**
+**   SELECT csq_import('lineitem', 'lineitem.tbl', 'separator=|');
+**   SELECT csq_import('t', 'SELECT a, b FROM native_t');
+**   SELECT csq_import_progress();   -- rows=..,bytes=..,total=..,percent=..
+**
+** Returns the number of rows loaded. The source is a CSV file (vtab/csv.c,
+** RFC 4180) or, when it starts with SELECT, WITH or VALUES, a query whose
+** result has the table's columns. Each value gets the column's affinity
+** exactly as INSERT (or the sqlite3 shell's .import) would give it
+** (vtab/affinity.c); a CSV field is text, NULL only where the null= option
+** says. Options, comma-separated:
+**
+**   separator=C   one byte, or tab, comma, pipe, semicolon (default ',')
+**   header=1      the first record names the columns: skip it (default 0)
+**   null=S        a field that is exactly S (unquoted) is NULL; null= with
+**                 nothing after it makes empty unquoted fields NULL. By
+**                 default no field is NULL, as with .import
+**   skip_bad=1    skip malformed rows and rows that break NOT NULL, and
+**                 count them (csq_import_progress); by default the first
+**                 one fails the load with its line and field
+**   progress=1    report rows, MB/s and percent of the file on stderr
+**
+** Why a function and not INSERT: SQLite hands a virtual table one row at a
+** time through xUpdate as sqlite3_values, which caps any virtual table's
+** load near native speed. Here rows go straight into a row group's vectors,
+** and a full row group goes to an encode thread (device/store/encq.c)
+** while the next one is parsed; the encoded extents are written through
+** one device transaction, committed at the end. So a failure anywhere, or
+** a crash (kill -9) at any moment, leaves the table as it was, and memory
+** stays at a few row groups whatever the file size.
+**
+** Limits: it runs in a transaction of its own, so not inside BEGIN ...
+** COMMIT (an error says so); tables with an INTEGER PRIMARY KEY, CHECK
+** constraints or over several devices are refused with a message (load
+** those with INSERT or .import).
+*/
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include "vtab/csv.h"
+#include "vtab/vtab.h"
+
+/* What csq_import_progress() shows: the load in flight in this process,
+** or the last one. Written by the loading thread, read by any (a load
+** runs in one connection; another connection or thread may watch). */
+static struct {
+  int64_t nRow, nSkip;
+  uint64_t nByte, nTotal;
+  int bRunning;
+  double tStart, tEnd;
+} g_progress;
+
+static double now_s(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec / 1e9;
+}
+
+typedef struct imp_opts {
+  char cSep;
+  int bHeader;
+  char *zNull; /* sqlite3_malloc'd, or NULL: no field is NULL */
+  int nNull;
+  int bSkipBad;
+  int bProgress;
+} imp_opts;
+
+/* Parse "key=value,..." into *o. SQLITE_OK, or SQLITE_ERROR with *pzErr. */
+static int parse_opts(const char *z, imp_opts *o, char **pzErr) {
+  memset(o, 0, sizeof(*o));
+  o->cSep = ',';
+  while (z && *z) {
+    while (*z == ' ') z++;
+    const char *zEq = strchr(z, '=');
+    if (!zEq) {
+      *pzErr =
+          sqlite3_mprintf("option \"%s\" has no value (options are key=value, comma-separated: "
+                          "separator, header, null, skip_bad, progress)",
+                          z);
+      return SQLITE_ERROR;
+    }
+    int nKey = (int)(zEq - z);
+    const char *v = zEq + 1;
+    const char *zEnd;
+    if (nKey == 9 && sqlite3_strnicmp(z, "separator", 9) == 0) {
+      /* a separator may be ',' itself: one byte always belongs to the value */
+      static const struct {
+        const char *zName;
+        char c;
+      } aName[] = {{"tab", '\t'}, {"\\t", '\t'}, {"comma", ','}, {"pipe", '|'}, {"semicolon", ';'}};
+      zEnd = v;
+      for (size_t i = 0; i < sizeof(aName) / sizeof(aName[0]); i++) {
+        size_t n = strlen(aName[i].zName);
+        if (sqlite3_strnicmp(v, aName[i].zName, (int)n) == 0 && (v[n] == ',' || v[n] == 0)) {
+          o->cSep = aName[i].c;
+          zEnd = v + n;
+          break;
+        }
+      }
+      if (zEnd == v) {
+        if (!*v || (v[1] != ',' && v[1] != 0) || *v == '"' || *v == '\n' || *v == '\r') {
+          *pzErr = sqlite3_mprintf("separator= takes one byte other than '\"', CR and LF, or "
+                                   "tab, comma, pipe, semicolon");
+          return SQLITE_ERROR;
+        }
+        o->cSep = *v;
+        zEnd = v + 1;
+      }
+    } else {
+      zEnd = strchr(v, ',');
+      if (!zEnd) zEnd = v + strlen(v);
+      int nVal = (int)(zEnd - v);
+      int bFlag = nVal == 1 && (*v == '0' || *v == '1');
+      if (nKey == 4 && sqlite3_strnicmp(z, "null", 4) == 0) {
+        sqlite3_free(o->zNull);
+        o->zNull = sqlite3_mprintf("%.*s", nVal, v);
+        if (!o->zNull) return SQLITE_NOMEM;
+        o->nNull = nVal;
+      } else if (bFlag && nKey == 6 && sqlite3_strnicmp(z, "header", 6) == 0) {
+        o->bHeader = *v == '1';
+      } else if (bFlag && nKey == 8 && sqlite3_strnicmp(z, "skip_bad", 8) == 0) {
+        o->bSkipBad = *v == '1';
+      } else if (bFlag && nKey == 8 && sqlite3_strnicmp(z, "progress", 8) == 0) {
+        o->bProgress = *v == '1';
+      } else {
+        *pzErr =
+            sqlite3_mprintf("unknown option or value \"%.*s\" (known: separator=C, header=0|1, "
+                            "null=S, skip_bad=0|1, progress=0|1)",
+                            (int)(zEnd - z), z);
+        return SQLITE_ERROR;
+      }
+    }
+    z = *zEnd ? zEnd + 1 : zEnd;
+  }
+  return SQLITE_OK;
+}
+
+/* One load in progress. */
+typedef struct imp_load {
+  sqlite3 *db;
+  vt_tab *pTab;
+  const imp_opts *pOpt;
+  vt_dev *pDev;
+  store_txn *t;
+  store_table *pStoreTab;
+  store_encq *q; /* started at the first full row group */
+  csq_vec *aCol; /* nCol + 1 vectors, [0] rowids: the row group being filled */
+  uint32_t nRg;  /* rows per row group */
+  int64_t iNextRowid;
+  vt_numconv *pConv;
+  int64_t nRow, nSkip;
+  char *zFirstSkip; /* the first skipped row's message */
+  double tLastReport;
+  uint64_t nTotal;
+} imp_load;
+
+static void report(imp_load *L, uint64_t nByte, int bFinal) {
+  double t = now_s();
+  __atomic_store_n(&g_progress.nRow, L->nRow, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_progress.nByte, nByte, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_progress.nSkip, L->nSkip, __ATOMIC_RELAXED);
+  if (!L->pOpt->bProgress || (!bFinal && t - L->tLastReport < 1.0)) return;
+  L->tLastReport = t;
+  double dt = t - g_progress.tStart;
+  char zPct[32] = "";
+  if (L->nTotal)
+    snprintf(zPct, sizeof(zPct), "  %3.0f%%", 100.0 * (double)nByte / (double)L->nTotal);
+  fprintf(stderr, "\rcsq_import %s: %lld rows  %.1f MB/s%s%s", L->pTab->zName, (long long)L->nRow,
+          dt > 0 ? (double)nByte / 1e6 / dt : 0.0, zPct, bFinal ? "\n" : "");
+  fflush(stderr);
+}
+
+/* Hand the filled row group to the encode thread (or encode it here when
+** the thread cannot start) and write those already encoded. */
+static int drain(imp_load *L, int bWait, char **pzErr) {
+  for (;;) {
+    store_enc_rg *pEnc = NULL;
+    int rc = store_encq_get(L->q, bWait, &pEnc, pzErr);
+    if (rc) return vt_rc_from(rc);
+    if (!pEnc) return SQLITE_OK;
+    rc = store_txn_append_encoded(L->t, L->pStoreTab, pEnc, pzErr);
+    store_enc_rg_free(pEnc);
+    if (rc) return vt_rc_from(rc);
+  }
+}
+
+static int flush_rg(imp_load *L, char **pzErr) {
+  uint32_t n = L->aCol[1].n;
+  if (n == 0) return SQLITE_OK;
+  csq_vec *r = &L->aCol[0];
+  csq_vec_reset(r);
+  if (L->iNextRowid > INT64_MAX - (int64_t)n) {
+    *pzErr = sqlite3_mprintf("table %s has no rowids left", L->pTab->zName);
+    return SQLITE_FULL;
+  }
+  for (uint32_t i = 0; i < n; i++)
+    if (csq_vec_push_int(r, L->iNextRowid + i)) return SQLITE_NOMEM;
+  L->iNextRowid += n;
+  store_txn_saw_rowid(L->t, L->pStoreTab, L->iNextRowid - 1);
+  int nChunk = L->pTab->s.nCol + 1;
+  if (!L->q && n == L->nRg) {
+    /* a load of more than one row group: worth a thread */
+    if (store_encq_new(nChunk, L->pTab->zName, 2, &L->q) != 0) L->q = NULL;
+  }
+  if (!L->q) {
+    int rc = store_txn_append(L->t, L->pStoreTab, L->aCol, 0, n, pzErr);
+    for (int c = 0; c < nChunk; c++) csq_vec_reset(&L->aCol[c]);
+    return rc ? vt_rc_from(rc) : SQLITE_OK;
+  }
+  for (;;) {
+    int rc = store_encq_put(L->q, L->aCol, n);
+    if (rc == 0) break;
+    if (rc != -EAGAIN) return vt_rc_from(rc);
+    rc = drain(L, 1, pzErr); /* the queue is full: write the oldest */
+    if (rc) return rc;
+  }
+  return drain(L, 0, pzErr);
+}
+
+/* A bad row: fail the load with zMsg, or skip and count it. Takes zMsg. */
+static int bad_row(imp_load *L, char *zMsg, char **pzErr) {
+  if (!zMsg) return SQLITE_NOMEM;
+  if (!L->pOpt->bSkipBad) {
+    *pzErr = zMsg;
+    return SQLITE_ERROR;
+  }
+  L->nSkip++;
+  if (!L->zFirstSkip)
+    L->zFirstSkip = zMsg;
+  else
+    sqlite3_free(zMsg);
+  return SQLITE_OK;
+}
+
+/* Keep the columns aligned: rows [0, n) of every column. */
+static void truncate_row(imp_load *L, uint32_t n) {
+  for (int c = 1; c <= L->pTab->s.nCol; c++) csq_vec_truncate(&L->aCol[c], n);
+}
+
+static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
+  vt_csv *pCsv = NULL;
+  const vt_schema *s = &L->pTab->s;
+  const imp_opts *o = L->pOpt;
+  int rc = vt_csv_open(zPath, o->cSep, &pCsv, pzErr);
+  if (rc) return rc;
+  L->nTotal = vt_csv_size(pCsv);
+  __atomic_store_n(&g_progress.nTotal, L->nTotal, __ATOMIC_RELAXED);
+  int bSkipHeader = o->bHeader;
+  for (;;) {
+    int nField;
+    const vt_csv_field *aF;
+    char *zMsg = NULL;
+    rc = vt_csv_next(pCsv, &nField, &aF, &zMsg);
+    if (rc == SQLITE_DONE) {
+      rc = SQLITE_OK;
+      break;
+    }
+    if (rc == SQLITE_ERROR) {
+      rc = bad_row(L, sqlite3_mprintf("%s %s", zPath, zMsg), pzErr);
+      sqlite3_free(zMsg);
+      if (rc) break;
+      continue;
+    }
+    if (rc != SQLITE_ROW) {
+      *pzErr = zMsg;
+      break;
+    }
+    rc = SQLITE_OK;
+    if (bSkipHeader) {
+      bSkipHeader = 0;
+      continue;
+    }
+    if (nField != s->nCol) {
+      rc = bad_row(L,
+                   sqlite3_mprintf("%s line %lld: %d field%s, but table %s has %d columns", zPath,
+                                   (long long)vt_csv_line(pCsv), nField, nField == 1 ? "" : "s",
+                                   L->pTab->zName, s->nCol),
+                   pzErr);
+      if (rc) break;
+      continue;
+    }
+    uint32_t nHad = L->aCol[1].n;
+    for (int c = 0; c < nField; c++) {
+      const vt_csv_field *f = &aF[c];
+      csq_vec *v = &L->aCol[c + 1];
+      int e;
+      if (o->zNull && !f->bQuoted && f->n == (uint32_t)o->nNull &&
+          memcmp(f->z, o->zNull, f->n) == 0) {
+        if (s->aCol[c].bNotNull) {
+          truncate_row(L, nHad);
+          rc = bad_row(L,
+                       sqlite3_mprintf("%s line %lld, field %d: NULL in NOT NULL column %s.%s",
+                                       zPath, (long long)vt_csv_line(pCsv), c + 1, L->pTab->zName,
+                                       s->aCol[c].zName),
+                       pzErr);
+          goto next_record;
+        }
+        e = csq_vec_push_null(v);
+      } else {
+        e = vt_push_text(L->pConv, v, f->z, f->n, s->aCol[c].aff);
+      }
+      if (e) {
+        truncate_row(L, nHad);
+        rc = e == -12 ? SQLITE_NOMEM : SQLITE_ERROR;
+        *pzErr = sqlite3_mprintf("%s line %lld, field %d: cannot convert the value (%s)", zPath,
+                                 (long long)vt_csv_line(pCsv), c + 1, sqlite3_errmsg(L->db));
+        goto next_record;
+      }
+    }
+    L->nRow++;
+    if (L->aCol[1].n >= L->nRg) {
+      rc = flush_rg(L, pzErr);
+      report(L, vt_csv_offset(pCsv), 0);
+    }
+  next_record:
+    if (rc) break;
+  }
+  if (rc == SQLITE_OK) rc = flush_rg(L, pzErr);
+  if (rc == SQLITE_OK) report(L, vt_csv_offset(pCsv), 1);
+  vt_csv_close(pCsv);
+  return rc;
+}
+
+/* The value of column i of a query's row, with the column's affinity. */
+static int push_column(imp_load *L, csq_vec *v, sqlite3_stmt *pStmt, int i, char aff) {
+  switch (sqlite3_column_type(pStmt, i)) {
+  case SQLITE_NULL:
+    return csq_vec_push_null(v);
+  case SQLITE_TEXT: {
+    const char *z = (const char *)sqlite3_column_text(pStmt, i);
+    if (!z) return -12;
+    return vt_push_text(L->pConv, v, z, (uint32_t)sqlite3_column_bytes(pStmt, i), aff);
+  }
+  default:
+    return vt_push_value(v, sqlite3_column_value(pStmt, i), aff);
+  }
+}
+
+static int load_query(imp_load *L, const char *zSql, char **pzErr) {
+  const vt_schema *s = &L->pTab->s;
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(L->db, zSql, -1, &pStmt, NULL);
+  if (rc) {
+    *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
+    return rc;
+  }
+  if (sqlite3_column_count(pStmt) != s->nCol) {
+    *pzErr = sqlite3_mprintf("the query returns %d columns, but table %s has %d",
+                             sqlite3_column_count(pStmt), L->pTab->zName, s->nCol);
+    sqlite3_finalize(pStmt);
+    return SQLITE_ERROR;
+  }
+  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    uint32_t nHad = L->aCol[1].n;
+    rc = SQLITE_OK;
+    for (int c = 0; c < s->nCol && rc == SQLITE_OK; c++) {
+      if (s->aCol[c].bNotNull && sqlite3_column_type(pStmt, c) == SQLITE_NULL) {
+        truncate_row(L, nHad);
+        rc = bad_row(L,
+                     sqlite3_mprintf("row %lld: NULL in NOT NULL column %s.%s",
+                                     (long long)(L->nRow + L->nSkip + 1), L->pTab->zName,
+                                     s->aCol[c].zName),
+                     pzErr);
+        goto next_row;
+      }
+      if (push_column(L, &L->aCol[c + 1], pStmt, c, s->aCol[c].aff)) {
+        truncate_row(L, nHad);
+        rc = SQLITE_NOMEM;
+      }
+    }
+    if (rc) break;
+    L->nRow++;
+    if (L->aCol[1].n >= L->nRg) {
+      rc = flush_rg(L, pzErr);
+      report(L, 0, 0);
+    }
+  next_row:
+    if (rc) break;
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc && !*pzErr) *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
+  sqlite3_finalize(pStmt);
+  if (rc == SQLITE_OK) rc = flush_rg(L, pzErr);
+  if (rc == SQLITE_OK) report(L, 0, 1);
+  return rc;
+}
+
+/* Does zSrc read as a query rather than a file name? */
+static int is_query(const char *z) {
+  while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r' || *z == '(') z++;
+  return sqlite3_strnicmp(z, "SELECT", 6) == 0 || sqlite3_strnicmp(z, "WITH", 4) == 0 ||
+         sqlite3_strnicmp(z, "VALUES", 6) == 0;
+}
+
+/* The csq table zName of this connection, connected by preparing a
+** statement that names it (*ppStmt keeps it connected: finalize after). */
+static int find_table(sqlite3 *db, vt_conn *pConn, const char *zName, vt_tab **ppTab,
+                      sqlite3_stmt **ppStmt, char **pzErr) {
+  *ppTab = NULL;
+  char *zSql = sqlite3_mprintf("SELECT 0 FROM \"%w\" WHERE 0", zName);
+  if (!zSql) return SQLITE_NOMEM;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, ppStmt, NULL);
+  sqlite3_free(zSql);
+  if (rc) {
+    *pzErr = sqlite3_mprintf("no table %s (%s)", zName, sqlite3_errmsg(db));
+    return SQLITE_ERROR;
+  }
+  vt_tab *pFound = NULL;
+  for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab) {
+    if (sqlite3_stricmp(p->zName, zName) != 0) continue;
+    /* SQLite's name resolution: temp first, then main, then attached */
+    if (!pFound || sqlite3_stricmp(p->zDb, "temp") == 0 ||
+        (sqlite3_stricmp(p->zDb, "main") == 0 && sqlite3_stricmp(pFound->zDb, "temp") != 0))
+      pFound = p;
+  }
+  if (!pFound) {
+    *pzErr = sqlite3_mprintf("%s is not a csq table: load it with INSERT or .import", zName);
+    return SQLITE_ERROR;
+  }
+  *ppTab = pFound;
+  return SQLITE_OK;
+}
+
+/* Why this table cannot be loaded in bulk, or NULL. */
+static char *refusal(vt_tab *p) {
+  const vt_schema *s = &p->s;
+  const char *zHow = "load it with INSERT or .import";
+  if (s->zRefused) return sqlite3_mprintf("%s", s->zRefused);
+  if (p->nMem > 1)
+    return sqlite3_mprintf("table %s is striped over several devices: %s", p->zName, zHow);
+  if (s->iIpk >= 0)
+    return sqlite3_mprintf("table %s has an INTEGER PRIMARY KEY (%s), which csq_import does not "
+                           "fill: %s",
+                           p->zName, s->aCol[s->iIpk].zName, zHow);
+  if (s->nCheck > 0)
+    return sqlite3_mprintf("table %s has CHECK constraints, which csq_import does not check: %s",
+                           p->zName, zHow);
+  return NULL;
+}
+
+static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  vt_conn *pConn = sqlite3_user_data(ctx);
+  sqlite3 *db = sqlite3_context_db_handle(ctx);
+  const char *zTable = (const char *)sqlite3_value_text(argv[0]);
+  const char *zSrc = (const char *)sqlite3_value_text(argv[1]);
+  const char *zOpts = argc > 2 ? (const char *)sqlite3_value_text(argv[2]) : NULL;
+  imp_opts o;
+  imp_load L;
+  memset(&L, 0, sizeof(L));
+  char *zErr = NULL, *zDevErr = NULL;
+  sqlite3_stmt *pHold = NULL;
+  int rc;
+  if (!zTable || !zSrc) {
+    sqlite3_result_error(ctx,
+                         "csq_import(TABLE, FILE-OR-QUERY [, OPTIONS]): TABLE and the "
+                         "source must not be NULL",
+                         -1);
+    return;
+  }
+  rc = parse_opts(zOpts, &o, &zErr);
+  if (rc) goto done;
+  if (!sqlite3_get_autocommit(db)) {
+    zErr = sqlite3_mprintf("csq_import runs in a transaction of its own, so not inside BEGIN ... "
+                           "COMMIT: COMMIT first (or use INSERT ... SELECT in the transaction)");
+    rc = SQLITE_ERROR;
+    goto done;
+  }
+  rc = find_table(db, pConn, zTable, &L.pTab, &pHold, &zErr);
+  if (rc) goto done;
+  zErr = refusal(L.pTab);
+  if (zErr) {
+    rc = SQLITE_ERROR;
+    goto done;
+  }
+  rc = vt_tab_writable(L.pTab);
+  if (rc) {
+    zErr = sqlite3_mprintf("%s", L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : "read-only");
+    goto done;
+  }
+  L.db = db;
+  L.pOpt = &o;
+  L.pDev = L.pTab->pDev;
+  L.nRg = (uint32_t)L.pTab->s.nRowGroup;
+  if (L.pDev->pTxn) {
+    zErr = sqlite3_mprintf("table %s's device has a transaction of this connection open: finish "
+                           "it first",
+                           zTable);
+    rc = SQLITE_ERROR;
+    goto done;
+  }
+  rc = vt_numconv_new(db, &L.pConv);
+  if (rc) goto done;
+  L.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(L.pTab->s.nCol + 1));
+  if (!L.aCol) {
+    rc = SQLITE_NOMEM;
+    goto done;
+  }
+  for (int c = 0; c <= L.pTab->s.nCol; c++) csq_vec_init(&L.aCol[c]);
+  rc = store_txn_begin(L.pDev->pStore, L.pDev->pQ, vt_busy_ms(pConn), &L.t, &zDevErr);
+  if (rc) goto dev_error;
+  L.pStoreTab = store_txn_table(L.t, L.pTab->zName);
+  if (!L.pStoreTab) {
+    zErr = sqlite3_mprintf("table %s is no longer on its device %s", zTable, L.pDev->zKey);
+    rc = SQLITE_ERROR;
+    goto done;
+  }
+  int64_t iMax = 0;
+  int bAny = 0;
+  rc = store_txn_max_rowid(L.t, L.pStoreTab, &iMax, &bAny, &zDevErr);
+  if (rc) goto dev_error;
+  if (bAny && iMax == INT64_MAX) {
+    zErr = sqlite3_mprintf("table %s has no rowids left", zTable);
+    rc = SQLITE_FULL;
+    goto done;
+  }
+  L.iNextRowid = bAny ? iMax + 1 : 1;
+  memset(&g_progress, 0, sizeof(g_progress));
+  g_progress.tStart = now_s();
+  g_progress.bRunning = 1;
+  L.tLastReport = g_progress.tStart;
+  rc = is_query(zSrc) ? load_query(&L, zSrc, &zErr) : load_csv(&L, zSrc, &zErr);
+  if (L.q) {
+    /* the rows still in the queue, then the thread's end */
+    if (rc == SQLITE_OK) rc = drain(&L, 1, &zErr);
+    store_encq_free(L.q);
+    L.q = NULL;
+  }
+  if (rc) goto done;
+  if (L.nRow > 0) {
+    store_txn *t = L.t;
+    L.t = NULL;
+    rc = store_txn_commit(t, &zDevErr);
+    vt_stmt_forget(pConn); /* the next statement reads the new rows */
+    if (rc) goto dev_error;
+    L.pTab->nRowEst += L.nRow;
+    L.pTab->nWrite++; /* a kept join probe is stale */
+  }
+  goto done;
+dev_error:
+  zErr = sqlite3_mprintf("%s", zDevErr ? zDevErr : "device error");
+  rc = vt_rc_from(rc);
+done:
+  free(zDevErr);
+  if (L.q) store_encq_free(L.q);
+  if (L.t) store_txn_rollback(L.t);
+  if (L.aCol) {
+    for (int c = 0; c <= L.pTab->s.nCol; c++) csq_vec_free(&L.aCol[c]);
+    sqlite3_free(L.aCol);
+  }
+  vt_numconv_free(L.pConv);
+  sqlite3_finalize(pHold);
+  g_progress.bRunning = 0;
+  g_progress.tEnd = now_s();
+  if (rc == SQLITE_OK) {
+    if (L.nSkip && o.bProgress)
+      fprintf(stderr, "csq_import %s: skipped %lld bad rows; the first: %s\n", zTable,
+              (long long)L.nSkip, L.zFirstSkip);
+    sqlite3_result_int64(ctx, L.nRow);
+  } else {
+    char *zMsg = sqlite3_mprintf("csq_import(%s): %s", zTable, zErr ? zErr : sqlite3_errstr(rc));
+    sqlite3_result_error(ctx, zMsg ? zMsg : "csq_import: out of memory", -1);
+    if (rc != SQLITE_ERROR) sqlite3_result_error_code(ctx, rc);
+    sqlite3_free(zMsg);
+  }
+  sqlite3_free(L.zFirstSkip);
+  sqlite3_free(zErr);
+  sqlite3_free(o.zNull);
+}
+
+/* csq_import_progress(): the load in flight in this process, or the last
+** one, as "rows=N,skipped=N,bytes=N,total=N,percent=P,seconds=S,running=0|1";
+** NULL before the first. */
+static void progress_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  (void)argc, (void)argv;
+  if (g_progress.tStart == 0) return;
+  int bRunning = g_progress.bRunning;
+  uint64_t nByte = __atomic_load_n(&g_progress.nByte, __ATOMIC_RELAXED);
+  uint64_t nTotal = g_progress.nTotal;
+  double t = (bRunning ? now_s() : g_progress.tEnd) - g_progress.tStart;
+  char *z = sqlite3_mprintf(
+      "rows=%lld,skipped=%lld,bytes=%llu,total=%llu,percent=%.1f,seconds=%.3f,running=%d",
+      (long long)__atomic_load_n(&g_progress.nRow, __ATOMIC_RELAXED),
+      (long long)__atomic_load_n(&g_progress.nSkip, __ATOMIC_RELAXED), (unsigned long long)nByte,
+      (unsigned long long)nTotal, nTotal ? 100.0 * (double)nByte / (double)nTotal : 0.0, t,
+      bRunning);
+  sqlite3_result_text(ctx, z, -1, sqlite3_free);
+}
+
+int vt_import_register(sqlite3 *db, vt_conn *pConn) {
+  /* DIRECTONLY: it reads files and writes tables, so no view or trigger of
+  ** an untrusted schema may call it */
+  int flags = SQLITE_UTF8 | SQLITE_DIRECTONLY;
+  int rc = sqlite3_create_function(db, "csq_import", 2, flags, pConn, import_func, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "csq_import", 3, flags, pConn, import_func, NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "csq_import_progress", 0, SQLITE_UTF8, pConn, progress_func,
+                                 NULL, NULL);
+  return rc;
+}
