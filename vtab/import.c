@@ -41,6 +41,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 #include "vtab/csv.h"
 #include "vtab/vtab.h"
 
@@ -164,13 +165,17 @@ static void report(imp_load *L, uint64_t nByte, int bFinal) {
   __atomic_store_n(&g_progress.nByte, nByte, __ATOMIC_RELAXED);
   __atomic_store_n(&g_progress.nSkip, L->nSkip, __ATOMIC_RELAXED);
   if (!L->pOpt->bProgress || (!bFinal && t - L->tLastReport < 1.0)) return;
+  /* a terminal gets one line redrawn; a file or pipe only the last */
+  int bTty = isatty(fileno(stderr));
+  if (!bTty && !bFinal) return;
   L->tLastReport = t;
   double dt = t - g_progress.tStart;
   char zPct[32] = "";
   if (L->nTotal)
-    snprintf(zPct, sizeof(zPct), "  %3.0f%%", 100.0 * (double)nByte / (double)L->nTotal);
-  fprintf(stderr, "\rcsq_import %s: %lld rows  %.1f MB/s%s%s", L->pTab->zName, (long long)L->nRow,
-          dt > 0 ? (double)nByte / 1e6 / dt : 0.0, zPct, bFinal ? "\n" : "");
+    snprintf(zPct, sizeof(zPct), ", %.0f%% of the file", 100.0 * (double)nByte / (double)L->nTotal);
+  fprintf(stderr, "%scsq_import %s: %lld rows, %.1f MB/s%s, %.1f s%s", bTty ? "\r" : "",
+          L->pTab->zName, (long long)L->nRow, dt > 0 ? (double)nByte / 1e6 / dt : 0.0, zPct, dt,
+          bFinal ? "\n" : "");
   fflush(stderr);
 }
 
