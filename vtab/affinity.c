@@ -23,6 +23,16 @@ static int real_as_int(double r, int64_t *pI) {
   return 1;
 }
 
+/* A REAL in a column of numeric affinity aff. SQLite stores an integral
+** REAL as an integer (in a REAL column too, where it reads back as REAL),
+** so -0.0 comes back as 0.0 there. */
+static int push_real_aff(csq_vec *pVec, double r, char aff) {
+  int64_t i;
+  if (!real_as_int(r, &i)) return csq_vec_push_real(pVec, r);
+  if (aff == VT_AFF_REAL) return csq_vec_push_real(pVec, (double)i);
+  return csq_vec_push_int(pVec, i);
+}
+
 int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff) {
   int t = sqlite3_value_type(pVal);
   if (t == SQLITE_NULL) return csq_vec_push_null(pVec);
@@ -32,13 +42,7 @@ int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff) {
       int t2 = sqlite3_value_numeric_type(pVal);
       if (t2 == SQLITE_INTEGER || t2 == SQLITE_FLOAT) t = t2;
     }
-    if (t == SQLITE_FLOAT) {
-      double r = sqlite3_value_double(pVal);
-      int64_t i;
-      if (aff == VT_AFF_REAL) return csq_vec_push_real(pVec, r);
-      if (real_as_int(r, &i)) return csq_vec_push_int(pVec, i);
-      return csq_vec_push_real(pVec, r);
-    }
+    if (t == SQLITE_FLOAT) return push_real_aff(pVec, sqlite3_value_double(pVal), aff);
     if (t == SQLITE_INTEGER) {
       int64_t i = sqlite3_value_int64(pVal);
       if (aff == VT_AFF_REAL) return csq_vec_push_real(pVec, (double)i);
@@ -173,10 +177,7 @@ int vt_push_text(vt_numconv *pConv, csq_vec *pVec, const char *z, uint32_t n, ch
   }
   case 2: {
     if (pConv->eReal == VT_REAL_SLOW) break;
-    double r = decimal_value(pConv, s, k, bNeg);
-    int64_t i;
-    if (aff != VT_AFF_REAL && real_as_int(r, &i)) return csq_vec_push_int(pVec, i);
-    return csq_vec_push_real(pVec, r);
+    return push_real_aff(pVec, decimal_value(pConv, s, k, bNeg), aff);
   }
   default:
     if (!maybe_number(z, n)) return csq_vec_push_bytes(pVec, CSQ_TEXT, z, n);

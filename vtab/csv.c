@@ -26,6 +26,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 #include "vtab/csv.h"
 
 #define CSV_BLOCK (1u << 20) /* bytes read at a time */
@@ -104,15 +105,19 @@ static int fill(vt_csv *p, char **pzErr) {
     p->zBuf = z;
     p->nBufAlloc = nNew;
   }
-  size_t n = fread(p->zBuf + p->nBuf, 1, p->nBufAlloc - p->nBuf, p->pIn);
-  if (n == 0) {
-    if (ferror(p->pIn)) {
-      *pzErr = sqlite3_mprintf("reading the file after line %lld: %s", (long long)p->iLine,
-                               strerror(errno));
-      return SQLITE_IOERR;
-    }
-    p->bEof = 1;
+  /* read(), not fread(): a pipe hands over what it has, and the load goes
+  ** on with it instead of waiting for a whole block */
+  ssize_t got;
+  do {
+    got = read(fileno(p->pIn), p->zBuf + p->nBuf, p->nBufAlloc - p->nBuf);
+  } while (got < 0 && errno == EINTR);
+  if (got < 0) {
+    *pzErr = sqlite3_mprintf("reading the file after line %lld: %s", (long long)p->iLine,
+                             strerror(errno));
+    return SQLITE_IOERR;
   }
+  size_t n = (size_t)got;
+  if (n == 0) p->bEof = 1;
   if (p->nConsumed == 0 && p->nBuf == 0 && n >= 3 && memcmp(p->zBuf, "\xEF\xBB\xBF", 3) == 0) {
     memmove(p->zBuf, p->zBuf + 3, n - 3); /* a byte-order mark */
     n -= 3;
@@ -164,8 +169,9 @@ static int bad_record(vt_csv *p, size_t iEnd) {
 }
 
 /* Parse one record from zBuf[iPos..nBuf). Returns 1 (a record: fields set,
-** iPos past it), 0 (the buffer ends inside the record and the file has
-** more: fill and parse again), or an SQLite error code with *pzErr. */
+** iPos past it), CSV_MORE (the buffer ends inside the record and the file
+** has more: fill and parse again), or an SQLite error code with *pzErr. */
+#define CSV_MORE (-1)
 static int parse_record(vt_csv *p, char **pzErr) {
   const char *z = p->zBuf;
   size_t i = p->iPos, n = p->nBuf;
@@ -180,13 +186,13 @@ static int parse_record(vt_csv *p, char **pzErr) {
       for (;;) {
         const char *q = j < n ? memchr(z + j, '"', n - j) : NULL;
         if (!q) {
-          if (!p->bEof) return 0;
+          if (!p->bEof) return CSV_MORE;
           *pzErr = sqlite3_mprintf("line %lld, field %d: a quoted field has no closing quote",
                                    (long long)iLine, p->nField + 1);
           return bad_record(p, n);
         }
         j = (size_t)(q - z);
-        if (j + 1 >= n && !p->bEof) return 0; /* is it doubled? read on to see */
+        if (j + 1 >= n && !p->bEof) return CSV_MORE; /* is it doubled? read on to see */
         if (j + 1 < n && z[j + 1] == '"') {
           /* a doubled quote: the field is unescaped into the scratch buffer */
           if (iScratch == (size_t)-1) iScratch = p->nScratch;
@@ -204,7 +210,7 @@ static int parse_record(vt_csv *p, char **pzErr) {
         if (z[k] != '\r') {
           bBad = 1;
         } else if (k + 1 >= n) {
-          if (!p->bEof) return 0;
+          if (!p->bEof) return CSV_MORE;
         } else if (z[k + 1] != '\n') {
           bBad = 1;
         }
@@ -215,7 +221,7 @@ static int parse_record(vt_csv *p, char **pzErr) {
                                  "doubled (\"\"), or end the field",
                                  (long long)iLine, p->nField + 1);
         const char *e = memchr(z + k, '\n', n - k);
-        if (!e && !p->bEof) return 0;
+        if (!e && !p->bEof) return CSV_MORE;
         return bad_record(p, e ? (size_t)(e - z) + 1 : n);
       }
       int rc;
@@ -230,7 +236,7 @@ static int parse_record(vt_csv *p, char **pzErr) {
     } else {
       size_t j = i;
       while (j < n && z[j] != cSep && z[j] != '\n') j++;
-      if (j >= n && !p->bEof) return 0;
+      if (j >= n && !p->bEof) return CSV_MORE;
       size_t e = j;
       if (e > i && z[e - 1] == '\r' && (j >= n || z[j] == '\n')) e--; /* CRLF, or CR at EOF */
       if (add_field(p, z + i, e - i, 0, (size_t)-1)) return SQLITE_NOMEM;
@@ -255,7 +261,7 @@ static int parse_record(vt_csv *p, char **pzErr) {
   p->iLine = iLine;
   p->nConsumed += i - p->iPos;
   p->iPos = i;
-  return 1;
+  return SQLITE_ROW;
 }
 
 int vt_csv_next(vt_csv *p, int *pnField, const vt_csv_field **paField, char **pzErr) {
@@ -269,8 +275,8 @@ int vt_csv_next(vt_csv *p, int *pnField, const vt_csv_field **paField, char **pz
       continue;
     }
     int rc = parse_record(p, pzErr);
-    if (rc == 1) break;
-    if (rc != 0) return rc;
+    if (rc == SQLITE_ROW) break;
+    if (rc != CSV_MORE) return rc;
     rc = fill(p, pzErr);
     if (rc) return rc;
   }

@@ -1,0 +1,373 @@
+"""csq_import: bulk loads from CSV files and queries. Values and types row
+by row as the stock sqlite3 shell's .import gives a native table; malformed
+CSV of every kind; a load that fails or is killed leaves the table as it
+was; the three ways in (Python, the sqlite3 shell, build/csq)."""
+import os
+import random
+import shutil
+import signal
+import sqlite3
+import struct
+import subprocess
+import sys
+import time
+
+from harness import connect, tmpdir, expect_error, same_rows, Skip, EXT
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.environ.get("CSQ_BUILD", os.path.join(HERE, "..", "..", "build"))
+TYPES = ["INTEGER", "TEXT", "REAL", "NUMERIC", "", "BLOB", "VARCHAR(10)", "DOUBLE"]
+
+# texts whose conversion under each affinity is where importers go wrong
+EDGE = ["", " 12 ", "12", "-0", "+5", "007", "1e3", "1E-2", "0x10", "1.", ".5", ".", "-", "e5",
+        "12abc", "3.0", "-0.0", "9223372036854775807", "9223372036854775808",
+        "-9223372036854775808", "123456789012345678", "1234567890123456789.5", "0.1",
+        "21168.23", "1e400", "inf", "NaN", " ", "\t7\t", "1 2", "abc", "é", "x" * 5000,
+        "\x01\x02 binary-ish \x7f", "0.30000000000000004", "100000000000000000000"]
+
+
+def rows_of(con, table, ncol):
+    cols = ", ".join("c%d, typeof(c%d)" % (i, i) for i in range(ncol))
+    out = []
+    for r in con.execute("SELECT rowid, %s FROM %s ORDER BY rowid" % (cols, table)):
+        # REALs compared by their bits: -0.0 and the last digit matter
+        out.append(tuple(struct.pack("<d", v) if isinstance(v, float) else v for v in r))
+    return out
+
+
+def csv_field(v, sep, rnd):
+    if any(c in v for c in (sep, '"', "\n", "\r")) or (v and rnd.random() < 0.2):
+        return '"' + v.replace('"', '""') + '"'
+    return v
+
+
+def write_csv(path, rows, sep=",", crlf=False):
+    rnd = random.Random(7)
+    nl = "\r\n" if crlf else "\n"
+    with open(path, "w", newline="") as f:
+        for r in rows:
+            f.write(sep.join(csv_field(v, sep, rnd) for v in r) + nl)
+
+
+def stock_import(db, table, path, sep=","):
+    """The stock shell's .import into an existing native table."""
+    exe = shutil.which("sqlite3")
+    if not exe:
+        raise Skip("no sqlite3 shell")
+    mode = ".mode csv" if sep == "," else ".mode csv\n.separator %s" % sep
+    r = subprocess.run([exe, db], input="%s\n.import %s %s\n" % (mode, path, table), text=True,
+                       capture_output=True, timeout=120)
+    assert r.returncode == 0 and "rror" not in r.stderr, r.stderr
+
+
+def random_text(rnd):
+    k = rnd.randrange(10)
+    if k < 3:
+        return rnd.choice(EDGE)
+    if k == 3:
+        return str(rnd.randrange(-10**6, 10**6))
+    if k == 4:
+        nd = rnd.randrange(1, 16)
+        d = "".join(rnd.choice("0123456789") for _ in range(nd))
+        p = rnd.randrange(nd + 1)
+        return rnd.choice(["", "-"]) + d[:p] + "." + d[p:]
+    if k == 5:
+        return "%.17g" % rnd.uniform(-1e9, 1e9)
+    if k == 6:
+        return "a,b\nc\"d\"" * rnd.randrange(3)
+    if k == 7:
+        return "".join(rnd.choice("ab 1.e-|,\"") for _ in range(rnd.randrange(6)))
+    if k == 8:
+        return str(rnd.randrange(-2**63, 2**63))
+    return "%d.%02d" % (rnd.randrange(100000), rnd.randrange(100))
+
+
+def load_both(d, rows, ncol_types, sep=",", crlf=False, opts=""):
+    path = os.path.join(d, "data.csv")
+    write_csv(path, rows, sep, crlf)
+    db = os.path.join(d, "x.db")
+    coldefs = ", ".join("c%d %s" % (i, t) for i, t in enumerate(ncol_types))
+    con = connect(db)
+    con.execute("CREATE TABLE n(%s)" % coldefs)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=512)" % coldefs)
+    con.close()
+    stock_import(db, "n", path, sep)
+    con = connect(db)
+    o = "separator=%s%s" % (sep, opts)
+    n = con.execute("SELECT csq_import('t', ?, ?)", (path, o)).fetchone()[0]
+    return con, n, path
+
+
+def test_values_and_types_as_stock_import():
+    """Every storage class and affinity edge case, quoted or not, with
+    separators, quotes and newlines inside fields: what .import puts in a
+    native table, row by row, typeof included."""
+    rnd = random.Random(1)
+    d = tmpdir()
+    rows = [[random_text(rnd) for _ in TYPES] for _ in range(3000)]
+    rows += [[e] * len(TYPES) for e in EDGE]
+    con, n, _ = load_both(d, rows, TYPES)
+    assert n == len(rows), n
+    same_rows(rows_of(con, "t", len(TYPES)), rows_of(con, "n", len(TYPES)), "csq_import vs .import")
+
+
+def test_pipe_separator_and_crlf():
+    rnd = random.Random(2)
+    d = tmpdir()
+    rows = [[random_text(rnd) for _ in range(4)] for _ in range(1500)]
+    types = ["INTEGER", "REAL", "TEXT", "NUMERIC"]
+    con, n, _ = load_both(d, rows, types, sep="|", crlf=True)
+    assert n == len(rows)
+    same_rows(rows_of(con, "t", 4), rows_of(con, "n", 4), "'|' and CRLF")
+
+
+def test_decimals_round_as_sqlite():
+    """Plain decimals take csq's fast path: each double must be SQLite's own,
+    bit for bit (SQLite 3.40 rounds through long double; csq learns how)."""
+    rnd = random.Random(3)
+    con = connect()
+    vals = []
+    for _ in range(60000):
+        nd = rnd.randrange(1, 16)
+        dg = "".join(rnd.choice("0123456789") for _ in range(nd))
+        p = rnd.randrange(nd + 1)
+        vals.append((rnd.choice(["", "-"]) + dg[:p] + "." + dg[p:],))
+    con.execute("CREATE TABLE src(x TEXT)")
+    con.executemany("INSERT INTO src VALUES(?)", vals)
+    for ty in ("REAL", "NUMERIC", "INTEGER"):
+        con.execute("CREATE TABLE n_%s(x %s)" % (ty, ty))
+        con.execute("INSERT INTO n_%s SELECT x FROM src" % ty)
+        con.execute("CREATE VIRTUAL TABLE t_%s USING csq(x %s)" % (ty, ty))
+        assert con.execute("SELECT csq_import('t_%s', 'SELECT x FROM src')" % ty).fetchone()[0] == 60000
+        q = "SELECT typeof(x), CASE typeof(x) WHEN 'real' THEN hex(CAST(x AS BLOB)) END, " \
+            "printf('%%!.17g', x) FROM %s ORDER BY rowid"
+        same_rows(con.execute(q % ("t_" + ty)).fetchall(), con.execute(q % ("n_" + ty)).fetchall(),
+                  ty)
+
+
+def test_header_null_and_quoted_empty():
+    d = tmpdir()
+    path = os.path.join(d, "h.csv")
+    with open(path, "w") as f:
+        f.write("a,b,c\n1,\\N,\"\"\n2,,\"\\N\"\n")
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, c TEXT)")
+    assert con.execute("SELECT csq_import('t', ?, 'header=1,null=\\N')", (path,)).fetchone()[0] == 2
+    assert con.execute("SELECT a, b, c FROM t ORDER BY a").fetchall() == [(1, None, ""), (2, "", "\\N")]
+    con.execute("DELETE FROM t")
+    # null= with nothing: empty unquoted fields are NULL, "" stays a string
+    assert con.execute("SELECT csq_import('t', ?, 'header=1,null=')", (path,)).fetchone()[0] == 2
+    assert con.execute("SELECT a, b, c FROM t ORDER BY a").fetchall() == [(1, "\\N", ""), (2, None, "\\N")]
+    # by default nothing is NULL, as with .import
+    con.execute("DELETE FROM t")
+    con.execute("SELECT csq_import('t', ?, 'header=1')", (path,))
+    assert con.execute("SELECT count(*) FROM t WHERE b IS NULL OR c IS NULL").fetchone()[0] == 0
+
+
+def test_bom_and_last_line_without_newline():
+    d = tmpdir()
+    path = os.path.join(d, "b.csv")
+    with open(path, "wb") as f:
+        f.write(b"\xef\xbb\xbf1,x\n2,\"y\nz\"\n3,w")
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT)")
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 3
+    assert con.execute("SELECT a, b FROM t").fetchall() == [(1, "x"), (2, "y\nz"), (3, "w")]
+
+
+MALFORMED = [
+    ('1,a\n2,"b\n3,c\n', "line 2, field 2", "no closing quote"),
+    ('1,a\n2,"b"x\n3,c\n', "line 2, field 2", "must be doubled"),
+    ('1,a\n2,b,c\n3,c\n', "line 2", "3 fields"),
+    ('1,a\n2\n3,c\n', "line 2", "1 field"),
+    ('1,a\n\n3,c\n', "line 2", "1 field"),
+    ('1,"a\nb"\n2,"c"d\n', "line 3, field 2", "must be doubled"),
+]
+
+
+def test_malformed_fails_and_leaves_table():
+    """Each kind of bad record fails the load with its line and field, and the
+    table keeps exactly its rows, also when row groups were written already."""
+    d = tmpdir()
+    db = os.path.join(d, "m.db")
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=100)")
+    con.execute("INSERT INTO t VALUES(-1, 'before')")
+    good = "".join("%d,g%d\n" % (i, i) for i in range(1000, 1500))  # five row groups first
+    for k, (text, where, what) in enumerate(MALFORMED):
+        path = os.path.join(d, "bad%d.csv" % k)
+        with open(path, "w") as f:
+            f.write(text)
+        expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path,)).fetchone(), where, what)
+        with open(path, "w") as f:
+            f.write(good + text)
+        expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path,)).fetchone(), what)
+        assert con.execute("SELECT a, b FROM t").fetchall() == [(-1, "before")], k
+    con.close()
+    con = connect(db)
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 1
+
+
+def test_skip_bad_counts():
+    d = tmpdir()
+    path = os.path.join(d, "s.csv")
+    with open(path, "w") as f:
+        f.write('1,a\n2,b,c\n3,"c"x\n4,d\n5,"e\n')
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT NOT NULL)")
+    assert con.execute("SELECT csq_import('t', ?, 'skip_bad=1')", (path,)).fetchone()[0] == 2
+    assert con.execute("SELECT a FROM t").fetchall() == [(1,), (4,)]
+    p = con.execute("SELECT csq_import_progress()").fetchone()[0]
+    assert "rows=2," in p and "skipped=3," in p and "running=0" in p, p
+    # NOT NULL
+    with open(path, "w") as f:
+        f.write("7,x\n8,\\N\n")
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'null=\\N')", (path,)).fetchone(),
+                 "line 2, field 2", "NOT NULL")
+    assert con.execute("SELECT csq_import('t', ?, 'null=\\N,skip_bad=1')", (path,)).fetchone()[0] == 1
+
+
+def test_from_query_as_insert_select():
+    rnd = random.Random(4)
+    con = connect()
+    con.execute("CREATE TABLE src(a, b, c, d)")
+    vals = [(rnd.choice([None, 1, 2.5, "12", " 3 ", "x", b"\x00\x01", 1e300, -0.0, "1e3"]),
+             rnd.randrange(-10**9, 10**9), str(rnd.random()), rnd.choice(["a", None, 7]))
+            for _ in range(5000)]
+    con.executemany("INSERT INTO src VALUES(?,?,?,?)", vals)
+    coldefs = "a INTEGER, b TEXT, c REAL, d"
+    con.execute("CREATE TABLE n(%s)" % coldefs)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=700)" % coldefs)
+    con.execute("INSERT INTO n SELECT * FROM src")
+    assert con.execute("SELECT csq_import('t', 'SELECT * FROM src')").fetchone()[0] == 5000
+    q = "SELECT rowid, a, typeof(a), b, typeof(b), c, typeof(c), d, typeof(d) FROM %s ORDER BY rowid"
+    same_rows(con.execute(q % "t").fetchall(), con.execute(q % "n").fetchall(), "query")
+    # appended after the rows there, rowids following them
+    assert con.execute("SELECT csq_import('t', 'VALUES(1, 2, 3, 4)')").fetchone()[0] == 1
+    assert con.execute("SELECT max(rowid), count(*) FROM t").fetchone() == (5001, 5001)
+    expect_error(lambda: con.execute("SELECT csq_import('t', 'SELECT 1')").fetchone(),
+                 "1 columns", "has 4")
+
+
+def test_refusals_and_errors():
+    d = tmpdir()
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT)")
+    con.execute("CREATE TABLE nat(a, b)")
+    con.execute("CREATE VIRTUAL TABLE ipk USING csq(id INTEGER PRIMARY KEY, b)")
+    con.execute("CREATE VIRTUAL TABLE chk USING csq(a INTEGER CHECK (a > 0))")
+    path = os.path.join(d, "r.csv")
+    with open(path, "w") as f:
+        f.write("1,x\n")
+    expect_error(lambda: con.execute("SELECT csq_import('nat', ?)", (path,)).fetchone(), "not a csq table")
+    expect_error(lambda: con.execute("SELECT csq_import('nosuch', ?)", (path,)).fetchone(), "no table nosuch")
+    expect_error(lambda: con.execute("SELECT csq_import('ipk', ?)", (path,)).fetchone(), "INTEGER PRIMARY KEY")
+    expect_error(lambda: con.execute("SELECT csq_import('chk', ?)", (path,)).fetchone(), "CHECK")
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path + ".no",)).fetchone(), "cannot open")
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'sep=|')", (path,)).fetchone(), "unknown option")
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'separator=ab')", (path,)).fetchone(), "one byte")
+    # inside BEGIN: a clear error, and the transaction goes on
+    con.execute("BEGIN")
+    con.execute("INSERT INTO t VALUES(0, 'in txn')")
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path,)).fetchone(), "BEGIN", "COMMIT first")
+    con.execute("COMMIT")
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 2
+    # options: separator=, itself, tab by name
+    with open(path, "w") as f:
+        f.write("5\tt\n")
+    assert con.execute("SELECT csq_import('t', ?, 'separator=tab,header=0')", (path,)).fetchone()[0] == 1
+    with open(path, "w") as f:
+        f.write("6,u\n")
+    assert con.execute("SELECT csq_import('t', ?, 'separator=,,header=0')", (path,)).fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 4
+
+
+def test_many_row_groups_persist():
+    """Rows pass through the encode thread over many row groups, in order,
+    and are there after reopening."""
+    d = tmpdir()
+    db = os.path.join(d, "p.db")
+    path = os.path.join(d, "p.csv")
+    with open(path, "w") as f:
+        for i in range(20000):
+            f.write("%d|%d.%02d|s%d\n" % (i, i % 1000, i % 100, i % 37))
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b REAL, c TEXT, rowgroup=1000)")
+    assert con.execute("SELECT csq_import('t', ?, 'separator=|')", (path,)).fetchone()[0] == 20000
+    con.close()
+    con = connect(db)
+    assert con.execute("SELECT count(*), sum(a), min(rowid), max(rowid) FROM t").fetchone() == \
+        (20000, sum(range(20000)), 1, 20000)
+    assert con.execute("SELECT count(*) FROM t WHERE rowid != a + 1").fetchone()[0] == 0
+    assert con.execute("SELECT b, c FROM t WHERE a = 12345").fetchone() == (345.45, "s24")
+
+
+def test_kill9_during_load_leaves_table():
+    """A process killed in the middle of a load (row groups already written
+    to the device, the rest of the file still to come through a pipe)
+    leaves the table as before; the image reopens without repair and takes
+    a load again."""
+    d = tmpdir()
+    db = os.path.join(d, "k.db")
+    fifo = os.path.join(d, "k.pipe")
+    os.mkfifo(fifo)
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, c REAL, rowgroup=1024)")
+    con.execute("INSERT INTO t VALUES(1, 'kept', 2.5)")
+    con.close()
+    code = ("import sqlite3; c = sqlite3.connect(%r); c.enable_load_extension(True); "
+            "c.load_extension(%r); c.execute(\"SELECT csq_import('t', %r)\").fetchone()" % (db, EXT, fifo))
+    image = db + "-csd"
+    # the image is sparse: its allocated blocks show row groups being written
+    size0 = os.stat(image).st_blocks
+    p = subprocess.Popen([sys.executable, "-c", code])
+    with open(fifo, "w") as f:  # opens once the loader has it open
+        f.write("".join("%d,text %d,%d.5\n" % (i, i, i) for i in range(20000)))
+        f.flush()
+        deadline = time.time() + 30
+        while os.stat(image).st_blocks == size0 and time.time() < deadline:
+            time.sleep(0.05)  # the first row groups reach the image
+        time.sleep(0.2)
+        p.send_signal(signal.SIGKILL)
+        p.wait()
+    assert p.returncode == -signal.SIGKILL, p.returncode
+    assert os.stat(image).st_blocks > size0, "no row group was written before the kill"
+    con = connect(db)
+    assert con.execute("SELECT a, b, c FROM t").fetchall() == [(1, "kept", 2.5)]
+    path = os.path.join(d, "k.csv")
+    with open(path, "w") as f:
+        f.write("".join("%d,text %d,%d.5\n" % (i, i, i) for i in range(20000)))
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 20000
+    con.close()
+    con = connect(db)
+    assert con.execute("SELECT count(*), sum(a) FROM t").fetchone() == (20001, 1 + sum(range(20000)))
+
+
+def test_stock_shell_and_csq_shell():
+    d = tmpdir()
+    path = os.path.join(d, "s.csv")
+    with open(path, "w") as f:
+        f.write('1|"a|b"|2.50\n2|x|7\n')
+    exe = shutil.which("sqlite3")
+    if exe:
+        db = os.path.join(d, "stock.db")
+        sql = (".load %s\nCREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, c REAL);\n"
+               "SELECT csq_import('t', '%s', 'separator=|');\nSELECT a, b, c FROM t;\n"
+               % (EXT[:-3] if EXT.endswith(".so") else EXT, path))
+        r = subprocess.run([exe, db], input=sql, text=True, capture_output=True, timeout=60)
+        assert r.returncode == 0, r.stderr
+        assert r.stdout == "2\n1|a|b|2.5\n2|x|7.0\n", r.stdout
+    csq = os.path.join(BUILD, "csq")
+    if not os.path.exists(csq):
+        raise Skip("no build/csq")
+    db = os.path.join(d, "csq.db")
+    sql = ("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, c REAL);\n.import %s t\n"
+           "SELECT a, b, c FROM t;\n" % path)
+    r = subprocess.run([csq, db], input=sql, text=True, capture_output=True, timeout=60)
+    assert r.returncode == 0, r.stderr
+    assert r.stdout == "1|a|b|2.5\n2|x|7.0\n", r.stdout
+    assert "csq_import t: 2 rows" in r.stderr, r.stderr
+    r = subprocess.run([csq, db, ".import --csv %s t" % path], text=True, capture_output=True,
+                       timeout=60)
+    assert r.returncode == 1 and "1 field" in r.stderr, r.stderr
