@@ -209,7 +209,8 @@ static int probe_real(vt_numconv *pConv) {
     csq_vec_reset(&v);
     uint64_t s;
     int kk, bNeg;
-    if (plain_number(z, (uint32_t)n, &s, &kk, &bNeg) != 2) continue;
+    /* zeros are signed: -0.0 becomes 0.0 (push_real_aff), whichever way */
+    if (plain_number(z, (uint32_t)n, &s, &kk, &bNeg) != 2 || s == 0) continue;
     if (push_slow(pConv, &v, z, (uint32_t)n, VT_AFF_REAL) || v.aCls[0] != CSQ_REAL) {
       bExact = bLdbl = 0;
       break;

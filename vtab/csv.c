@@ -127,8 +127,39 @@ static int fill(vt_csv *p, char **pzErr) {
   return SQLITE_OK;
 }
 
-static int add_field(vt_csv *p, const char *z, size_t n, int bQuoted, size_t iScratch) {
-  if (p->nField == p->nFieldAlloc) {
+/* The first of z[i..n) that is the separator or LF, or n. Eight bytes at
+** a time: a byte equal to c makes (w ^ c-repeated) have a zero byte, and
+** (x - 0x01..) & ~x & 0x80.. marks the lowest zero byte of x exactly. */
+static inline size_t scan_plain(const char *z, size_t i, size_t n, char cSep) {
+  const uint64_t k1 = 0x0101010101010101ull, k80 = 0x8080808080808080ull;
+  const uint64_t mSep = k1 * (uint8_t)cSep, mLf = k1 * (uint8_t)'\n';
+  while (i + 8 <= n) {
+    uint64_t w;
+    memcpy(&w, z + i, 8);
+    uint64_t a = w ^ mSep, b = w ^ mLf;
+    uint64_t t = (((a - k1) & ~a) | ((b - k1) & ~b)) & k80;
+    if (t) return i + (size_t)(__builtin_ctzll(t) >> 3);
+    i += 8;
+  }
+  while (i < n && z[i] != cSep && z[i] != '\n') i++;
+  return i;
+}
+
+static int add_field_grow(vt_csv *p);
+
+static inline int add_field(vt_csv *p, const char *z, size_t n, int bQuoted, size_t iScratch) {
+  if (p->nField == p->nFieldAlloc && add_field_grow(p)) return SQLITE_NOMEM;
+  vt_csv_field *f = &p->aField[p->nField];
+  f->z = z;
+  f->n = (uint32_t)n;
+  f->bQuoted = bQuoted;
+  p->aScratchOff[p->nField] = iScratch;
+  p->nField++;
+  return SQLITE_OK;
+}
+
+static int add_field_grow(vt_csv *p) {
+  {
     int nNew = p->nFieldAlloc ? 2 * p->nFieldAlloc : 32;
     vt_csv_field *a = sqlite3_realloc64(p->aField, sizeof(*a) * (size_t)nNew);
     if (!a) return SQLITE_NOMEM;
@@ -138,11 +169,6 @@ static int add_field(vt_csv *p, const char *z, size_t n, int bQuoted, size_t iSc
     p->aScratchOff = o;
     p->nFieldAlloc = nNew;
   }
-  p->aField[p->nField].z = z;
-  p->aField[p->nField].n = (uint32_t)n;
-  p->aField[p->nField].bQuoted = bQuoted;
-  p->aScratchOff[p->nField] = iScratch;
-  p->nField++;
   return SQLITE_OK;
 }
 
@@ -234,8 +260,7 @@ static int parse_record(vt_csv *p, char **pzErr) {
       if (rc) return rc;
       i = k;
     } else {
-      size_t j = i;
-      while (j < n && z[j] != cSep && z[j] != '\n') j++;
+      size_t j = scan_plain(z, i, n, cSep);
       if (j >= n && !p->bEof) return CSV_MORE;
       size_t e = j;
       if (e > i && z[e - 1] == '\r' && (j >= n || z[j] == '\n')) e--; /* CRLF, or CR at EOF */

@@ -50,6 +50,7 @@
 ** runs in one connection; another connection or thread may watch). */
 static struct {
   int64_t nRow, nSkip;
+  uint64_t nSlow; /* values whose conversion csq asked of SQLite (rare shapes) */
   uint64_t nByte, nTotal;
   int bRunning;
   double tStart, tEnd;
@@ -164,6 +165,7 @@ static void report(imp_load *L, uint64_t nByte, int bFinal) {
   __atomic_store_n(&g_progress.nRow, L->nRow, __ATOMIC_RELAXED);
   __atomic_store_n(&g_progress.nByte, nByte, __ATOMIC_RELAXED);
   __atomic_store_n(&g_progress.nSkip, L->nSkip, __ATOMIC_RELAXED);
+  __atomic_store_n(&g_progress.nSlow, vt_numconv_slow(L->pConv), __ATOMIC_RELAXED);
   if (!L->pOpt->bProgress || (!bFinal && t - L->tLastReport < 1.0)) return;
   /* a terminal gets one line redrawn; a file or pipe only the last */
   int bTty = isatty(fileno(stderr));
@@ -577,8 +579,10 @@ done:
 }
 
 /* csq_import_progress(): the load in flight in this process, or the last
-** one, as "rows=N,skipped=N,bytes=N,total=N,percent=P,seconds=S,running=0|1";
-** NULL before the first. */
+** one, as "rows=N,skipped=N,bytes=N,total=N,percent=P,seconds=S,running=0|1,
+** by_sqlite=N" (by_sqlite: values of shapes csq leaves to SQLite to convert,
+** vtab/affinity.c; a plain number there means the fast path is off); NULL
+** before the first. */
 static void progress_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   (void)argc, (void)argv;
   if (g_progress.tStart == 0) return;
@@ -587,11 +591,12 @@ static void progress_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) 
   uint64_t nTotal = g_progress.nTotal;
   double t = (bRunning ? now_s() : g_progress.tEnd) - g_progress.tStart;
   char *z = sqlite3_mprintf(
-      "rows=%lld,skipped=%lld,bytes=%llu,total=%llu,percent=%.1f,seconds=%.3f,running=%d",
+      "rows=%lld,skipped=%lld,bytes=%llu,total=%llu,percent=%.1f,seconds=%.3f,running=%d,"
+      "by_sqlite=%llu",
       (long long)__atomic_load_n(&g_progress.nRow, __ATOMIC_RELAXED),
       (long long)__atomic_load_n(&g_progress.nSkip, __ATOMIC_RELAXED), (unsigned long long)nByte,
       (unsigned long long)nTotal, nTotal ? 100.0 * (double)nByte / (double)nTotal : 0.0, t,
-      bRunning);
+      bRunning, (unsigned long long)__atomic_load_n(&g_progress.nSlow, __ATOMIC_RELAXED));
   sqlite3_result_text(ctx, z, -1, sqlite3_free);
 }
 

@@ -51,6 +51,7 @@ struct store_encq {
 
 static void *encq_main(void *pArg) {
   store_encq *q = pArg;
+  pthread_setname_np(pthread_self(), "csq-encode"); /* what top and perf show */
   pthread_mutex_lock(&q->mu);
   for (;;) {
     encq_slot *s = &q->aSlot[q->iEnc];

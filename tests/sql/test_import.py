@@ -143,6 +143,9 @@ def test_decimals_round_as_sqlite():
             "printf('%%!.17g', x) FROM %s ORDER BY rowid"
         same_rows(con.execute(q % ("t_" + ty)).fetchall(), con.execute(q % ("n_" + ty)).fetchall(),
                   ty)
+        # and all of them took the fast path (SQLite asked for none)
+        p = con.execute("SELECT csq_import_progress()").fetchone()[0]
+        assert p.endswith(",by_sqlite=0"), p
 
 
 def test_header_null_and_quoted_empty():
