@@ -218,6 +218,8 @@ static int flush_rg(imp_load *L, char **pzErr) {
     for (int c = 0; c < nChunk; c++) csq_vec_reset(&L->aCol[c]);
     return rc ? vt_rc_from(rc) : SQLITE_OK;
   }
+  uint64_t aHeap[nChunk];
+  for (int c = 0; c < nChunk; c++) aHeap[c] = L->aCol[c].nHeap;
   for (;;) {
     int rc = store_encq_put(L->q, L->aCol, n);
     if (rc == 0) break;
@@ -225,6 +227,10 @@ static int flush_rg(imp_load *L, char **pzErr) {
     rc = drain(L, 1, pzErr); /* the queue is full: write the oldest */
     if (rc) return rc;
   }
+  /* the vectors that came back are a free slot's: sized like the last row
+  ** group at once, not grown value by value (copies, page faults) */
+  for (int c = 0; c < nChunk; c++)
+    if (csq_vec_reserve(&L->aCol[c], L->nRg, aHeap[c] + aHeap[c] / 8)) return SQLITE_NOMEM;
   return drain(L, 0, pzErr);
 }
 
@@ -507,6 +513,12 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     goto done;
   }
   for (int c = 0; c <= L.pTab->s.nCol; c++) csq_vec_init(&L.aCol[c]);
+  for (int c = 0; c <= L.pTab->s.nCol; c++) {
+    if (csq_vec_reserve(&L.aCol[c], L.nRg, 0)) {
+      rc = SQLITE_NOMEM;
+      goto done;
+    }
+  }
   rc = store_txn_begin(L.pDev->pStore, L.pDev->pQ, vt_busy_ms(pConn), &L.t, &zDevErr);
   if (rc) goto dev_error;
   L.pStoreTab = store_txn_table(L.t, L.pTab->zName);
