@@ -31,10 +31,13 @@
 ** a crash (kill -9) at any moment, leaves the table as it was, and memory
 ** stays at a few row groups whatever the file size.
 **
+** An INTEGER PRIMARY KEY column gives the rowid: NULL takes the next one,
+** and explicit values must rise above every rowid before them (so no
+** lookup keeps them unique).
+**
 ** Limits: it runs in a transaction of its own, so not inside BEGIN ...
-** COMMIT (an error says so); tables with an INTEGER PRIMARY KEY, CHECK
-** constraints or over several devices are refused with a message (load
-** those with INSERT or .import).
+** COMMIT (an error says so); tables with CHECK constraints or over several
+** devices are refused with a message (load those with INSERT or .import).
 */
 #include <errno.h>
 #include <stdio.h>
@@ -149,10 +152,12 @@ typedef struct imp_load {
   vt_dev *pDev;
   store_txn *t;
   store_table *pStoreTab;
-  store_encq *q; /* started at the first full row group */
-  csq_vec *aCol; /* nCol + 1 vectors, [0] rowids: the row group being filled */
-  uint32_t nRg;  /* rows per row group */
-  int64_t iNextRowid;
+  store_encq *q;      /* started at the first full row group */
+  csq_vec *aCol;      /* nCol + 1 vectors, [0] rowids: the row group being filled */
+  uint32_t nRg;       /* rows per row group */
+  int64_t iNextRowid; /* the next row's rowid unless its INTEGER PRIMARY KEY says */
+  int64_t iLastRowid; /* the last row's */
+  int bNoRowid;       /* the last rowid was the largest integer */
   vt_numconv *pConv;
   int64_t nRow, nSkip;
   char *zFirstSkip; /* the first skipped row's message */
@@ -198,16 +203,7 @@ static int drain(imp_load *L, int bWait, char **pzErr) {
 static int flush_rg(imp_load *L, char **pzErr) {
   uint32_t n = L->aCol[1].n;
   if (n == 0) return SQLITE_OK;
-  csq_vec *r = &L->aCol[0];
-  csq_vec_reset(r);
-  if (L->iNextRowid > INT64_MAX - (int64_t)n) {
-    *pzErr = sqlite3_mprintf("table %s has no rowids left", L->pTab->zName);
-    return SQLITE_FULL;
-  }
-  for (uint32_t i = 0; i < n; i++)
-    if (csq_vec_push_int(r, L->iNextRowid + i)) return SQLITE_NOMEM;
-  L->iNextRowid += n;
-  store_txn_saw_rowid(L->t, L->pStoreTab, L->iNextRowid - 1);
+  store_txn_saw_rowid(L->t, L->pStoreTab, L->iLastRowid);
   int nChunk = L->pTab->s.nCol + 1;
   if (!L->q && n == L->nRg) {
     /* a load of more than one row group: worth a thread */
@@ -251,7 +247,44 @@ static int bad_row(imp_load *L, char *zMsg, char **pzErr) {
 
 /* Keep the columns aligned: rows [0, n) of every column. */
 static void truncate_row(imp_load *L, uint32_t n) {
-  for (int c = 1; c <= L->pTab->s.nCol; c++) csq_vec_truncate(&L->aCol[c], n);
+  for (int c = 0; c <= L->pTab->s.nCol; c++) csq_vec_truncate(&L->aCol[c], n);
+}
+
+/* The rowid of the row just read (its values pushed): its INTEGER PRIMARY
+** KEY's value, or the next one when it has none or that is NULL. The key
+** column itself stores NULL, as in vtab/write.c. Rows are appended, so an
+** explicit key must be above every rowid before it: that keeps rowids
+** unique without looking anything up (the common case: a file of keys in
+** increasing order). NULL, or a message saying why the row is refused. */
+static char *take_rowid(imp_load *L) {
+  const vt_schema *s = &L->pTab->s;
+  int64_t r = L->iNextRowid;
+  if (s->iIpk >= 0) {
+    csq_vec *k = &L->aCol[s->iIpk + 1];
+    uint32_t i = k->n - 1;
+    if (k->aCls[i] == CSQ_INT) {
+      r = k->aVal[i].i;
+      if (r < L->iNextRowid || L->bNoRowid)
+        return sqlite3_mprintf("%s %lld is not above the rowids before it (csq_import takes "
+                               "INTEGER PRIMARY KEY values in increasing order; load others "
+                               "with INSERT)",
+                               s->aCol[s->iIpk].zName, (long long)r);
+    } else if (k->aCls[i] != CSQ_NULL) {
+      return sqlite3_mprintf("%s: datatype mismatch (an INTEGER PRIMARY KEY holds integers)",
+                             s->aCol[s->iIpk].zName);
+    }
+    csq_vec_truncate(k, i);
+    if (csq_vec_push_null(k)) return NULL;
+  }
+  if (L->bNoRowid && r == L->iNextRowid)
+    return sqlite3_mprintf("table %s has no rowids left", L->pTab->zName);
+  if (csq_vec_push_int(&L->aCol[0], r)) return NULL;
+  L->iLastRowid = r;
+  if (r == INT64_MAX)
+    L->bNoRowid = 1;
+  else
+    L->iNextRowid = r + 1;
+  return NULL;
 }
 
 static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
@@ -303,7 +336,7 @@ static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
       int e;
       if (o->zNull && !f->bQuoted && f->n == (uint32_t)o->nNull &&
           memcmp(f->z, o->zNull, f->n) == 0) {
-        if (s->aCol[c].bNotNull) {
+        if (s->aCol[c].bNotNull && c != s->iIpk) {
           truncate_row(L, nHad);
           rc = bad_row(L,
                        sqlite3_mprintf("%s line %lld, field %d: NULL in NOT NULL column %s.%s",
@@ -323,6 +356,17 @@ static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
                                  (long long)vt_csv_line(pCsv), c + 1, sqlite3_errmsg(L->db));
         goto next_record;
       }
+    }
+    char *zWhy = take_rowid(L);
+    if (zWhy || L->aCol[0].n != L->aCol[1].n) {
+      truncate_row(L, nHad);
+      rc = bad_row(L,
+                   zWhy ? sqlite3_mprintf("%s line %lld, field %d: %s", zPath,
+                                          (long long)vt_csv_line(pCsv), s->iIpk + 1, zWhy)
+                        : NULL,
+                   pzErr);
+      sqlite3_free(zWhy);
+      goto next_record;
     }
     L->nRow++;
     if (L->aCol[1].n >= L->nRg) {
@@ -371,7 +415,7 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
     uint32_t nHad = L->aCol[1].n;
     rc = SQLITE_OK;
     for (int c = 0; c < s->nCol && rc == SQLITE_OK; c++) {
-      if (s->aCol[c].bNotNull && sqlite3_column_type(pStmt, c) == SQLITE_NULL) {
+      if (s->aCol[c].bNotNull && c != s->iIpk && sqlite3_column_type(pStmt, c) == SQLITE_NULL) {
         truncate_row(L, nHad);
         rc = bad_row(L,
                      sqlite3_mprintf("row %lld: NULL in NOT NULL column %s.%s",
@@ -386,6 +430,16 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
       }
     }
     if (rc) break;
+    char *zWhy = take_rowid(L);
+    if (zWhy || L->aCol[0].n != L->aCol[1].n) {
+      truncate_row(L, nHad);
+      rc = bad_row(L,
+                   zWhy ? sqlite3_mprintf("row %lld: %s", (long long)(L->nRow + L->nSkip + 1), zWhy)
+                        : NULL,
+                   pzErr);
+      sqlite3_free(zWhy);
+      goto next_row;
+    }
     L->nRow++;
     if (L->aCol[1].n >= L->nRg) {
       rc = flush_rg(L, pzErr);
@@ -445,10 +499,6 @@ static char *refusal(vt_tab *p) {
   if (s->zRefused) return sqlite3_mprintf("%s", s->zRefused);
   if (p->nMem > 1)
     return sqlite3_mprintf("table %s is striped over several devices: %s", p->zName, zHow);
-  if (s->iIpk >= 0)
-    return sqlite3_mprintf("table %s has an INTEGER PRIMARY KEY (%s), which csq_import does not "
-                           "fill: %s",
-                           p->zName, s->aCol[s->iIpk].zName, zHow);
   if (s->nCheck > 0)
     return sqlite3_mprintf("table %s has CHECK constraints, which csq_import does not check: %s",
                            p->zName, zHow);
@@ -536,7 +586,12 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     rc = SQLITE_FULL;
     goto done;
   }
+  /* SQLite's next rowid: one above the largest, or with AUTOINCREMENT
+  ** above any the table ever held */
   L.iNextRowid = bAny ? iMax + 1 : 1;
+  if (L.pTab->s.iIpk >= 0 && L.pTab->s.aCol[L.pTab->s.iIpk].bAutoinc &&
+      L.pStoreTab->nextRowid > L.iNextRowid)
+    L.iNextRowid = L.pStoreTab->nextRowid;
   memset(&g_progress, 0, sizeof(g_progress));
   g_progress.tStart = now_s();
   g_progress.bRunning = 1;

@@ -257,14 +257,12 @@ def test_refusals_and_errors():
     con = connect()
     con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT)")
     con.execute("CREATE TABLE nat(a, b)")
-    con.execute("CREATE VIRTUAL TABLE ipk USING csq(id INTEGER PRIMARY KEY, b)")
     con.execute("CREATE VIRTUAL TABLE chk USING csq(a INTEGER CHECK (a > 0))")
     path = os.path.join(d, "r.csv")
     with open(path, "w") as f:
         f.write("1,x\n")
     expect_error(lambda: con.execute("SELECT csq_import('nat', ?)", (path,)).fetchone(), "not a csq table")
     expect_error(lambda: con.execute("SELECT csq_import('nosuch', ?)", (path,)).fetchone(), "no table nosuch")
-    expect_error(lambda: con.execute("SELECT csq_import('ipk', ?)", (path,)).fetchone(), "INTEGER PRIMARY KEY")
     expect_error(lambda: con.execute("SELECT csq_import('chk', ?)", (path,)).fetchone(), "CHECK")
     expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path + ".no",)).fetchone(), "cannot open")
     expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'sep=|')", (path,)).fetchone(), "unknown option")
@@ -284,6 +282,38 @@ def test_refusals_and_errors():
         f.write("6,u\n")
     assert con.execute("SELECT csq_import('t', ?, 'separator=,,header=0')", (path,)).fetchone()[0] == 1
     assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 4
+
+
+def test_integer_primary_key():
+    """An INTEGER PRIMARY KEY gives the rowid, as with .import: NULL takes the
+    next one; explicit keys must rise above every rowid before them."""
+    d = tmpdir()
+    path = os.path.join(d, "k.csv")
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, v TEXT, rowgroup=64)")
+    with open(path, "w") as f:
+        f.write("3,a\n\\N,b\n10,c\n 11 ,d\n\\N,e\n")
+        f.write("".join("%d,r%d\n" % (i, i) for i in range(100, 400, 3)))
+    con.execute("INSERT INTO t VALUES(1, 'first')")
+    assert con.execute("SELECT csq_import('t', ?, 'null=\\N')", (path,)).fetchone()[0] == 105
+    rows = con.execute("SELECT rowid, id, typeof(id), v FROM t ORDER BY rowid").fetchall()
+    assert rows[:7] == [(1, 1, "integer", "first"), (3, 3, "integer", "a"), (4, 4, "integer", "b"),
+                        (10, 10, "integer", "c"), (11, 11, "integer", "d"), (12, 12, "integer", "e"),
+                        (100, 100, "integer", "r100")], rows[:7]
+    assert con.execute("SELECT count(*) FROM t WHERE id = 397 AND v = 'r397'").fetchone()[0] == 1
+    # a key at or below the rowids before it, or not an integer: the line and field
+    for text, what in (("500,x\n450,y\n", "not above"), ("5,x\n", "not above"),
+                       ("abc,x\n", "datatype mismatch"), ("1.5,x\n", "datatype mismatch")):
+        with open(path, "w") as f:
+            f.write(text)
+        expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path,)).fetchone(), "field 1", what)
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 106
+    # from a query; AUTOINCREMENT never reuses a rowid
+    con.execute("CREATE VIRTUAL TABLE a USING csq(id INTEGER PRIMARY KEY AUTOINCREMENT, v)")
+    con.execute("INSERT INTO a VALUES(50, 'x')")
+    con.execute("DELETE FROM a")
+    assert con.execute("SELECT csq_import('a', 'VALUES(NULL, 1), (60, 2), (NULL, 3)')").fetchone()[0] == 3
+    assert con.execute("SELECT id, v FROM a ORDER BY id").fetchall() == [(51, 1), (60, 2), (61, 3)]
 
 
 def test_many_row_groups_persist():
