@@ -163,10 +163,12 @@ typedef struct imp_load {
   char *zFirstSkip; /* the first skipped row's message */
   double tLastReport;
   uint64_t nTotal;
+  uint64_t nByte; /* of the file, read so far */
 } imp_load;
 
 static void report(imp_load *L, uint64_t nByte, int bFinal) {
   double t = now_s();
+  L->nByte = nByte;
   __atomic_store_n(&g_progress.nRow, L->nRow, __ATOMIC_RELAXED);
   __atomic_store_n(&g_progress.nByte, nByte, __ATOMIC_RELAXED);
   __atomic_store_n(&g_progress.nSkip, L->nSkip, __ATOMIC_RELAXED);
@@ -611,6 +613,9 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     vt_stmt_forget(pConn); /* the next statement reads the new rows */
     if (rc) goto dev_error;
     L.pTab->nRowEst += L.nRow;
+    pConn->nImportRows += L.nRow;
+    pConn->nImportSkipped += L.nSkip;
+    pConn->nImportBytes += L.nByte;
     L.pTab->nWrite++; /* a kept join probe is stale */
   }
   goto done;

@@ -82,6 +82,8 @@ struct vt_conn {
   int bTxnDdl;        /* a catalog change went into the open device transactions */
   int bOrphanTxn;     /* they outlived every table in them (vtab/drop.c) */
   vt_tab *pDropped;   /* tables dropped inside a transaction, not yet settled (vtab/drop.c) */
+  int64_t nImportRows, nImportSkipped; /* csq_import's loads that committed (csq_stats) */
+  uint64_t nImportBytes;               /* ... and the bytes of CSV they read */
 };
 
 /* Column affinity, SQLite's letters. */

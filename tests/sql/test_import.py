@@ -222,6 +222,8 @@ def test_skip_bad_counts():
     assert con.execute("SELECT a FROM t").fetchall() == [(1,), (4,)]
     p = con.execute("SELECT csq_import_progress()").fetchone()[0]
     assert "rows=2," in p and "skipped=3," in p and "running=0" in p, p
+    st = dict(con.execute("SELECT name, value FROM csq_stats WHERE name LIKE 'import%'").fetchall())
+    assert st == {"import_rows": 2, "import_rows_skipped": 3, "import_bytes": 26}, st
     # NOT NULL
     with open(path, "w") as f:
         f.write("7,x\n8,\\N\n")
