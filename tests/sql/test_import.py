@@ -458,3 +458,31 @@ def test_block_boundaries_through_a_pipe():
             if src == "pipe":
                 th.join()
         assert outs[0] == outs[1], (case, text, outs)
+
+
+def test_memory_bounded_whatever_the_file_size():
+    """Peak memory of a load does not grow with the file: a file 8 times
+    larger (many more row groups than the queue holds) loads within a few
+    MB of the smaller one's peak."""
+    if "libasan" in os.environ.get("LD_PRELOAD", ""):
+        raise Skip("AddressSanitizer keeps freed memory in quarantine: peak RSS says nothing")
+    d = tmpdir()
+    line = "%d,a text field of some length to fill the file %d,%d.25\n"
+    peaks = []
+    for n in (150000, 1200000):
+        db = os.path.join(d, "m%d.db" % n)
+        path = os.path.join(d, "m%d.csv" % n)
+        with open(path, "w") as f:
+            for i0 in range(0, n, 50000):
+                f.write("".join(line % (i, i, i) for i in range(i0, min(n, i0 + 50000))))
+        code = ("import sqlite3; c = sqlite3.connect(%r); c.enable_load_extension(True); "
+                "c.load_extension(%r); c.execute('CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, "
+                "c REAL, rowgroup=8192)'); print(c.execute(\"SELECT csq_import('t', %r)\").fetchone()[0])"
+                % (db, EXT, path))
+        p = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE)
+        out = p.stdout.read()
+        _, status, ru = os.wait4(p.pid, 0)
+        assert os.waitstatus_to_exitcode(status) == 0 and int(out) == n, out
+        peaks.append(ru.ru_maxrss / 1024.0)
+        os.remove(path)
+    assert peaks[1] < peaks[0] + 16, "peak RSS grew with the file: %.0f MB, then %.0f MB" % tuple(peaks)
