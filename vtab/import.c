@@ -384,19 +384,18 @@ static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
   return rc;
 }
 
-/* The value of column i of a query's row, with the column's affinity. */
-static int push_column(imp_load *L, csq_vec *v, sqlite3_stmt *pStmt, int i, char aff) {
-  switch (sqlite3_column_type(pStmt, i)) {
-  case SQLITE_NULL:
-    return csq_vec_push_null(v);
-  case SQLITE_TEXT: {
-    const char *z = (const char *)sqlite3_column_text(pStmt, i);
+/* The value of column i of a query's row, with the column's affinity.
+** One sqlite3_column_value per value: every sqlite3_column_* call takes
+** the connection's mutex, sqlite3_value_* calls do not (this runs on the
+** connection's thread, inside its statement, so the value is safe to read
+** here). */
+static int push_column(imp_load *L, csq_vec *v, sqlite3_value *pVal, char aff) {
+  if (sqlite3_value_type(pVal) == SQLITE_TEXT) {
+    const char *z = (const char *)sqlite3_value_text(pVal);
     if (!z) return -12;
-    return vt_push_text(L->pConv, v, z, (uint32_t)sqlite3_column_bytes(pStmt, i), aff);
+    return vt_push_text(L->pConv, v, z, (uint32_t)sqlite3_value_bytes(pVal), aff);
   }
-  default:
-    return vt_push_value(v, sqlite3_column_value(pStmt, i), aff);
-  }
+  return vt_push_value(v, pVal, aff);
 }
 
 static int load_query(imp_load *L, const char *zSql, char **pzErr) {
@@ -417,7 +416,8 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
     uint32_t nHad = L->aCol[1].n;
     rc = SQLITE_OK;
     for (int c = 0; c < s->nCol && rc == SQLITE_OK; c++) {
-      if (s->aCol[c].bNotNull && c != s->iIpk && sqlite3_column_type(pStmt, c) == SQLITE_NULL) {
+      sqlite3_value *pVal = sqlite3_column_value(pStmt, c);
+      if (s->aCol[c].bNotNull && c != s->iIpk && sqlite3_value_type(pVal) == SQLITE_NULL) {
         truncate_row(L, nHad);
         rc = bad_row(L,
                      sqlite3_mprintf("row %lld: NULL in NOT NULL column %s.%s",
@@ -426,7 +426,7 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
                      pzErr);
         goto next_row;
       }
-      if (push_column(L, &L->aCol[c + 1], pStmt, c, s->aCol[c].aff)) {
+      if (push_column(L, &L->aCol[c + 1], pVal, s->aCol[c].aff)) {
         truncate_row(L, nHad);
         rc = SQLITE_NOMEM;
       }
