@@ -188,20 +188,37 @@ static void report(imp_load *L, uint64_t nByte, int bFinal) {
   fflush(stderr);
 }
 
-/* Hand the filled row group to the encode thread (or encode it here when
-** the thread cannot start) and write those already encoded. */
-static int drain(imp_load *L, int bWait, char **pzErr) {
+/* A device/store error (a -errno or NVMe status, zDev libc-malloc'd or
+** NULL) as the SQLite code and sqlite3_malloc'd message csq_import returns. */
+static int dev_fail(int rc, char *zDev, char **pzErr) {
+  *pzErr = sqlite3_mprintf("%s", zDev ? zDev : "device error");
+  free(zDev);
+  return vt_rc_from(rc);
+}
+
+/* Write the row groups the encode thread has finished, in order: those
+** ready now (DRAIN_READY), after waiting for the oldest (DRAIN_ONE: room
+** for the next), or every one in flight (DRAIN_ALL: the end of the load). */
+#define DRAIN_READY 0
+#define DRAIN_ONE   1
+#define DRAIN_ALL   2
+static int drain(imp_load *L, int eWait, char **pzErr) {
   for (;;) {
     store_enc_rg *pEnc = NULL;
-    int rc = store_encq_get(L->q, bWait, &pEnc, pzErr);
-    if (rc) return vt_rc_from(rc);
+    char *zDev = NULL;
+    int rc = store_encq_get(L->q, eWait != DRAIN_READY, &pEnc, &zDev);
+    if (rc) return dev_fail(rc, zDev, pzErr);
     if (!pEnc) return SQLITE_OK;
-    rc = store_txn_append_encoded(L->t, L->pStoreTab, pEnc, pzErr);
+    rc = store_txn_append_encoded(L->t, L->pStoreTab, pEnc, &zDev);
     store_enc_rg_free(pEnc);
-    if (rc) return vt_rc_from(rc);
+    if (rc) return dev_fail(rc, zDev, pzErr);
+    if (eWait == DRAIN_ONE) eWait = DRAIN_READY;
   }
 }
 
+/* The filled row group: to the encode thread (started at the first full
+** row group; a load of one row group encodes it here), then write what
+** it has finished. */
 static int flush_rg(imp_load *L, char **pzErr) {
   uint32_t n = L->aCol[1].n;
   if (n == 0) return SQLITE_OK;
@@ -212,24 +229,28 @@ static int flush_rg(imp_load *L, char **pzErr) {
     if (store_encq_new(nChunk, L->pTab->zName, 2, &L->q) != 0) L->q = NULL;
   }
   if (!L->q) {
-    int rc = store_txn_append(L->t, L->pStoreTab, L->aCol, 0, n, pzErr);
+    char *zDev = NULL;
+    int rc = store_txn_append(L->t, L->pStoreTab, L->aCol, 0, n, &zDev);
     for (int c = 0; c < nChunk; c++) csq_vec_reset(&L->aCol[c]);
-    return rc ? vt_rc_from(rc) : SQLITE_OK;
+    return rc ? dev_fail(rc, zDev, pzErr) : SQLITE_OK;
   }
   uint64_t aHeap[nChunk];
   for (int c = 0; c < nChunk; c++) aHeap[c] = L->aCol[c].nHeap;
   for (;;) {
     int rc = store_encq_put(L->q, L->aCol, n);
     if (rc == 0) break;
-    if (rc != -EAGAIN) return vt_rc_from(rc);
-    rc = drain(L, 1, pzErr); /* the queue is full: write the oldest */
+    if (rc != -EAGAIN) {
+      *pzErr = sqlite3_mprintf("the encode queue failed (%d)", rc);
+      return vt_rc_from(rc);
+    }
+    rc = drain(L, DRAIN_ONE, pzErr); /* the queue is full: write the oldest */
     if (rc) return rc;
   }
   /* the vectors that came back are a free slot's: sized like the last row
   ** group at once, not grown value by value (copies, page faults) */
   for (int c = 0; c < nChunk; c++)
     if (csq_vec_reserve(&L->aCol[c], L->nRg, aHeap[c] + aHeap[c] / 8)) return SQLITE_NOMEM;
-  return drain(L, 0, pzErr);
+  return drain(L, DRAIN_READY, pzErr);
 }
 
 /* A bad row: fail the load with zMsg, or skip and count it. Takes zMsg. */
@@ -601,7 +622,7 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   rc = is_query(zSrc) ? load_query(&L, zSrc, &zErr) : load_csv(&L, zSrc, &zErr);
   if (L.q) {
     /* the rows still in the queue, then the thread's end */
-    if (rc == SQLITE_OK) rc = drain(&L, 1, &zErr);
+    if (rc == SQLITE_OK) rc = drain(&L, DRAIN_ALL, &zErr);
     store_encq_free(L.q);
     L.q = NULL;
   }

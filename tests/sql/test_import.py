@@ -486,3 +486,27 @@ def test_memory_bounded_whatever_the_file_size():
         peaks.append(ru.ru_maxrss / 1024.0)
         os.remove(path)
     assert peaks[1] < peaks[0] + 16, "peak RSS grew with the file: %.0f MB, then %.0f MB" % tuple(peaks)
+
+
+def test_device_fault_during_load():
+    """A device write that fails in the middle of a load (row groups written
+    before it, encodes still in flight) fails the load with the device's
+    message; the table is as it was, and the next load works."""
+    d = tmpdir()
+    db = os.path.join(d, "f.db")
+    path = os.path.join(d, "f.csv")
+    with open(path, "w") as f:
+        f.write("".join("%d,v%d\n" % (i, i) for i in range(3000)))
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=100)")
+    con.execute("INSERT INTO t VALUES(-1, 'kept')")
+    for rule in ("op=nvm_write,nth=7,action=status:0x281", "op=nvm_flush,nth=1,action=status:0x6",
+                 "op=nvm_write,nth=12,action=short"):
+        con.execute("SELECT csq_fault(?)", (rule,))
+        expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path,)).fetchone(), "csq_import(t)")
+        con.execute("SELECT csq_fault(NULL)")
+        assert con.execute("SELECT a, b FROM t").fetchall() == [(-1, "kept")], rule
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 3000
+    con.close()
+    con = connect(db)
+    assert con.execute("SELECT count(*), sum(a) FROM t").fetchone() == (3001, sum(range(3000)) - 1)
