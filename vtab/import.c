@@ -479,11 +479,20 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
   return rc;
 }
 
-/* Does zSrc read as a query rather than a file name? */
+/* Does zSrc read as a query rather than a file name? Its first word is
+** SELECT, WITH or VALUES, followed by a space or '(' ("select.csv" is a
+** file). */
 static int is_query(const char *z) {
+  static const char *azKw[] = {"SELECT", "WITH", "VALUES"};
   while (*z == ' ' || *z == '\t' || *z == '\n' || *z == '\r' || *z == '(') z++;
-  return sqlite3_strnicmp(z, "SELECT", 6) == 0 || sqlite3_strnicmp(z, "WITH", 4) == 0 ||
-         sqlite3_strnicmp(z, "VALUES", 6) == 0;
+  for (size_t i = 0; i < sizeof(azKw) / sizeof(azKw[0]); i++) {
+    int n = (int)strlen(azKw[i]);
+    char c = z[n];
+    if (sqlite3_strnicmp(z, azKw[i], n) == 0 &&
+        (c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '('))
+      return 1;
+  }
+  return 0;
 }
 
 /* The csq table zName of this connection, connected by preparing a

@@ -252,6 +252,16 @@ def test_from_query_as_insert_select():
     assert con.execute("SELECT max(rowid), count(*) FROM t").fetchone() == (5001, 5001)
     expect_error(lambda: con.execute("SELECT csq_import('t', 'SELECT 1')").fetchone(),
                  "1 columns", "has 4")
+    # a file whose name starts like a query is a file
+    d = tmpdir()
+    with open(os.path.join(d, "select.csv"), "w") as f:
+        f.write("1,2,3,4\n")
+    cwd = os.getcwd()
+    os.chdir(d)
+    try:
+        assert con.execute("SELECT csq_import('t', 'select.csv')").fetchone()[0] == 1
+    finally:
+        os.chdir(cwd)
 
 
 def test_refusals_and_errors():
