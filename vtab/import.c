@@ -495,32 +495,62 @@ static int is_query(const char *z) {
   return 0;
 }
 
-/* The csq table zName of this connection, connected by preparing a
-** statement that names it (*ppStmt keeps it connected: finalize after). */
+/* Does schema zDb hold a table (or view) named zName? */
+static int schema_has(sqlite3 *db, const char *zDb, const char *zName) {
+  char *zSql = sqlite3_mprintf("SELECT 1 FROM \"%w\".sqlite_schema WHERE type IN ('table', 'view') "
+                               "AND name = ?1 COLLATE NOCASE",
+                               zDb);
+  sqlite3_stmt *p = NULL;
+  int bHas = zSql && sqlite3_prepare_v2(db, zSql, -1, &p, NULL) == SQLITE_OK &&
+             sqlite3_bind_text(p, 1, zName, -1, SQLITE_STATIC) == SQLITE_OK &&
+             sqlite3_step(p) == SQLITE_ROW;
+  sqlite3_finalize(p);
+  sqlite3_free(zSql);
+  return bHas;
+}
+
+/* The csq table zName ("table" or "schema.table") of this connection, as
+** SQLite resolves the name (temp, then main, then attached databases),
+** connected by preparing a statement that names it (*ppStmt keeps it
+** connected: finalize after). */
 static int find_table(sqlite3 *db, vt_conn *pConn, const char *zName, vt_tab **ppTab,
                       sqlite3_stmt **ppStmt, char **pzErr) {
   *ppTab = NULL;
-  char *zSql = sqlite3_mprintf("SELECT 0 FROM \"%w\" WHERE 0", zName);
-  if (!zSql) return SQLITE_NOMEM;
-  int rc = sqlite3_prepare_v2(db, zSql, -1, ppStmt, NULL);
+  char *zDb = NULL;
+  const char *zTab = zName, *zDot = strchr(zName, '.');
+  if (zDot) {
+    zDb = sqlite3_mprintf("%.*s", (int)(zDot - zName), zName);
+    zTab = zDot + 1;
+  } else {
+    const char *z;
+    int aOrder[64], n = 0;
+    aOrder[n++] = 1; /* temp */
+    aOrder[n++] = 0; /* main */
+    for (int i = 2; i < 64 && sqlite3_db_name(db, i); i++) aOrder[n++] = i;
+    for (int k = 0; k < n && !zDb; k++) {
+      z = sqlite3_db_name(db, aOrder[k]);
+      if (z && schema_has(db, z, zTab)) zDb = sqlite3_mprintf("%s", z);
+    }
+  }
+  if (!zDb) {
+    *pzErr = sqlite3_mprintf("no table %s", zName);
+    return SQLITE_ERROR;
+  }
+  char *zSql = sqlite3_mprintf("SELECT 0 FROM \"%w\".\"%w\" WHERE 0", zDb, zTab);
+  int rc = zSql ? sqlite3_prepare_v2(db, zSql, -1, ppStmt, NULL) : SQLITE_NOMEM;
   sqlite3_free(zSql);
   if (rc) {
     *pzErr = sqlite3_mprintf("no table %s (%s)", zName, sqlite3_errmsg(db));
+    sqlite3_free(zDb);
     return SQLITE_ERROR;
   }
-  vt_tab *pFound = NULL;
-  for (vt_tab *p = pConn->pTabs; p; p = p->pNextTab) {
-    if (sqlite3_stricmp(p->zName, zName) != 0) continue;
-    /* SQLite's name resolution: temp first, then main, then attached */
-    if (!pFound || sqlite3_stricmp(p->zDb, "temp") == 0 ||
-        (sqlite3_stricmp(p->zDb, "main") == 0 && sqlite3_stricmp(pFound->zDb, "temp") != 0))
-      pFound = p;
-  }
-  if (!pFound) {
+  for (vt_tab *p = pConn->pTabs; p && !*ppTab; p = p->pNextTab)
+    if (sqlite3_stricmp(p->zName, zTab) == 0 && sqlite3_stricmp(p->zDb, zDb) == 0) *ppTab = p;
+  sqlite3_free(zDb);
+  if (!*ppTab) {
     *pzErr = sqlite3_mprintf("%s is not a csq table: load it with INSERT or .import", zName);
     return SQLITE_ERROR;
   }
-  *ppTab = pFound;
   return SQLITE_OK;
 }
 

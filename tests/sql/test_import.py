@@ -275,6 +275,18 @@ def test_refusals_and_errors():
         f.write("1,x\n")
     expect_error(lambda: con.execute("SELECT csq_import('nat', ?)", (path,)).fetchone(), "not a csq table")
     expect_error(lambda: con.execute("SELECT csq_import('nosuch', ?)", (path,)).fetchone(), "no table nosuch")
+    # names resolve as SQLite resolves them; "schema.table" names one
+    con.execute("ATTACH ? AS aux", (os.path.join(d, "aux.db"),))  # its own device
+    con.execute("CREATE VIRTUAL TABLE aux.t2 USING csq(a INTEGER, b TEXT)")
+    con.execute("CREATE VIRTUAL TABLE aux.t USING csq(a INTEGER, b TEXT)")
+    assert con.execute("SELECT csq_import('t2', ?)", (path,)).fetchone()[0] == 1
+    assert con.execute("SELECT csq_import('aux.t', ?)", (path,)).fetchone()[0] == 1
+    assert con.execute("SELECT (SELECT count(*) FROM aux.t), (SELECT count(*) FROM aux.t2), "
+                       "(SELECT count(*) FROM main.t)").fetchone() == (1, 1, 0)
+    con.execute("CREATE TEMP TABLE nat2(a, b)")
+    con.execute("CREATE VIRTUAL TABLE nat2 USING csq(a, b)")  # main.nat2, hidden by temp.nat2
+    expect_error(lambda: con.execute("SELECT csq_import('nat2', ?)", (path,)).fetchone(), "not a csq table")
+    assert con.execute("SELECT csq_import('main.nat2', ?)", (path,)).fetchone()[0] == 1
     expect_error(lambda: con.execute("SELECT csq_import('chk', ?)", (path,)).fetchone(), "CHECK")
     expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path + ".no",)).fetchone(), "cannot open")
     expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'sep=|')", (path,)).fetchone(), "unknown option")
