@@ -27,17 +27,22 @@
 ** load near native speed. Here rows go straight into a row group's vectors,
 ** and a full row group goes to an encode thread (device/store/encq.c)
 ** while the next one is parsed; the encoded extents are written through
-** one device transaction, committed at the end. So a failure anywhere, or
-** a crash (kill -9) at any moment, leaves the table as it was, and memory
+** one device transaction, committed at the end (outside BEGIN). So a
+** failure anywhere, or a crash (kill -9) at any moment, leaves the table
+** as it was, and memory
 ** stays at a few row groups whatever the file size.
 **
 ** An INTEGER PRIMARY KEY column gives the rowid: NULL takes the next one,
 ** and explicit values must rise above every rowid before them (so no
 ** lookup keeps them unique).
 **
-** Limits: it runs in a transaction of its own, so not inside BEGIN ...
-** COMMIT (an error says so); tables with CHECK constraints or over several
-** devices are refused with a message (load those with INSERT or .import).
+** Inside BEGIN ... COMMIT it joins the connection's transaction instead:
+** the rows are the transaction's (COMMIT, ROLLBACK and ROLLBACK TO treat
+** them as inserted rows: vt_import_join in vtab/write.c), and a load that
+** fails is undone in it, the transaction staying open.
+**
+** Limits: tables with CHECK constraints or over several devices are
+** refused with a message (load those with INSERT or .import).
 */
 #include <errno.h>
 #include <stdio.h>
@@ -159,6 +164,8 @@ typedef struct imp_load {
   int64_t iLastRowid; /* the last row's */
   int bNoRowid;       /* the last rowid was the largest integer */
   vt_numconv *pConv;
+  int bJoined;  /* inside BEGIN: t is the connection's transaction (vt_import_join) */
+  vt_mark mark; /* ... and the table before the load, to undo a failed one */
   int64_t nRow, nSkip;
   char *zFirstSkip; /* the first skipped row's message */
   double tLastReport;
@@ -196,6 +203,13 @@ static int dev_fail(int rc, char *zDev, char **pzErr) {
   return vt_rc_from(rc);
 }
 
+/* A row group of n rows was appended: inside BEGIN, the table's
+** transaction state counts it as inserted rows (vt_import_span). */
+static int note_rg(imp_load *L, uint32_t n) {
+  if (!L->bJoined) return SQLITE_OK;
+  return vt_import_span(L->pTab, L->pStoreTab->apRg[L->pStoreTab->nRg - 1], n);
+}
+
 /* Write the row groups the encode thread has finished, in order: those
 ** ready now (DRAIN_READY), after waiting for the oldest (DRAIN_ONE: room
 ** for the next), or every one in flight (DRAIN_ALL: the end of the load). */
@@ -209,9 +223,12 @@ static int drain(imp_load *L, int eWait, char **pzErr) {
     int rc = store_encq_get(L->q, eWait != DRAIN_READY, &pEnc, &zDev);
     if (rc) return dev_fail(rc, zDev, pzErr);
     if (!pEnc) return SQLITE_OK;
+    uint32_t n = pEnc->nRow;
     rc = store_txn_append_encoded(L->t, L->pStoreTab, pEnc, &zDev);
     store_enc_rg_free(pEnc);
     if (rc) return dev_fail(rc, zDev, pzErr);
+    rc = note_rg(L, n);
+    if (rc) return rc;
     if (eWait == DRAIN_ONE) eWait = DRAIN_READY;
   }
 }
@@ -232,7 +249,7 @@ static int flush_rg(imp_load *L, char **pzErr) {
     char *zDev = NULL;
     int rc = store_txn_append(L->t, L->pStoreTab, L->aCol, 0, n, &zDev);
     for (int c = 0; c < nChunk; c++) csq_vec_reset(&L->aCol[c]);
-    return rc ? dev_fail(rc, zDev, pzErr) : SQLITE_OK;
+    return rc ? dev_fail(rc, zDev, pzErr) : note_rg(L, n);
   }
   uint64_t aHeap[nChunk];
   for (int c = 0; c < nChunk; c++) aHeap[c] = L->aCol[c].nHeap;
@@ -588,12 +605,6 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   rc = parse_opts(zOpts, &o, &zErr);
   if (rc) goto done;
-  if (!sqlite3_get_autocommit(db)) {
-    zErr = sqlite3_mprintf("csq_import runs in a transaction of its own, so not inside BEGIN ... "
-                           "COMMIT: COMMIT first (or use INSERT ... SELECT in the transaction)");
-    rc = SQLITE_ERROR;
-    goto done;
-  }
   rc = find_table(db, pConn, zTable, &L.pTab, &pHold, &zErr);
   if (rc) goto done;
   zErr = refusal(L.pTab);
@@ -610,7 +621,8 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   L.pOpt = &o;
   L.pDev = L.pTab->pDev;
   L.nRg = (uint32_t)L.pTab->s.nRowGroup;
-  if (L.pDev->pTxn) {
+  int bInTxn = !sqlite3_get_autocommit(db);
+  if (!bInTxn && L.pDev->pTxn) {
     zErr = sqlite3_mprintf("table %s's device has a transaction of this connection open: finish "
                            "it first",
                            zTable);
@@ -631,9 +643,27 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       goto done;
     }
   }
-  rc = store_txn_begin(L.pDev->pStore, L.pDev->pQ, vt_busy_ms(pConn), &L.t, &zDevErr);
-  if (rc) goto dev_error;
-  L.pStoreTab = store_txn_table(L.t, L.pTab->zName);
+  if (bInTxn) {
+    /* inside BEGIN: a statement that writes the table (and changes
+    ** nothing) makes SQLite count it in the transaction (xBegin now;
+    ** xSync, xCommit, xRollback and savepoints later), then the load
+    ** appends to the connection's device transaction */
+    char *zSql = sqlite3_mprintf("DELETE FROM \"%w\".\"%w\" WHERE 0", L.pTab->zDb, L.pTab->zName);
+    rc = zSql ? sqlite3_exec(db, zSql, NULL, NULL, NULL) : SQLITE_NOMEM;
+    sqlite3_free(zSql);
+    if (rc == SQLITE_OK) rc = vt_import_join(L.pTab, &L.mark, &L.t, &L.pStoreTab);
+    if (rc) {
+      zErr = sqlite3_mprintf("cannot join the transaction: %s",
+                             L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : sqlite3_errmsg(db));
+      L.t = NULL;
+      goto done;
+    }
+    L.bJoined = 1;
+  } else {
+    rc = store_txn_begin(L.pDev->pStore, L.pDev->pQ, vt_busy_ms(pConn), &L.t, &zDevErr);
+    if (rc) goto dev_error;
+    L.pStoreTab = store_txn_table(L.t, L.pTab->zName);
+  }
   if (!L.pStoreTab) {
     zErr = sqlite3_mprintf("table %s is no longer on its device %s", zTable, L.pDev->zKey);
     rc = SQLITE_ERROR;
@@ -666,7 +696,12 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     L.q = NULL;
   }
   if (rc) goto done;
-  if (L.nRow > 0) {
+  if (L.bJoined) {
+    /* COMMIT or ROLLBACK decides */
+    pConn->nImportRows += L.nRow;
+    pConn->nImportSkipped += L.nSkip;
+    pConn->nImportBytes += L.nByte;
+  } else if (L.nRow > 0) {
     store_txn *t = L.t;
     L.t = NULL;
     rc = store_txn_commit(t, &zDevErr);
@@ -685,7 +720,17 @@ dev_error:
 done:
   free(zDevErr);
   if (L.q) store_encq_free(L.q);
-  if (L.t) store_txn_rollback(L.t);
+  if (L.bJoined) {
+    /* not the load's own transaction: a failed load is undone in it */
+    if (rc != SQLITE_OK && vt_import_undo(L.pTab, &L.mark) != SQLITE_OK && zErr) {
+      char *z = sqlite3_mprintf("%s; undoing the rows loaded failed too: %s (ROLLBACK)", zErr,
+                                L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : "?");
+      sqlite3_free(zErr);
+      zErr = z;
+    }
+  } else if (L.t) {
+    store_txn_rollback(L.t);
+  }
   if (L.aCol) {
     for (int c = 0; c <= L.pTab->s.nCol; c++) csq_vec_free(&L.aCol[c]);
     sqlite3_free(L.aCol);

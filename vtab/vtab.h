@@ -436,6 +436,14 @@ int vt_fault_register(sqlite3 *db, vt_conn *pConn);
 ** database and of the device images its csq tables use. */
 int vt_backup_register(sqlite3 *db, vt_conn *pConn);
 
+/* write.c, for csq_import inside BEGIN ... COMMIT: join the connection's
+** transaction (buffer written, *pMark to undo to, the transaction and the
+** table's view in it); note a row group of n rows the load appended; undo
+** a failed load. SQLite codes, the message in p->base.zErrMsg. */
+int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **ppTab);
+int vt_import_span(vt_tab *p, store_rg *pRg, uint32_t n);
+int vt_import_undo(vt_tab *p, const vt_mark *pMark);
+
 /* import.c: csq_import(TABLE, FILE-OR-QUERY [, OPTIONS]) and
 ** csq_import_progress(), loading a table in bulk (see the file). */
 int vt_import_register(sqlite3 *db, vt_conn *pConn);

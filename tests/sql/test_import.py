@@ -291,12 +291,11 @@ def test_refusals_and_errors():
     expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path + ".no",)).fetchone(), "cannot open")
     expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'sep=|')", (path,)).fetchone(), "unknown option")
     expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'separator=ab')", (path,)).fetchone(), "one byte")
-    # inside BEGIN: a clear error, and the transaction goes on
+    # inside BEGIN: the rows are the transaction's
     con.execute("BEGIN")
     con.execute("INSERT INTO t VALUES(0, 'in txn')")
-    expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (path,)).fetchone(), "BEGIN", "COMMIT first")
-    con.execute("COMMIT")
     assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 1
+    con.execute("COMMIT")
     assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 2
     # options: separator=, itself, tab by name
     with open(path, "w") as f:
@@ -338,6 +337,53 @@ def test_integer_primary_key():
     con.execute("DELETE FROM a")
     assert con.execute("SELECT csq_import('a', 'VALUES(NULL, 1), (60, 2), (NULL, 3)')").fetchone()[0] == 3
     assert con.execute("SELECT id, v FROM a ORDER BY id").fetchall() == [(51, 1), (60, 2), (61, 3)]
+
+
+def test_inside_begin():
+    """Inside BEGIN ... COMMIT a load joins the transaction: its rows are
+    seen by the transaction, kept by COMMIT, dropped by ROLLBACK and by
+    ROLLBACK TO a savepoint before it; a load that fails is undone and the
+    transaction goes on, with its earlier writes."""
+    d = tmpdir()
+    db = os.path.join(d, "b.db")
+    path = os.path.join(d, "b.csv")
+    with open(path, "w") as f:
+        f.write("".join("%d,r%d\n" % (i, i) for i in range(1000)))
+    bad = os.path.join(d, "bad.csv")
+    with open(bad, "w") as f:
+        f.write("".join("%d,r%d\n" % (i, i) for i in range(500)) + '7,"open\n')
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=64)")
+    con.execute("CREATE TABLE n(x)")
+    con.execute("INSERT INTO t VALUES(-1, 'before')")
+    count = lambda: con.execute("SELECT count(*) FROM t").fetchone()[0]
+    con.execute("BEGIN")
+    con.execute("INSERT INTO t VALUES(-2, 'in txn')")
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 1000
+    assert count() == 1002
+    con.execute("ROLLBACK")
+    assert count() == 1
+    con.execute("BEGIN")
+    con.execute("INSERT INTO n VALUES(1)")
+    con.execute("SAVEPOINT s")
+    con.execute("INSERT INTO t VALUES(-3, 'kept')")
+    con.execute("SAVEPOINT s2")
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 1000
+    con.execute("ROLLBACK TO s2")
+    assert count() == 2
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 1000
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?)", (bad,)).fetchone(), "no closing quote")
+    assert count() == 1002
+    con.execute("INSERT INTO t VALUES(-4, 'after')")
+    con.execute("COMMIT")
+    con.close()
+    con = connect(db)
+    assert con.execute("SELECT count(*), min(a), max(a) FROM t").fetchone() == (1003, -4, 999)
+    assert con.execute("SELECT count(*) FROM n").fetchone()[0] == 1
+    assert con.execute("SELECT count(*) FROM t WHERE b = 'kept'").fetchone()[0] == 1
+    assert con.execute("SELECT count(DISTINCT rowid) FROM t").fetchone()[0] == 1003
+    assert con.execute("SELECT rowid FROM t WHERE a = -4").fetchone()[0] == \
+        1 + con.execute("SELECT max(rowid) FROM t WHERE a >= 0").fetchone()[0]
 
 
 def test_many_row_groups_persist():
