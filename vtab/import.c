@@ -29,8 +29,7 @@
 ** while the next one is parsed; the encoded extents are written through
 ** one device transaction, committed at the end (outside BEGIN). So a
 ** failure anywhere, or a crash (kill -9) at any moment, leaves the table
-** as it was, and memory
-** stays at a few row groups whatever the file size.
+** as it was, and memory stays at a few row groups whatever the file size.
 **
 ** An INTEGER PRIMARY KEY column gives the rowid: NULL takes the next one,
 ** and explicit values must rise above every rowid before them (so no
