@@ -578,3 +578,18 @@ def test_device_fault_during_load():
     con.close()
     con = connect(db)
     assert con.execute("SELECT count(*), sum(a) FROM t").fetchone() == (3001, sum(range(3000)) - 1)
+
+
+def test_bench_import_script():
+    """bench/import.py at a tiny scale: every load ends with every row."""
+    gen = os.path.join(BUILD, "bench", "gen")
+    if not os.path.exists(gen):
+        raise Skip("no build/bench/gen (make bench-bin)")
+    out = tmpdir()
+    r = subprocess.run([sys.executable, os.path.join(HERE, "..", "..", "bench", "import.py"), BUILD, "0.005",
+                        "--no-duckdb", "--out", out], capture_output=True, text=True, timeout=300)
+    assert r.returncode == 0, r.stdout + r.stderr
+    with open(os.path.join(out, "import_sf0.005.csv")) as f:
+        rows = [line.split(",") for line in f.read().splitlines()[1:]]
+    assert [r[0] for r in rows] == ["native .import", "csq .import", "csq_import", "build/csq .import"], rows
+    assert len(set(r[-1] for r in rows)) == 1 and int(rows[0][-1]) > 20000, rows
