@@ -593,3 +593,22 @@ def test_bench_import_script():
         rows = [line.split(",") for line in f.read().splitlines()[1:]]
     assert [r[0] for r in rows] == ["native .import", "csq .import", "csq_import", "build/csq .import"], rows
     assert len(set(r[-1] for r in rows)) == 1 and int(rows[0][-1]) > 20000, rows
+
+
+def test_bytes_not_utf8_kept_as_import_keeps_them():
+    """Bytes that are not UTF-8 are not checked: kept as they are, as the
+    stock shell's .import keeps them (compared as blobs)."""
+    d = tmpdir()
+    path = os.path.join(d, "u.csv")
+    with open(path, "wb") as f:
+        f.write(b"1,\xff\xfe bad \xc3\n2,\"q\xe9,\xa0\"\n3,ok\xe2\x82\xac\n")
+    db = os.path.join(d, "u.db")
+    con = connect(db)
+    con.execute("CREATE TABLE n(a INTEGER, b TEXT)")
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT)")
+    con.close()
+    stock_import(db, "n", path)
+    con = connect(db)
+    assert con.execute("SELECT csq_import('t', ?)", (path,)).fetchone()[0] == 3
+    q = "SELECT a, CAST(b AS BLOB), typeof(b) FROM %s ORDER BY a"
+    same_rows(con.execute(q % "t").fetchall(), con.execute(q % "n").fetchall(), "bytes")
