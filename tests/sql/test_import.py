@@ -384,6 +384,11 @@ def test_inside_begin():
     assert con.execute("SELECT count(DISTINCT rowid) FROM t").fetchone()[0] == 1003
     assert con.execute("SELECT rowid FROM t WHERE a = -4").fetchone()[0] == \
         1 + con.execute("SELECT max(rowid) FROM t WHERE a >= 0").fetchone()[0]
+    # a load from the table itself reads it as it was when the load began
+    con.execute("BEGIN")
+    assert con.execute("SELECT csq_import('t', 'SELECT * FROM t')").fetchone()[0] == 1003
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*), count(DISTINCT rowid) FROM t").fetchone() == (2006, 2006)
 
 
 def test_many_row_groups_persist():
