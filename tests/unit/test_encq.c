@@ -102,14 +102,20 @@ int main(void) {
     apRef[gGot] = NULL;
     gGot++;
   }
-  CHECK(nAgain > 0, "the queue was full at some point (%d)", nAgain);
+  (void)nAgain; /* how often the loop above found the queue full depends on timing */
   CHECK_RC(store_encq_in_flight(q), 0);
 
-  /* freed with row groups in flight */
+  /* a slot stays taken until its row group is got, encoded or not: the
+  ** third put is -EAGAIN and leaves its vectors as they were */
   fill(aCol, 1, 500);
   CHECK_RC(store_encq_put(q, aCol, 500), 0);
   fill(aCol, 2, 500);
   CHECK_RC(store_encq_put(q, aCol, 500), 0);
+  fill(aCol, 3, 500);
+  CHECK_RC(store_encq_put(q, aCol, 500), -EAGAIN);
+  CHECK(aCol[0].n == 500 && aCol[0].aVal[0].i == 300000);
+  for (int c = 0; c < NCHUNK; c++) csq_vec_reset(&aCol[c]);
+  /* freed with row groups in flight */
   store_encq_free(q);
 
   for (int c = 0; c < NCHUNK; c++) csq_vec_free(&aCol[c]), csq_vec_free(&aRef[c]);
