@@ -16,6 +16,11 @@
 **   .dump [PATTERN]  SQL text that recreates the main database: schema and
 **                    rows of native and csq tables (those whose name, or
 **                    whose table's name, matches the LIKE PATTERN)
+**   .import [--csv] [--sep C] [--skip 1] FILE TABLE
+**                    load FILE (CSV, RFC 4180) into csq table TABLE with
+**                    csq_import: ',' separated with --csv or in -mode csv,
+**                    else '|' (TPC-H's files); --skip 1 skips a header
+**                    row; progress on stderr
 **   .quit            stop reading
 **
 ** The extension is loaded from csq.so beside this program.
@@ -315,12 +320,57 @@ done:
   fflush(stdout);
 }
 
+/* .import [--csv] [--sep C] [--skip 1] FILE TABLE: csq_import, with
+** progress on stderr (it writes the whole file in one transaction). */
+static void import(shell *sh, int nArg, char **azArg) {
+  char cSep = sh->eMode == MODE_CSV ? ',' : '|';
+  int bHeader = 0;
+  const char *zFile = NULL, *zTable = NULL;
+  for (int i = 1; i < nArg; i++) {
+    if (strcmp(azArg[i], "--csv") == 0) {
+      cSep = ',';
+    } else if (strcmp(azArg[i], "--sep") == 0 && i + 1 < nArg && strlen(azArg[i + 1]) == 1) {
+      cSep = azArg[++i][0];
+    } else if (strcmp(azArg[i], "--skip") == 0 && i + 1 < nArg && strcmp(azArg[i + 1], "1") == 0) {
+      i++;
+      bHeader = 1;
+    } else if (azArg[i][0] != '-' && !zFile) {
+      zFile = azArg[i];
+    } else if (azArg[i][0] != '-' && !zTable) {
+      zTable = azArg[i];
+    } else {
+      zFile = NULL;
+      break;
+    }
+  }
+  if (!zFile || !zTable) {
+    fprintf(stderr, "Error: usage: .import [--csv] [--sep C] [--skip 1] FILE TABLE\n");
+    sh->nErr++;
+    return;
+  }
+  char *zOpt = sqlite3_mprintf("separator=%c,header=%d,progress=1", cSep, bHeader);
+  sqlite3_stmt *p = NULL;
+  int rc = sqlite3_prepare_v2(sh->db, "SELECT csq_import(?1, ?2, ?3)", -1, &p, NULL);
+  if (rc == SQLITE_OK) {
+    sqlite3_bind_text(p, 1, zTable, -1, SQLITE_STATIC);
+    sqlite3_bind_text(p, 2, zFile, -1, SQLITE_STATIC);
+    sqlite3_bind_text(p, 3, zOpt, -1, SQLITE_STATIC);
+    rc = sqlite3_step(p) == SQLITE_ROW ? SQLITE_OK : SQLITE_ERROR;
+  }
+  if (rc != SQLITE_OK) {
+    fprintf(stderr, "Error: .import: %s\n", sqlite3_errmsg(sh->db));
+    sh->nErr++;
+  }
+  sqlite3_finalize(p);
+  sqlite3_free(zOpt);
+}
+
 /* Run the dot command in [z, z + n). 1 to stop reading (.quit). */
 static int run_dot(shell *sh, const char *z, int n) {
   char *zLine = sqlite3_mprintf("%.*s", n, z);
-  char *azArg[3] = {0};
+  char *azArg[8] = {0};
   int nArg = 0, bQuit = 0;
-  for (char *p = zLine; p && *p && nArg < 3;) {
+  for (char *p = zLine; p && *p && nArg < 8;) {
     while (*p == ' ' || *p == '\t' || *p == '\r') p++;
     if (!*p) break;
     if (*p == '\'' || *p == '"') { /* a quoted argument */
@@ -337,12 +387,14 @@ static int run_dot(shell *sh, const char *z, int n) {
     /* a bare "." */
   } else if (strcmp(azArg[0], ".dump") == 0 && nArg <= 2) {
     dump(sh, nArg == 2 ? azArg[1] : NULL);
+  } else if (strcmp(azArg[0], ".import") == 0) {
+    import(sh, nArg, azArg);
   } else if (strcmp(azArg[0], ".quit") == 0 || strcmp(azArg[0], ".exit") == 0) {
     bQuit = 1;
   } else {
     fprintf(stderr,
             "Error: unknown command or invalid arguments: \"%s\" (this shell knows "
-            ".dump [PATTERN] and .quit)\n",
+            ".dump [PATTERN], .import and .quit)\n",
             azArg[0]);
     sh->nErr++;
   }

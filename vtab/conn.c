@@ -173,6 +173,8 @@ void vt_conn_stats(vt_conn *pConn, dev_stats *pOut) {
 
 void vt_conn_stats_reset(vt_conn *pConn) {
   memset(&pConn->closed, 0, sizeof(pConn->closed));
+  pConn->nImportRows = pConn->nImportSkipped = 0;
+  pConn->nImportBytes = 0;
   for (vt_dev *d = pConn->pDevs; d; d = d->pNext)
     memset(dev_queue_stats(d->pQ), 0, sizeof(dev_stats));
 }

@@ -113,6 +113,10 @@ static int stats_rows(kv_cursor *c, vt_conn *pConn) {
       {"rows_scanned", s.rows_scanned},
       {"rows_returned", s.rows_returned},
       {"engine_ns", s.engine_ns},
+      /* csq_import (vtab/import.c): rows and CSV bytes of committed loads */
+      {"import_rows", (uint64_t)pConn->nImportRows},
+      {"import_rows_skipped", (uint64_t)pConn->nImportSkipped},
+      {"import_bytes", pConn->nImportBytes},
   };
   for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
     int rc = kv_add(c, a[i].z, (sqlite3_int64)a[i].v);

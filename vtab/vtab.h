@@ -20,6 +20,7 @@
 **   vtab/stmt.c      the committed state one statement run reads
 **   vtab/lock.c      busy timeout, SQLite's lock before a device commit, read-only tables
 **   vtab/probe.c     the join probe cache of a cursor
+**   vtab/import.c    csq_import(): bulk loads from CSV (vtab/csv.c) or a query
 */
 #ifndef CSQ_VTAB_H
 #define CSQ_VTAB_H
@@ -83,6 +84,8 @@ struct vt_conn {
   int bOrphanTxn;     /* they outlived every table in them (vtab/drop.c) */
   vt_tab *pDropped;   /* tables dropped inside a transaction, not yet settled (vtab/drop.c) */
   vt_bpf *pBpf;       /* eBPF programs loaded by csq_bpf_load, newest first (vtab/bpf.c) */
+  int64_t nImportRows, nImportSkipped; /* csq_import's loads that committed (csq_stats) */
+  uint64_t nImportBytes;               /* ... and the bytes of CSV they read */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -254,6 +257,15 @@ void vt_check_free(vt_tab *p); /* when the table is disconnected */
 
 /* affinity.c: convert argv value to the column's affinity and push it. */
 int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
+/* The same for text z[0..n) (csq_import's fields), without an
+** sqlite3_value: SQLite's answer, computed in the common cases and asked
+** of SQLite in the rare ones through pConv (vt_numconv_new prepares a
+** statement on db and learns how this SQLite rounds decimals). */
+typedef struct vt_numconv vt_numconv;
+int vt_numconv_new(sqlite3 *db, vt_numconv **pp);
+void vt_numconv_free(vt_numconv *p);
+int vt_push_text(vt_numconv *pConv, csq_vec *pVec, const char *z, uint32_t n, char aff);
+uint64_t vt_numconv_slow(const vt_numconv *p); /* texts handed to SQLite so far */
 
 /* table.c */
 extern sqlite3_module vt_module;
@@ -437,5 +449,17 @@ int vt_fault_register(sqlite3 *db, vt_conn *pConn);
 /* backup.c: csq_backup(DEST [, DIR]), a consistent copy of the main
 ** database and of the device images its csq tables use. */
 int vt_backup_register(sqlite3 *db, vt_conn *pConn);
+
+/* write.c, for csq_import inside BEGIN ... COMMIT: join the connection's
+** transaction (buffer written, *pMark to undo to, the transaction and the
+** table's view in it); note a row group of n rows the load appended; undo
+** a failed load. SQLite codes, the message in p->base.zErrMsg. */
+int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **ppTab);
+int vt_import_span(vt_tab *p, store_rg *pRg, uint32_t n);
+int vt_import_undo(vt_tab *p, const vt_mark *pMark);
+
+/* import.c: csq_import(TABLE, FILE-OR-QUERY [, OPTIONS]) and
+** csq_import_progress(), loading a table in bulk (see the file). */
+int vt_import_register(sqlite3 *db, vt_conn *pConn);
 
 #endif /* CSQ_VTAB_H */

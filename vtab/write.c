@@ -815,3 +815,44 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
   p->markEpoch = 0;
   return rollback_to_mark(p, m);
 }
+
+/* ---- csq_import inside BEGIN ... COMMIT (vtab/import.c) ----
+** A bulk load there appends its row groups to the connection's device
+** transaction, as inserts would: the table joins the transaction (SQLite
+** has called xBegin), its buffered rows go out first, and each row group
+** the load writes becomes a span of insert sequence numbers, so that
+** ROLLBACK TO, ROLLBACK and COMMIT treat the rows like inserted ones. A
+** load that fails is undone back to the mark taken when it joined. */
+int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **ppTab) {
+  store_table *pTab = NULL;
+  int rc = ensure_txn(p, 1, &pTab);
+  if (rc == SQLITE_OK) rc = flush_buffer(p, 0);
+  if (rc) return rc;
+  p->bWrote = 1;
+  p->bMaxRowid = 0;
+  p->nWrite++;
+  take_mark(p, -1, pMark);
+  *ppTxn = p->pDev->pTxn;
+  *ppTab = member_table(p, 0);
+  return SQLITE_OK;
+}
+
+int vt_import_span(vt_tab *p, store_rg *pRg, uint32_t n) {
+  int rc = grow((void **)&p->aSpan, &p->nSpanAlloc, p->nSpan, sizeof(vt_span));
+  if (rc) return rc;
+  p->aSpan[p->nSpan].pRg = pRg;
+  p->aSpan[p->nSpan].iMem = 0;
+  p->aSpan[p->nSpan].seq0 = p->nSeq;
+  p->aSpan[p->nSpan].n = n;
+  p->nSpan++;
+  p->nSeq += n;
+  p->bufSeq0 = p->nSeq;
+  p->nRowEst += n;
+  p->nWrite++;
+  return SQLITE_OK;
+}
+
+int vt_import_undo(vt_tab *p, const vt_mark *pMark) {
+  p->bMaxRowid = 0;
+  return rollback_to_mark(p, pMark);
+}

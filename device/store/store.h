@@ -161,6 +161,38 @@ int store_txn_max_rowid(store_txn *pTxn, store_table *pTab, int64_t *pMax, int *
 ** group of the table, to free space. Visible to the transaction at once. */
 int store_txn_append(store_txn *pTxn, store_table *pTab, const csq_vec *aCol, uint32_t i0,
                      uint32_t n, char **pzErr);
+/* A row group encoded but not yet written: one extent's bytes (nblk
+** blocks, block-aligned) and its chunk table. store_rg_encode touches no
+** store state, so it may run on any thread (device/store/encq.c runs it
+** off the inserting one); store_txn_append_encoded writes it as a new row
+** group of the table, as store_txn_append would (pEnc stays the caller's,
+** to free with store_enc_rg_free). nChunk is the table's columns + 1. */
+typedef struct store_enc_rg {
+  uint32_t nRow;
+  int nChunk;
+  store_chunk *aChunk;
+  uint8_t *buf;
+  uint64_t nblk;
+} store_enc_rg;
+int store_rg_encode(int nChunk, const char *zTable, const csq_vec *aCol, uint32_t i0, uint32_t n,
+                    store_enc_rg **ppEnc, char **pzErr);
+int store_txn_append_encoded(store_txn *pTxn, store_table *pTab, store_enc_rg *pEnc, char **pzErr);
+void store_enc_rg_free(store_enc_rg *pEnc);
+/* An encode queue (device/store/encq.c): a thread that encodes row groups
+** handed to it, at most nDepth in flight, and returns them in order.
+** store_encq_put swaps aCol's nChunk vectors with a free slot's (aCol comes
+** back empty, its buffers reused), or returns -EAGAIN when nDepth are in
+** flight: take one with store_encq_get first. store_encq_get returns the
+** oldest, waiting for it if bWait (else *ppEnc may be NULL), NULL when
+** nothing is in flight; an encoding error comes back there, with *pzErr
+** (malloc'd). store_encq_free stops the thread and frees what is left. */
+typedef struct store_encq store_encq;
+int store_encq_new(int nChunk, const char *zTable, int nDepth, store_encq **ppQ);
+int store_encq_put(store_encq *q, csq_vec *aCol, uint32_t nRow);
+int store_encq_get(store_encq *q, int bWait, store_enc_rg **ppEnc, char **pzErr);
+int store_encq_in_flight(store_encq *q);
+int store_encq_depth(const store_encq *q);
+void store_encq_free(store_encq *q);
 /* Find the row with this rowid: *piRg, *piRow (-1 if not present). Deleted
 ** rows are found only if bDeleted. */
 int store_txn_find(store_txn *pTxn, store_table *pTab, int64_t iRowid, int bDeleted, int *piRg,

@@ -273,25 +273,23 @@ static int table_push_rg(store_table *pTab, store_rg *pRg) {
   return 0;
 }
 
-/* Encode the chunks of rows [i0, i0+n) and write them as one extent. */
-static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32_t i0, uint32_t n,
-                    store_rg **ppRg, char **pzErr) {
-  int nChunk = pTab->nCol + 1;
+/* Encode the chunks of rows [i0, i0+n) into one extent's bytes: touches no
+** store state, so an encode thread may run it (device/store/encq.c). */
+int store_rg_encode(int nChunk, const char *zTable, const csq_vec *aCol, uint32_t i0, uint32_t n,
+                    store_enc_rg **ppEnc, char **pzErr) {
   uint8_t **apEnc = calloc((size_t)nChunk, sizeof(uint8_t *));
   size_t *anEnc = calloc((size_t)nChunk, sizeof(size_t));
-  store_rg *pRg = calloc(1, sizeof(*pRg));
-  uint8_t *buf = NULL;
+  store_enc_rg *pEnc = calloc(1, sizeof(*pEnc));
   int rc = 0;
-  if (!apEnc || !anEnc || !pRg) {
+  *ppEnc = NULL;
+  if (!apEnc || !anEnc || !pEnc) {
     rc = -ENOMEM;
     goto done;
   }
-  pRg->nRef = 1;
-  pRg->txnState = 2;
-  pRg->nRow = n;
-  pRg->nChunk = nChunk;
-  pRg->aChunk = calloc((size_t)nChunk, sizeof(store_chunk));
-  if (!pRg->aChunk) {
+  pEnc->nRow = n;
+  pEnc->nChunk = nChunk;
+  pEnc->aChunk = calloc((size_t)nChunk, sizeof(store_chunk));
+  if (!pEnc->aChunk) {
     rc = -ENOMEM;
     goto done;
   }
@@ -300,7 +298,7 @@ static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32
     csq_chunk_info info;
     rc = csq_chunk_encode(&aCol[c], i0, n, &apEnc[c], &anEnc[c], &info);
     if (rc) goto done;
-    store_chunk *pC = &pRg->aChunk[c];
+    store_chunk *pC = &pEnc->aChunk[c];
     pC->off = (uint32_t)off;
     pC->len = (uint32_t)anEnc[c];
     pC->xxh3 = info.xxh3;
@@ -310,48 +308,107 @@ static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32
     if (off > UINT32_MAX - CSQ_LBA_SIZE) {
       *pzErr = dev_mprintf("table %s: a row group would exceed 4 GiB; insert fewer rows per "
                            "transaction or use a smaller rowgroup= option",
-                           pTab->zName);
+                           zTable);
       rc = -EFBIG;
       goto done;
     }
   }
   uint64_t nblk = (off + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
   if (nblk == 0) nblk = 1;
-  buf = store_block_alloc(nblk);
-  if (!buf) {
+  pEnc->buf = store_block_alloc(nblk);
+  if (!pEnc->buf) {
     rc = -ENOMEM;
     goto done;
   }
-  memset(buf, 0, nblk * CSQ_LBA_SIZE);
-  for (int c = 0; c < nChunk; c++) memcpy(buf + pRg->aChunk[c].off, apEnc[c], anEnc[c]);
-  pthread_mutex_lock(&t->p->mu);
-  rc = space_alloc(&t->p->space, nblk, &pRg->lba);
-  pthread_mutex_unlock(&t->p->mu);
-  if (rc) {
-    *pzErr = dev_mprintf("device %s is full", dev_path(t->p->pDev));
-    goto done;
-  }
-  pRg->nblk = (uint32_t)nblk;
-  rc = store_ext_push(&t->aAlloc, &t->nAlloc, &t->nAllocAlloc, pRg->lba, nblk, 0);
-  if (rc == 0) {
-    rc = store_io_write(t->q, pRg->lba, nblk, buf);
-    if (rc) *pzErr = store_io_errmsg(t->p, t->q, rc, "writing a row group");
-  }
+  pEnc->nblk = nblk;
+  memset(pEnc->buf, 0, nblk * CSQ_LBA_SIZE);
+  for (int c = 0; c < nChunk; c++) memcpy(pEnc->buf + pEnc->aChunk[c].off, apEnc[c], anEnc[c]);
 done:
   if (apEnc)
     for (int c = 0; c < nChunk; c++) free(apEnc[c]);
   free(apEnc);
   free(anEnc);
-  free(buf);
   if (rc) {
-    if (pRg && pRg->nblk) {
-      /* stays recorded in aAlloc: rollback returns it */
-    }
-    store_rg_unref(pRg);
+    store_enc_rg_free(pEnc);
     if (rc == -ENOMEM && !*pzErr) *pzErr = dev_mprintf("out of memory");
     return rc;
   }
+  *ppEnc = pEnc;
+  return 0;
+}
+
+void store_enc_rg_free(store_enc_rg *pEnc) {
+  if (!pEnc) return;
+  free(pEnc->aChunk);
+  free(pEnc->buf);
+  free(pEnc);
+}
+
+/* Write an encoded row group to free space as one extent; *ppRg takes over
+** its chunk table. pEnc stays the caller's. */
+static int write_enc(store_txn *t, store_enc_rg *pEnc, store_rg **ppRg, char **pzErr) {
+  store_rg *pRg = calloc(1, sizeof(*pRg));
+  if (!pRg) {
+    *pzErr = dev_mprintf("out of memory");
+    return -ENOMEM;
+  }
+  pRg->nRef = 1;
+  pRg->txnState = 2;
+  pRg->nRow = pEnc->nRow;
+  pRg->nChunk = pEnc->nChunk;
+  pRg->aChunk = pEnc->aChunk;
+  pEnc->aChunk = NULL;
+  pthread_mutex_lock(&t->p->mu);
+  int rc = space_alloc(&t->p->space, pEnc->nblk, &pRg->lba);
+  pthread_mutex_unlock(&t->p->mu);
+  if (rc) {
+    *pzErr = dev_mprintf("device %s is full", dev_path(t->p->pDev));
+    store_rg_unref(pRg);
+    return rc;
+  }
+  pRg->nblk = (uint32_t)pEnc->nblk;
+  rc = store_ext_push(&t->aAlloc, &t->nAlloc, &t->nAllocAlloc, pRg->lba, pEnc->nblk, 0);
+  if (rc == 0) {
+    rc = store_io_write(t->q, pRg->lba, pEnc->nblk, pEnc->buf);
+    if (rc) *pzErr = store_io_errmsg(t->p, t->q, rc, "writing a row group");
+  } else {
+    *pzErr = dev_mprintf("out of memory");
+  }
+  if (rc) {
+    store_rg_unref(pRg); /* its extent stays recorded in aAlloc: rollback returns it */
+    return rc;
+  }
   *ppRg = pRg;
+  return 0;
+}
+
+/* Encode the chunks of rows [i0, i0+n) and write them as one extent. */
+static int write_rg(store_txn *t, store_table *pTab, const csq_vec *aCol, uint32_t i0, uint32_t n,
+                    store_rg **ppRg, char **pzErr) {
+  store_enc_rg *pEnc = NULL;
+  int rc = store_rg_encode(pTab->nCol + 1, pTab->zName, aCol, i0, n, &pEnc, pzErr);
+  if (rc) return rc;
+  rc = write_enc(t, pEnc, ppRg, pzErr);
+  store_enc_rg_free(pEnc);
+  return rc;
+}
+
+int store_txn_append_encoded(store_txn *t, store_table *pTab, store_enc_rg *pEnc, char **pzErr) {
+  if (pEnc->nChunk != pTab->nCol + 1) {
+    *pzErr = dev_mprintf("table %s: a row group of %d columns for a table of %d", pTab->zName,
+                         pEnc->nChunk - 1, pTab->nCol);
+    return -EINVAL;
+  }
+  store_rg *pRg = NULL;
+  int rc = write_enc(t, pEnc, &pRg, pzErr);
+  if (rc) return rc;
+  rc = table_push_rg(pTab, pRg);
+  if (rc) {
+    store_rg_unref(pRg);
+    *pzErr = dev_mprintf("out of memory");
+    return rc;
+  }
+  t->bDirty = 1;
   return 0;
 }
 
