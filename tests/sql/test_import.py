@@ -596,7 +596,9 @@ def test_bench_import_script():
     assert r.returncode == 0, r.stdout + r.stderr
     with open(os.path.join(out, "import_sf0.005.csv")) as f:
         rows = [line.split(",") for line in f.read().splitlines()[1:]]
-    assert [r[0] for r in rows] == ["native .import", "csq .import", "csq_import", "build/csq .import"], rows
+    assert [r[0] for r in rows] == ["native .import", "csq .import", "csq_import", "build/csq .import",
+                                    "native INSERT..SELECT", "csq INSERT..SELECT", "csq_import(SELECT)"], rows
+    assert all(float(r[3]) > 0 for r in rows), rows  # CPU seconds of every load
     assert len(set(r[-1] for r in rows)) == 1 and int(rows[0][-1]) > 20000, rows
 
 
