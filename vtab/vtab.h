@@ -254,6 +254,14 @@ int vt_check_create(sqlite3 *db, vt_tab *p, char **pzErr);
 ** (with the table's error message) when the row fails. */
 int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int bUpdate, int bGiven, int64_t iRowid);
 void vt_check_free(vt_tab *p); /* when the table is disconnected */
+/* csq_import's CHECK: vt_check_bulk_begin compiles the table's CHECK
+** constraints and reads PRAGMA ignore_check_constraints once for the load;
+** *pbCheck = 1 when rows must be checked. vt_check_bulk_row checks row
+** iRow of aCol (nCol + 1 vectors, [0] the rowids, the values with their
+** columns' affinity, the INTEGER PRIMARY KEY's NULL): SQLITE_OK,
+** SQLITE_CONSTRAINT_CHECK or an error, the message in p->base.zErrMsg. */
+int vt_check_bulk_begin(vt_tab *p, int *pbCheck);
+int vt_check_bulk_row(vt_tab *p, const csq_vec *aCol, uint32_t iRow);
 
 /* affinity.c: convert argv value to the column's affinity and push it. */
 int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
