@@ -396,6 +396,14 @@ void ex_col_sel_codes(const ex_col *c, uint32_t b0, const uint32_t *aSel, uint32
 /* Batch [b0, b0+n) of an integer (real) column into c->aI (c->aR). */
 void ex_col_ints(ex_col *c, uint32_t b0, uint32_t n);
 void ex_col_reals(ex_col *c, uint32_t b0, uint32_t n);
+/* The values of rows aSel[0..n) (ascending, n <= BATCH) of aligned batch
+** [b0, b0+nb) of a K_INT or K_REAL column, as 8-byte words (int64, or a
+** double's bits) into u; a NULL row's word is unspecified. When they are
+** few of the batch and the batch is not materialised, only theirs are
+** unpacked (FOR and REAL_DEC codes, RLE runs, plain reals); otherwise the
+** batch is materialised in c (for later terms too) and gathered. */
+void ex_col_sel_words(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n,
+                      uint64_t *u);
 /* dst[k] = src[aSel[k] - b0] for k < n, elements of 8 bytes. */
 void ex_gather8(void *dst, const void *src, const uint32_t *aSel, uint32_t n, uint32_t b0);
 
