@@ -32,15 +32,21 @@ void ex_bpf_free(ex_term *et) {
   et->aBpfK = NULL;
 }
 
-_Static_assert(DEV_BPF_FAULT_ARG == 1 && DEV_BPF_FAULT_FAIL == 2 && DEV_BPF_FAULT_FIND == 3,
-               "the detail of CSQ_FAULT_BPF in program.h (EBPF TERMS) and csq_fault_text");
+/* csq_fail's code of this thread's last fault: a fault travels through the
+** executor as an int, too narrow for it, so ex_bpf_fault_reason adds it
+** back when the Execute completes (on the thread that ran the program). */
+static __thread int64_t tlsFailCode;
 
-/* The fault reason of frame f (program.h, EBPF TERMS): an int, as every
-** fault travels through the executor. */
+/* The fault reason of frame f: its kind, the code kept aside. */
 static int bpf_fault(const dev_bpf_frame *f) {
-  int r = CSQ_FAULT_BPF | (int)((f->fault & 0xFF) << 8);
-  if (f->fault == DEV_BPF_FAULT_FAIL) r |= (int)(((uint64_t)f->failCode & 0x7FFF) << 16);
-  return r;
+  tlsFailCode = f->failCode;
+  return (int)csq_bpf_fault_reason((unsigned)f->fault, 0);
+}
+
+uint64_t ex_bpf_fault_reason(uint64_t reason) {
+  if ((reason & 0xFF) != CSQ_FAULT_BPF || ((reason >> 8) & 0xFF) != CSQ_BPF_FAULT_FAIL)
+    return reason;
+  return csq_bpf_fault_reason(CSQ_BPF_FAULT_FAIL, tlsFailCode);
 }
 
 /* Write slot s: value bits u, type t (bytes 9..15 stay zero). */

@@ -432,6 +432,10 @@ void ex_bpf_free(ex_term *et);
 ** the input columns aCol. 0 or CSQ_FAULT_BPF. */
 int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                 uint32_t n, uint8_t *aM);
+/* Fault reason reason as it leaves the executor: an eBPF csq_fail fault
+** with the program's code in bits 63:16 (program.h, EBPF TERMS); others
+** as they are. */
+uint64_t ex_bpf_fault_reason(uint64_t reason);
 /* aI[k] = the program of et (compiled for a CSQ_EX_BPF instruction) on row
 ** aSel[k], as an INTEGER. 0 or CSQ_FAULT_BPF. */
 int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,

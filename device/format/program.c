@@ -21,25 +21,13 @@
 #include "device/format/le.h"
 #include "device/format/program.h"
 
+_Static_assert(CSQ_FAULT_BPF == CSQ_FAULT_BPF_REASON, "bpf.h restates the reason");
+
 void csq_fault_text(uint64_t r, char *z, size_t n) {
-  if ((r & 0xFF) != CSQ_FAULT_BPF || r == CSQ_FAULT_BPF) {
+  if ((r & 0xFF) == CSQ_FAULT_BPF && r != CSQ_FAULT_BPF)
+    csq_bpf_fault_text(r, NULL, z, n);
+  else
     snprintf(z, n, "%s", csq_fault_name(r));
-    return;
-  }
-  switch ((r >> 8) & 0xFF) {
-  case 1:
-    snprintf(z, n, "an eBPF program gave a helper an argument index past its arguments");
-    break;
-  case 2:
-    snprintf(z, n, "an eBPF program failed: it called csq_fail(%u)",
-             (unsigned)((r >> 16) & 0x7FFF));
-    break;
-  case 3:
-    snprintf(z, n, "an eBPF program called csq_find with a needle length outside 1..8");
-    break;
-  default:
-    snprintf(z, n, "%s", csq_fault_name(CSQ_FAULT_BPF));
-  }
 }
 
 const char *csq_fault_name(uint64_t r) {

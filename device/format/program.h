@@ -115,7 +115,8 @@
 **   the Execute with reason CSQ_FAULT_BPF in bits 7:0, what happened in
 **   bits 15:8 (1 a helper was given an argument index out of range, 2 the
 **   program called csq_fail, 3 csq_find with a needle length outside
-**   1..8) and, for csq_fail, bits 30:16 of its code (code & 0x7FFF). Zone
+**   1..8) and, for csq_fail, bits 63:16 its code's low 48 bits (shown
+**   sign-extended: csq_bpf_fault_reason, csq_bpf_fault_text). Zone
 **   maps never skip a row group for an eBPF term.
 **   What a program may do (device/format/bpf.h has the rules and the
 **   argument block): at most CSQ_BPF_MAX_INS (4096) instructions of the

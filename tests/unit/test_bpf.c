@@ -375,6 +375,14 @@ static void test_runtime(void) {
   char zF[200];
   csq_fault_text(CSQ_FAULT_BPF | (2u << 8) | (77u << 16), zF, sizeof(zF));
   CHECK(strstr(zF, "csq_fail(77)") != NULL, "'%s'", zF);
+  /* csq_fail's code crosses as its low 48 bits, shown sign-extended */
+  static const int64_t aCode[] = {0, -1, 77, -123456789012ll, (1ll << 47) - 1, -(1ll << 47)};
+  for (size_t i = 0; i < sizeof(aCode) / sizeof(aCode[0]); i++) {
+    char zWant[64];
+    csq_fault_text(csq_bpf_fault_reason(CSQ_BPF_FAULT_FAIL, aCode[i]), zF, sizeof(zF));
+    snprintf(zWant, sizeof(zWant), "csq_fail(%lld)", (long long)aCode[i]);
+    CHECK(strstr(zF, zWant) != NULL, "'%s' for %s", zF, zWant);
+  }
   csq_fault_text(CSQ_FAULT_BPF | (1u << 8), zF, sizeof(zF));
   CHECK(strstr(zF, "argument index") != NULL, "'%s'", zF);
   csq_fault_text(CSQ_FAULT_CHECKSUM, zF, sizeof(zF));
