@@ -61,6 +61,7 @@ typedef struct sp {
   int nAgg;
   int nTerm;
   sqlite3_str *pHost;
+  sqlite3_str *pBpf; /* the eBPF calls the program runs, for csq_explain */
 } sp;
 
 static void sp_fail(sp *s, const char *zFmt, const char *zArg) {
@@ -277,13 +278,26 @@ static int sp_bpf_args(sp *s, const pl_expr *e, sp_bpf *c) {
   return 1;
 }
 
+/* Note eBPF call e, taken into the program as zAs, for csq_explain. */
+static void sp_bpf_note(sp *s, const pl_expr *e, const char *zAs) {
+  char *z = sp_text(s, e);
+  if (sqlite3_str_length(s->pBpf)) sqlite3_str_appendall(s->pBpf, "; ");
+  sqlite3_str_appendf(s->pBpf, "%s %s", z ? z : "csq_bpf(...)", zAs);
+  sqlite3_free(z);
+}
+
 /* A WHERE conjunct that is an eBPF call, as an eBPF term; 0 if it is not. */
 static int sp_bpf_term(sp *s, const pl_expr *e) {
   sp_bpf c;
   if (!sp_bpf_args(s, e, &c)) return 0;
-  if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl) < 0)
+  int bCol = 0;
+  for (int j = 0; j < c.nArg; j++) bCol |= c.aArg[j].iChunk >= 0;
+  if (!bCol)
+    sp_fail_expr(s, "the eBPF call %s reads no column: SQLite runs it on the host", e);
+  else if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl) < 0)
     sp_fail(s, "the eBPF call does not fit a device program%s", "");
   sp_bpf_free(&c);
+  sp_bpf_note(s, e, "as a filter term");
   s->nTerm++;
   return 1;
 }
@@ -379,6 +393,7 @@ static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
       return -1;
     }
     r = csq_pb_expr(s->b, CSQ_EX_BPF, k, 0, 0);
+    sp_bpf_note(s, e, "as a value");
   } else if (e->op == PL_E_NEG) {
     char a2;
     int x = sp_expr(s, e->pLeft, &a2, 1);
@@ -660,11 +675,13 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
   }
   s.b = csq_pb_new();
   s.pHost = sqlite3_str_new(db);
+  s.pBpf = sqlite3_str_new(db);
   if (!s.b)
     rc = SQLITE_NOMEM;
   else
     sp_plan(&s);
   char *zHost = sqlite3_str_finish(s.pHost);
+  char *zBpf = sqlite3_str_finish(s.pBpf);
   if (rc == SQLITE_OK && !s.bFail) {
     uint8_t *pProg = NULL;
     size_t nProg = 0;
@@ -686,6 +703,8 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
         p->nAgg = s.nAgg;
         p->zHost = zHost;
         zHost = NULL;
+        p->zBpf = zBpf && zBpf[0] ? zBpf : NULL;
+        if (p->zBpf) zBpf = NULL;
         if (s.ti.nEngines == 0)
           snprintf(
               p->zWhy, sizeof(p->zWhy),
@@ -698,6 +717,7 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
     }
   }
   sqlite3_free(zHost);
+  sqlite3_free(zBpf);
   csq_pb_free(s.b);
   pl_ast_free(s.a);
   return rc;
@@ -709,5 +729,6 @@ void pl_plan_free(pl_plan *p) {
   sqlite3_free(p->pProg);
   sqlite3_free(p->zHost);
   sqlite3_free(p->zDevice);
+  sqlite3_free(p->zBpf);
   sqlite3_free(p);
 }
