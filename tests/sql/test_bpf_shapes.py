@@ -22,15 +22,15 @@ PROGRAMS = {
     # division: the magnitude's unsigned remainder)
     "p_int": ("INTEGER", r'''
 CSQ_PROGRAM u64 f(const struct csq_arg *a) {
-  if (a[0].type != CSQ_T_INTEGER) return 0;
-  u64 v = (s64)a[0].v < 0 ? -a[0].v : a[0].v;
+  if (!csq_is(a, 0, CSQ_T_INTEGER)) return 0;
+  u64 v = csq_int(a, 0) < 0 ? -csq_int(a, 0) : csq_int(a, 0);
   return v % 3 == 0;
 }'''),
     # a > 10 and b < 500.0, both present
     "p_two": ("INTEGER,REAL", r'''
 CSQ_PROGRAM u64 f(const struct csq_arg *a) {
-  if (a[0].type != CSQ_T_INTEGER || a[1].type != CSQ_T_REAL) return 0;
-  return (s64)a[0].v > 10 && csq_fcmp(a[1].v, csq_real(500.0)) < 0;
+  if (csq_is_null(a, 0) || !csq_is(a, 0, CSQ_T_INTEGER) || !csq_is(a, 1, CSQ_T_REAL)) return 0;
+  return csq_int(a, 0) > 10 && csq_fcmp(a[1].v, csq_real(500.0)) < 0;
 }'''),
     # the storage class as its slot type (0 NULL .. 4 BLOB)
     "p_type": ("ANY", r'''
