@@ -286,18 +286,21 @@ static void sp_bpf_note(sp *s, const pl_expr *e, const char *zAs) {
   sqlite3_free(z);
 }
 
-/* A WHERE conjunct that is an eBPF call, as an eBPF term; 0 if it is not. */
-static int sp_bpf_term(sp *s, const pl_expr *e) {
+/* A WHERE conjunct that is an eBPF call, or NOT of one, as an eBPF term; 0
+** if it is not. */
+static int sp_bpf_term(sp *s, const pl_expr *eTerm) {
   sp_bpf c;
-  if (!sp_bpf_args(s, e, &c)) return 0;
+  const int bNot = eTerm->op == PL_E_NOT;
+  const pl_expr *e = bNot ? eTerm->pLeft : eTerm;
+  if (!e || !sp_bpf_args(s, e, &c)) return 0;
   int bCol = 0;
   for (int j = 0; j < c.nArg; j++) bCol |= c.aArg[j].iChunk >= 0;
   if (!bCol)
     sp_fail_expr(s, "the eBPF call %s reads no column: SQLite runs it on the host", e);
-  else if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl) < 0)
+  else if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl, bNot) < 0)
     sp_fail(s, "the eBPF call does not fit a device program%s", "");
   sp_bpf_free(&c);
-  sp_bpf_note(s, e, "as a filter term");
+  sp_bpf_note(s, eTerm, "as a filter term");
   s->nTerm++;
   return 1;
 }
@@ -311,7 +314,7 @@ static void sp_where_term(sp *s, const pl_expr *e) {
     sp_where_term(s, e->pRight);
     return;
   }
-  if (e->op == PL_E_FUNC && sp_bpf_term(s, e)) return;
+  if ((e->op == PL_E_FUNC || e->op == PL_E_NOT) && sp_bpf_term(s, e)) return;
   int op = cmp_op(e->op);
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;

@@ -118,8 +118,10 @@ static int bpf_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, con
   csq_bpf_call call;
   if (strcmp(zWhat, "term") != 0)
     return verr(zErr, nErr, "%s %u (BPF): only filter terms may run eBPF programs", zWhat, i);
-  if (t->flags || t->k1 || t->esc)
-    return verr(zErr, nErr, "%s %u (BPF): flags, second constant and escape must be 0", zWhat, i);
+  if ((t->flags & ~CSQ_TF_NOT) || t->k1 || t->esc)
+    return verr(zErr, nErr,
+                "%s %u (BPF): flags other than NOT, second constant and escape must be 0", zWhat,
+                i);
   if (t->k0 >= pp->nConst || pp->aConst[t->k0].cls != CSQ_BLOB)
     return verr(zErr, nErr, "%s %u (BPF): constant %u is not a BLOB", zWhat, i, t->k0);
   const csq_pconst *k = &pp->aConst[t->k0];
@@ -153,8 +155,8 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   if (t->slot >= nIn)
     return verr(zErr, nErr, "%s %u (%s): input slot %u out of range (%u inputs)", zWhat, i, zOp,
                 t->slot, nIn);
-  int bNot =
-      t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB;
+  int bNot = t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE ||
+             t->op == CSQ_OP_GLOB || t->op == CSQ_OP_BPF;
   if ((t->flags & CSQ_TF_NOT) && !bNot)
     return verr(zErr, nErr, "%s %u (%s): NOT flag not allowed", zWhat, i, zOp);
   if ((t->flags & CSQ_TF_BLOB_TEXT) && t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB)
