@@ -62,6 +62,10 @@ typedef struct sp {
   int nTerm;
   sqlite3_str *pHost;
   sqlite3_str *pBpf; /* the eBPF calls the program runs, for csq_explain */
+  /* a row plan (sp_plan_rows): key 0 is the rowid (aKey[0] NULL), and
+  ** aggregate k is MIN of column chunk aRowChunk[k], its value */
+  int bRows;
+  int aRowChunk[SP_MAX_AGG];
 } sp;
 
 static void sp_fail(sp *s, const char *zFmt, const char *zArg) {
@@ -448,7 +452,7 @@ static int sp_key_ok(sp *s, const pl_expr *e, int bInt) {
 
 static int sp_find_key(sp *s, const pl_expr *e) {
   for (int k = 0; k < s->nKey; k++)
-    if (pl_expr_equal(s->aKey[k], e)) return k;
+    if (s->aKey[k] && pl_expr_equal(s->aKey[k], e)) return k;
   return -1;
 }
 
@@ -516,6 +520,16 @@ static void sp_emit(sp *s, const pl_expr *e, int bCmp) {
     sqlite3_str_appendf(s->pHost, "c%d", k);
     return;
   }
+  if (e->op == PL_E_COLUMN && s->bRows) {
+    char aff;
+    int iChunk = sp_column(s, e, &aff);
+    for (k = 0; k < s->nAgg; k++)
+      if (s->aRowChunk[k] == iChunk) {
+        sqlite3_str_appendf(s->pHost, "c%d", s->nKey + k);
+        return;
+      }
+    return sp_fail_expr(s, "internal: column %s not planned", e);
+  }
   if (e->op == PL_E_COLUMN) return sp_fail_expr(s, "%s is neither grouped nor aggregated", e);
   if (e->op == PL_E_PARAM) {
     sqlite3_str_appendf(s->pHost, "?%d", (int)e->iVal);
@@ -558,8 +572,13 @@ static void sp_aggs_of(sp *s, const pl_expr *e) {
   pl_refs_free(&r);
 }
 
+static void sp_host(sp *s);
+static int sp_has_bpf(const pl_expr *e);
+static void sp_plan_rows(sp *s);
+
 static void sp_plan(sp *s) {
   pl_ast *a = s->a;
+  if (!a->bAgg && sp_has_bpf(a->pWhere)) return sp_plan_rows(s);
   if (!a->bAgg)
     return sp_fail(s,
                    "cost: no aggregate, so the table's own filter pushdown moves only the rows "
@@ -587,8 +606,84 @@ static void sp_plan(sp *s) {
   for (int i = 0; i < a->nCol; i++) sp_aggs_of(s, a->aCol[i].pExpr);
   sp_aggs_of(s, a->pHaving);
   for (int i = 0; i < a->nOrder; i++) sp_aggs_of(s, a->aOrder[i].pExpr);
+  sp_host(s);
+}
+
+/* Does e call csq_bpf (or csq_bpf_col)? */
+static int sp_has_bpf(const pl_expr *e) {
+  if (!e) return 0;
+  if (e->op == PL_E_FUNC && strncmp(e->zName, "csq_bpf", 7) == 0) return 1;
+  if (sp_has_bpf(e->pLeft) || sp_has_bpf(e->pRight) || sp_has_bpf(e->pExtra)) return 1;
+  for (int i = 0; i < e->nArg; i++)
+    if (sp_has_bpf(e->apArg[i])) return 1;
+  return 0;
+}
+
+/* A SELECT without aggregates whose WHERE calls csq_bpf: SQLite can offer
+** a virtual table no such call over several columns, so the planner takes
+** it. The device filters, and keeps each row whole as a group of one: the
+** rowid as the key, each column the query reads as MIN over that one row
+** (its value, in its own class). The host reads them back in rowid order
+** unless the query orders them. */
+static void sp_plan_rows(sp *s) {
+  pl_ast *a = s->a;
+  if (a->bStar)
+    return sp_fail(s,
+                   "SELECT * without aggregates stays on the host (name the columns and csq "
+                   "pushes its eBPF filter)%s",
+                   "");
+  s->bRows = 1;
+  sp_where_term(s, a->pWhere);
   if (s->bFail) return;
-  /* the host part */
+  int slot = csq_pb_input(s->b, 0), x = slot < 0 ? slot : csq_pb_expr_col(s->b, slot);
+  if (x < 0 || csq_pb_group(s->b, x) < 0) return sp_fail(s, "program limit reached%s", "");
+  s->aKey[0] = NULL;
+  s->aKeyAff[0] = 'D';
+  s->nKey = 1;
+  pl_refs r;
+  memset(&r, 0, sizeof(r));
+  for (int i = 0; i < a->nCol; i++)
+    if (pl_expr_refs(a->aCol[i].pExpr, 0, &r)) s->bFail = 1;
+  for (int i = 0; i < a->nOrder; i++)
+    if (pl_expr_refs(a->aOrder[i].pExpr, 0, &r)) s->bFail = 1;
+  if (s->bFail) {
+    s->bFail = 0;
+    sp_fail(s, "out of memory%s", "");
+  }
+  for (int i = 0; i < r.nCol && !s->bFail; i++) {
+    char aff;
+    int iChunk = sp_column(s, r.aCol[i], &aff), k;
+    if (iChunk < 0) {
+      sp_fail_expr(s, "%s is not a column of the table", r.aCol[i]);
+      break;
+    }
+    for (k = 0; k < s->nAgg && s->aRowChunk[k] != iChunk; k++) {}
+    if (k < s->nAgg) continue;
+    if (s->nAgg >= SP_MAX_AGG) {
+      sp_fail(s, "more than 64 columns%s", "");
+      break;
+    }
+    int sl = csq_pb_input(s->b, (uint32_t)iChunk), xc = sl < 0 ? sl : csq_pb_expr_col(s->b, sl);
+    if (xc < 0 || csq_pb_agg(s->b, CSQ_AGG_MIN, 0, xc) < 0) {
+      sp_fail(s, "program limit reached%s", "");
+      break;
+    }
+    s->aRowChunk[s->nAgg] = iChunk;
+    s->aAgg[s->nAgg++] = r.aCol[i];
+  }
+  pl_refs_free(&r);
+  if (!s->bFail && s->nAgg == 0) { /* no column read: the rows still count */
+    s->aRowChunk[0] = -1;
+    s->aAgg[s->nAgg++] = NULL;
+    if (csq_pb_agg(s->b, CSQ_AGG_COUNT_STAR, 0, -1) < 0) sp_fail(s, "program limit reached%s", "");
+  }
+  sp_host(s);
+}
+
+/* The host part: the query over the merged rows (csq_rows). */
+static void sp_host(sp *s) {
+  pl_ast *a = s->a;
+  if (s->bFail) return;
   s->p->iRows = s->nParam + 1;
   if (a->nParam > s->nParam) s->p->iRows = a->nParam + 1;
   sqlite3_str_appendall(s->pHost, "SELECT ");
@@ -618,6 +713,7 @@ static void sp_plan(sp *s) {
     if (t->bDesc) sqlite3_str_appendall(s->pHost, " DESC");
     if (t->eNulls) sqlite3_str_appendall(s->pHost, t->eNulls == 1 ? " NULLS FIRST" : " NULLS LAST");
   }
+  if (s->bRows && a->nOrder == 0) sqlite3_str_appendall(s->pHost, " ORDER BY c0");
   if (a->pLimit) {
     sqlite3_str_appendall(s->pHost, " LIMIT (");
     sp_emit(s, a->pLimit, 0);
@@ -713,6 +809,10 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
               p->zWhy, sizeof(p->zWhy),
               "filter, GROUP BY and aggregates in csq's host engine: the device has no compute "
               "engines (still vectorised, and SQLite merges only partial rows)");
+        else if (s.bRows)
+          snprintf(p->zWhy, sizeof(p->zWhy),
+                   "the filter on the device (its eBPF call is one SQLite cannot offer the "
+                   "table), each row kept whole as a group of one, keyed by rowid");
         else
           snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
       }

@@ -85,6 +85,22 @@ SHAPES = [
      "as a value"),
     ("in the select list", "SELECT id, csq_bpf('p_type', m) FROM {t} WHERE id % 5 = 0 ORDER BY id",
      "SELECT id, " + TYPE_SQL % "m" + " FROM {t} WHERE id % 5 = 0 ORDER BY id", "host", "no aggregate"),
+    ("a plain SELECT of several columns",
+     "SELECT id, a, b, s, m FROM {t} WHERE csq_bpf('p_two', a, b)",
+     "SELECT id, a, b, s, m FROM {t} WHERE a > 10 AND b < 500.0", "device",
+     "csq_bpf('p_two', a, b) as a filter term"),
+    ("a plain SELECT, ordered and limited",
+     "SELECT s || '!', bl, b * 2 FROM {t} WHERE csq_bpf('p_x', m) AND g > 100 ORDER BY b DESC, id LIMIT 40 OFFSET 3",
+     "SELECT s || '!', bl, b * 2 FROM {t} WHERE typeof(m) IN ('text', 'blob') AND instr(m, 'x') > 0 "
+     "AND g > 100 ORDER BY b DESC, id LIMIT 40 OFFSET 3", "device", "csq_bpf('p_x', m)"),
+    ("a plain SELECT, a call in its list too",
+     "SELECT id, csq_bpf('p_type', m) FROM {t} WHERE NOT csq_bpf('p_int', g) AND id < 500",
+     "SELECT id, " + TYPE_SQL % "m" + " FROM {t} WHERE g % 3 != 0 AND id < 500", "device",
+     "NOT csq_bpf('p_int', g) as a filter term"),
+    ("a plain SELECT of no column", "SELECT 7 FROM {t} WHERE csq_bpf('p_int', a) AND id < 90",
+     "SELECT 7 FROM {t} WHERE a % 3 = 0 AND id < 90", "device", "csq_bpf('p_int', a)"),
+    ("a plain SELECT *", "SELECT * FROM {t} WHERE csq_bpf('p_two', a, b)",
+     "SELECT * FROM {t} WHERE a > 10 AND b < 500.0", "host", "SELECT * without aggregates"),
     ("rows from the stock path",
      "SELECT id, g, b FROM {t} WHERE csq_bpf_col(g, 'p_int') ORDER BY id",
      "SELECT id, g, b FROM {t} WHERE g % 3 = 0 ORDER BY id", "table", None),
@@ -213,7 +229,8 @@ def test_shapes_after_writes_in_a_transaction():
                     [(10000 + i, i * 3, 1.5, 0, "x", b"x", "x") for i in range(50)])
     con.execute("DELETE FROM t WHERE id < 300")
     con.execute("DELETE FROM n WHERE id < 300")
-    for name, q, _logic, _where, _what in SHAPES[:12]:
-        same_rows(con.execute(q.format(t="t")).fetchall(), con.execute(q.format(t="n")).fetchall(),
-                  name + ": inside a transaction")
+    for name, q, _logic, _where, _what in SHAPES:
+        want = con.execute(q.format(t="n")).fetchall()
+        same_rows(con.execute(q.format(t="t")).fetchall(), want, name + ": inside a transaction")
+        same_rows(pushed(con, q.format(t="t")), want, name + ": inside a transaction, csq's planner")
     con.execute("COMMIT")
