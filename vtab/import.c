@@ -800,10 +800,8 @@ done:
               (long long)L.nSkip, L.zFirstSkip);
     sqlite3_result_int64(ctx, L.nRow);
   } else {
-    char *zMsg = sqlite3_mprintf("csq_import(%s): %s", zTable, zErr ? zErr : sqlite3_errstr(rc));
-    sqlite3_result_error(ctx, zMsg ? zMsg : "csq_import: out of memory", -1);
+    vt_result_errorf(ctx, "csq_import(%s): %s", zTable, zErr ? zErr : sqlite3_errstr(rc));
     if (rc != SQLITE_ERROR) sqlite3_result_error_code(ctx, rc);
-    sqlite3_free(zMsg);
   }
   sqlite3_free(L.zFirstSkip);
   sqlite3_free(zErr);

@@ -481,12 +481,15 @@ int vt_query_register(sqlite3 *db, vt_conn *pConn) {
 ** Rows (part, detail): "plan" (device+host, or host), "why", and for a split
 ** query "device" (what the program does), "program_bytes", "table_rows"
 ** (rows the device scans, from the catalog) and "host" (the SQL SQLite runs
-** over the merged rows). Parameters of the query are unknown here (NULL). */
+** over the merged rows), and "ebpf" when the query calls csq_bpf: the calls
+** the device program runs ("on the device: csq_bpf('f', x) as a filter
+** term; ..."), or that they run on the host. Parameters of the query are
+** unknown here (NULL). */
 
 typedef struct x_cursor {
   sqlite3_vtab_cursor base; /* must be first */
-  char *azPart[8];
-  char *azDetail[8];
+  char *azPart[10];
+  char *azDetail[10];
   int n, i;
 } x_cursor;
 
@@ -543,7 +546,7 @@ static int x_close(sqlite3_vtab_cursor *pCur) {
 }
 
 static void x_add(x_cursor *c, const char *zPart, char *zDetail) {
-  if (c->n >= 8) {
+  if (c->n >= (int)(sizeof(c->azPart) / sizeof(c->azPart[0]))) {
     sqlite3_free(zDetail);
     return;
   }
@@ -579,8 +582,13 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
             sqlite3_mprintf("%d members, each runs its part: %s", l.pFound->nMem,
                             l.pFound->s.zDevices));
     x_add(c, "host", sqlite3_mprintf("%s", plan->zHost));
+    if (plan->zBpf) x_add(c, "ebpf", sqlite3_mprintf("on the device: %s", plan->zBpf));
   } else {
     x_add(c, "host", sqlite3_mprintf("the query as written; csq tables in it push their filters"));
+    if (sqlite3_strlike("%csq_bpf%", zSql, 0) == 0)
+      x_add(c, "ebpf",
+            sqlite3_mprintf("on the host, on the rows the device returns (but a csq table "
+                            "still runs csq_bpf_col(column, 'name') in its WHERE)"));
   }
   pl_plan_free(plan);
   return SQLITE_OK;

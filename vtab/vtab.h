@@ -288,6 +288,11 @@ typedef struct vt_rename_arg {
 int vt_catalog_rename(store_txn *t, void *pArg, char **pzErr);
 void vt_set_error(sqlite3_vtab *pVtab, const char *zFmt, ...);
 int vt_err(sqlite3_vtab *pVtab, int rc, char *zMsg); /* takes a malloc'd device message */
+/* An SQL function's error: the message formatted, or SQLITE_NOMEM when
+** it cannot be. The one way csq's functions (csq_bpf_load, csq_bpf,
+** csq_fault, csq_import) report a failure. */
+void vt_result_errorf(sqlite3_context *ctx, const char *zFmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* write.c */
 int vt_flush(vt_tab *p); /* write the transaction's buffered rows as a row group */
