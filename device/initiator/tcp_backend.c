@@ -5,8 +5,9 @@
 **   nvme-tcp://HOST:PORT/NQN[?OPTION=VALUE&...]
 **   e.g. nvme-tcp://127.0.0.1:4420/nqn.2026-12.io.csq:x.csd?reconnect=3
 **
-** Options: reconnect=N attempts after a dropped connection (default 6, 0 =
-** none: tcp_recover.c).
+** Options (tcp_recover.c): reconnect=N attempts after a dropped connection
+** (default 6, 0 = none); kato=MS, the Keep Alive timeout (default 10000, 0 =
+** none).
 **
 ** xOpen creates the controller (tcp_recover.c: the admin queue, Fabrics
 ** Connect qid 0, Property Set CC.EN, wait for CSTS.RDY); Identify goes over
@@ -32,14 +33,15 @@
 
 #define TCPB_PREFIX      "nvme-tcp://"
 #define TCPB_HOSTNQN_PFX "nqn.2014-08.org.nvmexpress:uuid:"
-#define TCPB_RECONNECT   6 /* default reconnection attempts */
+#define TCPB_RECONNECT   6     /* default reconnection attempts */
+#define TCPB_KATO_MS     10000 /* default Keep Alive timeout */
 
 /* One "NAME=VALUE" option of the URL. 0 or -EINVAL with *pzErr. */
 static int parse_option(dev_backend *d, const char *z, size_t n, char **pzErr) {
   static const struct {
     const char *zName;
     int iMax;
-  } aOpt[] = {{"reconnect", 1000}};
+  } aOpt[] = {{"reconnect", 1000}, {"kato", 3600000}};
   const char *zEq = memchr(z, '=', n);
   for (size_t i = 0; zEq && i < sizeof(aOpt) / sizeof(aOpt[0]); i++) {
     if ((size_t)(zEq - z) != strlen(aOpt[i].zName) || memcmp(z, aOpt[i].zName, (size_t)(zEq - z)))
@@ -52,10 +54,13 @@ static int parse_option(dev_backend *d, const char *z, size_t n, char **pzErr) {
     long v = strtol(zVal, &zEnd, 10);
     if (*zEnd || v < 0 || v > aOpt[i].iMax) break;
     if (i == 0) d->nReconnect = (int)v;
+    if (i == 1) d->katoMs = (int)v;
     return 0;
   }
-  *pzErr = dev_mprintf("bad option \"%.*s\" in %s: want reconnect=N (attempts, 0..1000)", (int)n, z,
-                       d->zUrl);
+  *pzErr = dev_mprintf(
+      "bad option \"%.*s\" in %s: want reconnect=N (attempts, 0..1000) or kato=MS (Keep Alive "
+      "timeout, 0..3600000)",
+      (int)n, z, d->zUrl);
   return -EINVAL;
 }
 
@@ -117,6 +122,7 @@ static int tcpb_open(const char *zPath, const dev_options *pOpt, dev_backend **p
   }
   d->timeoutMs = pOpt->timeoutMs > 0 ? pOpt->timeoutMs : 30000;
   d->nReconnect = TCPB_RECONNECT;
+  d->katoMs = TCPB_KATO_MS;
   rc = parse_url(d, zPath, pzErr);
   if (rc) goto fail;
   /* a host identity per open device: its queues share it, as Connect asks */
@@ -143,6 +149,12 @@ static int tcpb_open(const char *zPath, const dev_options *pOpt, dev_backend **p
     goto fail;
   }
   d->aQidUsed = 1;
+  rc = tcpb_keepalive_start(d);
+  if (rc) {
+    *pzErr =
+        dev_mprintf("cannot open %s: cannot start the Keep Alive thread: %s", zPath, strerror(-rc));
+    goto fail;
+  }
   *ppB = d;
   return 0;
 fail:
@@ -152,6 +164,7 @@ fail:
 
 static void tcpb_close(dev_backend *d) {
   if (!d) return;
+  tcpb_keepalive_stop(d);
   tcpb_queue_free(d->pAdmin);
   pthread_mutex_destroy(&d->mu);
   free(d->zUrl);

@@ -57,6 +57,9 @@ struct dev_backend {
   uint16_t cntlid;
   uint32_t gen; /* bumped at each new controller (atomic reads) */
   uint64_t aQidUsed;
+  pthread_t ka; /* the Keep Alive thread, when katoMs > 0 */
+  int bKa, bKaStop;
+  pthread_cond_t kaCond;
   dev_stats stats;
   dev_stats adminStats;
 };
@@ -140,5 +143,8 @@ int tcpb_resendable(const csq_sqe *p);
 int tcpb_recover(dev_bqueue *q);
 /* Create a controller: the admin queue, CC.EN, CSTS.RDY. d->mu held. */
 int tcpb_ctrl_create(dev_backend *d, int64_t tEnd, char **pzErr);
+/* Start / stop the Keep Alive thread (d->katoMs > 0). 0 or -errno. */
+int tcpb_keepalive_start(dev_backend *d);
+void tcpb_keepalive_stop(dev_backend *d);
 
 #endif /* CSQ_DEVICE_INITIATOR_TCP_INT_H */

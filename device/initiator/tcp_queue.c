@@ -732,7 +732,8 @@ int tcpb_queue_link(dev_bqueue *q, uint16_t cntlid, int64_t tEnd, char **pzErr, 
   e.prp1 = (uint64_t)(uintptr_t)aConn;
   uint8_t *b = (uint8_t *)&e;
   csq_put_le16(b + 42, q->qid);
-  csq_put_le16(b + 44, (uint16_t)(q->nCmd - 1)); /* SQSIZE, 0-based: one spare */
+  csq_put_le16(b + 44, (uint16_t)(q->nCmd - 1));  /* SQSIZE, 0-based: one spare */
+  if (q->qid == 0) e.cdw12 = (uint32_t)d->katoMs; /* KATO */
   rc = tcpb_sync_cmd(q, &e, tEnd, &c, pzErr, "Fabrics Connect");
   free(aConn);
   if (rc) {

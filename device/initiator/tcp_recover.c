@@ -27,6 +27,7 @@
 ** that would have committed on it fails instead.
 */
 #include <errno.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -184,4 +185,56 @@ int tcpb_recover(dev_bqueue *q) {
   q->bDead = 1;
   tcpb_fail_all(q);
   return -1;
+}
+
+/* The Keep Alive thread: every KATO/2, a Keep Alive on the admin queue, or a
+** new controller when the admin queue died. */
+static void *keepalive_main(void *pArg) {
+  dev_backend *d = pArg;
+  pthread_mutex_lock(&d->mu);
+  while (!d->bKaStop) {
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    int64_t ns = (int64_t)ts.tv_nsec + (int64_t)d->katoMs * 1000000 / 2;
+    ts.tv_sec += (time_t)(ns / 1000000000);
+    ts.tv_nsec = (long)(ns % 1000000000);
+    pthread_cond_timedwait(&d->kaCond, &d->mu, &ts);
+    if (d->bKaStop) break;
+    int64_t tEnd = tcpb_now() + (int64_t)d->katoMs * 1000000;
+    if (ctrl_alive(d, tEnd) && d->nReconnect > 0) {
+      char *zErr = NULL;
+      tcpb_ctrl_create(d, tEnd, &zErr); /* a queue that needs it says why */
+      free(zErr);
+    }
+  }
+  pthread_mutex_unlock(&d->mu);
+  return NULL;
+}
+
+int tcpb_keepalive_start(dev_backend *d) {
+  pthread_condattr_t a;
+  int rc;
+  if (d->katoMs <= 0) return 0;
+  pthread_condattr_init(&a);
+  pthread_condattr_setclock(&a, CLOCK_MONOTONIC);
+  pthread_cond_init(&d->kaCond, &a);
+  pthread_condattr_destroy(&a);
+  rc = pthread_create(&d->ka, NULL, keepalive_main, d);
+  if (rc) {
+    pthread_cond_destroy(&d->kaCond);
+    return -rc;
+  }
+  d->bKa = 1;
+  return 0;
+}
+
+void tcpb_keepalive_stop(dev_backend *d) {
+  if (!d->bKa) return;
+  pthread_mutex_lock(&d->mu);
+  d->bKaStop = 1;
+  pthread_cond_signal(&d->kaCond);
+  pthread_mutex_unlock(&d->mu);
+  pthread_join(d->ka, NULL);
+  pthread_cond_destroy(&d->kaCond);
+  d->bKa = 0;
 }

@@ -420,11 +420,11 @@ class Raw:
         dw0, dw1, sqhd, sqid, cid, st = struct.unpack("<IIHHHH", b[8:24])
         return cid, st >> 1, dw0
 
-    def connect(self, nqn, qid=0, cntlid=0xFFFF, host=b"nqn.test-host"):
+    def connect(self, nqn, qid=0, cntlid=0xFFFF, host=b"nqn.test-host", kato=0):
         data = (bytes(16) + struct.pack("<H", cntlid) + bytes(238) + nqn.encode().ljust(256, b"\0") +
                 host.ljust(256, b"\0") + bytes(256))
         self.capsule(sqe(0x7F, 1, nsid=1, sgl=(0x01, 1024),
-                         extra=struct.pack("<HHHBxI", 0, qid, 31, 0, 0)), data)
+                         extra=struct.pack("<HHHBxI", 0, qid, 31, 0, kato)), data)
         return self.resp()
 
     def enable(self):
@@ -554,6 +554,52 @@ def test_hostile_host_against_target():
     finally:
         tg.stop()
     assert "terminated" in tg.read_log()
+
+
+def test_keep_alive_timeout_tears_down_a_silent_host():
+    d = tmpdir()
+    tg = Target(d, ["ka.csd"])
+    try:
+        # a host that asks for KATO 200 ms and then says nothing: dropped after 2 x KATO
+        quiet = Raw(tg.port)
+        quiet.icreq()
+        cid, st, cntlid = quiet.connect(NQN + "ka.csd", kato=200)
+        assert st == 0, hex(st)
+        io = Raw(tg.port)
+        io.icreq()
+        assert io.connect(NQN + "ka.csd", qid=1, cntlid=cntlid)[1] == 0
+        t0 = time.time()
+        assert quiet.closed() and io.closed(), "a silent controller was kept"
+        assert time.time() - t0 < 5
+        # one that sends Keep Alive every 100 ms stays, and so do its I/O queues
+        live = Raw(tg.port)
+        live.icreq()
+        cid, st, cntlid = live.connect(NQN + "ka.csd", kato=200)
+        assert live.enable()[1] == 0
+        io = Raw(tg.port)
+        io.icreq()
+        assert io.connect(NQN + "ka.csd", qid=1, cntlid=cntlid)[1] == 0
+        for i in range(12):
+            time.sleep(0.1)
+            live.capsule(sqe(0x18, 10 + i))
+            assert live.resp()[1] == 0
+        io.capsule(sqe(0x00, 5, nsid=1))  # Flush: the I/O queue still works
+        assert io.resp()[:2] == (5, 0)
+        live.s.close()
+        io.s.close()
+        # csq's initiator keeps an idle table's controller alive
+        con = connect(os.path.join(d, "ka.db"))
+        con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, device='%s?kato=200')" %
+                    tg.url("ka.csd"))
+        con.execute("INSERT INTO t VALUES(1), (2)")
+        time.sleep(1.2)
+        assert con.execute("SELECT sum(a) FROM t WHERE a > 0").fetchall() == [(3,)]
+        con.close()
+    finally:
+        tg.stop()
+    log = tg.read_log()
+    assert log.count("keep alive timeout") == 2, log
+    assert "KATO 200 ms" in log, log
 
 
 def test_discovery_log_lists_subsystems():
