@@ -112,6 +112,14 @@ void tgt_discovery_log(tgt_server *s, uint64_t lpo, uint32_t n, uint8_t *pBuf);
 /* Patch a device's Identify controller data with what a fabrics host reads:
 ** controller id, subsystem NQN, capsule sizes, SGL support. */
 void tgt_identify_patch(tgt_ctrl *pCtrl, uint8_t *pBuf);
+/* The Active Namespace ID list (Identify CNS 02h) of a csq subsystem: the
+** namespaces above nsid, of csq's three (cmd.h), 4096 bytes in pBuf. */
+void tgt_active_ns_list(uint32_t nsid, uint8_t *pBuf);
+/* Patch the device's Identify Namespace data of nsid for a host that scans
+** the namespaces (the Linux kernel): the CP and SLM namespaces report a
+** nonzero capacity in 64 KiB "blocks", larger than a page, so the kernel
+** keeps them (a /dev/ngXnY node for passthrough) without block I/O on them. */
+void tgt_identify_ns_patch(uint32_t nsid, uint8_t *pBuf);
 
 /* target_conn.c -------------------------------------------------------------
 ** Serve one accepted connection on its own threads; takes fd. 0 or -errno. */

@@ -376,6 +376,11 @@ static void exec_cmd(tgt_conn *c, tgt_cmd *p) {
         }
         return;
       }
+      if ((e->cdw10 & 0xFF) == 2) { /* Active Namespace ID list */
+        tgt_active_ns_list(e->nsid, p->pBuf);
+        finish_local(c, p, 0, 0);
+        return;
+      }
       break;
     default:
       if (!dev_sqe_is_admin(e) || !c->pCtrl->pSub) {
@@ -406,6 +411,8 @@ static void *completer_main(void *pArg) {
     if ((sf & 0x7FF) == 0 && c->qid == 0 && p->sqe.opcode == CSQ_ADM_IDENTIFY &&
         (p->sqe.cdw10 & 0xFF) == 1)
       tgt_identify_patch(c->pCtrl, p->pBuf);
+    if ((sf & 0x7FF) == 0 && p->sqe.opcode == CSQ_ADM_IDENTIFY && (p->sqe.cdw10 & 0xFF) == 0)
+      tgt_identify_ns_patch(p->sqe.nsid, p->pBuf);
     if ((sf & 0x7FF) == 0 && p->dir == TCP_XFER_C2H) tx_c2h(c, p->hostCid, p->pBuf, p->nLen);
     tx_resp(c, p->hostCid, sf, (uint64_t)q.dw1 << 32 | q.dw0);
     p->bInDevice = 0;
