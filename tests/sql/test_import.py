@@ -650,6 +650,52 @@ def test_check_constraints_as_insert():
     con.close()
 
 
+def test_striped_table():
+    """A table over two devices: outside BEGIN a load is atomic across both
+    (a bad row at the end leaves both members as they were), its row groups
+    go to both, rowids follow the table's; inside BEGIN it is the
+    transaction's (ROLLBACK drops it). Compared with a native table, also
+    after reopening."""
+    d = tmpdir()
+    db = os.path.join(d, "s.db")
+    devs = [os.path.join(d, "a.csd"), os.path.join(d, "b.csd")]
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, "
+                "devices='%s', rowgroup=1000)" % ",".join(devs))
+    con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)")
+    for t in ("t", "n"):
+        con.execute("INSERT INTO %s VALUES (NULL, -1, 'before'), (10, -2, 'ten')" % t)
+    rows = [("", str(i * 7 % 1000), "row %d" % i) for i in range(5500)]
+    path = os.path.join(d, "s.csv")
+    write_csv(path, rows)
+    bad = os.path.join(d, "bad.csv")
+    write_csv(bad, rows + [("", "1")])
+    q = "SELECT id, a, typeof(a), b FROM %s ORDER BY id"
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'null=')", (bad,)).fetchone(),
+                 "line 5501: 2 fields")
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    assert con.execute("SELECT csq_import('t', ?, 'null=')", (path,)).fetchone()[0] == 5500
+    con.executemany("INSERT INTO n VALUES (NULL, ?, ?)", [(int(a), b) for _, a, b in rows])
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    used = dict(con.execute("SELECT path, blocks_used FROM csq_devices").fetchall())
+    for p in devs:
+        key = [k for k in used if k.endswith(os.path.basename(p))]
+        assert key and used[key[0]] > 4, (p, used)
+    con.execute("BEGIN")
+    assert con.execute("SELECT csq_import('t', ?, 'null=')", (path,)).fetchone()[0] == 5500
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 11002
+    con.execute("ROLLBACK")
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    con.execute("BEGIN")
+    assert con.execute("SELECT csq_import('t', 'SELECT NULL, a + 1, b FROM n WHERE id > 10')").fetchone()[0] == 5500
+    con.execute("INSERT INTO n SELECT NULL, a + 1, b FROM n WHERE id > 10")
+    con.execute("COMMIT")
+    con.close()
+    con = connect(db)
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    con.close()
+
+
 def test_bench_import_script():
     """bench/import.py at a tiny scale: every load ends with every row."""
     gen = os.path.join(BUILD, "bench", "gen")
