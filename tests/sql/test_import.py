@@ -2,6 +2,7 @@
 by row as the stock sqlite3 shell's .import gives a native table; malformed
 CSV of every kind; a load that fails or is killed leaves the table as it
 was; the three ways in (Python, the sqlite3 shell, build/csq)."""
+import gc
 import os
 import random
 import shutil
@@ -693,6 +694,38 @@ def test_striped_table():
     con.close()
     con = connect(db)
     assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    con.close()
+
+
+def user_threads():
+    """This process's threads other than io_uring's kernel workers."""
+    n = 0
+    for t in os.listdir("/proc/self/task"):
+        with open("/proc/self/task/%s/comm" % t) as f:
+            n += not f.read().startswith("iou-")
+    return n
+
+
+def test_row_by_row_load_starts_no_thread():
+    """Inserting rows one statement at a time (what the sqlite3 shell's
+    .import does) starts no thread in the process: the emulated device runs
+    such writes on the inserting thread until a command needs its threads,
+    so glibc's stdio keeps reading the shell's file without locks. A query
+    then starts them and gets its answer."""
+    d = tmpdir()
+    db = os.path.join(d, "th.db")
+    gc.collect()  # connections of earlier tests closed, their devices' threads gone
+    n0 = user_threads()
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=1000)")
+    con.close()
+    con = connect(db)
+    con.execute("BEGIN")
+    for i in range(2500):
+        con.execute("INSERT INTO t VALUES (?, ?)", (i, "row %d" % i))
+    con.execute("COMMIT")
+    assert user_threads() <= n0, (n0, user_threads())
+    assert con.execute("SELECT count(*), sum(a) FROM t WHERE a % 2 = 0").fetchone() == (1250, 2 * sum(range(1250)))
     con.close()
 
 
