@@ -44,8 +44,11 @@
 ** NOT NULL, seeing the row's new rowid; PRAGMA ignore_check_constraints
 ** turns them off): a row that fails one is a bad row.
 **
-** Limits: tables over several devices are refused with a message (load
-** those with INSERT or .import).
+** A table striped over several devices gets its row groups spread over
+** the members as INSERT spreads them (vt_import_member). Outside BEGIN its
+** load is a transaction of its own over every member, committed with the
+** two-step commit of vtab/stripe.c (vt_txn_commit_all), so that it is
+** atomic across the devices as well.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -168,7 +171,8 @@ typedef struct imp_load {
   int bNoRowid;       /* the last rowid was the largest integer */
   int bCheck;         /* the table's CHECK constraints apply (vt_check_bulk_begin) */
   vt_numconv *pConv;
-  int bJoined;  /* inside BEGIN: t is the connection's transaction (vt_import_join) */
+  int bJoined;  /* t is the connection's transaction (vt_import_join): inside BEGIN... */
+  int bOwnTxn;  /* ...or outside it, for a striped table: the load commits it */
   vt_mark mark; /* ... and the table before the load, to undo a failed one */
   int64_t nRow, nSkip;
   char *zFirstSkip; /* the first skipped row's message */
@@ -207,11 +211,24 @@ static int dev_fail(int rc, char *zDev, char **pzErr) {
   return vt_rc_from(rc);
 }
 
-/* A row group of n rows was appended: inside BEGIN, the table's
-** transaction state counts it as inserted rows (vt_import_span). */
-static int note_rg(imp_load *L, uint32_t n) {
+/* Where the next row group goes: the load's transaction, or on a striped
+** table the member holding the fewest row groups. */
+static int dest(imp_load *L, int *piMem, store_txn **ppTxn, store_table **ppTab, char **pzErr) {
+  *piMem = 0;
+  *ppTxn = L->t;
+  *ppTab = L->pStoreTab;
+  if (L->pTab->nMem == 1) return SQLITE_OK;
+  int rc = vt_import_member(L->pTab, piMem, ppTxn, ppTab);
+  if (rc) *pzErr = sqlite3_mprintf("%s", L->pTab->base.zErrMsg ? L->pTab->base.zErrMsg : "?");
+  return rc;
+}
+
+/* A row group of n rows was appended to member iMem's pTab: in the
+** connection's transaction, the table's transaction state counts it as
+** inserted rows (vt_import_span). */
+static int note_rg(imp_load *L, int iMem, store_table *pTab, uint32_t n) {
   if (!L->bJoined) return SQLITE_OK;
-  return vt_import_span(L->pTab, L->pStoreTab->apRg[L->pStoreTab->nRg - 1], n);
+  return vt_import_span(L->pTab, pTab->apRg[pTab->nRg - 1], iMem, n);
 }
 
 /* Write the row groups the encode thread has finished, in order: those
@@ -228,10 +245,18 @@ static int drain(imp_load *L, int eWait, char **pzErr) {
     if (rc) return dev_fail(rc, zDev, pzErr);
     if (!pEnc) return SQLITE_OK;
     uint32_t n = pEnc->nRow;
-    rc = store_txn_append_encoded(L->t, L->pStoreTab, pEnc, &zDev);
+    int iMem;
+    store_txn *t;
+    store_table *pTab;
+    rc = dest(L, &iMem, &t, &pTab, pzErr);
+    if (rc) {
+      store_enc_rg_free(pEnc);
+      return rc;
+    }
+    rc = store_txn_append_encoded(t, pTab, pEnc, &zDev);
     store_enc_rg_free(pEnc);
     if (rc) return dev_fail(rc, zDev, pzErr);
-    rc = note_rg(L, n);
+    rc = note_rg(L, iMem, pTab, n);
     if (rc) return rc;
     if (eWait == DRAIN_ONE) eWait = DRAIN_READY;
   }
@@ -251,9 +276,16 @@ static int flush_rg(imp_load *L, char **pzErr) {
   }
   if (!L->q) {
     char *zDev = NULL;
-    int rc = store_txn_append(L->t, L->pStoreTab, L->aCol, 0, n, &zDev);
+    int iMem;
+    store_txn *t;
+    store_table *pTab;
+    int rc = dest(L, &iMem, &t, &pTab, pzErr);
+    if (rc == SQLITE_OK) {
+      rc = store_txn_append(t, pTab, L->aCol, 0, n, &zDev);
+      if (rc) rc = dev_fail(rc, zDev, pzErr);
+    }
     for (int c = 0; c < nChunk; c++) csq_vec_reset(&L->aCol[c]);
-    return rc ? dev_fail(rc, zDev, pzErr) : note_rg(L, n);
+    return rc ? rc : note_rg(L, iMem, pTab, n);
   }
   uint64_t aHeap[nChunk];
   for (int c = 0; c < nChunk; c++) aHeap[c] = L->aCol[c].nHeap;
@@ -627,10 +659,7 @@ static int find_table(sqlite3 *db, vt_conn *pConn, const char *zName, vt_tab **p
 /* Why this table cannot be loaded in bulk, or NULL. */
 static char *refusal(vt_tab *p) {
   const vt_schema *s = &p->s;
-  const char *zHow = "load it with INSERT or .import";
   if (s->zRefused) return sqlite3_mprintf("%s", s->zRefused);
-  if (p->nMem > 1)
-    return sqlite3_mprintf("table %s is striped over several devices: %s", p->zName, zHow);
   return NULL;
 }
 
@@ -672,7 +701,9 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   L.pDev = L.pTab->pDev;
   L.nRg = (uint32_t)L.pTab->s.nRowGroup;
   int bInTxn = !sqlite3_get_autocommit(db);
-  if (!bInTxn && L.pDev->pTxn) {
+  int bBusy = 0; /* a device transaction of this connection is open */
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) bBusy |= d->pTxn != NULL;
+  if (!bInTxn && bBusy) {
     zErr = sqlite3_mprintf("table %s's device has a transaction of this connection open: finish "
                            "it first",
                            zTable);
@@ -714,6 +745,18 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       goto done;
     }
     L.bJoined = 1;
+  } else if (L.pTab->nMem > 1) {
+    /* striped, outside BEGIN: a transaction of its own over every member,
+    ** committed with the two-step commit (atomic across the devices) */
+    rc = vt_import_join(L.pTab, &L.mark, &L.t, &L.pStoreTab);
+    if (rc) {
+      zErr = sqlite3_mprintf("%s", L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : "device error");
+      vt_txn_rollback_all(pConn);
+      vt_tab_txn_reset(L.pTab);
+      L.t = NULL;
+      goto done;
+    }
+    L.bJoined = L.bOwnTxn = 1;
   } else {
     rc = store_txn_begin(L.pDev->pStore, L.pDev->pQ, vt_busy_ms(pConn), &L.t, &zDevErr);
     if (rc) goto dev_error;
@@ -726,8 +769,16 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   int64_t iMax = 0;
   int bAny = 0;
-  rc = store_txn_max_rowid(L.t, L.pStoreTab, &iMax, &bAny, &zDevErr);
-  if (rc) goto dev_error;
+  if (L.bJoined) {
+    rc = vt_import_max_rowid(L.pTab, &iMax, &bAny);
+    if (rc) {
+      zErr = sqlite3_mprintf("%s", L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : "device error");
+      goto done;
+    }
+  } else {
+    rc = store_txn_max_rowid(L.t, L.pStoreTab, &iMax, &bAny, &zDevErr);
+    if (rc) goto dev_error;
+  }
   if (bAny && iMax == INT64_MAX) {
     zErr = sqlite3_mprintf("table %s has no rowids left", zTable);
     rc = SQLITE_FULL;
@@ -751,7 +802,19 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     L.q = NULL;
   }
   if (rc) goto done;
-  if (L.bJoined) {
+  if (L.bOwnTxn) {
+    L.bOwnTxn = 0;
+    rc = vt_txn_commit_all(pConn, &zDevErr);
+    if (rc) vt_txn_rollback_all(pConn); /* what a failed commit left open */
+    vt_tab_txn_reset(L.pTab);
+    L.t = NULL;
+    if (rc) goto dev_error;
+    L.pTab->nRowEst += L.nRow;
+    pConn->nImportRows += L.nRow;
+    pConn->nImportSkipped += L.nSkip;
+    pConn->nImportBytes += L.nByte;
+    L.pTab->nWrite++;
+  } else if (L.bJoined) {
     /* COMMIT or ROLLBACK decides */
     pConn->nImportRows += L.nRow;
     pConn->nImportSkipped += L.nSkip;
@@ -775,7 +838,10 @@ dev_error:
 done:
   free(zDevErr);
   if (L.q) store_encq_free(L.q);
-  if (L.bJoined) {
+  if (L.bOwnTxn) {
+    vt_txn_rollback_all(pConn);
+    vt_tab_txn_reset(L.pTab);
+  } else if (L.bJoined && L.t) {
     /* not the load's own transaction: a failed load is undone in it */
     if (rc != SQLITE_OK && vt_import_undo(L.pTab, &L.mark) != SQLITE_OK && zErr) {
       char *z = sqlite3_mprintf("%s; undoing the rows loaded failed too: %s (ROLLBACK)", zErr,

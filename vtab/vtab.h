@@ -490,12 +490,18 @@ int vt_fault_register(sqlite3 *db, vt_conn *pConn);
 ** database and of the device images its csq tables use. */
 int vt_backup_register(sqlite3 *db, vt_conn *pConn);
 
-/* write.c, for csq_import inside BEGIN ... COMMIT: join the connection's
-** transaction (buffer written, *pMark to undo to, the transaction and the
-** table's view in it); note a row group of n rows the load appended; undo
-** a failed load. SQLite codes, the message in p->base.zErrMsg. */
+/* write.c, for csq_import inside BEGIN ... COMMIT (and into a striped
+** table outside it, a transaction of its own committed with
+** vt_txn_commit_all): join the connection's transaction (buffer written,
+** *pMark to undo to, the coordinator's transaction and the table's view in
+** it); the member the next row group goes to (the one holding the fewest,
+** as INSERT chooses), its transaction and view; the largest rowid over
+** every member; note a row group of n rows the load appended to member
+** iMem; undo a failed load. SQLite codes, the message in p->base.zErrMsg. */
 int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **ppTab);
-int vt_import_span(vt_tab *p, store_rg *pRg, uint32_t n);
+int vt_import_member(vt_tab *p, int *piMem, store_txn **ppTxn, store_table **ppTab);
+int vt_import_max_rowid(vt_tab *p, int64_t *pMax, int *pbAny);
+int vt_import_span(vt_tab *p, store_rg *pRg, int iMem, uint32_t n);
 int vt_import_undo(vt_tab *p, const vt_mark *pMark);
 
 /* import.c: csq_import(TABLE, FILE-OR-QUERY [, OPTIONS]) and

@@ -2,6 +2,7 @@
 by row as the stock sqlite3 shell's .import gives a native table; malformed
 CSV of every kind; a load that fails or is killed leaves the table as it
 was; the three ways in (Python, the sqlite3 shell, build/csq)."""
+import gc
 import os
 import random
 import shutil
@@ -647,6 +648,84 @@ def test_check_constraints_as_insert():
         con.execute("SELECT count(*) FROM nk").fetchone()[0]
     assert con.execute("SELECT * FROM k ORDER BY id").fetchall() == \
         con.execute("SELECT * FROM nk ORDER BY id").fetchall()
+    con.close()
+
+
+def test_striped_table():
+    """A table over two devices: outside BEGIN a load is atomic across both
+    (a bad row at the end leaves both members as they were), its row groups
+    go to both, rowids follow the table's; inside BEGIN it is the
+    transaction's (ROLLBACK drops it). Compared with a native table, also
+    after reopening."""
+    d = tmpdir()
+    db = os.path.join(d, "s.db")
+    devs = [os.path.join(d, "a.csd"), os.path.join(d, "b.csd")]
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a INTEGER, b TEXT, "
+                "devices='%s', rowgroup=1000)" % ",".join(devs))
+    con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a INTEGER, b TEXT)")
+    for t in ("t", "n"):
+        con.execute("INSERT INTO %s VALUES (NULL, -1, 'before'), (10, -2, 'ten')" % t)
+    rows = [("", str(i * 7 % 1000), "row %d" % i) for i in range(5500)]
+    path = os.path.join(d, "s.csv")
+    write_csv(path, rows)
+    bad = os.path.join(d, "bad.csv")
+    write_csv(bad, rows + [("", "1")])
+    q = "SELECT id, a, typeof(a), b FROM %s ORDER BY id"
+    expect_error(lambda: con.execute("SELECT csq_import('t', ?, 'null=')", (bad,)).fetchone(),
+                 "line 5501: 2 fields")
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    assert con.execute("SELECT csq_import('t', ?, 'null=')", (path,)).fetchone()[0] == 5500
+    con.executemany("INSERT INTO n VALUES (NULL, ?, ?)", [(int(a), b) for _, a, b in rows])
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    used = dict(con.execute("SELECT path, blocks_used FROM csq_devices").fetchall())
+    for p in devs:
+        key = [k for k in used if k.endswith(os.path.basename(p))]
+        assert key and used[key[0]] > 4, (p, used)
+    con.execute("BEGIN")
+    assert con.execute("SELECT csq_import('t', ?, 'null=')", (path,)).fetchone()[0] == 5500
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 11002
+    con.execute("ROLLBACK")
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    con.execute("BEGIN")
+    assert con.execute("SELECT csq_import('t', 'SELECT NULL, a + 1, b FROM n WHERE id > 10')").fetchone()[0] == 5500
+    con.execute("INSERT INTO n SELECT NULL, a + 1, b FROM n WHERE id > 10")
+    con.execute("COMMIT")
+    con.close()
+    con = connect(db)
+    assert con.execute(q % "t").fetchall() == con.execute(q % "n").fetchall()
+    con.close()
+
+
+def user_threads():
+    """This process's threads other than io_uring's kernel workers."""
+    n = 0
+    for t in os.listdir("/proc/self/task"):
+        with open("/proc/self/task/%s/comm" % t) as f:
+            n += not f.read().startswith("iou-")
+    return n
+
+
+def test_row_by_row_load_starts_no_thread():
+    """Inserting rows one statement at a time (what the sqlite3 shell's
+    .import does) starts no thread in the process: the emulated device runs
+    such writes on the inserting thread until a command needs its threads,
+    so glibc's stdio keeps reading the shell's file without locks. A query
+    then starts them and gets its answer."""
+    d = tmpdir()
+    db = os.path.join(d, "th.db")
+    gc.collect()  # connections of earlier tests closed, their devices' threads gone
+    n0 = user_threads()
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=1000)")
+    con.close()
+    con = connect(db)
+    con.execute("BEGIN")
+    for i in range(2500):
+        con.execute("INSERT INTO t VALUES (?, ?)", (i, "row %d" % i))
+    con.execute("COMMIT")
+    assert user_threads() <= n0, (n0, user_threads())
+    assert con.execute("SELECT count(*), sum(a) FROM t WHERE a % 2 = 0").fetchone() == (1250, 2 * sum(range(1250)))
     con.close()
 
 
