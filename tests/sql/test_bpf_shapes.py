@@ -234,3 +234,27 @@ def test_shapes_after_writes_in_a_transaction():
         same_rows(con.execute(q.format(t="t")).fetchall(), want, name + ": inside a transaction")
         same_rows(pushed(con, q.format(t="t")), want, name + ": inside a transaction, csq's planner")
     con.execute("COMMIT")
+
+
+def test_plain_select_keeping_most_rows():
+    """A plain SELECT whose filter keeps most of a big table: the planner
+    gives the rows to SQLite's own scan of the table instead of collecting
+    them (the answer is the same either way)."""
+    progs = compile_all()
+    con = connect()
+    obj, types = progs["p_int"]
+    con.execute("SELECT csq_bpf_load('p_int', ?, ?)", (obj, types))
+    con.execute("CREATE VIRTUAL TABLE big USING csq(a INTEGER, b REAL, pushdown='always')")
+    con.execute("CREATE TABLE nbig(a INTEGER, b REAL)")
+    rows = [(3 * i if i % 50 else 3 * i + 1, i / 4.0) for i in range(80000)]
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO big VALUES (?, ?)", rows)
+    con.executemany("INSERT INTO nbig VALUES (?, ?)", rows)
+    con.execute("COMMIT")
+    for q in ("SELECT a, b FROM {t} WHERE csq_bpf('p_int', a)",
+              "SELECT a, b FROM {t} WHERE NOT csq_bpf('p_int', a)",
+              "SELECT b FROM {t} WHERE csq_bpf('p_int', a) ORDER BY b DESC LIMIT 5"):
+        want = con.execute(q.format(t="nbig")).fetchall()
+        assert explain(con, q.format(t="big"))["plan"] == "device+host"
+        same_rows(pushed(con, q.format(t="big")), want, q)
+    assert len(pushed(con, "SELECT a FROM big WHERE csq_bpf('p_int', a)")) == 80000 - 1600
