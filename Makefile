@@ -94,7 +94,7 @@ demo: deps
 bench-bin: $(BENCH_BIN)
 
 test: deps
-	@$(MAKE) --no-print-directory all $(UNIT_BIN) bench-bin bpf-examples
+	@$(MAKE) --no-print-directory all $(UNIT_BIN) $(BUILD)/tests/tcp_vm_guest $(BUILD)/tests/tcp_plain_host bench-bin bpf-examples
 	@BUILD=$(BUILD) sh tests/run.sh
 
 sanitize: deps
@@ -103,7 +103,7 @@ sanitize: deps
 	  LDFLAGS="-fsanitize=address,undefined" all test-bins-san
 	@BUILD=build-san SANITIZE=1 sh tests/run.sh
 
-test-bins-san: $(UNIT_BIN) bench-bin bpf-examples
+test-bins-san: $(UNIT_BIN) $(BUILD)/tests/tcp_vm_guest $(BUILD)/tests/tcp_plain_host bench-bin bpf-examples
 
 # the eBPF examples (examples/bpf/), compiled as a user would; test_bpf.py loads them
 BPF_EX := $(patsubst examples/bpf/%.c,$(BUILD)/bpf/%.o,$(wildcard examples/bpf/*.c))
@@ -139,6 +139,20 @@ $(BUILD)/tests/nvme_vm_guest: tests/unit/nvme_vm_guest_main.c tests/unit/helpers
 	  $(shell pkg-config --static --libs libnvme liburing libxxhash sqlite3) $(DPDK_STATIC) -lpthread -lm 2>&1 \
 	  | grep -v 'statically linked applications requires at runtime' | grep -v 'in statically linked' ; test -x $@
 $(BUILD)/tests/test_nvme_vm: $(BUILD)/tests/nvme_vm_guest
+
+# tests/sql/test_tcp_vm.py runs this one on the host, against the guest's nvmet-tcp
+$(BUILD)/tests/tcp_plain_host: tests/unit/tcp_plain_host_main.c $(BUILD)/libcsq.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) $(CFLAGS) -o $@ $< $(BUILD)/libcsq.a $(LDFLAGS) $(LDLIBS)
+
+# tests/sql/test_tcp_vm.py runs this static program in a guest whose kernel
+# reaches csq-target over nvme-tcp: SQLite and csq whole, from build/libcsq.a
+$(BUILD)/tests/tcp_vm_guest: tests/unit/tcp_vm_guest_main.c build/libcsq.a $(HDRS)
+	@mkdir -p $(dir $@)
+	$(CC) -O2 -g -std=gnu11 -Wall -Wextra -Werror -D_GNU_SOURCE -I. $(shell pkg-config --cflags libnvme) \
+	  -static -o $@ $< build/libcsq.a \
+	  $(shell pkg-config --static --libs libnvme liburing libxxhash sqlite3) $(DPDK_STATIC) -lpthread -lm 2>&1 \
+	  | grep -v 'statically linked applications requires at runtime' | grep -v 'in statically linked' ; test -x $@
 
 # libFuzzer harnesses: make fuzz [FUZZ_SECONDS=30]
 include tests/fuzz/fuzz.mk

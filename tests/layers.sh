@@ -23,7 +23,7 @@ link    link
 format  format
 engine  engine format link
 emu     emu engine format link
-nvme    nvme engine format link
+nvme    nvme tcp engine format link
 tcp     tcp format link
 target  target tcp emu engine format link
 initiator initiator tcp format link

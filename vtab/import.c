@@ -40,8 +40,12 @@
 ** them as inserted rows: vt_import_join in vtab/write.c), and a load that
 ** fails is undone in it, the transaction staying open.
 **
-** Limits: tables with CHECK constraints or over several devices are
-** refused with a message (load those with INSERT or .import).
+** CHECK constraints are checked on every row as INSERT checks them (after
+** NOT NULL, seeing the row's new rowid; PRAGMA ignore_check_constraints
+** turns them off): a row that fails one is a bad row.
+**
+** Limits: tables over several devices are refused with a message (load
+** those with INSERT or .import).
 */
 #include <errno.h>
 #include <stdio.h>
@@ -162,6 +166,7 @@ typedef struct imp_load {
   int64_t iNextRowid; /* the next row's rowid unless its INTEGER PRIMARY KEY says */
   int64_t iLastRowid; /* the last row's */
   int bNoRowid;       /* the last rowid was the largest integer */
+  int bCheck;         /* the table's CHECK constraints apply (vt_check_bulk_begin) */
   vt_numconv *pConv;
   int bJoined;  /* inside BEGIN: t is the connection's transaction (vt_import_join) */
   vt_mark mark; /* ... and the table before the load, to undo a failed one */
@@ -326,6 +331,39 @@ static char *take_rowid(imp_load *L) {
   return NULL;
 }
 
+/* The rowid state take_rowid moves on, kept to put back when the row is
+** not loaded after all (a CHECK fails): the next row then takes its rowid,
+** as after an INSERT that failed. */
+typedef struct imp_rowid {
+  int64_t iNext, iLast;
+  int bNo;
+} imp_rowid;
+
+static imp_rowid rowid_save(const imp_load *L) {
+  imp_rowid r = {L->iNextRowid, L->iLastRowid, L->bNoRowid};
+  return r;
+}
+
+/* The row just read (row iRow, its rowid taken) against the table's CHECK
+** constraints. SQLITE_OK when it passes (or nothing is checked); else the
+** row is removed again, and the return is bad_row's for a failed CHECK
+** (zWhere names the row in the message), or the error. */
+static int check_row(imp_load *L, uint32_t iRow, const imp_rowid *pSaved, const char *zWhere,
+                     char **pzErr) {
+  if (!L->bCheck) return SQLITE_OK;
+  int rc = vt_check_bulk_row(L->pTab, L->aCol, iRow);
+  if (rc == SQLITE_OK) return SQLITE_OK;
+  truncate_row(L, iRow);
+  L->iNextRowid = pSaved->iNext;
+  L->iLastRowid = pSaved->iLast;
+  L->bNoRowid = pSaved->bNo;
+  const char *zMsg = L->pTab->base.zErrMsg ? L->pTab->base.zErrMsg : sqlite3_errstr(rc);
+  if (rc == SQLITE_CONSTRAINT_CHECK)
+    return bad_row(L, sqlite3_mprintf("%s: %s", zWhere, zMsg), pzErr);
+  *pzErr = sqlite3_mprintf("%s: %s", zWhere, zMsg);
+  return rc;
+}
+
 static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
   vt_csv *pCsv = NULL;
   const vt_schema *s = &L->pTab->s;
@@ -396,6 +434,7 @@ static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
         goto next_record;
       }
     }
+    imp_rowid saved = rowid_save(L);
     char *zWhy = take_rowid(L);
     if (zWhy || L->aCol[0].n != L->aCol[1].n) {
       truncate_row(L, nHad);
@@ -406,6 +445,13 @@ static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
                    pzErr);
       sqlite3_free(zWhy);
       goto next_record;
+    }
+    if (L->bCheck) {
+      char *zWhere = sqlite3_mprintf("%s line %lld", zPath, (long long)vt_csv_line(pCsv));
+      int64_t n0 = L->nSkip;
+      rc = zWhere ? check_row(L, nHad, &saved, zWhere, pzErr) : SQLITE_NOMEM;
+      sqlite3_free(zWhere);
+      if (rc || L->nSkip != n0) goto next_record;
     }
     L->nRow++;
     if (L->aCol[1].n >= L->nRg) {
@@ -469,6 +515,7 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
       }
     }
     if (rc) break;
+    imp_rowid saved = rowid_save(L);
     char *zWhy = take_rowid(L);
     if (zWhy || L->aCol[0].n != L->aCol[1].n) {
       truncate_row(L, nHad);
@@ -478,6 +525,13 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
                    pzErr);
       sqlite3_free(zWhy);
       goto next_row;
+    }
+    if (L->bCheck) {
+      char *zWhere = sqlite3_mprintf("row %lld", (long long)(L->nRow + L->nSkip + 1));
+      int64_t n0 = L->nSkip;
+      rc = zWhere ? check_row(L, nHad, &saved, zWhere, pzErr) : SQLITE_NOMEM;
+      sqlite3_free(zWhere);
+      if (rc || L->nSkip != n0) goto next_row;
     }
     L->nRow++;
     if (L->aCol[1].n >= L->nRg) {
@@ -577,9 +631,6 @@ static char *refusal(vt_tab *p) {
   if (s->zRefused) return sqlite3_mprintf("%s", s->zRefused);
   if (p->nMem > 1)
     return sqlite3_mprintf("table %s is striped over several devices: %s", p->zName, zHow);
-  if (s->nCheck > 0)
-    return sqlite3_mprintf("table %s has CHECK constraints, which csq_import does not check: %s",
-                           p->zName, zHow);
   return NULL;
 }
 
@@ -626,6 +677,11 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
                            "it first",
                            zTable);
     rc = SQLITE_ERROR;
+    goto done;
+  }
+  rc = vt_check_bulk_begin(L.pTab, &L.bCheck);
+  if (rc) {
+    zErr = sqlite3_mprintf("%s", L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : sqlite3_errstr(rc));
     goto done;
   }
   rc = vt_numconv_new(db, &L.pConv);

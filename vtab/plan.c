@@ -517,9 +517,10 @@ static int plan_probe(vt_tab *p, sqlite3_index_info *pInfo, double nRow,
     pInfo->aConstraintUsage[aKeyCons[k]].omit = 0;
     sqlite3_str_appendf(pStr, "%sc%d", k ? "," : ";key=", aKeyChunk[k]);
   }
-  /* the probe holds its rows' used columns: a table too large for the
+  /* the probe holds its rows' keys and locations (other columns are read
+  ** from their chunks if they do not fit): a table too large for the
   ** budget is probed by device scans instead */
-  double nBytes = nRow * sel * (1 + __builtin_popcountll(colUsed)) * VT_PROBE_VALUE_BYTES;
+  double nBytes = nRow * sel * (nKey + 1) * VT_PROBE_VALUE_BYTES;
   if (nBytes > (double)VT_PROBE_BUDGET) {
     sqlite3_free(sqlite3_str_finish(pStr));
     for (int i = 0; i < pInfo->nConstraint; i++) {

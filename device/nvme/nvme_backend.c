@@ -32,6 +32,15 @@
 **   Execute Program         run xRun on a host engine thread; the program's
 **                           xReadLba reads by passthrough on that thread's own
 **                           ring.
+** A DEVICE WITH csq COMPUTE (its Identify Controller carries csq_id_vs, as
+** csq-target's subsystems do when the kernel's nvme-tcp reaches them): the
+** host engine stays idle and every CP and SLM command goes to the device,
+** field for field, through the passthrough node of its namespace
+** (/dev/ngXn2, /dev/ngXn3: the kernel passes a command only to the node of
+** its nsid); its data is the buffer at DPTR with the length xfer.h reads from
+** the command (SLM Read/Write split at the maximum transfer); csq's admin
+** commands go by ioctl to the controller. Reservations stay flock()s.
+**
 ** Counters: bytes_to_host counts what crossed the device link (NVM reads,
 ** Memory Copy, Identify); SLM Read/Write are host memory copies here and
 ** move nothing over the link.
@@ -44,6 +53,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <libgen.h>
+#include <limits.h>
 #include <libnvme.h>
 #include <pthread.h>
 #include <stdarg.h>
@@ -64,6 +74,7 @@
 #include "device/engine/cp_slots.h"
 #include "device/link/errlog.h"
 #include "device/link/msg.h"
+#include "device/tcp/xfer.h"
 
 #define ULL(x) ((unsigned long long)(x))
 
@@ -95,6 +106,8 @@ struct dev_backend {
   dev_stats stats;
 
   dev_cp_slm slm; /* host engine SLM */
+  int bDevCs;     /* the device runs csq's compute commands itself */
+  int aNsFd[4];   /* bDevCs: the passthrough node of each csq nsid (1 = fd) */
 
   dev_cp cp; /* program slots and memory range sets */
 
@@ -122,6 +135,8 @@ typedef struct nvb_cmd {
   uint32_t iRangePart;
   uint64_t dst;  /* Memory Copy: SLM offset of the current range */
   uint32_t nsid; /* Identify: the csq nsid asked for */
+  int bFwd;      /* sent to a device with csq compute as it is (bDevCs) */
+  int bFwdH2C;   /* bFwd: its data goes to the device */
 } nvb_cmd;
 
 struct dev_bqueue {
@@ -371,12 +386,41 @@ static void cmd_free(dev_bqueue *q, nvb_cmd *c) {
   q->aFree[q->nFree++] = (uint32_t)(c - q->aCmd);
 }
 
+/* Part iPart of a command forwarded to a device with csq compute: the SQE
+** as it is, its data buffer at DPTR; an SLM Read/Write in maxXfer pieces. */
+static void fwd_part(const dev_backend *d, const nvb_cmd *c, uint32_t iPart, dev_nvme_cmd *o) {
+  const csq_sqe *p = &c->sqe;
+  uint64_t off = (uint64_t)iPart * d->g.maxXfer;
+  memset(o, 0, sizeof(*o));
+  o->opcode = p->opcode;
+  o->nsid = p->nsid;
+  o->cdw2 = p->cdw2;
+  o->cdw3 = p->cdw3;
+  o->cdw10 = p->cdw10;
+  o->cdw11 = p->cdw11;
+  o->cdw12 = p->cdw12;
+  o->cdw13 = p->cdw13;
+  o->cdw14 = p->cdw14;
+  o->cdw15 = p->cdw15;
+  if (c->nByte == 0) return;
+  o->addr = p->prp1 + off;
+  o->data_len = (uint32_t)(c->nByte - off < d->g.maxXfer ? c->nByte - off : d->g.maxXfer);
+  if (c->nPart > 1) { /* SLM Read/Write: the piece's own SLM address and length */
+    uint64_t a = ((uint64_t)p->cdw11 << 32 | p->cdw10) + off;
+    o->cdw10 = (uint32_t)a;
+    o->cdw11 = (uint32_t)(a >> 32);
+    o->cdw12 = o->data_len;
+  }
+}
+
 /* The next passthrough command of c into *pOut; 0, or 1 if c has no more. */
 static int cmd_next_part(dev_bqueue *q, nvb_cmd *c, dev_nvme_cmd *pOut) {
   dev_backend *d = q->d;
   const csq_sqe *p = &c->sqe;
   if (c->iNext >= c->nPart || c->res != 0) return 1;
-  if (c->bAdmin) { /* Identify */
+  if (c->bFwd) {
+    fwd_part(d, c, c->iNext, pOut);
+  } else if (c->bAdmin) { /* Identify */
     uint32_t nsid = c->nsid == CSQ_NSID_NVM ? d->g.nsid : c->nsid;
     dev_nvme_identify_cmd((uint8_t)(p->cdw10 & 0xFF), nsid, (void *)(uintptr_t)p->prp1, pOut);
   } else if (c->aRange) { /* Memory Copy: walk the ranges */
@@ -410,7 +454,7 @@ static void pump(dev_bqueue *q) {
     dev_nvme_cmd nc;
     while (q->nRingOut < NVB_RING_ENTRIES && dev_nvme_ring_space(q->ring) > 0 &&
            cmd_next_part(q, c, &nc) == 0) {
-      int fd = c->bAdmin ? q->d->ctrlFd : q->d->fd;
+      int fd = c->bAdmin ? q->d->ctrlFd : c->bFwd ? q->d->aNsFd[c->sqe.nsid] : q->d->fd;
       dev_nvme_ring_prep(q->ring, fd, c->bAdmin, &nc, (uint64_t)(c - q->aCmd));
       c->nOut++;
       q->nRingOut++;
@@ -435,6 +479,24 @@ static void cmd_finish(dev_bqueue *q, nvb_cmd *c) {
   char zDetail[320] = "";
   uint16_t sf = 0;
   const csq_sqe *p = &c->sqe;
+  if (c->bFwd) {
+    if (c->res) {
+      sf = dev_nvme_status_sf(c->res);
+      dev_nvme_describe(0, p->opcode, c->res, zDetail, sizeof(zDetail));
+    } else if (c->bFwdH2C) {
+      acct.fromHost = c->nByte;
+    } else {
+      acct.toHost = c->nByte;
+    }
+    if (sf == 0 && p->nsid == CSQ_NSID_CP && p->opcode == CSQ_CP_EXECUTE) {
+      dev_stats one = {.programs_executed = 1}; /* the device's own count stays there */
+      dev_stats_add(q->pStats, &one);
+      dev_stats_add(&q->d->stats, &one);
+    }
+    post_cqe(q, p, sf, c->nPart == 1 ? c->result : 0, &acct, zDetail);
+    cmd_free(q, c);
+    return;
+  }
   if (c->res) {
     sf = dev_nvme_status_sf(c->res);
     dev_nvme_describe(c->bAdmin, c->bAdmin ? DEV_NVME_ADM_IDENTIFY : c->nvmeOp, c->res, zDetail,
@@ -470,6 +532,47 @@ static void on_ring_cqe(dev_bqueue *q, const dev_nvme_cqe *e) {
 
 /* ---- queue: submission ------------------------------------------------------ */
 
+/* A device with csq compute: its admin commands by ioctl (completed here,
+** returns 1), its CP and SLM commands as passthrough parts (returns 0). */
+static int submit_fwd(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
+  dev_backend *d = q->d;
+  uint32_t nLen = 0;
+  int dir = tcp_cmd_xfer(p, dev_sqe_is_admin(p), &nLen);
+  if (dir < 0 || (dir != TCP_XFER_NONE && !p->prp1)) {
+    post_cqe(q, p, CSQ_SC_INVALID_FIELD | CSQ_DNR, 0, &(dev_io_acct){0}, "data too long");
+    cmd_free(q, c);
+    return 1;
+  }
+  c->bFwd = 1;
+  c->bFwdH2C = dir == TCP_XFER_H2C;
+  c->nByte = nLen;
+  c->nPart = 1;
+  if (p->nsid == CSQ_NSID_SLM && (p->opcode == CSQ_SLM_READ || p->opcode == CSQ_SLM_WRITE) &&
+      nLen > d->g.maxXfer)
+    c->nPart = (nLen + d->g.maxXfer - 1) / d->g.maxXfer;
+  if (dev_sqe_is_admin(p)) {
+    dev_nvme_cmd nc;
+    dev_io_acct acct = {0};
+    char zDetail[320] = "";
+    uint64_t result = 0;
+    uint16_t sf = 0;
+    fwd_part(d, c, 0, &nc);
+    int rc = dev_nvme_ioctl_cmd(d->ctrlFd >= 0 ? d->ctrlFd : d->fd, 1, &nc, &result);
+    if (rc) {
+      sf = dev_nvme_status_sf(rc);
+      dev_nvme_describe(1, p->opcode, rc, zDetail, sizeof(zDetail));
+    } else if (c->bFwdH2C) {
+      acct.fromHost = nLen;
+    } else {
+      acct.toHost = nLen;
+    }
+    post_cqe(q, p, sf, result, &acct, zDetail);
+    cmd_free(q, c);
+    return 1;
+  }
+  return 0;
+}
+
 /* Handle a command the host answers without the device. Returns 1 if it was
 ** completed (or handed to an engine), 0 if it needs passthrough parts. */
 static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
@@ -479,6 +582,9 @@ static int submit_host(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
   char zDetail[256] = "";
   uint16_t sf = 0;
   uint64_t addr = (uint64_t)p->cdw10 | ((uint64_t)p->cdw11 << 32);
+  if (d->bDevCs && (p->nsid == CSQ_NSID_CP || p->nsid == CSQ_NSID_SLM ||
+                    (dev_sqe_is_admin(p) && p->opcode != CSQ_ADM_IDENTIFY)))
+    return submit_fwd(q, p, c);
   if (dev_sqe_is_admin(p)) {
     switch (p->opcode) {
     case CSQ_ADM_IDENTIFY: {
@@ -760,6 +866,44 @@ static int fail_msg(char **pzErr, int rc, const char *zFmt, ...) {
   return rc;
 }
 
+/* A device with csq compute: open the passthrough nodes of its CP and SLM
+** namespaces, the siblings /dev/ngXnK of zPath (K is the kernel's instance,
+** usually but not always the nsid: each node is asked its nsid). */
+static int open_ns_siblings(dev_backend *d, const char *zPath, char **pzErr) {
+  const char *zBase = strrchr(zPath, '/');
+  unsigned c, ns;
+  char tail;
+  zBase = zBase ? zBase + 1 : zPath;
+  if (d->g.nsid != CSQ_NSID_NVM)
+    return fail_msg(pzErr, -EINVAL,
+                    "%s is namespace %u of a device with csq compute: name its NVM namespace "
+                    "(nsid 1)",
+                    zPath, d->g.nsid);
+  if (sscanf(zBase, "ng%un%u%c", &c, &ns, &tail) != 2)
+    return fail_msg(pzErr, -EINVAL, "%s is not named /dev/ngXnY", zPath);
+  for (unsigned k = 1; k <= 64 && (d->aNsFd[CSQ_NSID_CP] < 0 || d->aNsFd[CSQ_NSID_SLM] < 0); k++) {
+    char z[PATH_MAX];
+    int fd, nsid;
+    snprintf(z, sizeof(z), "%.*sng%un%u", (int)(zBase - zPath), zPath, c, k);
+    fd = open(z, O_RDWR | O_CLOEXEC);
+    if (fd < 0) continue;
+    nsid = dev_nvme_ioctl_nsid(fd);
+    if ((nsid == CSQ_NSID_CP || nsid == CSQ_NSID_SLM) && d->aNsFd[nsid] < 0)
+      d->aNsFd[nsid] = fd;
+    else
+      close(fd);
+  }
+  if (d->aNsFd[CSQ_NSID_CP] < 0 || d->aNsFd[CSQ_NSID_SLM] < 0)
+    return fail_msg(pzErr, -ENOENT,
+                    "%s is a device with csq compute, but the nodes of its %s namespace "
+                    "(nsid %u) are missing beside it: csq's programs reach the device "
+                    "only through them",
+                    zPath, d->aNsFd[CSQ_NSID_CP] < 0 ? "Computational Programs" : "SLM",
+                    d->aNsFd[CSQ_NSID_CP] < 0 ? CSQ_NSID_CP : CSQ_NSID_SLM);
+  d->aNsFd[CSQ_NSID_NVM] = d->fd;
+  return 0;
+}
+
 /* "/dev/ng3n1" -> "/dev/nvme3" (the controller of a generic namespace node). */
 static int ctrl_path(const char *zPath, char *zOut, size_t n) {
   const char *zBase = strrchr(zPath, '/');
@@ -781,6 +925,7 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   *ppB = NULL;
   if (!d) return -ENOMEM;
   d->fd = d->ctrlFd = -1;
+  for (i = 0; i < 4; i++) d->aNsFd[i] = -1;
   dev_cp_init(&d->cp, 0, "the host engine");
   pthread_mutex_init(&d->resvMutex, NULL);
   dev_cp_jobs_init(&d->jobs);
@@ -832,6 +977,11 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
     }
     /* CAP.MPSMIN is not visible from user space; 4 KiB is the common minimum. */
     d->g.maxXfer = dev_nvme_max_xfer(((struct nvme_id_ctrl *)pId)->mdts, 4096);
+    {
+      csq_id_vs vs;
+      memcpy(&vs, ((struct nvme_id_ctrl *)pId)->vs, sizeof(vs));
+      d->bDevCs = le32toh(vs.magic) == CSQ_ID_MAGIC;
+    }
     dev_nvme_identify_cmd(NVME_IDENTIFY_CNS_NS, d->g.nsid, pId, &c);
     rc = dev_nvme_ioctl_cmd(d->ctrlFd >= 0 ? d->ctrlFd : d->fd, 1, &c, NULL);
     if (rc) {
@@ -871,6 +1021,13 @@ static int nvb_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
     goto fail;
   }
   dev_nvme_ring_close(probe);
+  if (d->bDevCs) {
+    rc = open_ns_siblings(d, zPath, pzErr);
+    if (rc) goto fail;
+    free(pId);
+    *ppB = d;
+    return 0; /* the device's own engines and SLM: none here */
+  }
 
   rc = dev_cp_slm_map(&d->slm, pOpt->nSlmBytes);
   d->cp.nSlm = d->slm.n;
@@ -911,6 +1068,8 @@ static void nvb_close(dev_backend *d) {
   dev_cp_free(&d->cp);
   dev_cp_slm_unmap(&d->slm);
   if (d->ctrlFd >= 0) close(d->ctrlFd);
+  if (d->aNsFd[CSQ_NSID_CP] >= 0) close(d->aNsFd[CSQ_NSID_CP]);
+  if (d->aNsFd[CSQ_NSID_SLM] >= 0) close(d->aNsFd[CSQ_NSID_SLM]);
   if (d->fd >= 0) close(d->fd);
   pthread_mutex_destroy(&d->resvMutex);
   dev_cp_jobs_destroy(&d->jobs);

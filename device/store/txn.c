@@ -48,6 +48,17 @@ int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn
         *pzErr = dev_mprintf("device %s is locked by another process", dev_path(p->pDev));
         return -EBUSY;
       }
+      if (rc > 0 && (rc & 0x7FF) == CSQ_SC_INVALID_OPCODE) {
+        /* a plain NVMe target without reservations (Linux nvmet before 6.x) */
+        *pzErr = dev_mprintf(
+            "device %s does not implement NVMe reservations (Reservation Acquire: Invalid "
+            "Command Opcode), which csq needs to keep other hosts' writers out%s",
+            dev_path(p->pDev),
+            dev_caps(p->pDev)->magic == CSQ_ID_MAGIC
+                ? ""
+                : "; nor csq's computational-storage commands: serve the image with csq-target");
+        return rc;
+      }
       *pzErr = store_io_errmsg(p, q, rc, "reservation acquire");
       return rc;
     }
@@ -321,8 +332,16 @@ int store_rg_encode(int nChunk, const char *zTable, const csq_vec *aCol, uint32_
     goto done;
   }
   pEnc->nblk = nblk;
-  memset(pEnc->buf, 0, nblk * CSQ_LBA_SIZE);
-  for (int c = 0; c < nChunk; c++) memcpy(pEnc->buf + pEnc->aChunk[c].off, apEnc[c], anEnc[c]);
+  /* each chunk, then zeros up to the next one (the 8-byte alignment) or to
+  ** the end of the last block: every byte written is defined, and the
+  ** chunks themselves are not written twice */
+  for (int c = 0; c < nChunk; c++) {
+    uint64_t end = c + 1 < nChunk ? pEnc->aChunk[c + 1].off : nblk * CSQ_LBA_SIZE;
+    uint64_t at = pEnc->aChunk[c].off + anEnc[c];
+    memcpy(pEnc->buf + pEnc->aChunk[c].off, apEnc[c], anEnc[c]);
+    memset(pEnc->buf + at, 0, end - at);
+  }
+  if (nChunk == 0) memset(pEnc->buf, 0, nblk * CSQ_LBA_SIZE);
 done:
   if (apEnc)
     for (int c = 0; c < nChunk; c++) free(apEnc[c]);
@@ -663,8 +682,8 @@ static int write_delmaps(store_txn *t, store_table *pTab, char **pzErr) {
     uint64_t nblk = (nBytes + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
     uint8_t *buf = store_block_alloc(nblk);
     if (!buf) return -ENOMEM;
-    memset(buf, 0, nblk * CSQ_LBA_SIZE);
     memcpy(buf, pRg->aDel, nBytes);
+    memset(buf + nBytes, 0, nblk * CSQ_LBA_SIZE - nBytes);
     uint64_t lba;
     pthread_mutex_lock(&t->p->mu);
     int rc = space_alloc(&t->p->space, nblk, &lba);

@@ -14,6 +14,11 @@
 ** discovery subsystem (TGT_DISCOVERY_NQN) has an admin queue only and
 ** answers the Discovery log page with one entry per subsystem.
 **
+** Keep Alive: a controller whose host asked for a Keep Alive timeout (KATO,
+** in the admin queue's Connect or by Set Features) and from which none of
+** its queues has received a PDU for 2 x KATO is torn down: each of its
+** connections ends, logging "keep alive timeout".
+**
 ** Besides the Fabrics commands and Keep Alive, an admin queue answers
 ** Identify, Get Log Page (discovery), Set Features (Number of Queues), and
 ** csq's own admin commands (Load Program, Program Activation, MRS
@@ -54,6 +59,11 @@ struct tgt_ctrl {
   tgt_subsys *pSub; /* NULL for a discovery controller */
   char zHostNqn[TGT_NQN_MAX];
   uint32_t cc, csts;
+  /* Keep Alive: KATO in ms (0 = none) from the admin Connect or Set
+  ** Features; the last time any queue of the controller heard the host
+  ** (CLOCK_MONOTONIC ns). Atomic: every connection's receiver touches it. */
+  uint32_t katoMs;
+  int64_t tHeardNs;
   uint64_t aQidUsed; /* bit q: queue q is connected */
   int nRef;          /* connected queues; freed at 0 (server mutex) */
 };
@@ -102,6 +112,14 @@ void tgt_discovery_log(tgt_server *s, uint64_t lpo, uint32_t n, uint8_t *pBuf);
 /* Patch a device's Identify controller data with what a fabrics host reads:
 ** controller id, subsystem NQN, capsule sizes, SGL support. */
 void tgt_identify_patch(tgt_ctrl *pCtrl, uint8_t *pBuf);
+/* The Active Namespace ID list (Identify CNS 02h) of a csq subsystem: the
+** namespaces above nsid, of csq's three (cmd.h), 4096 bytes in pBuf. */
+void tgt_active_ns_list(uint32_t nsid, uint8_t *pBuf);
+/* Patch the device's Identify Namespace data of nsid for a host that scans
+** the namespaces (the Linux kernel): the CP and SLM namespaces report a
+** nonzero capacity in 64 KiB "blocks", larger than a page, so the kernel
+** keeps them (a /dev/ngXnY node for passthrough) without block I/O on them. */
+void tgt_identify_ns_patch(uint32_t nsid, uint8_t *pBuf);
 
 /* target_conn.c -------------------------------------------------------------
 ** Serve one accepted connection on its own threads; takes fd. 0 or -errno. */

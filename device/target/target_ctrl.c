@@ -7,7 +7,9 @@
 **   CAP  00h 8 bytes  MQES 1023 (0-based), CQR 1, TO 1 (500 ms), CSS NVM
 **   VS   08h 4 bytes  1.2.0: a host of 1.3 or later asks for namespace
 **                     descriptor lists and command set ids, which the device
-**                     does not have (the Linux kernel then skips the namespace)
+**                     does not have (the Linux kernel then skips the
+**                     namespace); the Active Namespace ID list (CNS 02h) is
+**                     answered here: csq's three namespaces
 **   CC   14h 4 bytes  EN bit 0, SHN bits 15:14
 **   CSTS 1Ch 4 bytes  RDY bit 0, SHST bits 3:2
 ** Setting EN makes the controller ready at once (the device is already open);
@@ -181,10 +183,10 @@ void tgt_identify_patch(tgt_ctrl *pCtrl, uint8_t *pBuf) {
   pBuf[ID_CNTRLTYPE] = pCtrl->pSub ? 1 : 2; /* I/O controller, discovery controller */
   csq_put_le16(pBuf + ID_KAS, 1);           /* keep alive granularity 100 ms */
   csq_put_le16(pBuf + ID_MAXCMD, TGT_MAX_QDEPTH);
-  /* One namespace of blocks for hosts that scan NN: csq's CP and SLM
-  ** namespaces (2, 3) are not block storage; csq's own host addresses them
-  ** without a scan, and commands to them work all the same. */
-  if (pCtrl->pSub) csq_put_le32(pBuf + ID_NN, 1);
+  /* csq's three namespaces (cmd.h): a host that scans them (the Linux
+  ** kernel) makes a passthrough node for each, through which csq's own
+  ** CP and SLM commands reach the device (tgt_identify_ns_patch). */
+  if (pCtrl->pSub) csq_put_le32(pBuf + ID_NN, 3);
   /* SGLs supported (bit 0), offset in-capsule data (bit 20) */
   csq_put_le32(pBuf + ID_SGLS, 1u | 1u << 20);
   memset(pBuf + ID_SUBNQN, 0, 256);
@@ -194,6 +196,32 @@ void tgt_identify_patch(tgt_ctrl *pCtrl, uint8_t *pBuf) {
   csq_put_le32(pBuf + ID_IORCSZ, 16 / 16);
   csq_put_le16(pBuf + ID_ICDOFF, 0);
   pBuf[ID_MSDBD] = 1;
+}
+
+void tgt_active_ns_list(uint32_t nsid, uint8_t *pBuf) {
+  static const uint32_t aNs[] = {CSQ_NSID_NVM, CSQ_NSID_CP, CSQ_NSID_SLM};
+  int n = 0;
+  memset(pBuf, 0, 4096);
+  for (int i = 0; i < 3; i++)
+    if (aNs[i] > nsid) csq_put_le32(pBuf + 4 * n++, aNs[i]);
+}
+
+/* Identify Namespace: NSZE 0, NCAP 8, NUSE 16, LBAF[0].LBADS at 130 */
+#define IDNS_NSZE  0
+#define IDNS_NCAP  8
+#define IDNS_NUSE  16
+#define IDNS_LBADS 130
+#define NS_KB_LOG2 16 /* 64 KiB: beyond any page size, so no block I/O */
+
+void tgt_identify_ns_patch(uint32_t nsid, uint8_t *pBuf) {
+  uint64_t n;
+  if (nsid != CSQ_NSID_CP && nsid != CSQ_NSID_SLM) return;
+  n = csq_le64(pBuf + IDNS_NSZE) * 4096 >> NS_KB_LOG2;
+  if (n == 0) n = 1; /* a namespace of capacity 0 is one the host ignores */
+  csq_put_le64(pBuf + IDNS_NSZE, n);
+  csq_put_le64(pBuf + IDNS_NCAP, n);
+  csq_put_le64(pBuf + IDNS_NUSE, 0);
+  pBuf[IDNS_LBADS] = NS_KB_LOG2;
 }
 
 void tgt_discovery_identify(tgt_server *s, tgt_ctrl *pCtrl, uint8_t *pBuf) {

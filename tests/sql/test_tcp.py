@@ -226,6 +226,111 @@ def test_target_killed_mid_query_then_restarted():
         tg.stop()
 
 
+def restart_soon(tg, after, down=0.3):
+    """Kill the target (SIGKILL) after `after` seconds, start it `down` later."""
+    def run():
+        time.sleep(after)
+        tg.kill9()
+        time.sleep(down)
+        tg.start()
+    th = threading.Thread(target=run)
+    th.start()
+    return th
+
+
+def test_reconnect_keeps_committed_writes_across_target_restarts():
+    """Transactions and queries run while the target is killed and restarted
+    twice: the link reconnects; every transaction that committed is there
+    exactly once, every one that failed is wholly absent or wholly there (a
+    failed commit may have reached the media), and queries agree with a
+    native table holding the same rows."""
+    d = tmpdir()
+    tg = Target(d, ["r.csd"])
+    try:
+        db = os.path.join(d, "r.db")
+        con = connect(db)
+        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
+                    "device='%s')" % tg.url("r.csd"))
+        r = random.Random(7)
+        done, failed, errors = [], [], []
+        batch, k = 40, 0
+        for restart in (0.4, 0.6):
+            th = restart_soon(tg, restart)
+            t_end = time.time() + restart + 1.5
+            while time.time() < t_end or th.is_alive():
+                rows = [(k * batch + i + 1,) + rand_row(r) for i in range(batch)]
+                k += 1
+                try:
+                    con.execute("BEGIN")
+                    con.executemany("INSERT INTO t VALUES(?,?,?,?)", rows)
+                    con.execute("COMMIT")
+                    done.append(rows)
+                except sqlite3.Error as e:
+                    errors.append(str(e))
+                    failed.append(rows)
+                    try:
+                        con.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                try:
+                    con.execute("SELECT count(*), sum(a) FROM t WHERE b > 1").fetchall()
+                except sqlite3.Error as e:
+                    errors.append(str(e))
+            th.join()
+        for e in errors:
+            # a failure says it was the link, never a timeout or a crash
+            assert "link" in e.lower() or "lost" in e.lower(), e
+        have = {row[0]: row for row in con.execute("SELECT id, a, b, c FROM t")}
+        want = []
+        for rows in done:
+            for row in rows:
+                assert row[0] in have, "committed row %d lost" % row[0]
+            want += rows
+        for rows in failed:
+            n = sum(row[0] in have for row in rows)
+            assert n in (0, len(rows)), "a failed transaction is half there (%d rows)" % n
+            if n:
+                want += rows
+        assert len(have) == len(want), (len(have), len(want))
+        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        con.executemany("INSERT INTO n VALUES(?,?,?,?)", want)
+        check_same(con, "t", "n")
+        assert len(done) > 10, "only %d transactions committed" % len(done)
+        con.close()
+        # a new process-level open reads the same committed state
+        con = connect(db)
+        check_same(con, "t", "n")
+        con.close()
+    finally:
+        tg.stop()
+
+
+def test_reconnect_zero_fails_at_once_and_reconnect_gives_up():
+    d = tmpdir()
+    tg = Target(d, ["z0.csd", "z2.csd"])
+    try:
+        for n, frag in ((0, "is down"), (2, "2 reconnection")):
+            con = connect(os.path.join(d, "z%d.db" % n))
+            con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, device='%s?reconnect=%d')" %
+                        (tg.url("z%d.csd" % n), n))
+            con.execute("INSERT INTO t VALUES(1)")
+            tg.kill9()
+            t0 = time.time()
+            msg = expect_error(lambda: con.execute("SELECT sum(a) FROM t WHERE a > 0").fetchall(),
+                               "link", frag)
+            assert "nvme-tcp://" in msg, msg
+            assert time.time() - t0 < 10, time.time() - t0
+            con.close()
+            tg.start()
+        con = connect(os.path.join(d, "b.db"))
+        expect_error(lambda: con.execute(
+            "CREATE VIRTUAL TABLE u USING csq(a, device='%s?reconnect=x')" % tg.url("z0.csd")),
+            "reconnect=N")
+        con.close()
+    finally:
+        tg.stop()
+
+
 def test_sigterm_clean_stop():
     d = tmpdir()
     tg = Target(d, ["g.csd"])
@@ -315,11 +420,11 @@ class Raw:
         dw0, dw1, sqhd, sqid, cid, st = struct.unpack("<IIHHHH", b[8:24])
         return cid, st >> 1, dw0
 
-    def connect(self, nqn, qid=0, cntlid=0xFFFF, host=b"nqn.test-host"):
+    def connect(self, nqn, qid=0, cntlid=0xFFFF, host=b"nqn.test-host", kato=0):
         data = (bytes(16) + struct.pack("<H", cntlid) + bytes(238) + nqn.encode().ljust(256, b"\0") +
                 host.ljust(256, b"\0") + bytes(256))
         self.capsule(sqe(0x7F, 1, nsid=1, sgl=(0x01, 1024),
-                         extra=struct.pack("<HHHBxI", 0, qid, 31, 0, 0)), data)
+                         extra=struct.pack("<HHHBxI", 0, qid, 31, 0, kato)), data)
         return self.resp()
 
     def enable(self):
@@ -449,6 +554,52 @@ def test_hostile_host_against_target():
     finally:
         tg.stop()
     assert "terminated" in tg.read_log()
+
+
+def test_keep_alive_timeout_tears_down_a_silent_host():
+    d = tmpdir()
+    tg = Target(d, ["ka.csd"])
+    try:
+        # a host that asks for KATO 200 ms and then says nothing: dropped after 2 x KATO
+        quiet = Raw(tg.port)
+        quiet.icreq()
+        cid, st, cntlid = quiet.connect(NQN + "ka.csd", kato=200)
+        assert st == 0, hex(st)
+        io = Raw(tg.port)
+        io.icreq()
+        assert io.connect(NQN + "ka.csd", qid=1, cntlid=cntlid)[1] == 0
+        t0 = time.time()
+        assert quiet.closed() and io.closed(), "a silent controller was kept"
+        assert time.time() - t0 < 5
+        # one that sends Keep Alive every 100 ms stays, and so do its I/O queues
+        live = Raw(tg.port)
+        live.icreq()
+        cid, st, cntlid = live.connect(NQN + "ka.csd", kato=200)
+        assert live.enable()[1] == 0
+        io = Raw(tg.port)
+        io.icreq()
+        assert io.connect(NQN + "ka.csd", qid=1, cntlid=cntlid)[1] == 0
+        for i in range(12):
+            time.sleep(0.1)
+            live.capsule(sqe(0x18, 10 + i))
+            assert live.resp()[1] == 0
+        io.capsule(sqe(0x00, 5, nsid=1))  # Flush: the I/O queue still works
+        assert io.resp()[:2] == (5, 0)
+        live.s.close()
+        io.s.close()
+        # csq's initiator keeps an idle table's controller alive
+        con = connect(os.path.join(d, "ka.db"))
+        con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, device='%s?kato=200')" %
+                    tg.url("ka.csd"))
+        con.execute("INSERT INTO t VALUES(1), (2)")
+        time.sleep(1.2)
+        assert con.execute("SELECT sum(a) FROM t WHERE a > 0").fetchall() == [(3,)]
+        con.close()
+    finally:
+        tg.stop()
+    log = tg.read_log()
+    assert log.count("keep alive timeout") == 2, log
+    assert "KATO 200 ms" in log, log
 
 
 def test_discovery_log_lists_subsystems():
