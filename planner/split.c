@@ -591,6 +591,16 @@ static void sp_plan(sp *s) {
   for (int i = 0; i < a->nGroup && !s->bFail; i++) {
     const pl_expr *e =
         a->aGroup[i].iCol > 0 ? a->aCol[a->aGroup[i].iCol - 1].pExpr : a->aGroup[i].pExpr;
+    char affName;
+    if (e->op == PL_E_COLUMN && !e->zTab && sp_column(s, e, &affName) < 0) {
+      /* a result column's alias, as SQLite reads a GROUP BY name that is
+      ** no column of the table: GROUP BY k for csq_bpf('f', x) AS k */
+      for (int j = 0; j < a->nCol; j++)
+        if (a->aCol[j].zAlias && sqlite3_stricmp(a->aCol[j].zAlias, e->zName) == 0) {
+          e = a->aCol[j].pExpr;
+          break;
+        }
+    }
     if (sp_find_key(s, e) >= 0) continue;
     if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 8 GROUP BY keys%s", "");
     if (!sp_key_ok(s, e, 0))
