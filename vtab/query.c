@@ -631,7 +631,8 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
     if (plan->zBpf) x_add(c, "ebpf", sqlite3_mprintf("on the device: %s", plan->zBpf));
   } else {
     x_add(c, "host", sqlite3_mprintf("the query as written; csq tables in it push their filters"));
-    if (sqlite3_strlike("%csq_bpf%", zSql, 0) == 0)
+    if (sqlite3_strlike("%csq_bpf(%", zSql, 0) == 0 ||
+        sqlite3_strlike("%csq_bpf_col(%", zSql, 0) == 0)
       x_add(c, "ebpf",
             sqlite3_mprintf("on the host, on the rows the device returns (but a csq table "
                             "still runs csq_bpf_col(column, 'name') in its WHERE)"));
