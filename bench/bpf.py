@@ -16,6 +16,11 @@ Two predicates, each three ways:
           csq:    SELECT count(*) ... WHERE csq_bpf('rev', ...) through a
                   csq_query view (csq's planner pushes it)
           C, SQL: as above on the native table
+  revrows the rev predicate in a plain SELECT of two columns (26835 rows):
+          csq:    SELECT l_orderkey, l_extendedprice ... WHERE csq_bpf('rev', ...)
+                  through a csq_query view (csq's planner pushes the filter
+                  and collects the matching rows)
+          C, SQL: the same SELECT on the native table
 The C functions are compiled here (gcc -O2) as a loadable SQLite extension
 (sqlite3_create_function, one call per row, as a user's UDF would be); the
 eBPF programs with clang -target bpf.
@@ -136,6 +141,9 @@ def main():
     con.execute("SELECT csq_bpf_load('rev', ?, 'REAL,REAL,REAL')", (progs["rev"],))
     rev_q = ("SELECT count(*) FROM lineitem WHERE csq_bpf('rev', l_extendedprice, l_discount, l_tax)")
     con.execute("CREATE VIRTUAL TABLE temp.rev_v USING csq_query('%s')" % rev_q.replace("'", "''"))
+    rows_q = ("SELECT l_orderkey, l_extendedprice FROM lineitem "
+              "WHERE csq_bpf('rev', l_extendedprice, l_discount, l_tax)")
+    con.execute("CREATE VIRTUAL TABLE temp.rows_v USING csq_query('%s')" % rows_q.replace("'", "''"))
     cols = "l_orderkey, l_extendedprice"
     cases = [
         ("pricey", "csq eBPF pushed",
@@ -148,6 +156,11 @@ def main():
         ("rev", "C function, native",
          "SELECT count(*) FROM nat.lineitem WHERE rev_c(l_extendedprice, l_discount, l_tax)"),
         ("rev", "SQL, native", "SELECT count(*) FROM nat.lineitem "
+         "WHERE l_extendedprice * (1 - l_discount) * (1 + l_tax) > 95000.0"),
+        ("revrows", "csq eBPF pushed (csq_query)", "SELECT * FROM rows_v"),
+        ("revrows", "C function, native", "SELECT l_orderkey, l_extendedprice FROM nat.lineitem "
+         "WHERE rev_c(l_extendedprice, l_discount, l_tax)"),
+        ("revrows", "SQL, native", "SELECT l_orderkey, l_extendedprice FROM nat.lineitem "
          "WHERE l_extendedprice * (1 - l_discount) * (1 + l_tax) > 95000.0"),
     ]
     print("SF %s lineitem, median of %d interleaved runs (load average %.1f)"
@@ -169,7 +182,7 @@ def main():
             wall[i].append(w)
             cpu[i].append(c)
             nrows[i] = rows[0][0] if cases[i][0] == "rev" else len(rows)
-    print("%-7s %-30s %8s %8s %9s %14s %8s" % ("query", "how", "wall s", "CPU s", "rows",
+    print("%-8s %-30s %8s %8s %9s %14s %8s" % ("query", "how", "wall s", "CPU s", "rows",
                                                "bytes to host", "B/row"))
     res = {}
     for i, (q, how, sql) in enumerate(cases):
@@ -177,9 +190,9 @@ def main():
         res[(q, how.split(",")[0])] = (w, c, n)
         push = how.startswith("csq eBPF pushed")
         per = tohost[i] // runs
-        print("%-7s %-30s %8.3f %8.3f %9d %14s %8s" % (
+        print("%-8s %-30s %8.3f %8.3f %9d %14s %8s" % (
             q, how, w, c, n, per if push else "-", "%.1f" % (per / n) if push and n else "-"), flush=True)
-    for q in ("pricey", "rev"):
+    for q in ("pricey", "rev", "revrows"):
         p = [v for k, v in res.items() if k[0] == q and k[1].startswith("csq eBPF pushed")][0]
         for other in ("C function", "SQL"):
             o = res[(q, other)]

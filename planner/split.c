@@ -62,8 +62,8 @@ typedef struct sp {
   int nTerm;
   sqlite3_str *pHost;
   sqlite3_str *pBpf; /* the eBPF calls the program runs, for csq_explain */
-  /* a row plan (sp_plan_rows): key 0 is the rowid (aKey[0] NULL), and
-  ** aggregate k is MIN of column chunk aRowChunk[k], its value */
+  /* a row plan (sp_plan_rows): output 0 is the rowid (aKey[0] NULL, nKey
+  ** 1), output 1 + k column chunk aRowChunk[k] (aAgg[k], nAgg of them) */
   int bRows;
   int aRowChunk[SP_MAX_AGG];
 } sp;
@@ -591,6 +591,16 @@ static void sp_plan(sp *s) {
   for (int i = 0; i < a->nGroup && !s->bFail; i++) {
     const pl_expr *e =
         a->aGroup[i].iCol > 0 ? a->aCol[a->aGroup[i].iCol - 1].pExpr : a->aGroup[i].pExpr;
+    char affName;
+    if (e->op == PL_E_COLUMN && !e->zTab && sp_column(s, e, &affName) < 0) {
+      /* a result column's alias, as SQLite reads a GROUP BY name that is
+      ** no column of the table: GROUP BY k for csq_bpf('f', x) AS k */
+      for (int j = 0; j < a->nCol; j++)
+        if (a->aCol[j].zAlias && sqlite3_stricmp(a->aCol[j].zAlias, e->zName) == 0) {
+          e = a->aCol[j].pExpr;
+          break;
+        }
+    }
     if (sp_find_key(s, e) >= 0) continue;
     if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 8 GROUP BY keys%s", "");
     if (!sp_key_ok(s, e, 0))
@@ -621,10 +631,9 @@ static int sp_has_bpf(const pl_expr *e) {
 
 /* A SELECT without aggregates whose WHERE calls csq_bpf: SQLite can offer
 ** a virtual table no such call over several columns, so the planner takes
-** it. The device filters, and keeps each row whole as a group of one: the
-** rowid as the key, each column the query reads as MIN over that one row
-** (its value, in its own class). The host reads them back in rowid order
-** unless the query orders them. */
+** it. The device runs the filter and returns the matching rows (the rowid,
+** then each column the query reads: pl_plan.bRows); the host reads them
+** back in rowid order unless the query orders them. */
 static void sp_plan_rows(sp *s) {
   pl_ast *a = s->a;
   if (a->bStar)
@@ -635,21 +644,17 @@ static void sp_plan_rows(sp *s) {
   s->bRows = 1;
   sp_where_term(s, a->pWhere);
   if (s->bFail) return;
-  int slot = csq_pb_input(s->b, 0), x = slot < 0 ? slot : csq_pb_expr_col(s->b, slot);
-  if (x < 0 || csq_pb_group(s->b, x) < 0) return sp_fail(s, "program limit reached%s", "");
+  int slot = csq_pb_input(s->b, 0);
+  if (slot < 0 || csq_pb_output(s->b, slot) < 0) return sp_fail(s, "program limit reached%s", "");
   s->aKey[0] = NULL;
   s->aKeyAff[0] = 'D';
   s->nKey = 1;
   pl_refs r;
   memset(&r, 0, sizeof(r));
-  for (int i = 0; i < a->nCol; i++)
-    if (pl_expr_refs(a->aCol[i].pExpr, 0, &r)) s->bFail = 1;
-  for (int i = 0; i < a->nOrder; i++)
-    if (pl_expr_refs(a->aOrder[i].pExpr, 0, &r)) s->bFail = 1;
-  if (s->bFail) {
-    s->bFail = 0;
-    sp_fail(s, "out of memory%s", "");
-  }
+  int bNoMem = 0;
+  for (int i = 0; i < a->nCol; i++) bNoMem |= pl_expr_refs(a->aCol[i].pExpr, 0, &r) != 0;
+  for (int i = 0; i < a->nOrder; i++) bNoMem |= pl_expr_refs(a->aOrder[i].pExpr, 0, &r) != 0;
+  if (bNoMem) sp_fail(s, "out of memory%s", "");
   for (int i = 0; i < r.nCol && !s->bFail; i++) {
     char aff;
     int iChunk = sp_column(s, r.aCol[i], &aff), k;
@@ -659,12 +664,12 @@ static void sp_plan_rows(sp *s) {
     }
     for (k = 0; k < s->nAgg && s->aRowChunk[k] != iChunk; k++) {}
     if (k < s->nAgg) continue;
-    if (s->nAgg >= SP_MAX_AGG) {
-      sp_fail(s, "more than 64 columns%s", "");
+    if (s->nAgg >= SP_MAX_AGG - 1) { /* csq_rows holds 64 columns, the rowid one */
+      sp_fail(s, "more than 63 columns%s", "");
       break;
     }
-    int sl = csq_pb_input(s->b, (uint32_t)iChunk), xc = sl < 0 ? sl : csq_pb_expr_col(s->b, sl);
-    if (xc < 0 || csq_pb_agg(s->b, CSQ_AGG_MIN, 0, xc) < 0) {
+    int sl = csq_pb_input(s->b, (uint32_t)iChunk);
+    if (sl < 0 || csq_pb_output(s->b, sl) < 0) {
       sp_fail(s, "program limit reached%s", "");
       break;
     }
@@ -672,11 +677,6 @@ static void sp_plan_rows(sp *s) {
     s->aAgg[s->nAgg++] = r.aCol[i];
   }
   pl_refs_free(&r);
-  if (!s->bFail && s->nAgg == 0) { /* no column read: the rows still count */
-    s->aRowChunk[0] = -1;
-    s->aAgg[s->nAgg++] = NULL;
-    if (csq_pb_agg(s->b, CSQ_AGG_COUNT_STAR, 0, -1) < 0) sp_fail(s, "program limit reached%s", "");
-  }
   sp_host(s);
 }
 
@@ -789,9 +789,14 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
     } else {
       p->pProg = sqlite3_malloc64(nProg);
       p->zTable = sqlite3_mprintf("%s", s.a->zTable);
-      p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), %d group key(s), %d aggregate(s); "
-                                   "program of %lld bytes",
-                                   s.a->zTable, s.nTerm, s.nKey, s.nAgg, (long long)nProg);
+      if (s.bRows)
+        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), returns the rowid and %d "
+                                     "column(s) of each matching row; program of %lld bytes",
+                                     s.a->zTable, s.nTerm, s.nAgg, (long long)nProg);
+      else
+        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), %d group key(s), %d "
+                                     "aggregate(s); program of %lld bytes",
+                                     s.a->zTable, s.nTerm, s.nKey, s.nAgg, (long long)nProg);
       if (!p->pProg || !p->zTable || !p->zDevice || !zHost) {
         rc = SQLITE_NOMEM;
       } else {
@@ -800,6 +805,7 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
         p->bPush = 1;
         p->nKey = s.nKey;
         p->nAgg = s.nAgg;
+        p->bRows = s.bRows;
         p->zHost = zHost;
         zHost = NULL;
         p->zBpf = zBpf && zBpf[0] ? zBpf : NULL;
@@ -812,7 +818,7 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
         else if (s.bRows)
           snprintf(p->zWhy, sizeof(p->zWhy),
                    "the filter on the device (its eBPF call is one SQLite cannot offer the "
-                   "table), each row kept whole as a group of one, keyed by rowid");
+                   "table), the matching rows back to the host");
         else
           snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
       }

@@ -61,6 +61,8 @@ typedef struct pl_plan {
   size_t nProg;
   int bEmpty;     /* the filter can never be true (a comparison with NULL) */
   int nKey, nAgg; /* merged row layout: nKey keys, then nAgg aggregates */
+  int bRows;      /* pProg filters and returns rows (no aggregation): the rowid,
+                  ** then nAgg columns; the caller collects them as they come */
   char *zHost;    /* SELECT ... FROM csq_rows(?iRows) ... (sqlite3_malloc'd) */
   int iRows;      /* parameter number of the row set in zHost */
   char *zDevice;  /* what the device runs, for csq_explain (sqlite3_malloc'd) */

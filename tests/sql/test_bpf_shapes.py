@@ -83,6 +83,10 @@ SHAPES = [
      "SELECT csq_bpf('p_type', m) AS k, count(*) FROM {t} GROUP BY csq_bpf('p_type', m) ORDER BY k",
      "SELECT " + TYPE_SQL % "m" + " AS k, count(*) FROM {t} GROUP BY k ORDER BY k", "device",
      "as a value"),
+    ("as a GROUP BY key named by its alias",
+     "SELECT csq_bpf('p_type', m) AS k, count(*), max(id) FROM {t} GROUP BY k ORDER BY k",
+     "SELECT " + TYPE_SQL % "m" + " AS k, count(*), max(id) FROM {t} GROUP BY k ORDER BY k", "device",
+     "csq_bpf('p_type', m) as a value"),
     ("in the select list", "SELECT id, csq_bpf('p_type', m) FROM {t} WHERE id % 5 = 0 ORDER BY id",
      "SELECT id, " + TYPE_SQL % "m" + " FROM {t} WHERE id % 5 = 0 ORDER BY id", "host", "no aggregate"),
     ("a plain SELECT of several columns",
@@ -234,3 +238,27 @@ def test_shapes_after_writes_in_a_transaction():
         same_rows(con.execute(q.format(t="t")).fetchall(), want, name + ": inside a transaction")
         same_rows(pushed(con, q.format(t="t")), want, name + ": inside a transaction, csq's planner")
     con.execute("COMMIT")
+
+
+def test_plain_select_keeping_most_rows():
+    """A plain SELECT whose filter keeps most of a big table: the planner
+    gives the rows to SQLite's own scan of the table instead of collecting
+    them (the answer is the same either way)."""
+    progs = compile_all()
+    con = connect()
+    obj, types = progs["p_int"]
+    con.execute("SELECT csq_bpf_load('p_int', ?, ?)", (obj, types))
+    con.execute("CREATE VIRTUAL TABLE big USING csq(a INTEGER, b REAL, pushdown='always')")
+    con.execute("CREATE TABLE nbig(a INTEGER, b REAL)")
+    rows = [(3 * i if i % 50 else 3 * i + 1, i / 4.0) for i in range(80000)]
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO big VALUES (?, ?)", rows)
+    con.executemany("INSERT INTO nbig VALUES (?, ?)", rows)
+    con.execute("COMMIT")
+    for q in ("SELECT a, b FROM {t} WHERE csq_bpf('p_int', a)",
+              "SELECT a, b FROM {t} WHERE NOT csq_bpf('p_int', a)",
+              "SELECT b FROM {t} WHERE csq_bpf('p_int', a) ORDER BY b DESC LIMIT 5"):
+        want = con.execute(q.format(t="nbig")).fetchall()
+        assert explain(con, q.format(t="big"))["plan"] == "device+host"
+        same_rows(pushed(con, q.format(t="big")), want, q)
+    assert len(pushed(con, "SELECT a FROM big WHERE csq_bpf('p_int', a)")) == 80000 - 1600
