@@ -681,8 +681,33 @@ def test_garbage_target_gives_clear_errors():
         c.recv(4096)
         c.close()
 
+    def bad_type(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 0x0A, 0, 24, 0, 24) + bytes(16))
+        time.sleep(0.5)
+        c.close()
+
+    def half_a_pdu(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 5, 0, 24, 0, 24) + bytes(5))
+        c.close()
+
+    def too_long(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 7, 0x0C, 24, 24, 24 + (1 << 30)) +
+                  struct.pack("<HHIII", 0, 0, 0, 1 << 30, 0))
+        time.sleep(0.5)
+        c.close()
+
     for fn, frag in [(garbage, "ICResp"), (garbage_after_ic, "not in flight"),
-                     (hangs_up, "closed the connection")]:
+                     (hangs_up, "closed the connection"), (bad_type, "malformed PDU"),
+                     (half_a_pdu, "closed the connection"), (too_long, "malformed PDU")]:
         port, stop = fake_target(fn)
         try:
             con = connect(":memory:")
