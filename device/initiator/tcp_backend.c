@@ -7,7 +7,12 @@
 **
 ** Options (tcp_recover.c): reconnect=N attempts after a dropped connection
 ** (default 6, 0 = none); kato=MS, the Keep Alive timeout (default 10000, 0 =
-** none).
+** none). digest=1 asks the target for CRC32C header and data digests,
+** hdgst=1 / ddgst=1 for one of them (default none: TCP's own checksum
+** covers loopback and most links; a digest also covers what the NICs and
+** the kernels in between do). A PDU whose header digest does not match ends
+** the connection; data whose digest does not match fails its command with
+** Data Transfer Error (tcp_queue.c).
 **
 ** xOpen creates the controller (tcp_recover.c: the admin queue, Fabrics
 ** Connect qid 0, Property Set CC.EN, wait for CSTS.RDY); Identify goes over
@@ -41,7 +46,7 @@ static int parse_option(dev_backend *d, const char *z, size_t n, char **pzErr) {
   static const struct {
     const char *zName;
     int iMax;
-  } aOpt[] = {{"reconnect", 1000}, {"kato", 3600000}};
+  } aOpt[] = {{"reconnect", 1000}, {"kato", 3600000}, {"digest", 1}, {"hdgst", 1}, {"ddgst", 1}};
   const char *zEq = memchr(z, '=', n);
   for (size_t i = 0; zEq && i < sizeof(aOpt) / sizeof(aOpt[0]); i++) {
     if ((size_t)(zEq - z) != strlen(aOpt[i].zName) || memcmp(z, aOpt[i].zName, (size_t)(zEq - z)))
@@ -55,6 +60,8 @@ static int parse_option(dev_backend *d, const char *z, size_t n, char **pzErr) {
     if (*zEnd || v < 0 || v > aOpt[i].iMax) break;
     if (i == 0) d->nReconnect = (int)v;
     if (i == 1) d->katoMs = (int)v;
+    if (i == 2 || i == 3) d->bHdgst = (int)v;
+    if (i == 2 || i == 4) d->bDdgst = (int)v;
     return 0;
   }
   *pzErr = dev_mprintf(
@@ -144,7 +151,7 @@ static int tcpb_open(const char *zPath, const dev_options *pOpt, dev_backend **p
   rc = tcpb_ctrl_create(d, tcpb_now() + (int64_t)TCPB_SETUP_MS * 1000000, &zErr);
   pthread_mutex_unlock(&d->mu);
   if (rc) {
-    *pzErr = dev_mprintf("cannot open %s", zErr ? zErr : strerror(-rc));
+    *pzErr = dev_mprintf("cannot open %s: %s", zPath, zErr ? zErr : strerror(-rc));
     free(zErr);
     goto fail;
   }

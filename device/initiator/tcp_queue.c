@@ -400,9 +400,15 @@ static void on_pdu_end(dev_bqueue *q) {
     tcpb_cmd *p = q->pRxCmd;
     if (q->L.nDdgst && csq_le32(q->aDd) != tcp_crc32c_final(q->crc)) p->bBadData = 1;
     p->nC2H += h->length;
-    if ((h->flags & TCP_F_SUCCESS) && p->nC2H == p->nLen && !p->bBadData) {
+    if (h->flags & TCP_F_SUCCESS) {
+      /* no response capsule follows: this PDU completes the command */
       q->nTries = 0;
-      complete(q, p, 0, 0, NULL);
+      if (p->nC2H == p->nLen && !p->bBadData)
+        complete(q, p, 0, 0, NULL);
+      else
+        complete(q, p, CSQ_SC_DATA_XFER_ERROR, 0,
+                 p->bBadData ? "the data that crossed the link failed its digest"
+                             : "the target reported success before sending all the data");
     }
     q->pRxCmd = NULL;
   }
@@ -552,11 +558,11 @@ int tcpb_sync_cmd(dev_bqueue *q, csq_sqe *e, int64_t tEnd, csq_cqe *pCqe, char *
   e->cid = TCPB_SYNC_CID;
   memset(pCqe, 0, sizeof(*pCqe));
   if (q->bDead || q->bDown || q->fd < 0) {
-    *pzErr = dev_mprintf("%s: %s: %s", q->d->zUrl, zWhat, q->bDead ? q->zDead : q->zDown);
+    *pzErr = dev_mprintf("%s: %s", zWhat, q->bDead ? q->zDead : q->zDown);
     return -ECONNRESET;
   }
   if (q->nFree == 0) {
-    *pzErr = dev_mprintf("%s: %s: no free slot", q->d->zUrl, zWhat);
+    *pzErr = dev_mprintf("%s: no free slot", zWhat);
     return -EAGAIN;
   }
   tcpb_submit(q, e);
@@ -568,12 +574,12 @@ int tcpb_sync_cmd(dev_bqueue *q, csq_sqe *e, int64_t tEnd, csq_cqe *pCqe, char *
       q->nReady--;
       uint16_t sf = csq_cqe_sf(pCqe) & 0x7FF;
       if (sf == CSQ_SC_HOST_LINK) {
-        *pzErr = dev_mprintf("%s: %s: %s", q->d->zUrl, zWhat, q->bDead ? q->zDead : q->zDown);
+        *pzErr = dev_mprintf("%s: %s", zWhat, q->bDead ? q->zDead : q->zDown);
         return -ECONNRESET;
       }
       if (sf) {
         *pzErr = dev_mprintf(
-            "%s: %s failed: %s (status 0x%03x)%s", q->d->zUrl, zWhat, csq_status_name(sf), sf,
+            "%s failed: %s (status 0x%03x)%s", zWhat, csq_status_name(sf), sf,
             sf == CSQ_STATUS(1, 0x82) ? ": no such subsystem or queue at the target" : "");
         return -ECONNREFUSED;
       }
@@ -581,7 +587,7 @@ int tcpb_sync_cmd(dev_bqueue *q, csq_sqe *e, int64_t tEnd, csq_cqe *pCqe, char *
     }
     int64_t left = tEnd - tcpb_now();
     if (left <= 0 || q->fd < 0) {
-      *pzErr = dev_mprintf("%s: %s: %s", q->d->zUrl, zWhat,
+      *pzErr = dev_mprintf("%s: %s", zWhat,
                            q->bDead    ? q->zDead
                            : q->fd < 0 ? q->zDown
                                        : "no answer in time");

@@ -85,7 +85,7 @@ int tcpb_ctrl_create(dev_backend *d, int64_t tEnd, char **pzErr) {
     rc = prop(d, 0, 0x1C, 0, &v, tEnd, pzErr);
     if (rc || (v & 1)) break;
     if (tcpb_now() > tEnd) {
-      *pzErr = dev_mprintf("%s: the controller did not become ready", d->zUrl);
+      *pzErr = dev_mprintf("the controller did not become ready");
       rc = -ETIMEDOUT;
       break;
     }

@@ -579,10 +579,14 @@ static void *rx_main(void *pArg) {
   if (c->pQ) dev_emu_backend.xQueueClose(c->pQ);
   for (uint32_t i = 0; i < c->nCmd; i++) free(c->aCmd[i].pBuf);
   fprintf(stderr,
-          "csq-target: %s %s qid %u cntlid %u: %llu commands, %llu bytes in, %llu out; %s\n",
+          "csq-target: %s %s qid %u cntlid %u%s: %llu commands, %llu bytes in, %llu out; %s\n",
           c->zPeer, c->pCtrl ? (c->pCtrl->pSub ? c->pCtrl->pSub->zNqn : TGT_DISCOVERY_NQN) : "-",
-          c->qid, c->pCtrl ? c->pCtrl->cntlid : 0, (unsigned long long)c->nCmds,
-          (unsigned long long)c->nIn, (unsigned long long)c->nOut, c->zEnd);
+          c->qid, c->pCtrl ? c->pCtrl->cntlid : 0,
+          c->bHdgst   ? (c->bDdgst ? " hdgst ddgst" : " hdgst")
+          : c->bDdgst ? " ddgst"
+                      : "",
+          (unsigned long long)c->nCmds, (unsigned long long)c->nIn, (unsigned long long)c->nOut,
+          c->zEnd);
   if (c->pCtrl) tgt_ctrl_disconnect(c->s, c->pCtrl, c->qid);
   pthread_mutex_lock(&c->s->mu);
   c->bDone = 1;

@@ -571,15 +571,16 @@ def test_keep_alive_timeout_tears_down_a_silent_host():
         t0 = time.time()
         assert quiet.closed() and io.closed(), "a silent controller was kept"
         assert time.time() - t0 < 5
-        # one that sends Keep Alive every 100 ms stays, and so do its I/O queues
+        # one that sends Keep Alive every 100 ms (KATO 500) stays past 2 x KATO, and
+        # so do its I/O queues
         live = Raw(tg.port)
         live.icreq()
-        cid, st, cntlid = live.connect(NQN + "ka.csd", kato=200)
+        cid, st, cntlid = live.connect(NQN + "ka.csd", kato=500)
         assert live.enable()[1] == 0
         io = Raw(tg.port)
         io.icreq()
         assert io.connect(NQN + "ka.csd", qid=1, cntlid=cntlid)[1] == 0
-        for i in range(12):
+        for i in range(15):
             time.sleep(0.1)
             live.capsule(sqe(0x18, 10 + i))
             assert live.resp()[1] == 0
@@ -589,10 +590,10 @@ def test_keep_alive_timeout_tears_down_a_silent_host():
         io.s.close()
         # csq's initiator keeps an idle table's controller alive
         con = connect(os.path.join(d, "ka.db"))
-        con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, device='%s?kato=200')" %
+        con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, device='%s?kato=500')" %
                     tg.url("ka.csd"))
         con.execute("INSERT INTO t VALUES(1), (2)")
-        time.sleep(1.2)
+        time.sleep(1.5)
         assert con.execute("SELECT sum(a) FROM t WHERE a > 0").fetchall() == [(3,)]
         con.close()
     finally:
@@ -680,8 +681,33 @@ def test_garbage_target_gives_clear_errors():
         c.recv(4096)
         c.close()
 
+    def bad_type(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 0x0A, 0, 24, 0, 24) + bytes(16))
+        time.sleep(0.5)
+        c.close()
+
+    def half_a_pdu(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 5, 0, 24, 0, 24) + bytes(5))
+        c.close()
+
+    def too_long(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 7, 0x0C, 24, 24, 24 + (1 << 30)) +
+                  struct.pack("<HHIII", 0, 0, 0, 1 << 30, 0))
+        time.sleep(0.5)
+        c.close()
+
     for fn, frag in [(garbage, "ICResp"), (garbage_after_ic, "not in flight"),
-                     (hangs_up, "closed the connection")]:
+                     (hangs_up, "closed the connection"), (bad_type, "malformed PDU"),
+                     (half_a_pdu, "closed the connection"), (too_long, "malformed PDU")]:
         port, stop = fake_target(fn)
         try:
             con = connect(":memory:")
@@ -690,6 +716,103 @@ def test_garbage_target_gives_clear_errors():
                 "CREATE VIRTUAL TABLE t USING csq(a, device='nvme-tcp://127.0.0.1:%d/%sz.csd')" %
                 (port, NQN)), frag)
             assert time.time() - t0 < 15
+            con.close()
+        finally:
+            stop()
+
+
+class FakeCtrl:
+    """A scripted NVMe/TCP controller on one socket, with header and data
+    digests: answers Connect, Property Get/Set and Identify; `spoil` names
+    what to get wrong ("connect_hdgst": the Connect response's header
+    digest, "identify_ddgst": the Identify data's digest)."""
+
+    def __init__(self, c, spoil):
+        self.c, self.spoil = c, spoil
+
+    def recv_all(self, n):
+        b = b""
+        while len(b) < n:
+            k = self.c.recv(n - len(b))
+            if not k:
+                raise EOFError()
+            b += k
+        return b
+
+    def send_pdu(self, typ, hdr, data=b"", flags=0, bad_h=False, bad_d=False):
+        hlen = 8 + len(hdr)
+        pdo = hlen + 4 if data else 0
+        plen = hlen + 4 + (len(data) + 4 if data else 0)
+        flags |= 1 | (2 if data else 0)
+        b = struct.pack("<BBBBI", typ, flags, hlen, pdo, plen) + hdr
+        b += struct.pack("<I", crc32c(b) ^ (1 if bad_h else 0))
+        if data:
+            b += data + struct.pack("<I", crc32c(data) ^ (1 if bad_d else 0))
+        self.c.sendall(b)
+
+    def resp(self, cid, dw0=0, bad_h=False):
+        self.send_pdu(5, struct.pack("<IIHHHH", dw0, 0, 0, 0, cid, 0), bad_h=bad_h)
+
+    def run(self):
+        try:
+            self.serve()
+        except EOFError:
+            pass  # the host hung up, as it should after a bad digest
+
+    def serve(self):
+        ic = self.recv_all(128)
+        assert ic[0] == 0 and ic[11] == 3, ic[:12]  # the host asked for both digests
+        self.c.sendall(struct.pack("<BBBBIHBBI", 1, 0, 128, 0, 128, 0, 0, 3, 131072) + bytes(112))
+        while True:
+            ch = self.recv_all(8)
+            t, f, hl, pdo, plen = struct.unpack("<BBBBI", ch)
+            rest = self.recv_all(plen - 8)
+            assert t == 4 and f & 1, (t, f)
+            sq = rest[:64]
+            opc, cid = sq[0], struct.unpack("<H", sq[2:4])[0]
+            if opc == 0x7F and sq[4] == 1:
+                self.resp(cid, dw0=1, bad_h=self.spoil == "connect_hdgst")
+            elif opc == 0x7F and sq[4] == 4:
+                self.resp(cid, dw0=1)  # CSTS.RDY
+            elif opc == 0x7F:
+                self.resp(cid)
+            elif opc == 0x06:
+                self.send_pdu(7, struct.pack("<HHIII", cid, 0, 0, 4096, 0), bytes(4096),
+                              flags=4 | 8, bad_d=self.spoil == "identify_ddgst")
+            else:
+                self.resp(cid)
+
+
+def test_digests_end_to_end_and_mismatches_refused():
+    d = tmpdir()
+    tg = Target(d, ["dg.csd"])
+    try:
+        con = connect(os.path.join(d, "dg.db"))
+        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
+                    "device='%s?digest=1')" % tg.url("dg.csd"))
+        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        fill(con, "t", "n", 3000, 5)
+        check_same(con, "t", "n")
+        con.close()
+        con = connect(os.path.join(d, "dg.db"))
+        s0 = stats(con)
+        con.execute("SELECT sum(a) FROM t WHERE b > 1").fetchall()
+        s1 = stats(con)
+        con.close()
+    finally:
+        tg.stop()
+    log = tg.read_log()
+    assert "qid 1 cntlid 1 hdgst ddgst" in log, log
+    assert s1["bytes_to_host"] > s0["bytes_to_host"], (s0, s1)
+    # a target whose digests do not match: a clear error, never data taken on trust
+    for spoil, frag in (("connect_hdgst", "header digest"),
+                        ("identify_ddgst", "Data Transfer Error")):
+        port, stop = fake_target(lambda c, spoil=spoil: FakeCtrl(c, spoil).run())
+        try:
+            con = connect(":memory:")
+            expect_error(lambda: con.execute(
+                "CREATE VIRTUAL TABLE t USING csq(a, device='nvme-tcp://127.0.0.1:%d/%sz.csd"
+                "?digest=1&reconnect=0')" % (port, NQN)), frag)
             con.close()
         finally:
             stop()
