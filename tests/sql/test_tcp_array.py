@@ -10,8 +10,8 @@ never a hang, and serves the table again once restarted; a target killed
 before each command a COMMIT sends it (a proxy in front of each target counts
 the command capsules and kills the target at the K-th, for every K until the
 COMMIT gets through, on each member in turn) leaves every member whole: a
-fresh connection after the restart finds the table old or new, the same on
-all members, and writable."""
+new connection of the same process, after the restart, finds the table old
+or new, the same on all members, and writable."""
 import os
 import random
 import shutil
@@ -20,14 +20,11 @@ import socket
 import sqlite3
 import struct
 import subprocess
-import sys
 import threading
 import time
 
 from harness import Skip, connect, expect_error, same_rows, tmpdir
 from test_tcp import NQN, TARGET, check_same, fill, free_port
-
-HERE = os.path.dirname(os.path.abspath(__file__))
 
 
 class Machines:
@@ -345,60 +342,29 @@ def state(con, t):
                             "coalesce(sum(id * (a %% 13)), 0) FROM %s" % t).fetchone())
 
 
-CHILD = r"""
-import sys
-sys.path.insert(0, sys.argv[1])
-import harness
-sys.modules["harness"] = harness
-import test_tcp_array
-test_tcp_array.commit_child(sys.argv[2], int(sys.argv[3]))
-"""
-
-
-def commit_child(db, i):
-    """A host process: print the table's state it finds; then, for i > 0,
-    run transaction i, say ARM, wait for a line, COMMIT and say how it went."""
+def commit_once(db, i, proxy=None, nth=0):
+    """A fresh connection: the table's state it finds; then, for i > 0,
+    transaction i with the proxy armed just before COMMIT. Returns (state,
+    COMMIT's answer, whether the proxy killed its member)."""
     con = connect(db)
-    print(repr(state(con, "t")), flush=True)
-    if not i:
-        return
-    con.execute("BEGIN")
-    txn(con, "t", i)
-    print("ARM", flush=True)
-    sys.stdin.readline()
     try:
-        con.execute("COMMIT")
-        print("COMMITTED", flush=True)
-    except sqlite3.Error as e:
-        print("ERROR " + str(e).replace("\n", " "), flush=True)
-
-
-def run_child(db, i, proxy=None, nth=0):
-    """(state found, COMMIT's answer, whether the proxy killed its member)."""
-    p = subprocess.Popen([sys.executable, "-c", CHILD, HERE, db, str(i)], stdin=subprocess.PIPE,
-                         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    try:
-        first = p.stdout.readline()
-        res = ""
-        if i and first.startswith("["):
-            assert p.stdout.readline() == "ARM\n"
-            proxy.arm(nth)
-            p.stdin.write("\n")
-            p.stdin.flush()
-            res = p.stdout.readline().strip()
-        p.stdin.close()
-        err = p.stderr.read()
-        assert p.wait(timeout=60) == 0 and first.startswith("["), (first, res, err[-3000:])
+        got = state(con, "t")
+        if not i:
+            return got, "", False
+        con.execute("BEGIN")
+        txn(con, "t", i)
+        proxy.arm(nth)
+        try:
+            con.execute("COMMIT")
+            res = "COMMITTED"
+        except sqlite3.Error as e:
+            res = "ERROR " + str(e)
+        return got, res, proxy.disarm()
     finally:
-        if p.poll() is None:
-            p.kill()
-            p.wait()
-    return eval(first), res, proxy.disarm() if proxy else False
+        con.close()
 
 
 def test_member_killed_before_each_command_of_a_commit():
-    """Each COMMIT runs in a host process of its own (after a failed COMMIT
-    the next host opens the table afresh, as after a crash of either side)."""
     d = tmpdir()
     m, members = three(d)
     proxies = [KillProxy(x) for x in members]
@@ -432,7 +398,7 @@ def test_member_killed_before_each_command_of_a_commit():
             nth = 1
             while True:
                 i += 1
-                got, res, fired = run_child(db, i, p, nth)
+                got, res, fired = commit_once(db, i, p, nth)
                 found(got)
                 old = state(model, "t")
                 model.execute("BEGIN")
@@ -447,7 +413,7 @@ def test_member_killed_before_each_command_of_a_commit():
                 members[k].start()
                 pending = ("member %d killed before command %d of a COMMIT" % (k + 1, nth), old, new)
                 nth += 1
-        found(run_child(db, 0)[0])
+        found(commit_once(db, 0)[0])
         con = connect(db)
         assert state(con, "t") == state(model, "t")
         con.execute("INSERT INTO t(a) VALUES(1)")  # and writable
