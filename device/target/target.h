@@ -98,8 +98,13 @@ void tgt_server_close(tgt_server *s);
 ** status field to answer (Connect Invalid Parameters / Invalid Host). */
 uint16_t tgt_ctrl_connect(tgt_server *s, const char *zSubNqn, const char *zHostNqn, uint16_t cntlid,
                           uint16_t qid, tgt_ctrl **ppCtrl);
-/* Detach queue qid from pCtrl; the last queue frees the controller. */
+/* Detach queue qid from pCtrl; the last queue frees the controller.
+** tgt_ctrl_disconnect is tgt_ctrl_release_qid (qid free for a new Connect)
+** then tgt_ctrl_unref (the queue's reference), which a connection that
+** still drains its commands takes in two steps. */
 void tgt_ctrl_disconnect(tgt_server *s, tgt_ctrl *pCtrl, uint16_t qid);
+void tgt_ctrl_release_qid(tgt_server *s, tgt_ctrl *pCtrl, uint16_t qid);
+void tgt_ctrl_unref(tgt_server *s, tgt_ctrl *pCtrl);
 /* Property Get / Set (fctype 04h / 00h) on pCtrl: status field; *pVal. */
 uint16_t tgt_prop_get(tgt_server *s, tgt_ctrl *pCtrl, uint32_t ofst, int b8, uint64_t *pVal);
 uint16_t tgt_prop_set(tgt_server *s, tgt_ctrl *pCtrl, uint32_t ofst, uint64_t val);

@@ -574,6 +574,9 @@ static void *rx_main(void *pArg) {
   free(aInline);
   /* drain: the device finishes what it has, then the queue pair closes */
   __atomic_store_n(&c->bRxEnd, 1, __ATOMIC_RELEASE);
+  /* the qid is free at once: a host that closed this queue may connect it
+  ** again before the commands still in the device finish */
+  if (c->pCtrl) tgt_ctrl_release_qid(c->s, c->pCtrl, c->qid);
   shutdown(c->fd, SHUT_RDWR);
   if (c->bCqStarted) pthread_join(c->cq, NULL);
   if (c->pQ) dev_emu_backend.xQueueClose(c->pQ);
@@ -587,7 +590,7 @@ static void *rx_main(void *pArg) {
                       : "",
           (unsigned long long)c->nCmds, (unsigned long long)c->nIn, (unsigned long long)c->nOut,
           c->zEnd);
-  if (c->pCtrl) tgt_ctrl_disconnect(c->s, c->pCtrl, c->qid);
+  if (c->pCtrl) tgt_ctrl_unref(c->s, c->pCtrl);
   pthread_mutex_lock(&c->s->mu);
   c->bDone = 1;
   pthread_mutex_unlock(&c->s->mu);

@@ -95,10 +95,20 @@ out:
   return sf;
 }
 
-void tgt_ctrl_disconnect(tgt_server *s, tgt_ctrl *pCtrl, uint16_t qid) {
+void tgt_ctrl_release_qid(tgt_server *s, tgt_ctrl *pCtrl, uint16_t qid) {
   pthread_mutex_lock(&s->mu);
   pCtrl->aQidUsed &= ~(1ull << qid);
   if (qid == 0) pCtrl->csts = 0; /* a controller without its admin queue is gone */
+  pthread_mutex_unlock(&s->mu);
+}
+
+void tgt_ctrl_disconnect(tgt_server *s, tgt_ctrl *pCtrl, uint16_t qid) {
+  tgt_ctrl_release_qid(s, pCtrl, qid);
+  tgt_ctrl_unref(s, pCtrl);
+}
+
+void tgt_ctrl_unref(tgt_server *s, tgt_ctrl *pCtrl) {
+  pthread_mutex_lock(&s->mu);
   if (--pCtrl->nRef == 0) {
     for (tgt_ctrl **pp = &s->pCtrl; *pp; pp = &(*pp)->pNext) {
       if (*pp == pCtrl) {
