@@ -525,7 +525,7 @@ static int device_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const ch
   }
   for (int i = 0; i < nOut; i++) csq_vec_init(&c->aOut[i]);
   c->nOut = nOut;
-  vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
+  vt_note_table(p, (store_table *const *)c->aTab, c->nMem, 0);
   if (c->nLeft > 0 && c->nKey == 0) {
     /* capped: each member's first window holds the row groups the cap
     ** would fill if every row qualified (at least one); it is opened when
@@ -1019,7 +1019,7 @@ static int open_scan(vt_cursor *c, vt_tab *p) {
       c->apRg[c->nRg++] = pRg;
     }
   }
-  vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
+  vt_note_table(p, (store_table *const *)c->aTab, c->nMem, 0);
   if (p->aBuf) {
     /* rows still in the write buffer */
     uint32_t nBuf = p->aBuf[0].n;

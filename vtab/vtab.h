@@ -176,12 +176,13 @@ struct vt_tab {
   char *zName;
   char *zDb;
   vt_schema s;
-  int64_t nRowEst; /* rows at the last look, for xBestIndex */
-  uint64_t nWrite; /* xUpdate calls so far: tells a probe cache it is stale */
-  csq_zone *aZone; /* per chunk (0 rowid, 1 + i column i): the zone maps of every row
-                      group merged, at the last look (xBestIndex's selectivity) */
-  int nZoneRg;     /* row groups merged into aZone; 0 = none yet */
-  double *aNdv;    /* per chunk: distinct values estimated from the zone maps; 0 unknown */
+  int64_t nRowEst;  /* rows at the last look, for xBestIndex */
+  uint64_t nWrite;  /* xUpdate calls so far: tells a probe cache it is stale */
+  csq_zone *aZone;  /* per chunk (0 rowid, 1 + i column i): the zone maps of every row
+                       group merged, at the last look (xBestIndex's selectivity) */
+  int nZoneRg;      /* row groups merged into aZone; 0 = none yet */
+  uint64_t zoneSig; /* a hash of their addresses */
+  double *aNdv;     /* per chunk: distinct values estimated from the zone maps; 0 unknown */
   /* write state of the open transaction */
   csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
   uint8_t *aBufDel; /* deleted flags of buffered rows */
@@ -444,8 +445,10 @@ int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_
 
 /* plan.c: xBestIndex (decoding a plan for xFilter: vtab/plan.h) */
 /* Note what a scan found of the table's committed rows: the row count and
-** the merged zone maps that xBestIndex estimates from. */
-void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab);
+** the merged zone maps that xBestIndex estimates from. bSample (when the
+** table is opened): also read a few dictionaries of TEXT columns for their
+** distinct values; else the last such estimate stays. */
+void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab, int bSample);
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 
 /* cursor.c */
