@@ -149,8 +149,8 @@ def test_csq_initiator_against_kernel_nvmet_target():
                 if not chunk:
                     break
                 out += chunk
-        if vm.poll() == 125 or (not out and vm.wait() == 125):
-            raise Skip("QEMU could not start: " + out.decode(errors="replace")[-200:])
+        if b"NVMET-READY" not in out and vm.wait(timeout=60) == 125:
+            raise Skip("QEMU could not start: " + out.decode(errors="replace").strip()[-200:])
         assert b"NVMET-READY" in out, out.decode(errors="replace")[-3000:]
         url = "nvme-tcp://127.0.0.1:%d/%s" % (port, nqn)
         # a csq table needs what a plain target lacks: the message says what
