@@ -1,8 +1,8 @@
-"""bench/bpf.py BUILD [SF] [--work DIR] [--runs N] - a user's eBPF filter on
-the device against the same predicate as a C scalar function and as SQL on a
-native table, in one run, over TPC-H lineitem (default SF 1).
+"""bench/bpf.py - a user's eBPF filter on the device against the same
+predicate as a C scalar function and as SQL on a native table, in one run,
+over TPC-H lineitem (default SF 1).
 
-  /usr/bin/python3 bench/bpf.py build 1
+  /usr/bin/python3 bench/bpf.py build 1 --runs 7
 
 Two predicates, each three ways:
   pricey  one column:  l_extendedprice * 1.08 > 100000.0
@@ -16,11 +16,24 @@ Two predicates, each three ways:
           csq:    SELECT count(*) ... WHERE csq_bpf('rev', ...) through a
                   csq_query view (csq's planner pushes it)
           C, SQL: as above on the native table
+  revrows the rev predicate in a plain SELECT of two columns (26835 rows):
+          csq:    SELECT l_orderkey, l_extendedprice ... WHERE csq_bpf('rev', ...)
+                  through a csq_query view (csq's planner pushes the filter
+                  and collects the matching rows)
+          C, SQL: the same SELECT on the native table
 The C functions are compiled here (gcc -O2) as a loadable SQLite extension
 (sqlite3_create_function, one call per row, as a user's UDF would be); the
-eBPF programs with clang -target bpf. Prints one line per query: seconds
-(median of --runs after a warm-up), rows, bytes to the host (csq), and the
-ratio C / csq. Needs build/bench/gen (make bench-bin)."""
+eBPF programs with clang -target bpf.
+
+The runs of every way are interleaved (round r runs each case once, in an
+order that rotates from round to round), so load from elsewhere on the
+machine hits all of them alike. Each case reports the median wall seconds
+and the median CPU seconds of this process (the emulated device's engines
+are threads of it, so their work counts), the rows, and for the pushed
+cases the bytes to the host per run and per matching row; then the ratios
+C / pushed and SQL / pushed, wall and CPU. Needs build/bench/gen (make
+bench-bin)."""
+import argparse
 import os
 import subprocess
 import sys
@@ -84,24 +97,29 @@ def build(work, root):
     return out, so
 
 
-def timed(con, sql, runs):
-    con.execute(sql).fetchall()  # warm-up
-    ts, rows = [], None
-    for _ in range(runs):
-        t0 = time.perf_counter()
-        rows = con.execute(sql).fetchall()
-        ts.append(time.perf_counter() - t0)
-    ts.sort()
-    return ts[len(ts) // 2], rows
+def run_once(con, sql):
+    t0, c0 = time.perf_counter(), time.process_time()
+    rows = con.execute(sql).fetchall()
+    return time.perf_counter() - t0, time.process_time() - c0, rows
+
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[len(xs) // 2]
 
 
 def main():
-    args = [a for a in sys.argv[1:] if not a.startswith("--")]
-    opts = dict(zip(sys.argv[1:], sys.argv[2:]))
-    bdir = args[0] if args else "build"
-    sf = args[1] if len(args) > 1 else "1"
-    runs = int(opts.get("--runs", "3"))
-    work = opts.get("--work") or tempfile.mkdtemp(prefix="csq-bpf-bench-")
+    ap = argparse.ArgumentParser(description="A pushed eBPF filter against a C UDF and SQL on a "
+                                 "native table, TPC-H lineitem (see the top of bench/bpf.py).")
+    ap.add_argument("build", nargs="?", default="build", help="build directory (default build)")
+    ap.add_argument("sf", nargs="?", default="1", help="TPC-H scale factor (default 1)")
+    ap.add_argument("--runs", type=int, default=5, help="timed runs of each case, interleaved "
+                    "(default 5; one warm-up run first)")
+    ap.add_argument("--work", help="directory for the databases and programs (kept; "
+                    "default a new temporary directory)")
+    opt = ap.parse_args()
+    bdir, sf, runs = opt.build, opt.sf, opt.runs
+    work = opt.work or tempfile.mkdtemp(prefix="csq-bpf-bench-")
     os.makedirs(work, exist_ok=True)
     root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
     extso = os.path.abspath(os.path.join(bdir, "csq.so"))
@@ -123,6 +141,9 @@ def main():
     con.execute("SELECT csq_bpf_load('rev', ?, 'REAL,REAL,REAL')", (progs["rev"],))
     rev_q = ("SELECT count(*) FROM lineitem WHERE csq_bpf('rev', l_extendedprice, l_discount, l_tax)")
     con.execute("CREATE VIRTUAL TABLE temp.rev_v USING csq_query('%s')" % rev_q.replace("'", "''"))
+    rows_q = ("SELECT l_orderkey, l_extendedprice FROM lineitem "
+              "WHERE csq_bpf('rev', l_extendedprice, l_discount, l_tax)")
+    con.execute("CREATE VIRTUAL TABLE temp.rows_v USING csq_query('%s')" % rows_q.replace("'", "''"))
     cols = "l_orderkey, l_extendedprice"
     cases = [
         ("pricey", "csq eBPF pushed",
@@ -136,24 +157,48 @@ def main():
          "SELECT count(*) FROM nat.lineitem WHERE rev_c(l_extendedprice, l_discount, l_tax)"),
         ("rev", "SQL, native", "SELECT count(*) FROM nat.lineitem "
          "WHERE l_extendedprice * (1 - l_discount) * (1 + l_tax) > 95000.0"),
+        ("revrows", "csq eBPF pushed (csq_query)", "SELECT * FROM rows_v"),
+        ("revrows", "C function, native", "SELECT l_orderkey, l_extendedprice FROM nat.lineitem "
+         "WHERE rev_c(l_extendedprice, l_discount, l_tax)"),
+        ("revrows", "SQL, native", "SELECT l_orderkey, l_extendedprice FROM nat.lineitem "
+         "WHERE l_extendedprice * (1 - l_discount) * (1 + l_tax) > 95000.0"),
     ]
-    print("SF %s lineitem, median of %d runs" % (sf, runs))
-    print("%-7s %-30s %9s %9s %14s" % ("query", "how", "seconds", "rows", "bytes to host"))
+    print("SF %s lineitem, median of %d interleaved runs (load average %.1f)"
+          % (sf, runs, os.getloadavg()[0]))
+    for _q, _how, sql in cases:  # warm-up: page cache, programs loaded
+        con.execute(sql).fetchall()
+    wall = {i: [] for i in range(len(cases))}
+    cpu = {i: [] for i in range(len(cases))}
+    nrows = {}
+    tohost = {i: 0 for i in range(len(cases))}
+    for r in range(runs):
+        order = list(range(len(cases)))
+        order = order[r % len(order):] + order[:r % len(order)]
+        for i in order:
+            con.execute("SELECT csq_stats_reset()")
+            w, c, rows = run_once(con, cases[i][2])
+            st = dict(con.execute("SELECT name, value FROM csq_stats").fetchall())
+            tohost[i] += st.get("bytes_to_host", 0)
+            wall[i].append(w)
+            cpu[i].append(c)
+            nrows[i] = rows[0][0] if cases[i][0] == "rev" else len(rows)
+    print("%-8s %-30s %8s %8s %9s %14s %8s" % ("query", "how", "wall s", "CPU s", "rows",
+                                               "bytes to host", "B/row"))
     res = {}
-    for q, how, sql in cases:
-        con.execute("SELECT csq_stats_reset()")
-        sec, rows = timed(con, sql, runs)
-        st = dict(con.execute("SELECT name, value FROM csq_stats").fetchall())
-        n = rows[0][0] if q == "rev" else len(rows)
-        per = st.get("bytes_to_host", 0) // (runs + 1)
-        res[(q, how.split(",")[0])] = (sec, n)
-        print("%-7s %-30s %9.3f %9d %14s" % (q, how, sec, n, per if how.startswith("csq eBPF pushed") else "-"),
-              flush=True)
-    for q in ("pricey", "rev"):
+    for i, (q, how, sql) in enumerate(cases):
+        w, c, n = median(wall[i]), median(cpu[i]), nrows[i]
+        res[(q, how.split(",")[0])] = (w, c, n)
+        push = how.startswith("csq eBPF pushed")
+        per = tohost[i] // runs
+        print("%-8s %-30s %8.3f %8.3f %9d %14s %8s" % (
+            q, how, w, c, n, per if push else "-", "%.1f" % (per / n) if push and n else "-"), flush=True)
+    for q in ("pricey", "rev", "revrows"):
         p = [v for k, v in res.items() if k[0] == q and k[1].startswith("csq eBPF pushed")][0]
-        c = res[(q, "C function")]
-        assert p[1] == c[1], "%s: pushed %d rows, C function %d" % (q, p[1], c[1])
-        print("%s: C function on native / pushed eBPF = %.1fx" % (q, c[0] / p[0]))
+        for other in ("C function", "SQL"):
+            o = res[(q, other)]
+            assert p[2] == o[2], "%s: pushed %d rows, %s %d" % (q, p[2], other, o[2])
+            print("%s: %s on native / pushed eBPF = %.1fx wall, %.1fx CPU"
+                  % (q, other, o[0] / p[0], o[1] / p[1]))
 
 
 if __name__ == "__main__":

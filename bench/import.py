@@ -1,22 +1,33 @@
 #!/usr/bin/python3
 """bench/import.py BUILD SF [--runs N] [--out DIR] [--no-duckdb] - how fast a
-table loads from a CSV file, in one run, on the same file:
+table loads, in one run, from the same CSV file or the same native table:
 
   native .import   the stock sqlite3 shell, .import into a native table
                    inside BEGIN ... COMMIT (the baseline)
   csq .import      the same into a csq table (SQLite's per-row insert path)
   csq_import       SELECT csq_import('lineitem', FILE) in the stock shell
   build/csq        .import --csv FILE lineitem in the csq shell (csq_import)
+  native INSERT..SELECT  INSERT INTO lineitem SELECT * FROM src.lineitem, an
+                   attached native table into a native table (SQLite's
+                   transfer optimisation copies the records as they are)
+  csq INSERT..SELECT     the same into a csq table
+  csq_import(SELECT)     SELECT csq_import('lineitem', 'SELECT * FROM
+                   src.lineitem'): the same rows through csq's bulk path
   duckdb           DuckDB 2 threads, CREATE TABLE AS read_csv (COPY's path),
                    TPC-H's own types, where bench/run.py finds it installed
 
-Each load is a child process (time and peak RSS from wait4; DuckDB's from its
-own VmHWM) into a fresh database; the median of --runs runs (default 1) is
-shown, with each load's ratio to native. The file is TPC-H lineitem from
-build/bench/gen (',' separated, 6 M rows and 754 MB at SF 1). Results also
-go to DIR/import_sf<SF>.csv (default bench/results).
+Each load is a child process (wall time, CPU time user+sys and peak RSS from
+wait4; DuckDB's from its own report) into a fresh database. The loads run
+interleaved, run 1 of every load before run 2 of any, so a change in the
+machine's load hits them alike; the median of --runs runs (default 1) is
+shown, with its ratio to the native load of the same source (wall and CPU).
+The load average and the CPU time stolen by the hypervisor during the run
+are printed with the table. The file is TPC-H lineitem from build/bench/gen
+(',' separated, 6 M rows and 754 MB at SF 1); the native source table is
+that file .imported once before the timed loads. Results also go to
+DIR/import_sf<SF>.csv (default bench/results).
 
-  /usr/bin/python3 bench/import.py build 1
+  /usr/bin/python3 bench/import.py build 1 --runs 3
 """
 import argparse
 import json
@@ -25,6 +36,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
@@ -40,6 +52,30 @@ def schema(gen, sf):
 def columns(create):
     inner = create[create.index("(") + 1:create.rindex(")")]
     return [c.strip().split()[:2] for c in inner.split(",")]
+
+
+def timed(cmd, stdin_data):
+    """Run cmd with stdin_data; (wall seconds, CPU seconds user+sys, peak RSS
+    kB) of that child. Raises RuntimeError on a non-zero exit."""
+    t0 = time.perf_counter()
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.DEVNULL)
+    p.stdin.write(stdin_data)
+    p.stdin.close()
+    _, status, ru = os.wait4(p.pid, 0)
+    sec = time.perf_counter() - t0
+    if os.waitstatus_to_exitcode(status) != 0:
+        raise RuntimeError("%s exited with %d" % (" ".join(cmd), os.waitstatus_to_exitcode(status)))
+    return sec, ru.ru_utime + ru.ru_stime, ru.ru_maxrss
+
+
+def cpu_ticks():
+    """(all ticks, steal ticks) of /proc/stat's cpu line, or None."""
+    try:
+        with open("/proc/stat") as f:
+            v = [int(x) for x in f.readline().split()[1:]]
+        return sum(v[:8]), v[7]
+    except (OSError, ValueError, IndexError):
+        return None
 
 
 def main():
@@ -65,40 +101,57 @@ def main():
         native = schema(gen, args.sf)
         vcsq = native.replace("CREATE TABLE lineitem(", "CREATE VIRTUAL TABLE lineitem USING csq(", 1)
         load = ".load %s\n" % ext
+        src = os.path.join(work, "src.db")
+        subprocess.run([sqlite, src], input=("%s;\n.mode csv\nBEGIN;\n.import %s lineitem\nCOMMIT;\n"
+                                             % (native, path)).encode(), check=True)
+        attach = "ATTACH '%s' AS src;\n" % src
 
-        def shell(name, script):
+        def fresh(name):
             db = os.path.join(work, name + ".db")
             for p in (db, db + "-csd"):
                 if os.path.exists(p):
                     os.remove(p)
-            sec, kb, _ = child([sqlite, db], stdin_data=script.encode(), stdout=subprocess.DEVNULL)
+            return db
+
+        def shell(name, script):
+            db = fresh(name)
+            sec, cpu, kb = timed([sqlite, db], script.encode())
             n = subprocess.run([sqlite, db], input=(load if "csq" in name else "") +
                                "SELECT count(*) FROM lineitem;", capture_output=True, text=True).stdout
-            return sec, kb, int(n.strip().splitlines()[-1])
+            return sec, cpu, kb, int(n.strip().splitlines()[-1])
 
         def csq_shell():
-            db = os.path.join(work, "csqshell.db")
-            for p in (db, db + "-csd"):
-                if os.path.exists(p):
-                    os.remove(p)
-            sec, kb, _ = child([csq, db], stdin_data=("%s;\n.import --csv %s lineitem\n" % (vcsq, path)).encode(),
-                               stdout=subprocess.DEVNULL)
+            db = fresh("csqshell")
+            sec, cpu, kb = timed([csq, db], ("%s;\n.import --csv %s lineitem\n" % (vcsq, path)).encode())
             n = subprocess.run([csq, db, "SELECT count(*) FROM lineitem"], capture_output=True, text=True).stdout
-            return sec, kb, int(n.strip())
+            return sec, cpu, kb, int(n.strip())
 
+        # (name, run, index of the baseline in this list)
         engines = [
             ("native .import", lambda: shell("native", "%s;\n.mode csv\nBEGIN;\n.import %s lineitem\nCOMMIT;\n"
-                                             % (native, path))),
+                                             % (native, path)), 0),
             ("csq .import", lambda: shell("csq_rows", "%s%s;\n.mode csv\nBEGIN;\n.import %s lineitem\nCOMMIT;\n"
-                                          % (load, vcsq, path))),
+                                          % (load, vcsq, path)), 0),
             ("csq_import", lambda: shell("csq_bulk", "%s%s;\nSELECT csq_import('lineitem', '%s');\n"
-                                         % (load, vcsq, path))),
-            ("build/csq .import", csq_shell),
+                                         % (load, vcsq, path)), 0),
+            ("build/csq .import", csq_shell, 0),
+            ("native INSERT..SELECT", lambda: shell("native_ins", "%s%s;\nBEGIN;\nINSERT INTO lineitem SELECT * "
+                                                    "FROM src.lineitem;\nCOMMIT;\n" % (attach, native)), 4),
+            ("csq INSERT..SELECT", lambda: shell("csq_ins", "%s%s%s;\nBEGIN;\nINSERT INTO lineitem SELECT * "
+                                                 "FROM src.lineitem;\nCOMMIT;\n" % (load, attach, vcsq)), 4),
+            ("csq_import(SELECT)", lambda: shell("csq_qbulk", "%s%s%s;\nSELECT csq_import('lineitem', 'SELECT * "
+                                                 "FROM src.lineitem');\n" % (load, attach, vcsq)), 4),
         ]
+        runs = [[] for _ in engines]
+        ticks0, load0 = cpu_ticks(), os.getloadavg()[0]
+        for _ in range(args.runs):
+            for i, (name, fn, _) in enumerate(engines):
+                runs[i].append(fn())
+        ticks1, load1 = cpu_ticks(), os.getloadavg()[0]
         results = []
-        for name, fn in engines:
-            runs = sorted((fn() for _ in range(args.runs)), key=lambda r: r[0])
-            results.append((name,) + runs[len(runs) // 2])
+        for i, (name, _, base) in enumerate(engines):
+            r = sorted(runs[i], key=lambda x: x[0])
+            results.append([name, base] + list(r[len(r) // 2]))
         ddir = None if args.no_duckdb else duckdb_ready(False)
         if ddir:
             cols = [[c, duck_type("tpch", c, ty)] for c, ty in columns(native)]
@@ -113,24 +166,35 @@ def main():
                                    env=dict(os.environ, CSQ_DUCKDB_DIR=ddir), capture_output=True, text=True)
                 if r.returncode == 0:
                     ld = json.loads(r.stdout)["loads"][0]
-                    secs.append((ld["seconds"], ld["hwm_kb"], ld["rows"]))
+                    secs.append((ld["seconds"], None, ld["hwm_kb"], ld["rows"]))
             if secs:
-                secs.sort()
-                results.append(("duckdb COPY (2 threads)",) + secs[len(secs) // 2])
+                secs.sort(key=lambda x: x[0])
+                results.append(["duckdb COPY (2 threads)", 0] + list(secs[len(secs) // 2]))
         else:
             print("note: DuckDB not measured (not installed where bench/run.py installs it)")
-        base = results[0][1]
-        print("TPC-H lineitem SF %s: %.0f MB of CSV, %d rows; median of %d run(s)" %
-              (args.sf, mb, results[0][3], args.runs))
-        print("| load | seconds | vs native | MB/s | peak RSS | rows |")
-        print("|---|---|---|---|---|---|")
-        for name, sec, kb, n in results:
-            print("| %s | %.2f | %.2fx | %.0f | %.0f MB | %d |" % (name, sec, base / sec, mb / sec, kb / 1024, n))
+        steal = ""
+        if ticks0 and ticks1 and ticks1[0] > ticks0[0]:
+            steal = ", %.1f%% of CPU time stolen by the hypervisor" % (
+                100.0 * (ticks1[1] - ticks0[1]) / (ticks1[0] - ticks0[0]))
+        print("TPC-H lineitem SF %s: %.0f MB of CSV, %d rows; median of %d run(s), interleaved; "
+              "load average %.1f at the start, %.1f at the end%s" %
+              (args.sf, mb, results[0][5], args.runs, load0, load1, steal))
+        print("| load | seconds | vs native | CPU seconds | CPU vs native | MB/s | peak RSS | rows |")
+        print("|---|---|---|---|---|---|---|---|")
+        rows = []
+        for name, base, sec, cpu, kb, n in results:
+            bsec, bcpu = results[base][2], results[base][3]
+            rows.append((name, sec, bsec / sec, cpu, (bcpu / cpu) if cpu else None, mb / sec, kb, n))
+        for name, sec, vs, cpu, vcpu, mbs, kb, n in rows:
+            print("| %s | %.2f | %.2fx | %s | %s | %.0f | %.0f MB | %d |" %
+                  (name, sec, vs, "%.2f" % cpu if cpu is not None else "n/a",
+                   "%.2fx" % vcpu if vcpu is not None else "n/a", mbs, kb / 1024, n))
         os.makedirs(args.out, exist_ok=True)
         with open(os.path.join(args.out, "import_sf%s.csv" % args.sf), "w") as f:
-            f.write("load,seconds,vs_native,mb_per_s,peak_rss_kb,rows\n")
-            for name, sec, kb, n in results:
-                f.write("%s,%.3f,%.3f,%.1f,%d,%d\n" % (name, sec, base / sec, mb / sec, kb, n))
+            f.write("load,seconds,vs_native,cpu_seconds,cpu_vs_native,mb_per_s,peak_rss_kb,rows\n")
+            for name, sec, vs, cpu, vcpu, mbs, kb, n in rows:
+                f.write("%s,%.3f,%.3f,%s,%s,%.1f,%d,%d\n" % (name, sec, vs, "%.3f" % cpu if cpu is not None else "",
+                                                           "%.3f" % vcpu if vcpu is not None else "", mbs, kb, n))
     finally:
         shutil.rmtree(work, ignore_errors=True)
 

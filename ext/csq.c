@@ -34,6 +34,7 @@ __declspec(dllexport)
   if (rc == SQLITE_OK) rc = vt_backup_register(db, pConn);
   if (rc == SQLITE_OK) rc = vt_bpf_register(db, pConn);
   if (rc == SQLITE_OK) rc = vt_import_register(db, pConn);
+  if (rc == SQLITE_OK) rc = vt_probe_register(db, pConn);
   if (rc != SQLITE_OK && pzErrMsg)
     *pzErrMsg = sqlite3_mprintf("csq: cannot register: %s", sqlite3_errmsg(db));
   return rc;

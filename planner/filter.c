@@ -95,19 +95,19 @@ int pl_bpf_const(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIn
 }
 
 int pl_filter_bpf(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns, uint32_t nIns,
-                  const uint8_t *aDecl) {
+                  const uint8_t *aDecl, int bNot) {
   int slot0 = 0;
   int k = pl_bpf_const(b, aArg, nArg, aIns, nIns, aDecl, &slot0);
   if (k < 0) return k;
   int rc = csq_pb_clause(b);
   if (rc < 0) return rc;
-  return csq_pb_term(b, CSQ_OP_BPF, 0, slot0, k, 0, 0);
+  return csq_pb_term(b, CSQ_OP_BPF, bNot ? CSQ_TF_NOT : 0, slot0, k, 0, 0);
 }
 
 int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
   if (c->op == CSQ_OP_BPF) { /* its clause opens after its constants */
     pl_bpf_arg a = {c->iChunk, NULL};
-    return pl_filter_bpf(b, &a, 1, c->aBpfIns, c->nBpfIns, c->aBpfDecl);
+    return pl_filter_bpf(b, &a, 1, c->aBpfIns, c->nBpfIns, c->aBpfDecl, 0);
   }
   int slot = csq_pb_input(b, (uint32_t)c->iChunk);
   if (slot < 0) return slot;

@@ -57,9 +57,10 @@ typedef struct pl_bpf_arg {
 } pl_bpf_arg;
 /* Add an eBPF term (program.h, EBPF TERMS) as a new AND clause: the
 ** program's nIns instructions aIns with declared types aDecl, over
-** arguments aArg[0..nArg). Returns >= 0 or a negative errno. */
+** arguments aArg[0..nArg); bNot: the rows where it returns 0 (NOT of the
+** call, exact: a call is never NULL). Returns >= 0 or a negative errno. */
 int pl_filter_bpf(struct csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aIns,
-                  uint32_t nIns, const uint8_t *aDecl);
+                  uint32_t nIns, const uint8_t *aDecl, int bNot);
 /* The same call as a BLOB constant only (for a CSQ_EX_BPF expression): its
 ** index, and in *pSlot0 the input slot of its first column; or a negative
 ** errno (-EINVAL also when no argument is a column). */

@@ -61,6 +61,11 @@ typedef struct sp {
   int nAgg;
   int nTerm;
   sqlite3_str *pHost;
+  sqlite3_str *pBpf; /* the eBPF calls the program runs, for csq_explain */
+  /* a row plan (sp_plan_rows): output 0 is the rowid (aKey[0] NULL, nKey
+  ** 1), output 1 + k column chunk aRowChunk[k] (aAgg[k], nAgg of them) */
+  int bRows;
+  int aRowChunk[SP_MAX_AGG];
 } sp;
 
 static void sp_fail(sp *s, const char *zFmt, const char *zArg) {
@@ -277,13 +282,29 @@ static int sp_bpf_args(sp *s, const pl_expr *e, sp_bpf *c) {
   return 1;
 }
 
-/* A WHERE conjunct that is an eBPF call, as an eBPF term; 0 if it is not. */
-static int sp_bpf_term(sp *s, const pl_expr *e) {
+/* Note eBPF call e, taken into the program as zAs, for csq_explain. */
+static void sp_bpf_note(sp *s, const pl_expr *e, const char *zAs) {
+  char *z = sp_text(s, e);
+  if (sqlite3_str_length(s->pBpf)) sqlite3_str_appendall(s->pBpf, "; ");
+  sqlite3_str_appendf(s->pBpf, "%s %s", z ? z : "csq_bpf(...)", zAs);
+  sqlite3_free(z);
+}
+
+/* A WHERE conjunct that is an eBPF call, or NOT of one, as an eBPF term; 0
+** if it is not. */
+static int sp_bpf_term(sp *s, const pl_expr *eTerm) {
   sp_bpf c;
-  if (!sp_bpf_args(s, e, &c)) return 0;
-  if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl) < 0)
+  const int bNot = eTerm->op == PL_E_NOT;
+  const pl_expr *e = bNot ? eTerm->pLeft : eTerm;
+  if (!e || !sp_bpf_args(s, e, &c)) return 0;
+  int bCol = 0;
+  for (int j = 0; j < c.nArg; j++) bCol |= c.aArg[j].iChunk >= 0;
+  if (!bCol)
+    sp_fail_expr(s, "the eBPF call %s reads no column: SQLite runs it on the host", e);
+  else if (pl_filter_bpf(s->b, c.aArg, c.nArg, c.aIns, c.nIns, c.aDecl, bNot) < 0)
     sp_fail(s, "the eBPF call does not fit a device program%s", "");
   sp_bpf_free(&c);
+  sp_bpf_note(s, eTerm, "as a filter term");
   s->nTerm++;
   return 1;
 }
@@ -297,7 +318,7 @@ static void sp_where_term(sp *s, const pl_expr *e) {
     sp_where_term(s, e->pRight);
     return;
   }
-  if (e->op == PL_E_FUNC && sp_bpf_term(s, e)) return;
+  if ((e->op == PL_E_FUNC || e->op == PL_E_NOT) && sp_bpf_term(s, e)) return;
   int op = cmp_op(e->op);
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
@@ -379,6 +400,7 @@ static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
       return -1;
     }
     r = csq_pb_expr(s->b, CSQ_EX_BPF, k, 0, 0);
+    sp_bpf_note(s, e, "as a value");
   } else if (e->op == PL_E_NEG) {
     char a2;
     int x = sp_expr(s, e->pLeft, &a2, 1);
@@ -430,7 +452,7 @@ static int sp_key_ok(sp *s, const pl_expr *e, int bInt) {
 
 static int sp_find_key(sp *s, const pl_expr *e) {
   for (int k = 0; k < s->nKey; k++)
-    if (pl_expr_equal(s->aKey[k], e)) return k;
+    if (s->aKey[k] && pl_expr_equal(s->aKey[k], e)) return k;
   return -1;
 }
 
@@ -498,6 +520,16 @@ static void sp_emit(sp *s, const pl_expr *e, int bCmp) {
     sqlite3_str_appendf(s->pHost, "c%d", k);
     return;
   }
+  if (e->op == PL_E_COLUMN && s->bRows) {
+    char aff;
+    int iChunk = sp_column(s, e, &aff);
+    for (k = 0; k < s->nAgg; k++)
+      if (s->aRowChunk[k] == iChunk) {
+        sqlite3_str_appendf(s->pHost, "c%d", s->nKey + k);
+        return;
+      }
+    return sp_fail_expr(s, "internal: column %s not planned", e);
+  }
   if (e->op == PL_E_COLUMN) return sp_fail_expr(s, "%s is neither grouped nor aggregated", e);
   if (e->op == PL_E_PARAM) {
     sqlite3_str_appendf(s->pHost, "?%d", (int)e->iVal);
@@ -540,8 +572,13 @@ static void sp_aggs_of(sp *s, const pl_expr *e) {
   pl_refs_free(&r);
 }
 
+static void sp_host(sp *s);
+static int sp_has_bpf(const pl_expr *e);
+static void sp_plan_rows(sp *s);
+
 static void sp_plan(sp *s) {
   pl_ast *a = s->a;
+  if (!a->bAgg && sp_has_bpf(a->pWhere)) return sp_plan_rows(s);
   if (!a->bAgg)
     return sp_fail(s,
                    "cost: no aggregate, so the table's own filter pushdown moves only the rows "
@@ -554,6 +591,16 @@ static void sp_plan(sp *s) {
   for (int i = 0; i < a->nGroup && !s->bFail; i++) {
     const pl_expr *e =
         a->aGroup[i].iCol > 0 ? a->aCol[a->aGroup[i].iCol - 1].pExpr : a->aGroup[i].pExpr;
+    char affName;
+    if (e->op == PL_E_COLUMN && !e->zTab && sp_column(s, e, &affName) < 0) {
+      /* a result column's alias, as SQLite reads a GROUP BY name that is
+      ** no column of the table: GROUP BY k for csq_bpf('f', x) AS k */
+      for (int j = 0; j < a->nCol; j++)
+        if (a->aCol[j].zAlias && sqlite3_stricmp(a->aCol[j].zAlias, e->zName) == 0) {
+          e = a->aCol[j].pExpr;
+          break;
+        }
+    }
     if (sp_find_key(s, e) >= 0) continue;
     if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 8 GROUP BY keys%s", "");
     if (!sp_key_ok(s, e, 0))
@@ -569,8 +616,74 @@ static void sp_plan(sp *s) {
   for (int i = 0; i < a->nCol; i++) sp_aggs_of(s, a->aCol[i].pExpr);
   sp_aggs_of(s, a->pHaving);
   for (int i = 0; i < a->nOrder; i++) sp_aggs_of(s, a->aOrder[i].pExpr);
+  sp_host(s);
+}
+
+/* Does e call csq_bpf (or csq_bpf_col)? */
+static int sp_has_bpf(const pl_expr *e) {
+  if (!e) return 0;
+  if (e->op == PL_E_FUNC && strncmp(e->zName, "csq_bpf", 7) == 0) return 1;
+  if (sp_has_bpf(e->pLeft) || sp_has_bpf(e->pRight) || sp_has_bpf(e->pExtra)) return 1;
+  for (int i = 0; i < e->nArg; i++)
+    if (sp_has_bpf(e->apArg[i])) return 1;
+  return 0;
+}
+
+/* A SELECT without aggregates whose WHERE calls csq_bpf: SQLite can offer
+** a virtual table no such call over several columns, so the planner takes
+** it. The device runs the filter and returns the matching rows (the rowid,
+** then each column the query reads: pl_plan.bRows); the host reads them
+** back in rowid order unless the query orders them. */
+static void sp_plan_rows(sp *s) {
+  pl_ast *a = s->a;
+  if (a->bStar)
+    return sp_fail(s,
+                   "SELECT * without aggregates stays on the host (name the columns and csq "
+                   "pushes its eBPF filter)%s",
+                   "");
+  s->bRows = 1;
+  sp_where_term(s, a->pWhere);
   if (s->bFail) return;
-  /* the host part */
+  int slot = csq_pb_input(s->b, 0);
+  if (slot < 0 || csq_pb_output(s->b, slot) < 0) return sp_fail(s, "program limit reached%s", "");
+  s->aKey[0] = NULL;
+  s->aKeyAff[0] = 'D';
+  s->nKey = 1;
+  pl_refs r;
+  memset(&r, 0, sizeof(r));
+  int bNoMem = 0;
+  for (int i = 0; i < a->nCol; i++) bNoMem |= pl_expr_refs(a->aCol[i].pExpr, 0, &r) != 0;
+  for (int i = 0; i < a->nOrder; i++) bNoMem |= pl_expr_refs(a->aOrder[i].pExpr, 0, &r) != 0;
+  if (bNoMem) sp_fail(s, "out of memory%s", "");
+  for (int i = 0; i < r.nCol && !s->bFail; i++) {
+    char aff;
+    int iChunk = sp_column(s, r.aCol[i], &aff), k;
+    if (iChunk < 0) {
+      sp_fail_expr(s, "%s is not a column of the table", r.aCol[i]);
+      break;
+    }
+    for (k = 0; k < s->nAgg && s->aRowChunk[k] != iChunk; k++) {}
+    if (k < s->nAgg) continue;
+    if (s->nAgg >= SP_MAX_AGG - 1) { /* csq_rows holds 64 columns, the rowid one */
+      sp_fail(s, "more than 63 columns%s", "");
+      break;
+    }
+    int sl = csq_pb_input(s->b, (uint32_t)iChunk);
+    if (sl < 0 || csq_pb_output(s->b, sl) < 0) {
+      sp_fail(s, "program limit reached%s", "");
+      break;
+    }
+    s->aRowChunk[s->nAgg] = iChunk;
+    s->aAgg[s->nAgg++] = r.aCol[i];
+  }
+  pl_refs_free(&r);
+  sp_host(s);
+}
+
+/* The host part: the query over the merged rows (csq_rows). */
+static void sp_host(sp *s) {
+  pl_ast *a = s->a;
+  if (s->bFail) return;
   s->p->iRows = s->nParam + 1;
   if (a->nParam > s->nParam) s->p->iRows = a->nParam + 1;
   sqlite3_str_appendall(s->pHost, "SELECT ");
@@ -600,6 +713,7 @@ static void sp_plan(sp *s) {
     if (t->bDesc) sqlite3_str_appendall(s->pHost, " DESC");
     if (t->eNulls) sqlite3_str_appendall(s->pHost, t->eNulls == 1 ? " NULLS FIRST" : " NULLS LAST");
   }
+  if (s->bRows && a->nOrder == 0) sqlite3_str_appendall(s->pHost, " ORDER BY c0");
   if (a->pLimit) {
     sqlite3_str_appendall(s->pHost, " LIMIT (");
     sp_emit(s, a->pLimit, 0);
@@ -660,11 +774,13 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
   }
   s.b = csq_pb_new();
   s.pHost = sqlite3_str_new(db);
+  s.pBpf = sqlite3_str_new(db);
   if (!s.b)
     rc = SQLITE_NOMEM;
   else
     sp_plan(&s);
   char *zHost = sqlite3_str_finish(s.pHost);
+  char *zBpf = sqlite3_str_finish(s.pBpf);
   if (rc == SQLITE_OK && !s.bFail) {
     uint8_t *pProg = NULL;
     size_t nProg = 0;
@@ -673,9 +789,14 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
     } else {
       p->pProg = sqlite3_malloc64(nProg);
       p->zTable = sqlite3_mprintf("%s", s.a->zTable);
-      p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), %d group key(s), %d aggregate(s); "
-                                   "program of %lld bytes",
-                                   s.a->zTable, s.nTerm, s.nKey, s.nAgg, (long long)nProg);
+      if (s.bRows)
+        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), returns the rowid and %d "
+                                     "column(s) of each matching row; program of %lld bytes",
+                                     s.a->zTable, s.nTerm, s.nAgg, (long long)nProg);
+      else
+        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), %d group key(s), %d "
+                                     "aggregate(s); program of %lld bytes",
+                                     s.a->zTable, s.nTerm, s.nKey, s.nAgg, (long long)nProg);
       if (!p->pProg || !p->zTable || !p->zDevice || !zHost) {
         rc = SQLITE_NOMEM;
       } else {
@@ -684,13 +805,20 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
         p->bPush = 1;
         p->nKey = s.nKey;
         p->nAgg = s.nAgg;
+        p->bRows = s.bRows;
         p->zHost = zHost;
         zHost = NULL;
+        p->zBpf = zBpf && zBpf[0] ? zBpf : NULL;
+        if (p->zBpf) zBpf = NULL;
         if (s.ti.nEngines == 0)
           snprintf(
               p->zWhy, sizeof(p->zWhy),
               "filter, GROUP BY and aggregates in csq's host engine: the device has no compute "
               "engines (still vectorised, and SQLite merges only partial rows)");
+        else if (s.bRows)
+          snprintf(p->zWhy, sizeof(p->zWhy),
+                   "the filter on the device (its eBPF call is one SQLite cannot offer the "
+                   "table), the matching rows back to the host");
         else
           snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
       }
@@ -698,6 +826,7 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
     }
   }
   sqlite3_free(zHost);
+  sqlite3_free(zBpf);
   csq_pb_free(s.b);
   pl_ast_free(s.a);
   return rc;
@@ -709,5 +838,6 @@ void pl_plan_free(pl_plan *p) {
   sqlite3_free(p->pProg);
   sqlite3_free(p->zHost);
   sqlite3_free(p->zDevice);
+  sqlite3_free(p->zBpf);
   sqlite3_free(p);
 }

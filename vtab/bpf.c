@@ -114,11 +114,11 @@ static void load_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   uint32_t nIns = 0;
   vt_bpf *p = NULL;
   if (!zName || !zName[0]) {
-    sqlite3_result_error(ctx, "csq_bpf_load: the first argument must name the program", -1);
+    vt_result_errorf(ctx, "csq_bpf_load: the first argument must name the program");
     return;
   }
   if (!pObj || nObj == 0) {
-    sqlite3_result_error(ctx, "csq_bpf_load: the second argument must be the program (a BLOB)", -1);
+    vt_result_errorf(ctx, "csq_bpf_load: the second argument must be the program (a BLOB)");
     return;
   }
   p = sqlite3_malloc64(sizeof(*p));
@@ -126,26 +126,19 @@ static void load_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   memset(p, 0, sizeof(*p));
   p->nArg = parse_types(zTypes ? zTypes : "", p->aDecl, &zBad);
   if (p->nArg < 0) {
-    char *z = sqlite3_mprintf("csq_bpf_load('%s'): unknown argument type '%s' (INTEGER, REAL, "
-                              "TEXT, BLOB or ANY, separated by commas)",
-                              zName, zBad ? zBad : "");
-    sqlite3_result_error(ctx, z ? z : "csq_bpf_load: bad types", -1);
-    sqlite3_free(z);
+    vt_result_errorf(ctx,
+                     "csq_bpf_load('%s'): unknown argument type '%s' (INTEGER, REAL, TEXT, BLOB "
+                     "or ANY, separated by commas)",
+                     zName, zBad ? zBad : "");
     goto fail;
   }
-  if (csq_bpf_code(pObj, (size_t)nObj, &aIns, &nIns, zErr, sizeof(zErr)) ||
-      csq_bpf_check(aIns, nIns, zErr, sizeof(zErr))) {
-    char *z = sqlite3_mprintf("csq_bpf_load('%s'): %s", zName, zErr);
-    sqlite3_result_error(ctx, z ? z : zErr, -1);
-    sqlite3_free(z);
-    goto fail;
-  }
-  int rc = dev_bpf_load(aIns, nIns, p->nArg, &p->pRt, zErr, sizeof(zErr));
+  /* csq's rules, then the eBPF verifier: either says why in zErr */
+  int rc = csq_bpf_code(pObj, (size_t)nObj, &aIns, &nIns, zErr, sizeof(zErr));
+  if (rc == 0) rc = csq_bpf_check(aIns, nIns, zErr, sizeof(zErr));
+  if (rc == 0) rc = dev_bpf_load(aIns, nIns, p->nArg, &p->pRt, zErr, sizeof(zErr));
   if (rc == -ENOMEM) goto nomem;
   if (rc) {
-    char *z = sqlite3_mprintf("csq_bpf_load('%s'): %s", zName, zErr);
-    sqlite3_result_error(ctx, z ? z : zErr, -1);
-    sqlite3_free(z);
+    vt_result_errorf(ctx, "csq_bpf_load('%s'): %s", zName, zErr);
     goto fail;
   }
   p->zName = sqlite3_mprintf("%s", zName);
@@ -178,18 +171,13 @@ static void run_program(sqlite3_context *ctx, const char *zName, int nArg, sqlit
   vt_conn *pConn = sqlite3_user_data(ctx);
   const vt_bpf *p = zName ? vt_bpf_find(pConn, zName) : NULL;
   if (!p) {
-    char *z = sqlite3_mprintf("csq_bpf: no eBPF program named '%s' (load it first with "
-                              "csq_bpf_load)",
-                              zName ? zName : "");
-    sqlite3_result_error(ctx, z ? z : "csq_bpf: no such program", -1);
-    sqlite3_free(z);
+    vt_result_errorf(ctx, "csq_bpf: no eBPF program named '%s' (load it first with csq_bpf_load)",
+                     zName ? zName : "");
     return;
   }
   if (nArg != p->nArg) {
-    char *z = sqlite3_mprintf("csq_bpf('%s'): the program takes %d argument%s (%s), %d given",
-                              p->zName, p->nArg, p->nArg == 1 ? "" : "s", p->zTypes, nArg);
-    sqlite3_result_error(ctx, z ? z : "csq_bpf: wrong number of arguments", -1);
-    sqlite3_free(z);
+    vt_result_errorf(ctx, "csq_bpf('%s'): the program takes %d argument%s (%s), %d given", p->zName,
+                     p->nArg, p->nArg == 1 ? "" : "s", p->zTypes, nArg);
     return;
   }
   uint8_t aBlock[CSQ_BPF_SLOT * CSQ_BPF_MAX_ARGS];
@@ -237,7 +225,7 @@ static void run_program(sqlite3_context *ctx, const char *zName, int nArg, sqlit
   if (f.fault) {
     char z[300];
     dev_bpf_fault_msg(&f, p->zName, z, sizeof(z));
-    sqlite3_result_error(ctx, z, -1);
+    vt_result_errorf(ctx, "%s", z);
     return;
   }
   sqlite3_result_int64(ctx, (sqlite3_int64)r);

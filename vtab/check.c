@@ -561,19 +561,11 @@ static int checks_ignored(vt_rowcheck *pRc, int *pbIgnore) {
   return sqlite3_reset(pRc->pIgnore);
 }
 
-/* Evaluate the CHECK constraints over argv (rowid iRowid if bGiven). */
-static int check_eval(vt_rowcheck *pRc, sqlite3_value **argv, int bGiven, int64_t iRowid) {
+/* Evaluate the CHECK constraints over the row in pRc->row (rowid iRowid
+** if bGiven). */
+static int check_run(vt_rowcheck *pRc, int bGiven, int64_t iRowid) {
   vt_tab *p = pRc->pTab;
   const vt_schema *s = &p->s;
-  csq_vec_reset(&pRc->row);
-  int e = 0;
-  for (int i = 0; i < s->nCol && e == 0; i++) {
-    if (i == s->iIpk)
-      e = csq_vec_push_null(&pRc->row);
-    else
-      e = vt_push_value(&pRc->row, argv[2 + i], s->aCol[i].aff);
-  }
-  if (e) return SQLITE_NOMEM;
   pRc->bRowid = bGiven;
   pRc->iRowid = iRowid;
   pRc->bReadRowid = 0;
@@ -610,6 +602,56 @@ static int check_eval(vt_rowcheck *pRc, sqlite3_value **argv, int bGiven, int64_
     return SQLITE_CONSTRAINT_CHECK;
   }
   return SQLITE_OK;
+}
+
+/* Evaluate the CHECK constraints over argv (rowid iRowid if bGiven). */
+static int check_eval(vt_rowcheck *pRc, sqlite3_value **argv, int bGiven, int64_t iRowid) {
+  const vt_schema *s = &pRc->pTab->s;
+  csq_vec_reset(&pRc->row);
+  int e = 0;
+  for (int i = 0; i < s->nCol && e == 0; i++) {
+    if (i == s->iIpk)
+      e = csq_vec_push_null(&pRc->row);
+    else
+      e = vt_push_value(&pRc->row, argv[2 + i], s->aCol[i].aff);
+  }
+  if (e) return SQLITE_NOMEM;
+  return check_run(pRc, bGiven, iRowid);
+}
+
+int vt_check_bulk_begin(vt_tab *p, int *pbCheck) {
+  *pbCheck = 0;
+  if (p->s.nCheck == 0) return SQLITE_OK;
+  char *zErr = NULL;
+  int rc = check_init(p->pConn->db, p, &zErr);
+  if (rc) {
+    if (zErr) vt_set_error(&p->base, "%s", zErr);
+    sqlite3_free(zErr);
+    return rc;
+  }
+  int bIgnore = 0;
+  rc = checks_ignored(p->pCheck, &bIgnore);
+  if (rc) {
+    vt_set_error(&p->base, "csq: %s", sqlite3_errmsg(p->pConn->db));
+    return rc;
+  }
+  *pbCheck = !bIgnore;
+  return SQLITE_OK;
+}
+
+int vt_check_bulk_row(vt_tab *p, const csq_vec *aCol, uint32_t iRow) {
+  vt_rowcheck *pRc = p->pCheck;
+  const vt_schema *s = &p->s;
+  csq_vec_reset(&pRc->row);
+  int e = 0;
+  for (int i = 0; i < s->nCol && e == 0; i++) {
+    if (i == s->iIpk)
+      e = csq_vec_push_null(&pRc->row);
+    else
+      e = csq_vec_append(&pRc->row, &aCol[i + 1], iRow, 1);
+  }
+  if (e) return SQLITE_NOMEM;
+  return check_run(pRc, 1, aCol[0].aVal[iRow].i);
 }
 
 int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int bUpdate, int bGiven, int64_t iRowid) {

@@ -17,6 +17,8 @@ vt_conn *vt_conn_new(sqlite3 *db) {
   if (!p) return NULL;
   memset(p, 0, sizeof(*p));
   p->db = db;
+  p->nProbeCopy = VT_PROBE_EAGER_BUDGET;
+  p->nProbeChunks = VT_PROBE_CACHE_BUDGET;
   return p;
 }
 

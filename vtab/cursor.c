@@ -83,6 +83,7 @@ typedef struct vt_cursor {
   const uint32_t *aRowNum;       /* the current batch's row numbers in its row group */
   const store_rg *pBatchRg;      /* the current batch's row group */
   int iBatchMem;                 /* and its member */
+  int iBatchRg;                  /* and its index in that member's table */
   uint64_t mAsked;               /* outputs (the first 64) SQLite has read so far */
   uint64_t mOmit;                /* outputs left out of the row groups started since */
   const store_rg **apLazyRg;     /* nCol + 1: row group whose chunk aVec[i] holds, read
@@ -367,7 +368,8 @@ static int settle_scan(vt_cursor *c, vt_tab *p) {
     if (c->bRowNum) {
       c->aRowNum = dev_scan_rownums(c->apScan[k]);
       c->iBatchMem = k;
-      c->pBatchRg = c->aTab[k]->apRg[c->aWinBase[k] + dev_scan_rg(c->apScan[k])];
+      c->iBatchRg = c->aWinBase[k] + dev_scan_rg(c->apScan[k]);
+      c->pBatchRg = c->aTab[k]->apRg[c->iBatchRg];
     }
   }
   return SQLITE_OK; /* the device counted rows_returned */
@@ -523,7 +525,7 @@ static int device_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const ch
   }
   for (int i = 0; i < nOut; i++) csq_vec_init(&c->aOut[i]);
   c->nOut = nOut;
-  vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
+  vt_note_table(p, (store_table *const *)c->aTab, c->nMem, 0);
   if (c->nLeft > 0 && c->nKey == 0) {
     /* capped: each member's first window holds the row groups the cap
     ** would fill if every row qualified (at least one); it is opened when
@@ -627,62 +629,113 @@ static int probe_room(vt_tab *p, const vt_probe *pr) {
   return SQLITE_FULL;
 }
 
+/* The colUsed bit of chunk iVec (0 the rowid: none). */
+static uint64_t chunk_bit(int iVec) {
+  return iVec <= 0 ? 0 : (uint64_t)1 << (iVec - 1 < 63 ? iVec - 1 : 63);
+}
+
 /* Build the probe pr from every visible row (a host scan through this
-** cursor, as open_scan reads). */
-static int probe_build_host(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_plan *pPlan) {
+** cursor, as open_scan reads, loading only the vectors pr copies), and hand
+** it what it read from. */
+static int probe_build_host(vt_cursor *c, vt_tab *p, vt_probe *pr) {
   int nVec = p->s.nCol + 1;
   const csq_vec **apSrc = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nVec);
   if (!apSrc) return SQLITE_NOMEM;
   for (int i = 0; i < nVec; i++) apSrc[i] = &c->aVec[i];
+  uint64_t colUsed = c->colUsed;
+  c->colUsed = 0; /* enter_source loads nothing: the loop below loads what is copied */
   int rc = open_scan(c, p);
   if (rc == SQLITE_OK) {
     uint64_t nLive = c->nBuf;
     for (int g = 0; g < c->nRg; g++) nLive += c->apRg[g]->nRow - c->apRg[g]->nDel;
+    vt_probe_expect(pr, nLive);
     if (nLive < VT_PROBE_MAX_ROWS * 2u) rc = vt_probe_reserve(pr, (uint32_t)nLive);
   }
   while (rc == SQLITE_OK && !c->bEof) {
-    if (!c->aLoaded[0]) rc = load_column(c, p, 0);
-    for (int i = 0; rc == SQLITE_OK && i < p->s.nCol; i++) {
-      int bKey = 0;
-      for (int k = 0; k < pPlan->nProbeKey; k++) bKey |= pPlan->aProbeChunk[k] == i + 1;
-      if ((bKey || col_used(c, i)) && i != p->s.iIpk && !c->aLoaded[i + 1])
-        rc = load_column(c, p, i + 1);
-    }
+    for (int i = 0; rc == SQLITE_OK && i < nVec; i++)
+      if (vt_probe_copied(pr, i) && !c->aLoaded[i]) rc = load_column(c, p, i);
     if (rc == SQLITE_OK) rc = probe_room(p, pr);
     if (rc == SQLITE_OK) {
       /* the run of visible rows from here, in one append */
       uint32_t r0 = c->iRow;
       do c->iRow++;
       while (c->iRow < c->nRow && row_ok(c));
-      rc = vt_probe_append(pr, apSrc, r0, c->iRow - r0);
+      rc = vt_probe_append(pr, apSrc, r0, c->iRow - r0, (uint32_t)c->iRg, NULL);
       dev_queue_stats(p->apMem[c->iRg < c->nRg ? c->aRgMem[c->iRg] : 0]->pQ)->rows_returned +=
           c->iRow - r0 - 1; /* settle counted the first */
     }
     if (rc == SQLITE_OK) rc = settle(c, p);
   }
+  c->colUsed = colUsed;
   sqlite3_free(apSrc);
+  if (rc) return rc;
+  /* the probe takes the row groups' references and the unwritten rows */
+  rc = vt_probe_adopt(pr, c->nMem, c->aSnap, c->aTab, c->aTabCopy, (uint32_t)c->nRg, c->apRg,
+                      c->aRgMem, c->aBuf);
+  c->nRg = 0;
+  c->aBuf = NULL;
   return rc;
 }
 
 /* Build the probe pr from the rows that pass the plan's terms: a device
-** program over every member, whose batches (rowids and every used column)
-** are appended as they come. */
+** program over every member, with row numbers, whose batches (the vectors
+** pr copies) are appended as they come; the others are left out of the
+** batches from the moment pr stops copying them (update_omit). Then hand
+** pr what it read from. */
 static int probe_build_device(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_plan *pPlan,
                               const char *idxStr, sqlite3_value **argv) {
   int nVec = p->s.nCol + 1;
   const csq_vec **apSrc = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nVec);
-  if (!apSrc) return SQLITE_NOMEM;
-  c->bWhole = 1;
-  int rc = device_filter(c, p, pPlan, idxStr, argv);
-  c->bWhole = 0;
+  uint32_t *aBase = sqlite3_malloc64(sizeof(uint32_t) * (size_t)(c->nMem + 1));
+  store_rg **apRg = NULL;
+  int *aRgMem = NULL;
+  if (!apSrc || !aBase) {
+    sqlite3_free(apSrc);
+    sqlite3_free(aBase);
+    return SQLITE_NOMEM;
+  }
+  for (int k = 0; k < pPlan->nProbeKey; k++) c->colUsed |= chunk_bit(pPlan->aProbeChunk[k]);
+  int rc = device_filter(c, p, pPlan, idxStr, argv); /* bRowNum: no sort keys, no bWhole */
+  if (rc == SQLITE_OK && !c->bRowNum) rc = SQLITE_INTERNAL;
+  aBase[0] = 0;
+  for (int k = 0; rc == SQLITE_OK && k < c->nMem; k++)
+    aBase[k + 1] = aBase[k] + (uint32_t)(c->aTab[k] ? c->aTab[k]->nRg : 0);
   while (rc == SQLITE_OK && !c->bEof) {
-    for (int i = 0; i < nVec; i++) apSrc[i] = c->aOutOf[i] >= 0 ? &c->aOut[c->aOutOf[i]] : NULL;
+    uint64_t mKeep = 0;
+    for (int i = 0; i < nVec; i++) {
+      int j = c->aOutOf[i];
+      apSrc[i] = j >= 0 ? &c->aOut[j] : NULL;
+      if (j >= 0 && j < 64 && vt_probe_copied(pr, i)) mKeep |= (uint64_t)1 << j;
+    }
     rc = probe_room(p, pr);
-    if (rc == SQLITE_OK) rc = vt_probe_append(pr, apSrc, 0, c->nRow);
+    if (rc == SQLITE_OK)
+      rc = vt_probe_append(pr, apSrc, 0, c->nRow, aBase[c->iBatchMem] + (uint32_t)c->iBatchRg,
+                           c->aRowNum);
     c->iRow = c->nRow;
+    c->mAsked = mKeep; /* the outputs still copied: the rest are left out from now */
     if (rc == SQLITE_OK) rc = settle_scan(c, p);
   }
+  if (rc == SQLITE_OK && c->aTab[0]) {
+    /* the sources: every row group of every member, referenced */
+    uint32_t nRg = aBase[c->nMem];
+    apRg = sqlite3_malloc64(sizeof(store_rg *) * (size_t)(nRg + 1));
+    aRgMem = sqlite3_malloc64(sizeof(int) * (size_t)(nRg + 1));
+    if (!apRg || !aRgMem) rc = SQLITE_NOMEM;
+    for (int k = 0; rc == SQLITE_OK && k < c->nMem; k++)
+      for (int g = 0; g < c->aTab[k]->nRg; g++) {
+        store_rg *pRg = c->aTab[k]->apRg[g];
+        __atomic_add_fetch(&pRg->nRef, 1, __ATOMIC_RELAXED);
+        apRg[aBase[k] + (uint32_t)g] = pRg;
+        aRgMem[aBase[k] + (uint32_t)g] = k;
+      }
+    stop_scans(c);
+    if (rc == SQLITE_OK)
+      rc = vt_probe_adopt(pr, c->nMem, c->aSnap, c->aTab, c->aTabCopy, nRg, apRg, aRgMem, NULL);
+  }
+  sqlite3_free(apRg);
+  sqlite3_free(aRgMem);
   sqlite3_free(apSrc);
+  sqlite3_free(aBase);
   return rc;
 }
 
@@ -705,19 +758,21 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const cha
       sqlite3_free(zSig);
       return SQLITE_NOMEM;
     }
-    aKeep[0] = 1; /* the rowid */
+    /* copied if they fit: the columns the statement reads (the rowid only
+    ** as its INTEGER PRIMARY KEY) */
+    aKeep[0] = p->s.iIpk >= 0 && col_used(c, p->s.iIpk);
     for (int i = 0; i < p->s.nCol; i++) aKeep[i + 1] = col_used(c, i) && i != p->s.iIpk;
     /* a subquery's earlier cursor in this statement run may have built it */
-    c->pProbe = vt_probe_take(p, nVec, aKeep, pPlan->aProbeChunk, pPlan->nProbeKey, zSig);
+    c->pProbe = vt_probe_take(p, nVec, pPlan->aProbeChunk, pPlan->nProbeKey, zSig);
     vt_probe *pr = c->pProbe ? NULL
-                             : vt_probe_new(nVec, aKeep, pPlan->aProbeChunk, pPlan->nProbeKey, zSig,
-                                            p->nWrite);
+                             : vt_probe_new(p->pConn, nVec, aKeep, pPlan->aProbeChunk,
+                                            pPlan->nProbeKey, zSig, p->nWrite);
     sqlite3_free(aKeep);
     sqlite3_free(zSig);
     if (c->pProbe) goto found;
     if (!pr) return SQLITE_NOMEM;
     int rc = pPlan->nTerm > 0 ? probe_build_device(c, p, pr, pPlan, idxStr, argv)
-                              : probe_build_host(c, p, pr, pPlan);
+                              : probe_build_host(c, p, pr);
     if (rc == SQLITE_OK) rc = vt_probe_index(pr);
     cursor_reset(c, p->s.nCol);
     if (rc) {
@@ -964,7 +1019,7 @@ static int open_scan(vt_cursor *c, vt_tab *p) {
       c->apRg[c->nRg++] = pRg;
     }
   }
-  vt_note_table(p, (store_table *const *)c->aTab, c->nMem);
+  vt_note_table(p, (store_table *const *)c->aTab, c->nMem, 0);
   if (p->aBuf) {
     /* rows still in the write buffer */
     uint32_t nBuf = p->aBuf[0].n;
@@ -1075,11 +1130,8 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   const csq_vec *v;
   if (c->bProbe) {
     uint32_t r;
-    v = vt_probe_value(c->pProbe, iVec, c->iHit, &r);
-    if (!v) {
-      vt_set_error(&p->base, "csq: column %s was not kept by the join probe", p->s.aCol[i].zName);
-      return SQLITE_ERROR;
-    }
+    int rc = vt_probe_value(c->pProbe, p, iVec, c->iHit, &v, &r);
+    if (rc) return rc;
     vt_result_value(ctx, v, r);
     return SQLITE_OK;
   }
@@ -1105,7 +1157,9 @@ int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   vt_tab *p = (vt_tab *)pCur->pVtab;
   if (c->bProbe) {
     uint32_t r;
-    const csq_vec *v = vt_probe_value(c->pProbe, 0, c->iHit, &r);
+    const csq_vec *v;
+    int rc = vt_probe_value(c->pProbe, p, 0, c->iHit, &v, &r);
+    if (rc) return rc;
     *pRowid = v->aVal[r].i;
     return SQLITE_OK;
   }

@@ -79,9 +79,7 @@ static int fault_device(sqlite3_context *ctx, int argc, sqlite3_value **argv, in
   /* The in-memory device is private to the connection: creating it is harmless. */
   rc = vt_conn_device(pConn, zPath, zPath == NULL, VT_MEDIA_ANY, &pVd, &zErr);
   if (rc) {
-    char *zMsg = sqlite3_mprintf("csq: %s", zErr ? zErr : sqlite3_errstr(rc));
-    sqlite3_result_error(ctx, zMsg ? zMsg : "csq: cannot open the device", -1);
-    sqlite3_free(zMsg);
+    vt_result_errorf(ctx, "csq: %s", zErr ? zErr : sqlite3_errstr(rc));
     sqlite3_free(zErr);
     sqlite3_free(zPath);
     return rc;
@@ -101,9 +99,7 @@ static void fault_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   if (fault_device(ctx, argc, argv, 1, &pDev)) return;
   int rc = dev_set_fault(pDev, zSpec, &zPrev, &zErr);
   if (rc) {
-    char *zMsg = sqlite3_mprintf("csq_fault: %s", zErr ? zErr : "cannot set the fault");
-    sqlite3_result_error(ctx, zMsg ? zMsg : "csq_fault: error", -1);
-    sqlite3_free(zMsg);
+    vt_result_errorf(ctx, "csq_fault: %s", zErr ? zErr : "cannot set the fault");
     free(zErr);
     return;
   }

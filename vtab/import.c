@@ -40,8 +40,15 @@
 ** them as inserted rows: vt_import_join in vtab/write.c), and a load that
 ** fails is undone in it, the transaction staying open.
 **
-** Limits: tables with CHECK constraints or over several devices are
-** refused with a message (load those with INSERT or .import).
+** CHECK constraints are checked on every row as INSERT checks them (after
+** NOT NULL, seeing the row's new rowid; PRAGMA ignore_check_constraints
+** turns them off): a row that fails one is a bad row.
+**
+** A table striped over several devices gets its row groups spread over
+** the members as INSERT spreads them (vt_import_member). Outside BEGIN its
+** load is a transaction of its own over every member, committed with the
+** two-step commit of vtab/stripe.c (vt_txn_commit_all), so that it is
+** atomic across the devices as well.
 */
 #include <errno.h>
 #include <stdio.h>
@@ -162,8 +169,10 @@ typedef struct imp_load {
   int64_t iNextRowid; /* the next row's rowid unless its INTEGER PRIMARY KEY says */
   int64_t iLastRowid; /* the last row's */
   int bNoRowid;       /* the last rowid was the largest integer */
+  int bCheck;         /* the table's CHECK constraints apply (vt_check_bulk_begin) */
   vt_numconv *pConv;
-  int bJoined;  /* inside BEGIN: t is the connection's transaction (vt_import_join) */
+  int bJoined;  /* t is the connection's transaction (vt_import_join): inside BEGIN... */
+  int bOwnTxn;  /* ...or outside it, for a striped table: the load commits it */
   vt_mark mark; /* ... and the table before the load, to undo a failed one */
   int64_t nRow, nSkip;
   char *zFirstSkip; /* the first skipped row's message */
@@ -202,11 +211,24 @@ static int dev_fail(int rc, char *zDev, char **pzErr) {
   return vt_rc_from(rc);
 }
 
-/* A row group of n rows was appended: inside BEGIN, the table's
-** transaction state counts it as inserted rows (vt_import_span). */
-static int note_rg(imp_load *L, uint32_t n) {
+/* Where the next row group goes: the load's transaction, or on a striped
+** table the member holding the fewest row groups. */
+static int dest(imp_load *L, int *piMem, store_txn **ppTxn, store_table **ppTab, char **pzErr) {
+  *piMem = 0;
+  *ppTxn = L->t;
+  *ppTab = L->pStoreTab;
+  if (L->pTab->nMem == 1) return SQLITE_OK;
+  int rc = vt_import_member(L->pTab, piMem, ppTxn, ppTab);
+  if (rc) *pzErr = sqlite3_mprintf("%s", L->pTab->base.zErrMsg ? L->pTab->base.zErrMsg : "?");
+  return rc;
+}
+
+/* A row group of n rows was appended to member iMem's pTab: in the
+** connection's transaction, the table's transaction state counts it as
+** inserted rows (vt_import_span). */
+static int note_rg(imp_load *L, int iMem, store_table *pTab, uint32_t n) {
   if (!L->bJoined) return SQLITE_OK;
-  return vt_import_span(L->pTab, L->pStoreTab->apRg[L->pStoreTab->nRg - 1], n);
+  return vt_import_span(L->pTab, pTab->apRg[pTab->nRg - 1], iMem, n);
 }
 
 /* Write the row groups the encode thread has finished, in order: those
@@ -223,10 +245,18 @@ static int drain(imp_load *L, int eWait, char **pzErr) {
     if (rc) return dev_fail(rc, zDev, pzErr);
     if (!pEnc) return SQLITE_OK;
     uint32_t n = pEnc->nRow;
-    rc = store_txn_append_encoded(L->t, L->pStoreTab, pEnc, &zDev);
+    int iMem;
+    store_txn *t;
+    store_table *pTab;
+    rc = dest(L, &iMem, &t, &pTab, pzErr);
+    if (rc) {
+      store_enc_rg_free(pEnc);
+      return rc;
+    }
+    rc = store_txn_append_encoded(t, pTab, pEnc, &zDev);
     store_enc_rg_free(pEnc);
     if (rc) return dev_fail(rc, zDev, pzErr);
-    rc = note_rg(L, n);
+    rc = note_rg(L, iMem, pTab, n);
     if (rc) return rc;
     if (eWait == DRAIN_ONE) eWait = DRAIN_READY;
   }
@@ -246,9 +276,16 @@ static int flush_rg(imp_load *L, char **pzErr) {
   }
   if (!L->q) {
     char *zDev = NULL;
-    int rc = store_txn_append(L->t, L->pStoreTab, L->aCol, 0, n, &zDev);
+    int iMem;
+    store_txn *t;
+    store_table *pTab;
+    int rc = dest(L, &iMem, &t, &pTab, pzErr);
+    if (rc == SQLITE_OK) {
+      rc = store_txn_append(t, pTab, L->aCol, 0, n, &zDev);
+      if (rc) rc = dev_fail(rc, zDev, pzErr);
+    }
     for (int c = 0; c < nChunk; c++) csq_vec_reset(&L->aCol[c]);
-    return rc ? dev_fail(rc, zDev, pzErr) : note_rg(L, n);
+    return rc ? rc : note_rg(L, iMem, pTab, n);
   }
   uint64_t aHeap[nChunk];
   for (int c = 0; c < nChunk; c++) aHeap[c] = L->aCol[c].nHeap;
@@ -326,6 +363,39 @@ static char *take_rowid(imp_load *L) {
   return NULL;
 }
 
+/* The rowid state take_rowid moves on, kept to put back when the row is
+** not loaded after all (a CHECK fails): the next row then takes its rowid,
+** as after an INSERT that failed. */
+typedef struct imp_rowid {
+  int64_t iNext, iLast;
+  int bNo;
+} imp_rowid;
+
+static imp_rowid rowid_save(const imp_load *L) {
+  imp_rowid r = {L->iNextRowid, L->iLastRowid, L->bNoRowid};
+  return r;
+}
+
+/* The row just read (row iRow, its rowid taken) against the table's CHECK
+** constraints. SQLITE_OK when it passes (or nothing is checked); else the
+** row is removed again, and the return is bad_row's for a failed CHECK
+** (zWhere names the row in the message), or the error. */
+static int check_row(imp_load *L, uint32_t iRow, const imp_rowid *pSaved, const char *zWhere,
+                     char **pzErr) {
+  if (!L->bCheck) return SQLITE_OK;
+  int rc = vt_check_bulk_row(L->pTab, L->aCol, iRow);
+  if (rc == SQLITE_OK) return SQLITE_OK;
+  truncate_row(L, iRow);
+  L->iNextRowid = pSaved->iNext;
+  L->iLastRowid = pSaved->iLast;
+  L->bNoRowid = pSaved->bNo;
+  const char *zMsg = L->pTab->base.zErrMsg ? L->pTab->base.zErrMsg : sqlite3_errstr(rc);
+  if (rc == SQLITE_CONSTRAINT_CHECK)
+    return bad_row(L, sqlite3_mprintf("%s: %s", zWhere, zMsg), pzErr);
+  *pzErr = sqlite3_mprintf("%s: %s", zWhere, zMsg);
+  return rc;
+}
+
 static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
   vt_csv *pCsv = NULL;
   const vt_schema *s = &L->pTab->s;
@@ -396,6 +466,7 @@ static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
         goto next_record;
       }
     }
+    imp_rowid saved = rowid_save(L);
     char *zWhy = take_rowid(L);
     if (zWhy || L->aCol[0].n != L->aCol[1].n) {
       truncate_row(L, nHad);
@@ -406,6 +477,13 @@ static int load_csv(imp_load *L, const char *zPath, char **pzErr) {
                    pzErr);
       sqlite3_free(zWhy);
       goto next_record;
+    }
+    if (L->bCheck) {
+      char *zWhere = sqlite3_mprintf("%s line %lld", zPath, (long long)vt_csv_line(pCsv));
+      int64_t n0 = L->nSkip;
+      rc = zWhere ? check_row(L, nHad, &saved, zWhere, pzErr) : SQLITE_NOMEM;
+      sqlite3_free(zWhere);
+      if (rc || L->nSkip != n0) goto next_record;
     }
     L->nRow++;
     if (L->aCol[1].n >= L->nRg) {
@@ -469,6 +547,7 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
       }
     }
     if (rc) break;
+    imp_rowid saved = rowid_save(L);
     char *zWhy = take_rowid(L);
     if (zWhy || L->aCol[0].n != L->aCol[1].n) {
       truncate_row(L, nHad);
@@ -478,6 +557,13 @@ static int load_query(imp_load *L, const char *zSql, char **pzErr) {
                    pzErr);
       sqlite3_free(zWhy);
       goto next_row;
+    }
+    if (L->bCheck) {
+      char *zWhere = sqlite3_mprintf("row %lld", (long long)(L->nRow + L->nSkip + 1));
+      int64_t n0 = L->nSkip;
+      rc = zWhere ? check_row(L, nHad, &saved, zWhere, pzErr) : SQLITE_NOMEM;
+      sqlite3_free(zWhere);
+      if (rc || L->nSkip != n0) goto next_row;
     }
     L->nRow++;
     if (L->aCol[1].n >= L->nRg) {
@@ -573,13 +659,7 @@ static int find_table(sqlite3 *db, vt_conn *pConn, const char *zName, vt_tab **p
 /* Why this table cannot be loaded in bulk, or NULL. */
 static char *refusal(vt_tab *p) {
   const vt_schema *s = &p->s;
-  const char *zHow = "load it with INSERT or .import";
   if (s->zRefused) return sqlite3_mprintf("%s", s->zRefused);
-  if (p->nMem > 1)
-    return sqlite3_mprintf("table %s is striped over several devices: %s", p->zName, zHow);
-  if (s->nCheck > 0)
-    return sqlite3_mprintf("table %s has CHECK constraints, which csq_import does not check: %s",
-                           p->zName, zHow);
   return NULL;
 }
 
@@ -621,11 +701,18 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   L.pDev = L.pTab->pDev;
   L.nRg = (uint32_t)L.pTab->s.nRowGroup;
   int bInTxn = !sqlite3_get_autocommit(db);
-  if (!bInTxn && L.pDev->pTxn) {
+  int bBusy = 0; /* a device transaction of this connection is open */
+  for (vt_dev *d = pConn->pDevs; d; d = d->pNext) bBusy |= d->pTxn != NULL;
+  if (!bInTxn && bBusy) {
     zErr = sqlite3_mprintf("table %s's device has a transaction of this connection open: finish "
                            "it first",
                            zTable);
     rc = SQLITE_ERROR;
+    goto done;
+  }
+  rc = vt_check_bulk_begin(L.pTab, &L.bCheck);
+  if (rc) {
+    zErr = sqlite3_mprintf("%s", L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : sqlite3_errstr(rc));
     goto done;
   }
   rc = vt_numconv_new(db, &L.pConv);
@@ -658,6 +745,18 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
       goto done;
     }
     L.bJoined = 1;
+  } else if (L.pTab->nMem > 1) {
+    /* striped, outside BEGIN: a transaction of its own over every member,
+    ** committed with the two-step commit (atomic across the devices) */
+    rc = vt_import_join(L.pTab, &L.mark, &L.t, &L.pStoreTab);
+    if (rc) {
+      zErr = sqlite3_mprintf("%s", L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : "device error");
+      vt_txn_rollback_all(pConn);
+      vt_tab_txn_reset(L.pTab);
+      L.t = NULL;
+      goto done;
+    }
+    L.bJoined = L.bOwnTxn = 1;
   } else {
     rc = store_txn_begin(L.pDev->pStore, L.pDev->pQ, vt_busy_ms(pConn), &L.t, &zDevErr);
     if (rc) goto dev_error;
@@ -670,8 +769,16 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
   }
   int64_t iMax = 0;
   int bAny = 0;
-  rc = store_txn_max_rowid(L.t, L.pStoreTab, &iMax, &bAny, &zDevErr);
-  if (rc) goto dev_error;
+  if (L.bJoined) {
+    rc = vt_import_max_rowid(L.pTab, &iMax, &bAny);
+    if (rc) {
+      zErr = sqlite3_mprintf("%s", L.pTab->base.zErrMsg ? L.pTab->base.zErrMsg : "device error");
+      goto done;
+    }
+  } else {
+    rc = store_txn_max_rowid(L.t, L.pStoreTab, &iMax, &bAny, &zDevErr);
+    if (rc) goto dev_error;
+  }
   if (bAny && iMax == INT64_MAX) {
     zErr = sqlite3_mprintf("table %s has no rowids left", zTable);
     rc = SQLITE_FULL;
@@ -695,7 +802,19 @@ static void import_func(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
     L.q = NULL;
   }
   if (rc) goto done;
-  if (L.bJoined) {
+  if (L.bOwnTxn) {
+    L.bOwnTxn = 0;
+    rc = vt_txn_commit_all(pConn, &zDevErr);
+    if (rc) vt_txn_rollback_all(pConn); /* what a failed commit left open */
+    vt_tab_txn_reset(L.pTab);
+    L.t = NULL;
+    if (rc) goto dev_error;
+    L.pTab->nRowEst += L.nRow;
+    pConn->nImportRows += L.nRow;
+    pConn->nImportSkipped += L.nSkip;
+    pConn->nImportBytes += L.nByte;
+    L.pTab->nWrite++;
+  } else if (L.bJoined) {
     /* COMMIT or ROLLBACK decides */
     pConn->nImportRows += L.nRow;
     pConn->nImportSkipped += L.nSkip;
@@ -719,7 +838,10 @@ dev_error:
 done:
   free(zDevErr);
   if (L.q) store_encq_free(L.q);
-  if (L.bJoined) {
+  if (L.bOwnTxn) {
+    vt_txn_rollback_all(pConn);
+    vt_tab_txn_reset(L.pTab);
+  } else if (L.bJoined && L.t) {
     /* not the load's own transaction: a failed load is undone in it */
     if (rc != SQLITE_OK && vt_import_undo(L.pTab, &L.mark) != SQLITE_OK && zErr) {
       char *z = sqlite3_mprintf("%s; undoing the rows loaded failed too: %s (ROLLBACK)", zErr,
@@ -744,10 +866,8 @@ done:
               (long long)L.nSkip, L.zFirstSkip);
     sqlite3_result_int64(ctx, L.nRow);
   } else {
-    char *zMsg = sqlite3_mprintf("csq_import(%s): %s", zTable, zErr ? zErr : sqlite3_errstr(rc));
-    sqlite3_result_error(ctx, zMsg ? zMsg : "csq_import: out of memory", -1);
+    vt_result_errorf(ctx, "csq_import(%s): %s", zTable, zErr ? zErr : sqlite3_errstr(rc));
     if (rc != SQLITE_ERROR) sqlite3_result_error_code(ctx, rc);
-    sqlite3_free(zMsg);
   }
   sqlite3_free(L.zFirstSkip);
   sqlite3_free(zErr);

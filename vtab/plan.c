@@ -144,19 +144,48 @@ static double zone_ndv(store_table *const *aTab, int nTab, int c, const csq_zone
   return n < 1 ? 1 : n;
 }
 
-void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab) {
+/* The distinct values of a TEXT-only chunk pAll (the merged zone), at
+** least: the largest dictionary of a few row groups spread over the table
+** (their chunk is read from the device); where one is plain (most values
+** distinct), half the values. 0: unknown (a read failed). */
+#define VT_NDV_SAMPLES 3
+static double text_ndv(vt_tab *p, store_table *const *aTab, int nTab, int c, const csq_zone *pAll) {
+  int nRg = 0;
+  for (int k = 0; k < nTab; k++) nRg += aTab[k]->nRg;
+  double nMax = 0;
+  for (int j = 0; j < VT_NDV_SAMPLES && j < nRg; j++) {
+    int g = (int)((int64_t)nRg * j / VT_NDV_SAMPLES), k = 0;
+    while (g >= aTab[k]->nRg) g -= aTab[k++]->nRg;
+    const store_rg *pRg = aTab[k]->apRg[g];
+    uint32_t n = 0;
+    char *zErr = NULL;
+    int rc = store_chunk_distinct(p->apMem[k]->pStore, p->apMem[k]->pQ, aTab[k], pRg, c, &n, &zErr);
+    free(zErr);
+    if (rc) return 0; /* the scan that reads it reports the error */
+    double nd = n == UINT32_MAX ? ((double)pAll->nVal - pAll->nNull) / 2 : n;
+    if (nd > nMax) nMax = nd;
+  }
+  return nMax;
+}
+
+void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab, int bSample) {
   int64_t nLive = 0;
   int nRg = 0;
+  uint64_t sig = 0; /* which row groups: a written one is new, at a new address */
   for (int k = 0; k < nTab; k++)
-    for (int g = 0; g < aTab[k]->nRg; g++, nRg++)
+    for (int g = 0; g < aTab[k]->nRg; g++, nRg++) {
       nLive += aTab[k]->apRg[g]->nRow - aTab[k]->apRg[g]->nDel;
+      sig = (sig ^ (aTab[k]->apRg[g]->lba + (uint64_t)k)) * 0x100000001B3ull;
+    }
   p->nRowEst = nLive;
-  if (nRg == p->nZoneRg && p->aZone) return; /* an estimate: the same shape will do */
+  /* an estimate: the same row groups will do (deletes do not change it) */
+  if (nRg == p->nZoneRg && sig == p->zoneSig && p->aZone) return;
   int nChunk = p->s.nCol + 1;
   csq_zone *a = sqlite3_realloc64(p->aZone, sizeof(csq_zone) * (size_t)nChunk);
   p->nZoneRg = 0;
   if (!a) return; /* xBestIndex falls back to fixed guesses */
   p->aZone = a;
+  int bHad = p->aNdv != NULL; /* aNdv[c] holds the last estimate (same chunks) */
   double *aNdv = sqlite3_realloc64(p->aNdv, sizeof(double) * (size_t)nChunk);
   if (!aNdv) return;
   p->aNdv = aNdv;
@@ -171,9 +200,14 @@ void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab) {
           csq_zone_merge(&a[c], z);
         bFirst = 0;
       }
+    double nOld = bHad ? aNdv[c] : 0;
     aNdv[c] = bFirst ? 0 : zone_ndv(aTab, nTab, c, &a[c]);
+    if (!bFirst && aNdv[c] == 0 && (a[c].clsMask & (1u << CSQ_TEXT)) &&
+        !(a[c].clsMask & ~((1u << CSQ_TEXT) | (1u << CSQ_NULL))))
+      aNdv[c] = bSample ? text_ndv(p, aTab, nTab, c, &a[c]) : nOld;
   }
   p->nZoneRg = nRg;
+  p->zoneSig = sig;
 }
 
 /* The first 8 bytes of a string as a number, for interpolating text. */
@@ -213,6 +247,23 @@ static double zone_frac(const vt_tab *p, int iChunk, sqlite3_value *pRhs, int bN
   return hi > lo ? (x - lo) / (hi - lo) : 0.5;
 }
 
+/* The fraction of rows "= constant" keeps on chunk iChunk: one distinct
+** value's share where the distinct values are estimated (integer ranges,
+** dictionaries), else a guess. */
+static double eq_sel(const vt_tab *p, int iChunk, int bRowid) {
+  if (bRowid) return 0.0001;
+  double n = p->aNdv && p->nZoneRg ? p->aNdv[iChunk] : 0;
+  return n >= 1 ? 1.0 / n : 0.05;
+}
+
+/* The fraction of NULLs in chunk iChunk by its zone maps (bNull), or of
+** values that are not; -1 unknown. */
+static double null_sel(const vt_tab *p, int iChunk, int bNull) {
+  if (!p->aZone || p->nZoneRg == 0 || p->aZone[iChunk].nVal == 0) return -1;
+  double f = (double)p->aZone[iChunk].nNull / p->aZone[iChunk].nVal;
+  return bNull ? f : 1 - f;
+}
+
 /* Decide one constraint: returns 1 and fills the term text if it is pushed.
 ** *pbEst says whether *pSel came from the zone maps rather than a guess. */
 static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *pTerms, int *pbOmit,
@@ -250,10 +301,9 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
     break;
   }
   case CSQ_OP_ISNULL:
-    sel = 0.1;
-    break;
   case CSQ_OP_NOTNULL:
-    sel = 0.9;
+    sel = null_sel(p, iChunk, op == CSQ_OP_ISNULL);
+    if (sel < 0) sel = op == CSQ_OP_ISNULL ? 0.1 : 0.9;
     break;
   case CSQ_OP_LIKE:
   case CSQ_OP_GLOB:
@@ -278,7 +328,7 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
       bOmit = 0; /* a list too long for a program is left to SQLite (keep_term) */
       sel = 0.2;
     } else if (op == CSQ_OP_EQ || op == CSQ_OP_IS) {
-      sel = bRowid ? 0.0001 : 0.05;
+      sel = eq_sel(p, iChunk, bRowid);
     } else if (op == CSQ_OP_NE || op == CSQ_OP_ISNOT) {
       sel = 0.9;
     }
@@ -452,6 +502,60 @@ static int plan_group(const vt_tab *p, sqlite3_index_info *pInfo, sqlite3_str *p
   return 1;
 }
 
+/*
+** The fraction of rows that the constraints with constant right sides
+** (and IS [NOT] NULL) keep, estimated as for pushed terms, for a plan that
+** leaves them to SQLite (a small table read on the host, a filter keeping
+** most rows): SQLite orders the joins by estimatedRows, so a dimension
+** table filtered to a few rows must say so even when it is scanned whole.
+** Only reads pInfo (no constraint is used).
+*/
+static double host_sel(const vt_tab *p, sqlite3_index_info *pInfo) {
+  double sel = 1.0;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    int op = map_op(c->op);
+    if (!c->usable || !op || op == CSQ_OP_BPF) continue;
+    int bRowid = c->iColumn < 0 || c->iColumn == p->s.iIpk;
+    int iChunk = bRowid ? 0 : c->iColumn + 1;
+    sqlite3_value *pRhs = NULL;
+    int bConst = sqlite3_vtab_rhs_value(pInfo, i, &pRhs) == SQLITE_OK;
+    double s1 = -1;
+    switch (op) {
+    case CSQ_OP_ISNULL:
+    case CSQ_OP_NOTNULL:
+      s1 = null_sel(p, iChunk, op == CSQ_OP_ISNULL);
+      if (s1 < 0) s1 = op == CSQ_OP_ISNULL ? 0.1 : 0.9;
+      break;
+    case CSQ_OP_LIKE:
+    case CSQ_OP_GLOB:
+      if (bConst) s1 = 0.25;
+      break;
+    case CSQ_OP_EQ:
+    case CSQ_OP_IS:
+      if (sqlite3_vtab_in(pInfo, i, -1))
+        s1 = 0.2;
+      else if (bConst)
+        s1 = eq_sel(p, iChunk, bRowid);
+      break;
+    case CSQ_OP_NE:
+    case CSQ_OP_ISNOT:
+      if (bConst) s1 = 0.9;
+      break;
+    default: /* < <= > >= */
+      if (bConst) {
+        int bNumeric = bRowid || p->s.aCol[c->iColumn].aff >= VT_AFF_NUMERIC;
+        double f = zone_frac(p, iChunk, pRhs, bNumeric);
+        s1 = f < 0                                                                        ? 0.3
+             : c->op == SQLITE_INDEX_CONSTRAINT_LT || c->op == SQLITE_INDEX_CONSTRAINT_LE ? f
+                                                                                          : 1 - f;
+      }
+    }
+    if (s1 >= 0) sel *= s1;
+  }
+  return sel;
+}
+
 /* Rows of the table per distinct value of the probed chunks (the keys
 ** assumed independent; a chunk without an estimate counts ten rows a value). */
 static double rows_per_key(const vt_tab *p, const int *aChunk, int nKey, double nRow) {
@@ -517,9 +621,10 @@ static int plan_probe(vt_tab *p, sqlite3_index_info *pInfo, double nRow,
     pInfo->aConstraintUsage[aKeyCons[k]].omit = 0;
     sqlite3_str_appendf(pStr, "%sc%d", k ? "," : ";key=", aKeyChunk[k]);
   }
-  /* the probe holds its rows' used columns: a table too large for the
+  /* the probe holds its rows' keys and locations (other columns are read
+  ** from their chunks if they do not fit): a table too large for the
   ** budget is probed by device scans instead */
-  double nBytes = nRow * sel * (1 + __builtin_popcountll(colUsed)) * VT_PROBE_VALUE_BYTES;
+  double nBytes = nRow * sel * (nKey + 1) * VT_PROBE_VALUE_BYTES;
   if (nBytes > (double)VT_PROBE_BUDGET) {
     sqlite3_free(sqlite3_str_finish(pStr));
     for (int i = 0; i < pInfo->nConstraint; i++) {
@@ -610,9 +715,13 @@ int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       pInfo->idxStr =
           sqlite3_mprintf("device;cols=%llx%s%s", colUsed, zTerms ? zTerms : "", zLim ? zLim : "");
     } else {
+      /* SQLite checks every constraint: its rows are those they keep */
+      double nOut = nRow * host_sel(p, pInfo);
+      if (nOut < 1) nOut = 1;
+      if (nCap > 0 && nOut > (double)nCap) nOut = (double)nCap;
       pInfo->idxNum = VT_PLAN_SCAN;
       pInfo->estimatedCost = 100.0 + nRow;
-      pInfo->estimatedRows = (sqlite3_int64)(nCap > 0 && nRow > (double)nCap ? (double)nCap : nRow);
+      pInfo->estimatedRows = (sqlite3_int64)nOut;
       pInfo->idxStr = sqlite3_mprintf("scan;cols=%llx%s%s", colUsed, zKeeps, zLim ? zLim : "");
     }
     sqlite3_free(zTerms);

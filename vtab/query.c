@@ -317,6 +317,47 @@ static int agg_members(vt_tab *t, dev_agg *pAgg, const pl_plan *plan, store_tabl
   return e;
 }
 
+/* A row plan (pl_plan.bRows): the matching rows of every member, appended
+** to c->rows as they come. 0, a negative errno with *pzErr, or -EDOM when
+** more than an eighth of the table matches: collecting the rows then costs
+** more than the table's own scan streaming them to SQLite, which filters
+** them (the caller runs the query as ordinary SQL). */
+static int rows_members(q_cursor *c, vt_tab *t, const pl_plan *plan, store_table **aTab,
+                        char **pzErr) {
+  int nCol = plan->nKey + plan->nAgg, e = 0;
+  csq_vec *aV = calloc((size_t)nCol, sizeof(csq_vec));
+  c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nCol);
+  if (!aV || !c->rows.aCol) {
+    free(aV);
+    return -12;
+  }
+  c->rows.nCol = nCol;
+  for (int i = 0; i < nCol; i++) csq_vec_init(&c->rows.aCol[i]);
+  int64_t nMax = t->nRowEst / 8 > 65536 ? t->nRowEst / 8 : 65536;
+  if (nMax > UINT32_MAX) nMax = UINT32_MAX;
+  for (int k = 0; e == 0 && k < t->nMem; k++) {
+    dev_scan *s = NULL;
+    e = dev_scan_open(t->apMem[k]->pQ, t->apMem[k]->pStore, aTab[k], aTab[k]->apRg, aTab[k]->nRg,
+                      plan->pProg, plan->nProg, &s, pzErr);
+    while (e == 0) {
+      uint32_t nRow = 0;
+      e = dev_scan_next(s, aV, &nRow, pzErr);
+      if (e || nRow == 0) break;
+      if ((int64_t)c->rows.nRow + nRow > nMax) {
+        e = -33; /* -EDOM: too many rows to be worth collecting */
+        break;
+      }
+      for (int i = 0; e == 0 && i < nCol; i++)
+        e = csq_vec_append(&c->rows.aCol[i], &aV[i], 0, nRow);
+      c->rows.nRow += nRow;
+    }
+    dev_scan_close(s);
+  }
+  for (int i = 0; i < nCol; i++) csq_vec_free(&aV[i]);
+  free(aV);
+  return e;
+}
+
 /* Run the device part of a plan: filter, group and partial aggregates over
 ** the table's visible row groups, merged into c->rows. Returns SQLITE_OK,
 ** an error, or SQLITE_MISMATCH when the device met values it cannot
@@ -344,13 +385,18 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
     if (!aCopy[k]) e = -12;
     aTab[k] = aCopy[k];
   }
-  if (e == 0) e = dev_agg_new(plan->pProg, plan->nProg, &pAgg, &zErr);
-  if (e == 0 && n == 1)
+  if (e == 0 && plan->bRows)
+    e = rows_members(c, t, plan, aTab, &zErr);
+  else if (e == 0)
+    e = dev_agg_new(plan->pProg, plan->nProg, &pAgg, &zErr);
+  if (e == 0 && plan->bRows) {
+    /* the rows are in c->rows */
+  } else if (e == 0 && n == 1)
     e = dev_agg_scan(pAgg, t->pDev->pQ, t->pDev->pStore, aTab[0], aTab[0]->apRg, aTab[0]->nRg,
                      &zErr);
   else if (e == 0)
     e = agg_members(t, pAgg, plan, aTab, &zErr);
-  if (e == 0) {
+  if (e == 0 && !plan->bRows) {
     int nCol = dev_agg_ncol(pAgg);
     c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nCol);
     if (!c->rows.aCol)
@@ -369,7 +415,7 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   sqlite3_free(aTab);
   sqlite3_free(aSnap);
   sqlite3_free(aCopy);
-  if (e == -33 /* -EDOM: text where the device needs numbers */) {
+  if (e == -33 /* -EDOM: text where the device needs numbers, or too many rows */) {
     free(zErr);
     vt_rowset_clear(&c->rows);
     return SQLITE_MISMATCH;
@@ -481,12 +527,15 @@ int vt_query_register(sqlite3 *db, vt_conn *pConn) {
 ** Rows (part, detail): "plan" (device+host, or host), "why", and for a split
 ** query "device" (what the program does), "program_bytes", "table_rows"
 ** (rows the device scans, from the catalog) and "host" (the SQL SQLite runs
-** over the merged rows). Parameters of the query are unknown here (NULL). */
+** over the merged rows), and "ebpf" when the query calls csq_bpf: the calls
+** the device program runs ("on the device: csq_bpf('f', x) as a filter
+** term; ..."), or that they run on the host. Parameters of the query are
+** unknown here (NULL). */
 
 typedef struct x_cursor {
   sqlite3_vtab_cursor base; /* must be first */
-  char *azPart[8];
-  char *azDetail[8];
+  char *azPart[10];
+  char *azDetail[10];
   int n, i;
 } x_cursor;
 
@@ -543,7 +592,7 @@ static int x_close(sqlite3_vtab_cursor *pCur) {
 }
 
 static void x_add(x_cursor *c, const char *zPart, char *zDetail) {
-  if (c->n >= 8) {
+  if (c->n >= (int)(sizeof(c->azPart) / sizeof(c->azPart[0]))) {
     sqlite3_free(zDetail);
     return;
   }
@@ -579,8 +628,14 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
             sqlite3_mprintf("%d members, each runs its part: %s", l.pFound->nMem,
                             l.pFound->s.zDevices));
     x_add(c, "host", sqlite3_mprintf("%s", plan->zHost));
+    if (plan->zBpf) x_add(c, "ebpf", sqlite3_mprintf("on the device: %s", plan->zBpf));
   } else {
     x_add(c, "host", sqlite3_mprintf("the query as written; csq tables in it push their filters"));
+    if (sqlite3_strlike("%csq_bpf(%", zSql, 0) == 0 ||
+        sqlite3_strlike("%csq_bpf_col(%", zSql, 0) == 0)
+      x_add(c, "ebpf",
+            sqlite3_mprintf("on the host, on the rows the device returns (but a csq table "
+                            "still runs csq_bpf_col(column, 'name') in its WHERE)"));
   }
   pl_plan_free(plan);
   return SQLITE_OK;

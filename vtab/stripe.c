@@ -368,7 +368,7 @@ int vt_stripe_check(vt_tab *p, char **pzErr) {
   char *zErr = NULL;
   int e = aTab && aSnap ? vt_visible_members(p, aTab, aSnap, &zErr) : -ENOMEM;
   if (e == 0) {
-    vt_note_table(p, aTab, n);
+    vt_note_table(p, aTab, n, 1);
     for (int k = 0; k < n; k++)
       if (aSnap[k]) store_snap_unref(aSnap[k]);
   } else if (e == -EBADMSG && n > 1) {

@@ -79,6 +79,18 @@ int vt_err(sqlite3_vtab *pVtab, int rc, char *zMsg) {
   return vt_rc_from(rc < 0 ? rc : -EIO);
 }
 
+void vt_result_errorf(sqlite3_context *ctx, const char *zFmt, ...) {
+  va_list ap;
+  va_start(ap, zFmt);
+  char *z = sqlite3_vmprintf(zFmt, ap);
+  va_end(ap);
+  if (z)
+    sqlite3_result_error(ctx, z, -1);
+  else
+    sqlite3_result_error_nomem(ctx);
+  sqlite3_free(z);
+}
+
 typedef struct create_arg {
   const char *zName;
   vt_schema *pS;

@@ -86,6 +86,8 @@ struct vt_conn {
   vt_bpf *pBpf;       /* eBPF programs loaded by csq_bpf_load, newest first (vtab/bpf.c) */
   int64_t nImportRows, nImportSkipped; /* csq_import's loads that committed (csq_stats) */
   uint64_t nImportBytes;               /* ... and the bytes of CSV they read */
+  uint64_t nProbeCopy;   /* a join probe copies columns while under this many bytes ... */
+  uint64_t nProbeChunks; /* ... and caches chunks up to this many (csq_probe_memory) */
 };
 
 /* Column affinity, SQLite's letters. */
@@ -174,12 +176,13 @@ struct vt_tab {
   char *zName;
   char *zDb;
   vt_schema s;
-  int64_t nRowEst; /* rows at the last look, for xBestIndex */
-  uint64_t nWrite; /* xUpdate calls so far: tells a probe cache it is stale */
-  csq_zone *aZone; /* per chunk (0 rowid, 1 + i column i): the zone maps of every row
-                      group merged, at the last look (xBestIndex's selectivity) */
-  int nZoneRg;     /* row groups merged into aZone; 0 = none yet */
-  double *aNdv;    /* per chunk: distinct values estimated from the zone maps; 0 unknown */
+  int64_t nRowEst;  /* rows at the last look, for xBestIndex */
+  uint64_t nWrite;  /* xUpdate calls so far: tells a probe cache it is stale */
+  csq_zone *aZone;  /* per chunk (0 rowid, 1 + i column i): the zone maps of every row
+                       group merged, at the last look (xBestIndex's selectivity) */
+  int nZoneRg;      /* row groups merged into aZone; 0 = none yet */
+  uint64_t zoneSig; /* a hash of their addresses */
+  double *aNdv;     /* per chunk: distinct values estimated from the zone maps; 0 unknown */
   /* write state of the open transaction */
   csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
   uint8_t *aBufDel; /* deleted flags of buffered rows */
@@ -254,6 +257,14 @@ int vt_check_create(sqlite3 *db, vt_tab *p, char **pzErr);
 ** (with the table's error message) when the row fails. */
 int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int bUpdate, int bGiven, int64_t iRowid);
 void vt_check_free(vt_tab *p); /* when the table is disconnected */
+/* csq_import's CHECK: vt_check_bulk_begin compiles the table's CHECK
+** constraints and reads PRAGMA ignore_check_constraints once for the load;
+** *pbCheck = 1 when rows must be checked. vt_check_bulk_row checks row
+** iRow of aCol (nCol + 1 vectors, [0] the rowids, the values with their
+** columns' affinity, the INTEGER PRIMARY KEY's NULL): SQLITE_OK,
+** SQLITE_CONSTRAINT_CHECK or an error, the message in p->base.zErrMsg. */
+int vt_check_bulk_begin(vt_tab *p, int *pbCheck);
+int vt_check_bulk_row(vt_tab *p, const csq_vec *aCol, uint32_t iRow);
 
 /* affinity.c: convert argv value to the column's affinity and push it. */
 int vt_push_value(csq_vec *pVec, sqlite3_value *pVal, char aff);
@@ -280,6 +291,11 @@ typedef struct vt_rename_arg {
 int vt_catalog_rename(store_txn *t, void *pArg, char **pzErr);
 void vt_set_error(sqlite3_vtab *pVtab, const char *zFmt, ...);
 int vt_err(sqlite3_vtab *pVtab, int rc, char *zMsg); /* takes a malloc'd device message */
+/* An SQL function's error: the message formatted, or SQLITE_NOMEM when
+** it cannot be. The one way csq's functions (csq_bpf_load, csq_bpf,
+** csq_fault, csq_import) report a failure. */
+void vt_result_errorf(sqlite3_context *ctx, const char *zFmt, ...)
+    __attribute__((format(printf, 2, 3)));
 
 /* write.c */
 int vt_flush(vt_tab *p); /* write the transaction's buffered rows as a row group */
@@ -363,30 +379,55 @@ void vt_stmt_forget(vt_conn *pConn);              /* the connection committed */
 int vt_stmt_snapshot(vt_conn *pConn, vt_dev *d, int bFresh, store_snap **ppSnap, char **pzErr);
 
 /* probe.c: the join probe cache of a cursor (VT_PLAN_PROBE, vtab/plan.h). */
-#define VT_PROBE_MAX_ROWS    8000000               /* larger tables are probed by device scans */
-#define VT_PROBE_MAXKEY      4                     /* columns hashed together */
-#define VT_PROBE_BUDGET      ((uint64_t)768 << 20) /* bytes a probe may hold, about ... */
-#define VT_PROBE_VALUE_BYTES 16                    /* ... at this many a value */
-/* A cache of nVec vectors (as a cursor's aVec: [0] rowid, [1 + i] column
-** i), keeping those with aKeep[i] set, hashed on vectors aKey[0..nKey), of
-** the rows that pass the filter zSig names (its terms and values; "" none). */
-vt_probe *vt_probe_new(int nVec, const uint8_t *aKeep, const int *aKey, int nKey, const char *zSig,
-                       uint64_t stamp);
+#define VT_PROBE_MAX_ROWS 8000000 /* larger tables are probed by device scans */
+#define VT_PROBE_MAXKEY   4       /* columns hashed together */
+/* bytes a probe's keys and row locations may hold, about (plan.c) ... */
+#define VT_PROBE_BUDGET      ((uint64_t)768 << 20)
+#define VT_PROBE_VALUE_BYTES 16 /* ... at this many a value */
+/* defaults of the connection's nProbeCopy and nProbeChunks */
+#define VT_PROBE_EAGER_BUDGET ((uint64_t)128 << 20) /* other columns copied while under */
+#define VT_PROBE_CACHE_BUDGET ((uint64_t)256 << 20) /* chunks read for the columns not copied */
+/* A cache of the rows that pass the filter zSig names (its terms and
+** values; "" none), hashed on vectors aKey[0..nKey) (as a cursor's aVec:
+** [0] rowid, [1 + i] column i; nVec of them). Vectors with aWant[i] set are
+** copied at build while they fit pConn->nProbeCopy; any other is read
+** from its chunks when asked for, up to pConn->nProbeChunks of them. */
+vt_probe *vt_probe_new(const vt_conn *pConn, int nVec, const uint8_t *aWant, const int *aKey,
+                       int nKey, const char *zSig, uint64_t stamp);
+/* csq_probe_memory(COPY_BYTES [, CHUNK_BYTES]): the connection's budgets. */
+int vt_probe_register(sqlite3 *db, vt_conn *pConn);
 void vt_probe_free(vt_probe *p);
 uint64_t vt_probe_stamp(const vt_probe *p);
 void vt_probe_keep(vt_tab *pTab, vt_probe *p); /* a closing cursor's probe, for its run */
-vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const uint8_t *aKeep, const int *aKey, int nKey,
+vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const int *aKey, int nKey,
                         const char *zSig); /* or NULL */
 void vt_probe_drop_kept(vt_conn *pConn);   /* the statement run ended */
 uint32_t vt_probe_rows(const vt_probe *p);
-int vt_probe_reserve(vt_probe *p, uint32_t nRow); /* room for nRow rows: no regrowth while built */
-int vt_probe_append(vt_probe *p, const csq_vec *const *apSrc, uint32_t iRow,
-                    uint32_t n); /* rows [iRow, iRow + n) of each *apSrc[i] kept */
-int vt_probe_index(vt_probe *p); /* after the last append */
+/* Building: about nRow rows will come (the copies are given up if they
+** would not fit); room for nRow rows; rows [iRow, iRow + n) of each
+** *apSrc[i] (NULL: not fetched), from source iSrc (see vt_probe_adopt) at
+** row numbers aRowNum[iRow..] (NULL: iRow...); is vector i copied. */
+void vt_probe_expect(vt_probe *p, uint64_t nRow);
+int vt_probe_reserve(vt_probe *p, uint32_t nRow);
+int vt_probe_append(vt_probe *p, const csq_vec *const *apSrc, uint32_t iRow, uint32_t n,
+                    uint32_t iSrc, const uint32_t *aRowNum);
+int vt_probe_copied(const vt_probe *p, int iVec);
+/* What the rows are read from, taken over from the building cursor (even
+** on failure): per member (nMem) its snapshot and private table copy (the
+** caller's entries are set to NULL) and the table read; the sources, row
+** groups apRg[0..nRg) (their references) of members aRgMem[], then, if
+** aBuf (nVec vectors, sqlite3_malloc'd) is not NULL, the unwritten rows as
+** source nRg. */
+int vt_probe_adopt(vt_probe *p, int nMem, store_snap **aSnap, const store_table **aTab,
+                   store_table **aTabCopy, uint32_t nRg, store_rg **apRg, const int *aRgMem,
+                   csq_vec *aBuf);
+int vt_probe_index(vt_probe *p);                       /* after the last append */
 int vt_probe_find(vt_probe *p, sqlite3_value **apVal); /* rows where key k = apVal[k] */
 uint32_t vt_probe_nhit(const vt_probe *p);
-/* Vector iVec (NULL if not kept) and, in *piRow, the row of hit iHit. */
-const csq_vec *vt_probe_value(const vt_probe *p, int iVec, uint32_t iHit, uint32_t *piRow);
+/* Where hit iHit's value of vector iVec is: *ppV's row *piRow (read from
+** its chunk if not copied; an error sets pTab's message). */
+int vt_probe_value(vt_probe *p, vt_tab *pTab, int iVec, uint32_t iHit, const csq_vec **ppV,
+                   uint32_t *piRow);
 
 /* group.c: rows collected and handed to SQLite sorted on the GROUP BY keys
 ** (VT_PLAN_SCAN/DEVICE with ";group=", vtab/plan.h). Rows are nOut vectors;
@@ -404,8 +445,10 @@ int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_
 
 /* plan.c: xBestIndex (decoding a plan for xFilter: vtab/plan.h) */
 /* Note what a scan found of the table's committed rows: the row count and
-** the merged zone maps that xBestIndex estimates from. */
-void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab);
+** the merged zone maps that xBestIndex estimates from. bSample (when the
+** table is opened): also read a few dictionaries of TEXT columns for their
+** distinct values; else the last such estimate stays. */
+void vt_note_table(vt_tab *p, store_table *const *aTab, int nTab, int bSample);
 int vt_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo);
 
 /* cursor.c */
@@ -450,12 +493,18 @@ int vt_fault_register(sqlite3 *db, vt_conn *pConn);
 ** database and of the device images its csq tables use. */
 int vt_backup_register(sqlite3 *db, vt_conn *pConn);
 
-/* write.c, for csq_import inside BEGIN ... COMMIT: join the connection's
-** transaction (buffer written, *pMark to undo to, the transaction and the
-** table's view in it); note a row group of n rows the load appended; undo
-** a failed load. SQLite codes, the message in p->base.zErrMsg. */
+/* write.c, for csq_import inside BEGIN ... COMMIT (and into a striped
+** table outside it, a transaction of its own committed with
+** vt_txn_commit_all): join the connection's transaction (buffer written,
+** *pMark to undo to, the coordinator's transaction and the table's view in
+** it); the member the next row group goes to (the one holding the fewest,
+** as INSERT chooses), its transaction and view; the largest rowid over
+** every member; note a row group of n rows the load appended to member
+** iMem; undo a failed load. SQLite codes, the message in p->base.zErrMsg. */
 int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **ppTab);
-int vt_import_span(vt_tab *p, store_rg *pRg, uint32_t n);
+int vt_import_member(vt_tab *p, int *piMem, store_txn **ppTxn, store_table **ppTab);
+int vt_import_max_rowid(vt_tab *p, int64_t *pMax, int *pbAny);
+int vt_import_span(vt_tab *p, store_rg *pRg, int iMem, uint32_t n);
 int vt_import_undo(vt_tab *p, const vt_mark *pMark);
 
 /* import.c: csq_import(TABLE, FILE-OR-QUERY [, OPTIONS]) and

@@ -829,6 +829,7 @@ int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **p
   if (rc == SQLITE_OK) rc = flush_buffer(p, 0);
   if (rc) return rc;
   p->bWrote = 1;
+  p->bStripeTxn = p->nMem > 1;
   p->bMaxRowid = 0;
   p->nWrite++;
   take_mark(p, -1, pMark);
@@ -837,11 +838,33 @@ int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **p
   return SQLITE_OK;
 }
 
-int vt_import_span(vt_tab *p, store_rg *pRg, uint32_t n) {
+int vt_import_member(vt_tab *p, int *piMem, store_txn **ppTxn, store_table **ppTab) {
+  int k = 0;
+  for (int j = 1; j < p->nMem; j++) {
+    store_table *a = member_table(p, j), *b = member_table(p, k);
+    if (a && b && a->nRg < b->nRg) k = j;
+  }
+  *piMem = k;
+  *ppTxn = p->apMem[k]->pTxn;
+  *ppTab = member_table(p, k);
+  if (*ppTab) return SQLITE_OK;
+  vt_set_error(&p->base, "csq: table %s is no longer on its device %s", p->zName,
+               p->apMem[k]->zKey);
+  return SQLITE_ERROR;
+}
+
+int vt_import_max_rowid(vt_tab *p, int64_t *pMax, int *pbAny) {
+  p->bMaxRowid = 0;
+  int rc = max_rowid(p, pMax, pbAny);
+  p->bMaxRowid = 0; /* the load appends rows it does not count there */
+  return rc;
+}
+
+int vt_import_span(vt_tab *p, store_rg *pRg, int iMem, uint32_t n) {
   int rc = grow((void **)&p->aSpan, &p->nSpanAlloc, p->nSpan, sizeof(vt_span));
   if (rc) return rc;
   p->aSpan[p->nSpan].pRg = pRg;
-  p->aSpan[p->nSpan].iMem = 0;
+  p->aSpan[p->nSpan].iMem = iMem;
   p->aSpan[p->nSpan].seq0 = p->nSeq;
   p->aSpan[p->nSpan].n = n;
   p->nSpan++;

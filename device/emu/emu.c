@@ -333,6 +333,88 @@ static void *engine_main(void *pArg) {
   return NULL;
 }
 
+/* Start the engines and the controller (d->startMu held, threads not
+** started yet). 0, or a negative errno kept in d->rcStart: the device then
+** fails every command that needs its threads. */
+static int emu_start(dev_backend *d) {
+  int i, rc = d->rcStart;
+  for (i = 0; i < d->nEngine && rc == 0; i++) {
+    emu_engine *e = &d->aEngine[i];
+    rc = -pthread_create(&e->thread, NULL, engine_main, e);
+    if (rc == 0) e->bStarted = 1;
+  }
+  if (rc == 0) rc = -pthread_create(&d->ctrlThread, NULL, ctrl_main, d);
+  if (rc == 0) {
+    d->bCtrlStarted = 1;
+    __atomic_store_n(&d->bThreads, 1, __ATOMIC_RELEASE);
+  }
+  d->rcStart = rc; /* engines already started just wait for jobs until close */
+  return rc;
+}
+
+/* 1 if the command needs the device's threads: a program run, and the
+** transfers too large to run inline (an NVM Read or a Memory Copy that the
+** threads keep in flight on their io_urings). Writes of any size, small
+** reads, flushes and admin commands run on the submitting thread as well
+** as on the controller. */
+static int emu_needs_threads(const csq_sqe *p) {
+  if (dev_sqe_is_admin(p)) return 0;
+  if (p->nsid == CSQ_NSID_CP) return p->opcode == CSQ_CP_EXECUTE;
+  if (p->nsid == CSQ_NSID_NVM && p->opcode == CSQ_NVM_READ) return !emu_io_is_quick(p);
+  if (p->nsid == CSQ_NSID_SLM && p->opcode == CSQ_SLM_COPY) return !emu_io_is_quick(p);
+  return 0;
+}
+
+/* Before the device's threads run (emu_submit): run the command on this
+** host thread as the controller would, with the controller's media
+** context (synchronous until the controller starts), and return 1; or, if
+** it needs the threads, start them and return 0 (the caller queues it).
+** startMu keeps host threads of several queues from running commands at
+** once, and the start from overlapping one. */
+static int emu_run_early(dev_bqueue *q, const csq_sqe *pSqe) {
+  dev_backend *d = q->pDev;
+  ctrl_cmd c = {.q = q, .sqe = *pSqe};
+  int bRun = 0;
+  pthread_mutex_lock(&d->startMu);
+  if (d->bThreads) goto done; /* another thread started them meanwhile */
+  bRun = 1;
+  __atomic_fetch_add(&q->nInflight, 1, __ATOMIC_ACQUIRE);
+  if (emu_needs_threads(pSqe)) {
+    if (emu_start(d) == 0) { /* the controller takes it from the SQ */
+      __atomic_fetch_sub(&q->nInflight, 1, __ATOMIC_RELEASE);
+      bRun = 0;
+    } else {
+      emu_complete(q, pSqe, CSQ_SC_INTERNAL, 0, NULL, "the device could not start its threads");
+    }
+    goto done;
+  }
+  /* faults decided in submission order, as ctrl_take does */
+  pthread_mutex_lock(&d->qMutex);
+  c.bHit = dev_fault_check(d->pFault, &c.sqe, &c.hit);
+  pthread_mutex_unlock(&d->qMutex);
+  if (c.bHit && c.hit.action == DEV_FAULT_TIMEOUT) { /* never completes */
+    __atomic_fetch_sub(&q->nInflight, 1, __ATOMIC_RELEASE);
+  } else if (c.bHit && c.hit.action == DEV_FAULT_STATUS) {
+    emu_complete(q, pSqe, c.hit.status, 0, NULL, "injected fault");
+  } else if (c.bHit && c.hit.action == DEV_FAULT_DELAY) { /* an engine sleeps, not the host */
+    if (emu_start(d) == 0)
+      job_push(d, q, pSqe, &c.hit);
+    else
+      emu_complete(q, pSqe, CSQ_SC_INTERNAL, 0, NULL, "the device could not start its threads");
+  } else if (dev_sqe_is_admin(pSqe)) {
+    uint64_t result = 0;
+    dev_io_acct acct = {0};
+    char zDetail[256] = "";
+    uint16_t sf = emu_admin(q, pSqe, &result, &acct, zDetail, sizeof(zDetail));
+    emu_complete(q, pSqe, sf, result, &acct, zDetail);
+  } else {
+    emu_io(q, pSqe, d->pCtrlMio, c.bHit ? &c.hit : NULL, -1);
+  }
+done:
+  pthread_mutex_unlock(&d->startMu);
+  return bRun;
+}
+
 static void emu_close(dev_backend *d);
 
 static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **ppB, char **pzErr) {
@@ -341,6 +423,7 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
   *ppB = NULL;
   if (!d) return -ENOMEM;
   pthread_mutex_init(&d->qMutex, NULL);
+  pthread_mutex_init(&d->startMu, NULL);
   dev_cp_jobs_init(&d->jobs);
   dev_cp_init(&d->cp, 0, "this device");
   pthread_mutex_init(&d->resvMutex, NULL);
@@ -380,13 +463,8 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
     e->iEngine = i;
     rc = dev_mio_open(d->pMedia, &e->pMio);
     if (rc) goto fail_io;
-    rc = -pthread_create(&e->thread, NULL, engine_main, e);
-    if (rc) goto fail;
-    e->bStarted = 1;
   }
-  rc = -pthread_create(&d->ctrlThread, NULL, ctrl_main, d);
-  if (rc) goto fail;
-  d->bCtrlStarted = 1;
+  /* the threads start later, at the first command that needs them (emu_submit) */
   *ppB = d;
   return 0;
 
@@ -422,6 +500,7 @@ static void emu_close(dev_backend *d) {
   dev_media_close(d->pMedia);
   dev_fault_free(d->pFault);
   pthread_mutex_destroy(&d->qMutex);
+  pthread_mutex_destroy(&d->startMu);
   dev_cp_jobs_destroy(&d->jobs);
   pthread_mutex_destroy(&d->resvMutex);
   free(d->zPath);
@@ -479,6 +558,7 @@ static int emu_set_fault(dev_backend *d, const char *zSpec, char **pzPrev, char 
 }
 
 static int emu_submit(dev_bqueue *q, const csq_sqe *pSqe) {
+  if (!__atomic_load_n(&q->pDev->bThreads, __ATOMIC_ACQUIRE) && emu_run_early(q, pSqe)) return 0;
   return dev_qp_submit(&q->qp, pSqe);
 }
 

@@ -13,6 +13,12 @@
 ** behind one another, an idle engine helps drain the queues the way the
 ** controller does (emu.c's banner has the details). Completions therefore
 ** come back out of order.
+**
+** The threads start at the first command that needs them (a program run,
+** a large read, an injected delay); until then each command runs on the
+** host thread that submits it. A process that only writes small batches
+** (the sqlite3 shell's .import) then stays single-threaded, and glibc's
+** stdio keeps skipping its per-character locks.
 */
 #ifndef CSQ_DEVICE_EMU_H
 #define CSQ_DEVICE_EMU_H
@@ -65,6 +71,12 @@ struct dev_backend {
   uint64_t nBlocks;
   uint32_t nMaxDepth;
   dev_stats stats; /* device-wide, atomic adds */
+
+  /* lazy start (emu.c's emu_submit): startMu serialises the commands run
+  ** on host threads before the start, and the start itself */
+  pthread_mutex_t startMu;
+  int bThreads; /* atomic: controller and engines are running */
+  int rcStart;  /* a failed start (negative errno), sticky */
 
   /* controller */
   pthread_t ctrlThread;

@@ -285,20 +285,5 @@ uint64_t dev_bpf_run(const dev_bpf *p, dev_bpf_frame *f) {
 }
 
 void dev_bpf_fault_msg(const dev_bpf_frame *f, const char *zName, char *z, size_t n) {
-  switch (f->fault) {
-  case DEV_BPF_FAULT_FAIL:
-    snprintf(z, n, "eBPF program %s failed: it called csq_fail(%lld)", zName,
-             (long long)f->failCode);
-    break;
-  case DEV_BPF_FAULT_ARG:
-    snprintf(z, n,
-             "eBPF program %s faulted: a helper was given an argument index past its %d arguments",
-             zName, f->nArg);
-    break;
-  case DEV_BPF_FAULT_FIND:
-    snprintf(z, n, "eBPF program %s faulted: csq_find with a needle length outside 1..8", zName);
-    break;
-  default:
-    snprintf(z, n, "eBPF program %s faulted", zName);
-  }
+  csq_bpf_fault_text(csq_bpf_fault_reason((unsigned)f->fault, f->failCode), zName, z, n);
 }

@@ -18,6 +18,8 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "device/format/bpf.h"
+
 typedef struct dev_bpf dev_bpf;
 
 /* Verify nIns instructions at aIns (csq_bpf_check already passed) for a
@@ -41,10 +43,11 @@ typedef struct dev_bpf_frame {
   int64_t failCode;          /* csq_fail's code */
 } dev_bpf_frame;
 
-/* Reasons in dev_bpf_frame.fault. */
-#define DEV_BPF_FAULT_ARG  1 /* a helper was given an argument index out of range */
-#define DEV_BPF_FAULT_FAIL 2 /* the program called fail(code) */
-#define DEV_BPF_FAULT_FIND 3 /* find() with a needle length outside 1..8 */
+/* Reasons in dev_bpf_frame.fault: the kinds a CSQ_FAULT_BPF fault
+** carries (device/format/bpf.h). */
+#define DEV_BPF_FAULT_ARG  CSQ_BPF_FAULT_ARG  /* a helper's argument index out of range */
+#define DEV_BPF_FAULT_FAIL CSQ_BPF_FAULT_FAIL /* the program called fail(code) */
+#define DEV_BPF_FAULT_FIND CSQ_BPF_FAULT_FIND /* find() with a needle length outside 1..8 */
 
 /* Make f the calling thread's frame (NULL: none). */
 void dev_bpf_frame_set(dev_bpf_frame *f);
@@ -58,7 +61,8 @@ uint64_t dev_bpf_run(const dev_bpf *p, dev_bpf_frame *f);
 typedef uint64_t (*dev_bpf_fn)(void *pArgs);
 dev_bpf_fn dev_bpf_native(const dev_bpf *p);
 
-/* A message for a fault of frame f, naming program zName. */
+/* A message for a fault of frame f, naming program zName (csq_bpf_fault_text,
+** the same words the device's fault gets). */
 void dev_bpf_fault_msg(const dev_bpf_frame *f, const char *zName, char *z, size_t n);
 
 #endif /* CSQ_DEVICE_BPF_RT_H */

@@ -32,15 +32,21 @@ void ex_bpf_free(ex_term *et) {
   et->aBpfK = NULL;
 }
 
-_Static_assert(DEV_BPF_FAULT_ARG == 1 && DEV_BPF_FAULT_FAIL == 2 && DEV_BPF_FAULT_FIND == 3,
-               "the detail of CSQ_FAULT_BPF in program.h (EBPF TERMS) and csq_fault_text");
+/* csq_fail's code of this thread's last fault: a fault travels through the
+** executor as an int, too narrow for it, so ex_bpf_fault_reason adds it
+** back when the Execute completes (on the thread that ran the program). */
+static __thread int64_t tlsFailCode;
 
-/* The fault reason of frame f (program.h, EBPF TERMS): an int, as every
-** fault travels through the executor. */
+/* The fault reason of frame f: its kind, the code kept aside. */
 static int bpf_fault(const dev_bpf_frame *f) {
-  int r = CSQ_FAULT_BPF | (int)((f->fault & 0xFF) << 8);
-  if (f->fault == DEV_BPF_FAULT_FAIL) r |= (int)(((uint64_t)f->failCode & 0x7FFF) << 16);
-  return r;
+  tlsFailCode = f->failCode;
+  return (int)csq_bpf_fault_reason((unsigned)f->fault, 0);
+}
+
+uint64_t ex_bpf_fault_reason(uint64_t reason) {
+  if ((reason & 0xFF) != CSQ_FAULT_BPF || ((reason >> 8) & 0xFF) != CSQ_BPF_FAULT_FAIL)
+    return reason;
+  return csq_bpf_fault_reason(CSQ_BPF_FAULT_FAIL, tlsFailCode);
 }
 
 /* Write slot s: value bits u, type t (bytes 9..15 stay zero). */
@@ -51,16 +57,23 @@ static inline void slot_set(uint8_t *s, uint64_t u, uint8_t t) {
 
 /* The program of et over rows aSel[0..n) of aligned batch [b0, b0+nb):
 ** its results as truth values into aM, or (aM NULL) as INTEGERs into aI.
-** 0 or the fault reason. */
+** 0, CSQ_FAULT_NOMEM, or the fault reason. */
 static int bpf_rows(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                     uint32_t n, uint8_t *aM, int64_t *aI) {
   const csq_bpf_call *pc = et->pCall;
   uint8_t aBlock[CSQ_BPF_SLOT * CSQ_BPF_MAX_ARGS];
   const uint8_t *apZ[CSQ_BPF_MAX_ARGS];
   uint32_t aN[CSQ_BPF_MAX_ARGS];
-  /* how each argument is read: 0 constant (set once), 1 an integer column's
-  ** batch (aI), 2 a real column's batch (aR), 3 any other column (per value) */
+  /* how each argument is read: 0 constant (set once), 1 an integer column,
+  ** 2 a real column (their values as words in apW[j][k], row aSel[k]), 3
+  ** any other column (per value) */
   uint8_t aHow[CSQ_BPF_MAX_ARGS];
+  const uint64_t *apW[CSQ_BPF_MAX_ARGS];
+  uint64_t *aScratch = NULL;
+  /* every row of the batch in play: the batch's own arrays, aSel[k] being
+  ** b0 + k; else the selected rows' values alone (ex_col_sel_words) */
+  const int bWhole = n == nb && n > 0 && aSel[0] == b0;
+  int nWord = 0;
   dev_bpf_frame f;
   memset(&f, 0, sizeof(f));
   memset(aBlock, 0, sizeof(aBlock));
@@ -69,49 +82,59 @@ static int bpf_rows(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, c
   f.apZ = apZ;
   f.aN = aN;
   for (int j = 0; j < pc->nArg; j++) {
+    ex_col *c = pc->aConst[j] ? NULL : &aCol[pc->aSrc[j]];
     apZ[j] = NULL;
     aN[j] = 0;
-    if (pc->aConst[j]) {
+    apW[j] = NULL;
+    if (!c) {
       csq_bpf_slot_put(aBlock + CSQ_BPF_SLOT * j, &et->aBpfK[j], pc->aDecl[j]);
       apZ[j] = et->aBpfK[j].z;
       aN[j] = et->aBpfK[j].n;
       aHow[j] = 0;
-      continue;
-    }
-    ex_col *c = &aCol[pc->aSrc[j]];
-    /* whole batches decoded at once, as the typed term loops do; the slot
-    ** each row gets is csq_bpf_slot_put's, written without its switch */
-    if (c->kind == K_INT && !c->bAllNull) {
-      ex_col_ints(c, b0, nb);
-      aHow[j] = 1;
-    } else if (c->kind == K_REAL && !c->bAllNull) {
-      ex_col_reals(c, b0, nb);
-      aHow[j] = 2;
+    } else if ((c->kind == K_INT || c->kind == K_REAL) && !c->bAllNull) {
+      aHow[j] = c->kind == K_INT ? 1 : 2;
+      nWord += !bWhole;
     } else {
       aHow[j] = 3;
     }
   }
+  if (nWord) {
+    aScratch = malloc(sizeof(uint64_t) * (size_t)nWord * n);
+    if (!aScratch) return CSQ_FAULT_NOMEM;
+  }
+  for (int j = 0, w = 0; j < pc->nArg; j++) {
+    if (aHow[j] != 1 && aHow[j] != 2) continue;
+    ex_col *c = &aCol[pc->aSrc[j]];
+    if (bWhole) {
+      if (aHow[j] == 1) {
+        ex_col_ints(c, b0, nb);
+        apW[j] = (const uint64_t *)c->aI;
+      } else {
+        ex_col_reals(c, b0, nb);
+        apW[j] = (const uint64_t *)c->aR;
+      }
+    } else {
+      uint64_t *u = aScratch + (size_t)n * (size_t)w++;
+      ex_col_sel_words(c, b0, nb, aSel, n, u);
+      apW[j] = u;
+    }
+  }
   dev_bpf_frame_set(&f);
   int rc = 0;
-  /* the common case, every column argument a batch of numbers without
-  ** NULLs and not converted: the type bytes stay, only the values move */
+  /* the common case, every column argument a number without NULLs and not
+  ** converted: the type bytes stay, only the values move */
   int bFast = 1;
-  const uint64_t *apSrc[CSQ_BPF_MAX_ARGS];
-  for (int j = 0; j < pc->nArg; j++) {
-    const ex_col *c = &aCol[pc->aSrc[j]];
-    apSrc[j] = NULL;
-    if (aHow[j] == 0) continue;
-    if (aHow[j] == 3 || c->d.aNull || (aHow[j] == 1 && pc->aDecl[j] == CSQ_BPF_DECL_REAL)) {
+  for (int j = 0; j < pc->nArg && bFast; j++) {
+    const ex_col *c = aHow[j] ? &aCol[pc->aSrc[j]] : NULL;
+    if (aHow[j] == 3 || (c && c->d.aNull) || (aHow[j] == 1 && pc->aDecl[j] == CSQ_BPF_DECL_REAL))
       bFast = 0;
-      break;
-    }
-    apSrc[j] = aHow[j] == 1 ? (const uint64_t *)c->aI : (const uint64_t *)c->aR;
-    aBlock[CSQ_BPF_SLOT * j + 8] = aHow[j] == 1 ? CSQ_BPF_INT : CSQ_BPF_REAL;
+    else if (aHow[j])
+      aBlock[CSQ_BPF_SLOT * j + 8] = aHow[j] == 1 ? CSQ_BPF_INT : CSQ_BPF_REAL;
   }
   dev_bpf_fn xNative = dev_bpf_native(et->pBpf);
   for (uint32_t k = 0; bFast && k < n; k++) {
     for (int j = 0; j < pc->nArg; j++)
-      if (apSrc[j]) memcpy(aBlock + CSQ_BPF_SLOT * j, &apSrc[j][aSel[k] - b0], 8);
+      if (apW[j]) memcpy(aBlock + CSQ_BPF_SLOT * j, &apW[j][k], 8);
     uint64_t ret = xNative ? xNative(aBlock) : dev_bpf_run(et->pBpf, &f);
     if (aM)
       aM[k] = ret != 0;
@@ -134,21 +157,15 @@ static int bpf_rows(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, c
         if (col_null(c, r))
           slot_set(s, 0, CSQ_BPF_NULL);
         else if (pc->aDecl[j] == CSQ_BPF_DECL_REAL) {
-          double d = (double)c->aI[r - b0];
+          double d = (double)(int64_t)apW[j][k];
           uint64_t u;
           memcpy(&u, &d, 8);
           slot_set(s, u, CSQ_BPF_REAL);
         } else
-          slot_set(s, (uint64_t)c->aI[r - b0], CSQ_BPF_INT);
+          slot_set(s, apW[j][k], CSQ_BPF_INT);
         break;
       case 2:
-        if (col_null(c, r))
-          slot_set(s, 0, CSQ_BPF_NULL);
-        else {
-          uint64_t u;
-          memcpy(&u, &c->aR[r - b0], 8);
-          slot_set(s, u, CSQ_BPF_REAL);
-        }
+        slot_set(s, col_null(c, r) ? 0 : apW[j][k], col_null(c, r) ? CSQ_BPF_NULL : CSQ_BPF_REAL);
         break;
       default: {
         ex_val v;
@@ -170,6 +187,7 @@ static int bpf_rows(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, c
     }
   }
   dev_bpf_frame_set(NULL);
+  free(aScratch);
   return rc;
 }
 

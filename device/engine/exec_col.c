@@ -113,6 +113,38 @@ void ex_col_sel_codes(const ex_col *c, uint32_t b0, const uint32_t *aSel, uint32
     csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
 }
 
+/* The values of rows aSel[0..n) (ascending) of an RLE chunk into out: the
+** first row's run by binary search, each next one by a step to the
+** following run or, past that, a binary search over the runs left. So the
+** cost follows the rows asked for, not the rows between them. */
+static void rle_sel(const ex_col *c, const uint32_t *aSel, uint32_t n, int64_t *out) {
+  if (n == 0) return;
+  uint32_t run = rle_run(c, aSel[0]), last = c->d.nAux - 1;
+  uint32_t end = csq_le32(c->d.aRunEnd + 4 * run);
+  int64_t v = rle_value(c, run);
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t r = aSel[k];
+    if (r >= end) {
+      if (run < last && csq_le32(c->d.aRunEnd + 4 * (run + 1)) > r) {
+        run++;
+      } else {
+        uint32_t lo = run + 1, hi = last;
+        while (lo < hi) {
+          uint32_t mid = lo + (hi - lo) / 2;
+          if (csq_le32(c->d.aRunEnd + 4 * mid) > r)
+            hi = mid;
+          else
+            lo = mid + 1;
+        }
+        run = lo;
+      }
+      end = csq_le32(c->d.aRunEnd + 4 * run);
+      v = rle_value(c, run);
+    }
+    out[k] = v;
+  }
+}
+
 /* Materialise batch [b0, b0+n) of an integer column into c->aI. */
 void ex_col_ints(ex_col *c, uint32_t b0, uint32_t n) {
   if (c->b0 == b0) return;
@@ -144,6 +176,41 @@ void ex_col_reals(ex_col *c, uint32_t b0, uint32_t n) {
     csq_dec_values(ex_col_codes(c, b0, n), n, c->d.iRef, c->d.nAux, c->aR);
   } else
     for (uint32_t i = 0; i < n; i++) c->aR[i] = c->d.rConst;
+}
+
+void ex_col_sel_words(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n,
+                      uint64_t *u) {
+  const int bInt = c->kind == K_INT;
+  if (c->b0 != b0 && (uint64_t)n * 4 < nb) {
+    switch (c->d.enc) {
+    case CSQ_ENC_INT_FOR:
+      ex_col_sel_codes(c, b0, aSel, n, u);
+      for (uint32_t k = 0; k < n; k++) u[k] += (uint64_t)c->d.iRef;
+      return;
+    case CSQ_ENC_REAL_DEC: {
+      double aD[BATCH];
+      ex_col_sel_codes(c, b0, aSel, n, u);
+      csq_dec_values(u, n, c->d.iRef, c->d.nAux, aD);
+      memcpy(u, aD, 8 * (size_t)n);
+      return;
+    }
+    case CSQ_ENC_INT_RLE:
+      rle_sel(c, aSel, n, (int64_t *)u);
+      return;
+    case CSQ_ENC_REAL_PLAIN:
+      for (uint32_t k = 0; k < n; k++) u[k] = csq_le64(c->d.aReal + 8 * (size_t)aSel[k]);
+      return;
+    default:
+      break;
+    }
+  }
+  if (bInt) {
+    ex_col_ints(c, b0, nb);
+    ex_gather8(u, c->aI, aSel, n, b0);
+  } else {
+    ex_col_reals(c, b0, nb);
+    ex_gather8(u, c->aR, aSel, n, b0);
+  }
 }
 
 /* dst[k] = src[aSel[k] - b0] for k < n, elements of 8 bytes. aSel ascends,

@@ -396,6 +396,14 @@ void ex_col_sel_codes(const ex_col *c, uint32_t b0, const uint32_t *aSel, uint32
 /* Batch [b0, b0+n) of an integer (real) column into c->aI (c->aR). */
 void ex_col_ints(ex_col *c, uint32_t b0, uint32_t n);
 void ex_col_reals(ex_col *c, uint32_t b0, uint32_t n);
+/* The values of rows aSel[0..n) (ascending, n <= BATCH) of aligned batch
+** [b0, b0+nb) of a K_INT or K_REAL column, as 8-byte words (int64, or a
+** double's bits) into u; a NULL row's word is unspecified. When they are
+** few of the batch and the batch is not materialised, only theirs are
+** unpacked (FOR and REAL_DEC codes, RLE runs, plain reals); otherwise the
+** batch is materialised in c (for later terms too) and gathered. */
+void ex_col_sel_words(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel, uint32_t n,
+                      uint64_t *u);
 /* dst[k] = src[aSel[k] - b0] for k < n, elements of 8 bytes. */
 void ex_gather8(void *dst, const void *src, const uint32_t *aSel, uint32_t n, uint32_t b0);
 
@@ -424,6 +432,10 @@ void ex_bpf_free(ex_term *et);
 ** the input columns aCol. 0 or CSQ_FAULT_BPF. */
 int ex_bpf_eval(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                 uint32_t n, uint8_t *aM);
+/* Fault reason reason as it leaves the executor: an eBPF csq_fail fault
+** with the program's code in bits 63:16 (program.h, EBPF TERMS); others
+** as they are. */
+uint64_t ex_bpf_fault_reason(uint64_t reason);
 /* aI[k] = the program of et (compiled for a CSQ_EX_BPF instruction) on row
 ** aSel[k], as an INTEGER. 0 or CSQ_FAULT_BPF. */
 int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,

@@ -51,29 +51,13 @@ void ex_out_write(ex_col *c, const uint32_t *aSel, uint32_t n, const ex_outcol *
     /* batch by batch: the values of the rows of one aligned batch as 8-byte
     ** words, unpacking just theirs when few of the batch's rows are here */
     const uint8_t cls = c->kind == K_INT ? CSQ_INT : CSQ_REAL;
-    const int bCodes = c->d.enc == CSQ_ENC_INT_FOR || c->d.enc == CSQ_ENC_REAL_DEC;
     uint64_t aU[BATCH];
-    double aD[BATCH];
     uint32_t k = 0;
     while (k < n) {
       uint32_t b0 = aSel[k] / BATCH * BATCH, e = k;
       while (e < n && aSel[e] < b0 + BATCH) e++;
       uint32_t nb = c->d.nVal - b0 < BATCH ? c->d.nVal - b0 : BATCH, m = e - k;
-      if (bCodes && c->b0 != b0 && (uint64_t)m * 4 < nb) {
-        ex_col_sel_codes(c, b0, aSel + k, m, aU);
-        if (cls == CSQ_INT) {
-          for (uint32_t j = 0; j < m; j++) aU[j] += (uint64_t)c->d.iRef;
-        } else {
-          csq_dec_values(aU, m, c->d.iRef, c->d.nAux, aD);
-          memcpy(aU, aD, 8 * (size_t)m);
-        }
-      } else if (cls == CSQ_INT) {
-        ex_col_ints(c, b0, nb);
-        ex_gather8(aU, c->aI, aSel + k, m, b0);
-      } else {
-        ex_col_reals(c, b0, nb);
-        ex_gather8(aU, c->aR, aSel + k, m, b0);
-      }
+      ex_col_sel_words(c, b0, nb, aSel + k, m, aU);
       for (uint32_t j = 0; j < m; j++, k++) {
         int bNull = col_null(c, aSel[k]);
         csq_put_le64(aVal + 8ull * k, bNull ? 0 : aU[j]);

@@ -430,7 +430,7 @@ done:
   free(aOc);
   free(pSeed);
   free(aOrd);
-  if (reason) rc = fault(pRet, reason);
+  if (reason) rc = fault(pRet, ex_bpf_fault_reason(reason));
   return rc;
 }
 

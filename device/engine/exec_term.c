@@ -239,7 +239,12 @@ int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const u
   ex_val v;
   /* an eBPF term reads several inputs: every caller passes c as
   ** &aCol[et->t.slot] of the execution's input columns, so c - slot is aCol */
-  if (et->t.op == CSQ_OP_BPF) return ex_bpf_eval(et, c - et->t.slot, b0, nb, aSel, n, aM);
+  if (et->t.op == CSQ_OP_BPF) {
+    int rc = ex_bpf_eval(et, c - et->t.slot, b0, nb, aSel, n, aM);
+    if (et->t.flags & CSQ_TF_NOT)
+      for (k = 0; k < n; k++) aM[k] ^= 1;
+    return rc;
+  }
   if (c->kind == K_CONSTX || c->bAllNull) {
     /* one value for every non-NULL row */
     uint8_t rv = 0, rn = et->nullRes;

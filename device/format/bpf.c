@@ -276,3 +276,28 @@ int csq_bpf_decl_parse(const char *z, size_t n) {
     if (strlen(a[i].z) == n && strncasecmp(a[i].z, z, n) == 0) return a[i].t;
   return -1;
 }
+
+void csq_bpf_fault_text(uint64_t r, const char *zName, char *z, size_t n) {
+  char zWho[200];
+  if (zName)
+    snprintf(zWho, sizeof(zWho), "eBPF program %s", zName);
+  else
+    snprintf(zWho, sizeof(zWho), "an eBPF program");
+  switch ((r >> 8) & 0xFF) {
+  case CSQ_BPF_FAULT_ARG:
+    snprintf(z, n, "%s gave a helper an argument index past its arguments", zWho);
+    break;
+  case CSQ_BPF_FAULT_FAIL: {
+    /* the code's low 48 bits, sign-extended back */
+    int64_t code = (int64_t)(r >> 16);
+    if (code & (1ll << 47)) code -= 1ll << 48;
+    snprintf(z, n, "%s failed: it called csq_fail(%lld)", zWho, (long long)code);
+    break;
+  }
+  case CSQ_BPF_FAULT_FIND:
+    snprintf(z, n, "%s called csq_find with a needle length outside 1..8", zWho);
+    break;
+  default:
+    snprintf(z, n, "%s failed while running", zWho);
+  }
+}

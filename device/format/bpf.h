@@ -149,6 +149,25 @@ int csq_bpf_call_build(int nArg, const uint32_t *aArg, const uint8_t *aIns, uint
 ** case), or -1. */
 int csq_bpf_decl_parse(const char *z, size_t n);
 
+/* What a CSQ_FAULT_BPF fault carries (program.h, EBPF TERMS): the kind in
+** bits 15:8 (the DEV_BPF_FAULT_* numbers: 1 a helper's argument index out
+** of range, 2 csq_fail, 3 csq_find's needle length) and csq_fail's code in
+** bits 63:16, its low 48 bits. */
+#define CSQ_BPF_FAULT_ARG    1
+#define CSQ_BPF_FAULT_FAIL   2
+#define CSQ_BPF_FAULT_FIND   3
+#define CSQ_FAULT_BPF_REASON 11 /* program.h's CSQ_FAULT_BPF */
+static inline uint64_t csq_bpf_fault_reason(unsigned kind, int64_t code) {
+  uint64_t r = CSQ_FAULT_BPF_REASON | (uint64_t)(kind & 0xFF) << 8;
+  if (kind == CSQ_BPF_FAULT_FAIL) r |= ((uint64_t)code & 0xFFFFFFFFFFFFull) << 16;
+  return r;
+}
+
+/* The sentence for eBPF fault reason r in z[0..n), naming program zName
+** ("an eBPF program" when NULL: the device does not know names). The one
+** text of every eBPF fault, on the host and from the device. */
+void csq_bpf_fault_text(uint64_t r, const char *zName, char *z, size_t n);
+
 /* Slot s (16 bytes) for value v passed where decl is declared; the bytes of
 ** a TEXT/BLOB stay where v has them. */
 static inline void csq_bpf_slot_put(uint8_t *s, const csq_value *v, int decl) {

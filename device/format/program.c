@@ -21,25 +21,13 @@
 #include "device/format/le.h"
 #include "device/format/program.h"
 
+_Static_assert(CSQ_FAULT_BPF == CSQ_FAULT_BPF_REASON, "bpf.h restates the reason");
+
 void csq_fault_text(uint64_t r, char *z, size_t n) {
-  if ((r & 0xFF) != CSQ_FAULT_BPF || r == CSQ_FAULT_BPF) {
+  if ((r & 0xFF) == CSQ_FAULT_BPF && r != CSQ_FAULT_BPF)
+    csq_bpf_fault_text(r, NULL, z, n);
+  else
     snprintf(z, n, "%s", csq_fault_name(r));
-    return;
-  }
-  switch ((r >> 8) & 0xFF) {
-  case 1:
-    snprintf(z, n, "an eBPF program gave a helper an argument index past its arguments");
-    break;
-  case 2:
-    snprintf(z, n, "an eBPF program failed: it called csq_fail(%u)",
-             (unsigned)((r >> 16) & 0x7FFF));
-    break;
-  case 3:
-    snprintf(z, n, "an eBPF program called csq_find with a needle length outside 1..8");
-    break;
-  default:
-    snprintf(z, n, "%s", csq_fault_name(CSQ_FAULT_BPF));
-  }
 }
 
 const char *csq_fault_name(uint64_t r) {
@@ -130,8 +118,10 @@ static int bpf_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, con
   csq_bpf_call call;
   if (strcmp(zWhat, "term") != 0)
     return verr(zErr, nErr, "%s %u (BPF): only filter terms may run eBPF programs", zWhat, i);
-  if (t->flags || t->k1 || t->esc)
-    return verr(zErr, nErr, "%s %u (BPF): flags, second constant and escape must be 0", zWhat, i);
+  if ((t->flags & ~CSQ_TF_NOT) || t->k1 || t->esc)
+    return verr(zErr, nErr,
+                "%s %u (BPF): flags other than NOT, second constant and escape must be 0", zWhat,
+                i);
   if (t->k0 >= pp->nConst || pp->aConst[t->k0].cls != CSQ_BLOB)
     return verr(zErr, nErr, "%s %u (BPF): constant %u is not a BLOB", zWhat, i, t->k0);
   const csq_pconst *k = &pp->aConst[t->k0];
@@ -165,8 +155,8 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   if (t->slot >= nIn)
     return verr(zErr, nErr, "%s %u (%s): input slot %u out of range (%u inputs)", zWhat, i, zOp,
                 t->slot, nIn);
-  int bNot =
-      t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB;
+  int bNot = t->op == CSQ_OP_BETWEEN || t->op == CSQ_OP_IN || t->op == CSQ_OP_LIKE ||
+             t->op == CSQ_OP_GLOB || t->op == CSQ_OP_BPF;
   if ((t->flags & CSQ_TF_NOT) && !bNot)
     return verr(zErr, nErr, "%s %u (%s): NOT flag not allowed", zWhat, i, zOp);
   if ((t->flags & CSQ_TF_BLOB_TEXT) && t->op != CSQ_OP_LIKE && t->op != CSQ_OP_GLOB)

@@ -105,7 +105,9 @@
 **   k0 is a BLOB constant holding an eBPF call descriptor (device/format/
 **   bpf.h: the program's instructions and where each argument comes from,
 **   an input slot or a constant); slot is the slot of its first input
-**   argument (or 0), flags, k1 and esc are 0. Only filter terms may be
+**   argument (or 0); flags is 0, or CSQ_TF_NOT for the rows where the
+**   program returns 0 (NOT of the call, exact: a call is never NULL); k1
+**   and esc are 0. Only filter terms may be
 **   eBPF terms, not the conditions of CASE. The term is true for a row when
 **   the program returns non-zero; NULL arguments reach the program as NULL
 **   slots (it decides). The verifier here checks the descriptor and csq's
@@ -115,7 +117,8 @@
 **   the Execute with reason CSQ_FAULT_BPF in bits 7:0, what happened in
 **   bits 15:8 (1 a helper was given an argument index out of range, 2 the
 **   program called csq_fail, 3 csq_find with a needle length outside
-**   1..8) and, for csq_fail, bits 30:16 of its code (code & 0x7FFF). Zone
+**   1..8) and, for csq_fail, bits 63:16 its code's low 48 bits (shown
+**   sign-extended: csq_bpf_fault_reason, csq_bpf_fault_text). Zone
 **   maps never skip a row group for an eBPF term.
 **   What a program may do (device/format/bpf.h has the rules and the
 **   argument block): at most CSQ_BPF_MAX_INS (4096) instructions of the
@@ -402,7 +405,7 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_OP_MAX     15
 
 /* Term flags. */
-#define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB */
+#define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB / BPF */
 #define CSQ_TF_COLL_MASK   0x06 /* collation for TEXT comparisons: */
 #define CSQ_TF_BINARY      0x00
 #define CSQ_TF_NOCASE      0x02

@@ -811,6 +811,27 @@ int store_read_chunks(store *p, dev_queue *q, const store_table *pTab, const sto
   return 0;
 }
 
+int store_chunk_distinct(store *p, dev_queue *q, const store_table *pTab, const store_rg *pRg,
+                         int iChunk, uint32_t *pnDistinct, char **pzErr) {
+  *pnDistinct = 0;
+  if (iChunk < 0 || iChunk >= pRg->nChunk) return -EINVAL;
+  const store_chunk *pC = &pRg->aChunk[iChunk];
+  if (pC->enc == CSQ_ENC_CONST || pC->enc == CSQ_ENC_TEXT_PLAIN) {
+    *pnDistinct = pC->enc == CSQ_ENC_CONST ? 1 : UINT32_MAX;
+    return 0;
+  }
+  if (pC->enc != CSQ_ENC_TEXT_DICT) return 0;
+  uint8_t *buf = NULL;
+  const uint8_t *pChunk = NULL;
+  int rc = read_chunk_bytes(p, q, pTab, pRg, iChunk, &buf, &pChunk, pzErr);
+  if (rc) return rc;
+  csq_chunk_desc d;
+  rc = csq_chunk_layout(pChunk, pC->len, &d);
+  if (rc == 0 && d.enc == CSQ_ENC_TEXT_DICT) *pnDistinct = d.nAux;
+  free(buf);
+  return rc;
+}
+
 /* The zone of pRg's chunk iChunk, or NULL if it has none (csq_prog_zone_skip). */
 static const csq_zone *rg_zone(const void *pCtx, int iChunk) {
   const store_rg *pRg = pCtx;

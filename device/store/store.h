@@ -125,6 +125,12 @@ store_table *store_snap_table(const store_snap *pSnap, const char *zName);
 ** values are appended to aOut[i] (caller-initialised vectors). */
 int store_read_chunks(store *p, dev_queue *pQ, const store_table *pTab, const store_rg *pRg,
                       const int *aiCol, int nCol, csq_vec *aOut, char **pzErr);
+/* The distinct values of chunk iChunk (0 rowids, 1 + i column i) of pRg
+** as its encoding records them: a dictionary's entries, 1 for a constant
+** chunk, UINT32_MAX for plain TEXT (the encoder found more than half its
+** values distinct); 0 for other encodings. Only a dictionary is read. */
+int store_chunk_distinct(store *p, dev_queue *pQ, const store_table *pTab, const store_rg *pRg,
+                         int iChunk, uint32_t *pnDistinct, char **pzErr);
 /* Decoded rowids of a row group, cached in pRg (owned by pRg). */
 int store_rg_rowids(store *p, dev_queue *pQ, const store_table *pTab, store_rg *pRg,
                     const int64_t **paRowid, char **pzErr);

@@ -321,8 +321,16 @@ int store_rg_encode(int nChunk, const char *zTable, const csq_vec *aCol, uint32_
     goto done;
   }
   pEnc->nblk = nblk;
-  memset(pEnc->buf, 0, nblk * CSQ_LBA_SIZE);
-  for (int c = 0; c < nChunk; c++) memcpy(pEnc->buf + pEnc->aChunk[c].off, apEnc[c], anEnc[c]);
+  /* each chunk, then zeros up to the next one (the 8-byte alignment) or to
+  ** the end of the last block: every byte written is defined, and the
+  ** chunks themselves are not written twice */
+  for (int c = 0; c < nChunk; c++) {
+    uint64_t end = c + 1 < nChunk ? pEnc->aChunk[c + 1].off : nblk * CSQ_LBA_SIZE;
+    uint64_t at = pEnc->aChunk[c].off + anEnc[c];
+    memcpy(pEnc->buf + pEnc->aChunk[c].off, apEnc[c], anEnc[c]);
+    memset(pEnc->buf + at, 0, end - at);
+  }
+  if (nChunk == 0) memset(pEnc->buf, 0, nblk * CSQ_LBA_SIZE);
 done:
   if (apEnc)
     for (int c = 0; c < nChunk; c++) free(apEnc[c]);
@@ -663,8 +671,8 @@ static int write_delmaps(store_txn *t, store_table *pTab, char **pzErr) {
     uint64_t nblk = (nBytes + CSQ_LBA_SIZE - 1) / CSQ_LBA_SIZE;
     uint8_t *buf = store_block_alloc(nblk);
     if (!buf) return -ENOMEM;
-    memset(buf, 0, nblk * CSQ_LBA_SIZE);
     memcpy(buf, pRg->aDel, nBytes);
+    memset(buf + nBytes, 0, nblk * CSQ_LBA_SIZE - nBytes);
     uint64_t lba;
     pthread_mutex_lock(&t->p->mu);
     int rc = space_alloc(&t->p->space, nblk, &lba);

@@ -14,6 +14,11 @@
 ** discovery subsystem (TGT_DISCOVERY_NQN) has an admin queue only and
 ** answers the Discovery log page with one entry per subsystem.
 **
+** Keep Alive: a controller whose host asked for a Keep Alive timeout (KATO,
+** in the admin queue's Connect or by Set Features) and from which none of
+** its queues has received a PDU for 2 x KATO is torn down: each of its
+** connections ends, logging "keep alive timeout".
+**
 ** Besides the Fabrics commands and Keep Alive, an admin queue answers
 ** Identify, Get Log Page (discovery), Set Features (Number of Queues), and
 ** csq's own admin commands (Load Program, Program Activation, MRS
@@ -54,6 +59,11 @@ struct tgt_ctrl {
   tgt_subsys *pSub; /* NULL for a discovery controller */
   char zHostNqn[TGT_NQN_MAX];
   uint32_t cc, csts;
+  /* Keep Alive: KATO in ms (0 = none) from the admin Connect or Set
+  ** Features; the last time any queue of the controller heard the host
+  ** (CLOCK_MONOTONIC ns). Atomic: every connection's receiver touches it. */
+  uint32_t katoMs;
+  int64_t tHeardNs;
   uint64_t aQidUsed; /* bit q: queue q is connected */
   int nRef;          /* connected queues; freed at 0 (server mutex) */
 };

@@ -33,6 +33,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <sys/uio.h>
 #include <time.h>
 #include <unistd.h>
@@ -47,6 +48,7 @@
 #define SC_SGL_LEN_INVALID CSQ_STATUS(0, 0x0D)
 #define SC_SGL_TYPE        CSQ_STATUS(0, 0x11)
 #define SC_TRANSIENT_XPORT CSQ_STATUS(0, 0x22)
+#define TGT_KATO_TICK_MS   100 /* how often a quiet receiver checks Keep Alive */
 
 typedef struct tgt_cmd {
   int bLive;
@@ -88,16 +90,43 @@ struct tgt_conn {
 
 /* ---- socket ------------------------------------------------------------- */
 
-/* Read exactly n bytes. 0, or -1 at end of stream / error. */
+static int64_t now_ns(void) {
+  struct timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
+}
+
+/* 1 if the connection's controller has heard nothing for 2 x KATO (and
+** says so in zEnd). */
+static int kato_expired(tgt_conn *c) {
+  tgt_ctrl *p = c->pCtrl;
+  uint32_t kato = p ? __atomic_load_n(&p->katoMs, __ATOMIC_RELAXED) : 0;
+  if (!kato) return 0;
+  int64_t quiet = now_ns() - __atomic_load_n(&p->tHeardNs, __ATOMIC_RELAXED);
+  if (quiet <= (int64_t)kato * 2 * 1000000) return 0;
+  snprintf(c->zEnd, sizeof(c->zEnd),
+           "keep alive timeout: nothing from the host for %lld ms (KATO %u ms)",
+           (long long)(quiet / 1000000), kato);
+  return 1;
+}
+
+/* Read exactly n bytes. 0, or -1 at end of stream / error / keep alive
+** timeout. The socket's receive timeout (TGT_KATO_TICK_MS) wakes it to
+** check the controller's Keep Alive. */
 static int rx_all(tgt_conn *c, void *p, size_t n) {
   uint8_t *z = p;
   while (n) {
     ssize_t k = recv(c->fd, z, n, 0);
     if (k < 0 && errno == EINTR) continue;
+    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {
+      if (kato_expired(c)) return -1;
+      continue;
+    }
     if (k <= 0) return -1;
     z += k;
     n -= (size_t)k;
     c->nIn += (uint64_t)k;
+    if (c->pCtrl) __atomic_store_n(&c->pCtrl->tHeardNs, now_ns(), __ATOMIC_RELAXED);
   }
   return 0;
 }
@@ -250,6 +279,8 @@ static uint16_t do_connect(tgt_conn *c, tgt_cmd *p, uint64_t *pResult) {
     return sf;
   }
   c->qid = qid;
+  __atomic_store_n(&c->pCtrl->tHeardNs, now_ns(), __ATOMIC_RELAXED);
+  if (qid == 0) __atomic_store_n(&c->pCtrl->katoMs, csq_le32(e + 48), __ATOMIC_RELAXED);
   if (c->pCtrl->pSub) {
     int rc =
         dev_emu_backend.xQueueOpen(c->pCtrl->pSub->pDev, (uint32_t)sqsize + 1, &c->qstats, &c->pQ);
@@ -319,7 +350,9 @@ static void exec_cmd(tgt_conn *c, tgt_cmd *p) {
     case TCP_ADM_SET_FEAT:
       if ((e->cdw10 & 0xFF) == 0x07) { /* Number of Queues: I/O queues, 0-based */
         finish_local(c, p, 0, (TGT_MAX_QUEUES - 2) | (uint64_t)(TGT_MAX_QUEUES - 2) << 16);
-      } else if ((e->cdw10 & 0xFF) == 0x0F) { /* Keep Alive Timer: accepted, not enforced */
+      } else if ((e->cdw10 & 0xFF) == 0x0F) { /* Keep Alive Timer, ms */
+        __atomic_store_n(&c->pCtrl->tHeardNs, now_ns(), __ATOMIC_RELAXED);
+        __atomic_store_n(&c->pCtrl->katoMs, e->cdw11, __ATOMIC_RELAXED);
         finish_local(c, p, 0, 0);
       } else {
         finish_local(c, p, CSQ_SC_INVALID_FIELD | CSQ_DNR, 0);
@@ -549,10 +582,14 @@ static void *rx_main(void *pArg) {
   if (c->pQ) dev_emu_backend.xQueueClose(c->pQ);
   for (uint32_t i = 0; i < c->nCmd; i++) free(c->aCmd[i].pBuf);
   fprintf(stderr,
-          "csq-target: %s %s qid %u cntlid %u: %llu commands, %llu bytes in, %llu out; %s\n",
+          "csq-target: %s %s qid %u cntlid %u%s: %llu commands, %llu bytes in, %llu out; %s\n",
           c->zPeer, c->pCtrl ? (c->pCtrl->pSub ? c->pCtrl->pSub->zNqn : TGT_DISCOVERY_NQN) : "-",
-          c->qid, c->pCtrl ? c->pCtrl->cntlid : 0, (unsigned long long)c->nCmds,
-          (unsigned long long)c->nIn, (unsigned long long)c->nOut, c->zEnd);
+          c->qid, c->pCtrl ? c->pCtrl->cntlid : 0,
+          c->bHdgst   ? (c->bDdgst ? " hdgst ddgst" : " hdgst")
+          : c->bDdgst ? " ddgst"
+                      : "",
+          (unsigned long long)c->nCmds, (unsigned long long)c->nIn, (unsigned long long)c->nOut,
+          c->zEnd);
   if (c->pCtrl) tgt_ctrl_unref(c->s, c->pCtrl);
   pthread_mutex_lock(&c->s->mu);
   c->bDone = 1;
@@ -593,6 +630,10 @@ int tgt_conn_start(tgt_server *s, int fd, const char *zPeer) {
   for (uint32_t i = 0; i < c->nCmd; i++) c->aFree[i] = c->nCmd - 1 - i;
   c->nFree = c->nCmd;
   setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
+  {
+    struct timeval tv = {0, TGT_KATO_TICK_MS * 1000};
+    setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof(tv));
+  }
   pthread_mutex_lock(&s->mu);
   rc = -pthread_create(&c->rx, NULL, rx_main, c);
   if (rc == 0) {

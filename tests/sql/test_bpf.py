@@ -319,6 +319,7 @@ FAILER = r'''
 #include "csq_bpf.h"
 CSQ_PROGRAM u64 f(const struct csq_arg *a) {
   if (a[0].type == CSQ_T_INTEGER && a[0].v == 99999) { csq_fail(77); return 0; }
+  if (a[0].type == CSQ_T_INTEGER && a[0].v == 99998) { csq_fail(-123456789012); return 0; }
   return a[0].v & 1;
 }
 '''
@@ -340,10 +341,17 @@ def test_fault_fails_the_query_and_the_device_serves_on():
                        "eBPF", "csq_fail(77)")
     # the host path names the program and the code
     expect_error(lambda: con.execute("SELECT csq_bpf('failer', 99999)").fetchall(), "failer", "csq_fail(77)")
+    # a code wider than 32 bits, negative, reaches the user whole from both sides
+    con.execute("DELETE FROM t WHERE x = 99999")
+    con.execute("INSERT INTO t VALUES (99998)")
+    expect_error(lambda: con.execute("SELECT count(*) FROM t WHERE csq_bpf_col(x, 'failer')").fetchall(),
+                 "eBPF", "csq_fail(-123456789012)")
+    expect_error(lambda: con.execute("SELECT csq_bpf('failer', 99998)").fetchall(), "failer",
+                 "csq_fail(-123456789012)")
     # the connection and another one still run queries on the device
     assert con.execute("SELECT count(*) FROM t WHERE x < 10").fetchone() == (10,), msg
     assert con2.execute("SELECT count(*) FROM t WHERE x >= 4000").fetchone() == (1001,)
-    con.execute("DELETE FROM t WHERE x = 99999")
+    con.execute("DELETE FROM t WHERE x = 99998")
     assert con.execute("SELECT count(*) FROM t WHERE csq_bpf_col(x, 'failer')").fetchone() == (2500,)
 
 

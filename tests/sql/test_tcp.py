@@ -226,6 +226,111 @@ def test_target_killed_mid_query_then_restarted():
         tg.stop()
 
 
+def restart_soon(tg, after, down=0.3):
+    """Kill the target (SIGKILL) after `after` seconds, start it `down` later."""
+    def run():
+        time.sleep(after)
+        tg.kill9()
+        time.sleep(down)
+        tg.start()
+    th = threading.Thread(target=run)
+    th.start()
+    return th
+
+
+def test_reconnect_keeps_committed_writes_across_target_restarts():
+    """Transactions and queries run while the target is killed and restarted
+    twice: the link reconnects; every transaction that committed is there
+    exactly once, every one that failed is wholly absent or wholly there (a
+    failed commit may have reached the media), and queries agree with a
+    native table holding the same rows."""
+    d = tmpdir()
+    tg = Target(d, ["r.csd"])
+    try:
+        db = os.path.join(d, "r.db")
+        con = connect(db)
+        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
+                    "device='%s')" % tg.url("r.csd"))
+        r = random.Random(7)
+        done, failed, errors = [], [], []
+        batch, k = 40, 0
+        for restart in (0.4, 0.6):
+            th = restart_soon(tg, restart)
+            t_end = time.time() + restart + 1.5
+            while time.time() < t_end or th.is_alive():
+                rows = [(k * batch + i + 1,) + rand_row(r) for i in range(batch)]
+                k += 1
+                try:
+                    con.execute("BEGIN")
+                    con.executemany("INSERT INTO t VALUES(?,?,?,?)", rows)
+                    con.execute("COMMIT")
+                    done.append(rows)
+                except sqlite3.Error as e:
+                    errors.append(str(e))
+                    failed.append(rows)
+                    try:
+                        con.execute("ROLLBACK")
+                    except sqlite3.Error:
+                        pass
+                try:
+                    con.execute("SELECT count(*), sum(a) FROM t WHERE b > 1").fetchall()
+                except sqlite3.Error as e:
+                    errors.append(str(e))
+            th.join()
+        for e in errors:
+            # a failure says it was the link, never a timeout or a crash
+            assert "link" in e.lower() or "lost" in e.lower(), e
+        have = {row[0]: row for row in con.execute("SELECT id, a, b, c FROM t")}
+        want = []
+        for rows in done:
+            for row in rows:
+                assert row[0] in have, "committed row %d lost" % row[0]
+            want += rows
+        for rows in failed:
+            n = sum(row[0] in have for row in rows)
+            assert n in (0, len(rows)), "a failed transaction is half there (%d rows)" % n
+            if n:
+                want += rows
+        assert len(have) == len(want), (len(have), len(want))
+        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        con.executemany("INSERT INTO n VALUES(?,?,?,?)", want)
+        check_same(con, "t", "n")
+        assert len(done) > 10, "only %d transactions committed" % len(done)
+        con.close()
+        # a new process-level open reads the same committed state
+        con = connect(db)
+        check_same(con, "t", "n")
+        con.close()
+    finally:
+        tg.stop()
+
+
+def test_reconnect_zero_fails_at_once_and_reconnect_gives_up():
+    d = tmpdir()
+    tg = Target(d, ["z0.csd", "z2.csd"])
+    try:
+        for n, frag in ((0, "is down"), (2, "2 reconnection")):
+            con = connect(os.path.join(d, "z%d.db" % n))
+            con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, device='%s?reconnect=%d')" %
+                        (tg.url("z%d.csd" % n), n))
+            con.execute("INSERT INTO t VALUES(1)")
+            tg.kill9()
+            t0 = time.time()
+            msg = expect_error(lambda: con.execute("SELECT sum(a) FROM t WHERE a > 0").fetchall(),
+                               "link", frag)
+            assert "nvme-tcp://" in msg, msg
+            assert time.time() - t0 < 10, time.time() - t0
+            con.close()
+            tg.start()
+        con = connect(os.path.join(d, "b.db"))
+        expect_error(lambda: con.execute(
+            "CREATE VIRTUAL TABLE u USING csq(a, device='%s?reconnect=x')" % tg.url("z0.csd")),
+            "reconnect=N")
+        con.close()
+    finally:
+        tg.stop()
+
+
 def test_sigterm_clean_stop():
     d = tmpdir()
     tg = Target(d, ["g.csd"])
@@ -315,11 +420,11 @@ class Raw:
         dw0, dw1, sqhd, sqid, cid, st = struct.unpack("<IIHHHH", b[8:24])
         return cid, st >> 1, dw0
 
-    def connect(self, nqn, qid=0, cntlid=0xFFFF, host=b"nqn.test-host"):
+    def connect(self, nqn, qid=0, cntlid=0xFFFF, host=b"nqn.test-host", kato=0):
         data = (bytes(16) + struct.pack("<H", cntlid) + bytes(238) + nqn.encode().ljust(256, b"\0") +
                 host.ljust(256, b"\0") + bytes(256))
         self.capsule(sqe(0x7F, 1, nsid=1, sgl=(0x01, 1024),
-                         extra=struct.pack("<HHHBxI", 0, qid, 31, 0, 0)), data)
+                         extra=struct.pack("<HHHBxI", 0, qid, 31, 0, kato)), data)
         return self.resp()
 
     def enable(self):
@@ -451,6 +556,53 @@ def test_hostile_host_against_target():
     assert "terminated" in tg.read_log()
 
 
+def test_keep_alive_timeout_tears_down_a_silent_host():
+    d = tmpdir()
+    tg = Target(d, ["ka.csd"])
+    try:
+        # a host that asks for KATO 200 ms and then says nothing: dropped after 2 x KATO
+        quiet = Raw(tg.port)
+        quiet.icreq()
+        cid, st, cntlid = quiet.connect(NQN + "ka.csd", kato=200)
+        assert st == 0, hex(st)
+        io = Raw(tg.port)
+        io.icreq()
+        assert io.connect(NQN + "ka.csd", qid=1, cntlid=cntlid)[1] == 0
+        t0 = time.time()
+        assert quiet.closed() and io.closed(), "a silent controller was kept"
+        assert time.time() - t0 < 5
+        # one that sends Keep Alive every 100 ms (KATO 500) stays past 2 x KATO, and
+        # so do its I/O queues
+        live = Raw(tg.port)
+        live.icreq()
+        cid, st, cntlid = live.connect(NQN + "ka.csd", kato=500)
+        assert live.enable()[1] == 0
+        io = Raw(tg.port)
+        io.icreq()
+        assert io.connect(NQN + "ka.csd", qid=1, cntlid=cntlid)[1] == 0
+        for i in range(15):
+            time.sleep(0.1)
+            live.capsule(sqe(0x18, 10 + i))
+            assert live.resp()[1] == 0
+        io.capsule(sqe(0x00, 5, nsid=1))  # Flush: the I/O queue still works
+        assert io.resp()[:2] == (5, 0)
+        live.s.close()
+        io.s.close()
+        # csq's initiator keeps an idle table's controller alive
+        con = connect(os.path.join(d, "ka.db"))
+        con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, device='%s?kato=500')" %
+                    tg.url("ka.csd"))
+        con.execute("INSERT INTO t VALUES(1), (2)")
+        time.sleep(1.5)
+        assert con.execute("SELECT sum(a) FROM t WHERE a > 0").fetchall() == [(3,)]
+        con.close()
+    finally:
+        tg.stop()
+    log = tg.read_log()
+    assert log.count("keep alive timeout") == 2, log
+    assert "KATO 200 ms" in log, log
+
+
 def test_discovery_log_lists_subsystems():
     d = tmpdir()
     tg = Target(d, ["d1.csd", "d2.csd"])
@@ -529,8 +681,33 @@ def test_garbage_target_gives_clear_errors():
         c.recv(4096)
         c.close()
 
+    def bad_type(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 0x0A, 0, 24, 0, 24) + bytes(16))
+        time.sleep(0.5)
+        c.close()
+
+    def half_a_pdu(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 5, 0, 24, 0, 24) + bytes(5))
+        c.close()
+
+    def too_long(c):
+        c.recv(128)
+        c.sendall(icresp())
+        c.recv(4096)
+        c.sendall(struct.pack("<BBBBI", 7, 0x0C, 24, 24, 24 + (1 << 30)) +
+                  struct.pack("<HHIII", 0, 0, 0, 1 << 30, 0))
+        time.sleep(0.5)
+        c.close()
+
     for fn, frag in [(garbage, "ICResp"), (garbage_after_ic, "not in flight"),
-                     (hangs_up, "closed the connection")]:
+                     (hangs_up, "closed the connection"), (bad_type, "malformed PDU"),
+                     (half_a_pdu, "closed the connection"), (too_long, "malformed PDU")]:
         port, stop = fake_target(fn)
         try:
             con = connect(":memory:")
@@ -539,6 +716,103 @@ def test_garbage_target_gives_clear_errors():
                 "CREATE VIRTUAL TABLE t USING csq(a, device='nvme-tcp://127.0.0.1:%d/%sz.csd')" %
                 (port, NQN)), frag)
             assert time.time() - t0 < 15
+            con.close()
+        finally:
+            stop()
+
+
+class FakeCtrl:
+    """A scripted NVMe/TCP controller on one socket, with header and data
+    digests: answers Connect, Property Get/Set and Identify; `spoil` names
+    what to get wrong ("connect_hdgst": the Connect response's header
+    digest, "identify_ddgst": the Identify data's digest)."""
+
+    def __init__(self, c, spoil):
+        self.c, self.spoil = c, spoil
+
+    def recv_all(self, n):
+        b = b""
+        while len(b) < n:
+            k = self.c.recv(n - len(b))
+            if not k:
+                raise EOFError()
+            b += k
+        return b
+
+    def send_pdu(self, typ, hdr, data=b"", flags=0, bad_h=False, bad_d=False):
+        hlen = 8 + len(hdr)
+        pdo = hlen + 4 if data else 0
+        plen = hlen + 4 + (len(data) + 4 if data else 0)
+        flags |= 1 | (2 if data else 0)
+        b = struct.pack("<BBBBI", typ, flags, hlen, pdo, plen) + hdr
+        b += struct.pack("<I", crc32c(b) ^ (1 if bad_h else 0))
+        if data:
+            b += data + struct.pack("<I", crc32c(data) ^ (1 if bad_d else 0))
+        self.c.sendall(b)
+
+    def resp(self, cid, dw0=0, bad_h=False):
+        self.send_pdu(5, struct.pack("<IIHHHH", dw0, 0, 0, 0, cid, 0), bad_h=bad_h)
+
+    def run(self):
+        try:
+            self.serve()
+        except EOFError:
+            pass  # the host hung up, as it should after a bad digest
+
+    def serve(self):
+        ic = self.recv_all(128)
+        assert ic[0] == 0 and ic[11] == 3, ic[:12]  # the host asked for both digests
+        self.c.sendall(struct.pack("<BBBBIHBBI", 1, 0, 128, 0, 128, 0, 0, 3, 131072) + bytes(112))
+        while True:
+            ch = self.recv_all(8)
+            t, f, hl, pdo, plen = struct.unpack("<BBBBI", ch)
+            rest = self.recv_all(plen - 8)
+            assert t == 4 and f & 1, (t, f)
+            sq = rest[:64]
+            opc, cid = sq[0], struct.unpack("<H", sq[2:4])[0]
+            if opc == 0x7F and sq[4] == 1:
+                self.resp(cid, dw0=1, bad_h=self.spoil == "connect_hdgst")
+            elif opc == 0x7F and sq[4] == 4:
+                self.resp(cid, dw0=1)  # CSTS.RDY
+            elif opc == 0x7F:
+                self.resp(cid)
+            elif opc == 0x06:
+                self.send_pdu(7, struct.pack("<HHIII", cid, 0, 0, 4096, 0), bytes(4096),
+                              flags=4 | 8, bad_d=self.spoil == "identify_ddgst")
+            else:
+                self.resp(cid)
+
+
+def test_digests_end_to_end_and_mismatches_refused():
+    d = tmpdir()
+    tg = Target(d, ["dg.csd"])
+    try:
+        con = connect(os.path.join(d, "dg.db"))
+        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
+                    "device='%s?digest=1')" % tg.url("dg.csd"))
+        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        fill(con, "t", "n", 3000, 5)
+        check_same(con, "t", "n")
+        con.close()
+        con = connect(os.path.join(d, "dg.db"))
+        s0 = stats(con)
+        con.execute("SELECT sum(a) FROM t WHERE b > 1").fetchall()
+        s1 = stats(con)
+        con.close()
+    finally:
+        tg.stop()
+    log = tg.read_log()
+    assert "qid 1 cntlid 1 hdgst ddgst" in log, log
+    assert s1["bytes_to_host"] > s0["bytes_to_host"], (s0, s1)
+    # a target whose digests do not match: a clear error, never data taken on trust
+    for spoil, frag in (("connect_hdgst", "header digest"),
+                        ("identify_ddgst", "Data Transfer Error")):
+        port, stop = fake_target(lambda c, spoil=spoil: FakeCtrl(c, spoil).run())
+        try:
+            con = connect(":memory:")
+            expect_error(lambda: con.execute(
+                "CREATE VIRTUAL TABLE t USING csq(a, device='nvme-tcp://127.0.0.1:%d/%sz.csd"
+                "?digest=1&reconnect=0')" % (port, NQN)), frag)
             con.close()
         finally:
             stop()

@@ -17,6 +17,8 @@
 #include "device/engine/ptype.h"
 #include "device/format/bpf.h"
 #include "device/format/le.h"
+#include "device/host/scan.h"
+#include "device/store/store.h"
 #include "ext/csq_bpf.h"
 
 _Static_assert(CSQ_H_FADD == CSQ_BPF_H_FADD && CSQ_H_FCMP == CSQ_BPF_H_FCMP &&
@@ -375,6 +377,14 @@ static void test_runtime(void) {
   char zF[200];
   csq_fault_text(CSQ_FAULT_BPF | (2u << 8) | (77u << 16), zF, sizeof(zF));
   CHECK(strstr(zF, "csq_fail(77)") != NULL, "'%s'", zF);
+  /* csq_fail's code crosses as its low 48 bits, shown sign-extended */
+  static const int64_t aCode[] = {0, -1, 77, -123456789012ll, (1ll << 47) - 1, -(1ll << 47)};
+  for (size_t i = 0; i < sizeof(aCode) / sizeof(aCode[0]); i++) {
+    char zWant[64];
+    csq_fault_text(csq_bpf_fault_reason(CSQ_BPF_FAULT_FAIL, aCode[i]), zF, sizeof(zF));
+    snprintf(zWant, sizeof(zWant), "csq_fail(%lld)", (long long)aCode[i]);
+    CHECK(strstr(zF, zWant) != NULL, "'%s' for %s", zF, zWant);
+  }
   csq_fault_text(CSQ_FAULT_BPF | (1u << 8), zF, sizeof(zF));
   CHECK(strstr(zF, "argument index") != NULL, "'%s'", zF);
   csq_fault_text(CSQ_FAULT_CHECKSUM, zF, sizeof(zF));
@@ -435,9 +445,207 @@ static void test_term(void) {
   }
 }
 
+/* ---- on a device: terms over run-length columns, faults, the cache ---- */
+
+#define DRG   3                              /* row groups */
+#define DROWS 4000                           /* rows each */
+#define DFAIL 5555                           /* the row whose b makes prog_fail fail */
+static const int64_t DCODE = -77000000000ll; /* wider than 32 bits, negative */
+
+/* x % 7 == 0 over argument 0, but csq_fail(DCODE) when x == DFAIL */
+static void prog_fail(prog *p) {
+  p->n = 0;
+  LDXDW(0, 1, 0);
+  JEQI(0, DFAIL, 6); /* to the lddw */
+  MODI(0, 7);
+  JEQI(0, 0, 2);
+  MOVI(0, 0);
+  EXIT();
+  MOVI(0, 1);
+  EXIT();
+  I(p, 0x18, 1, 0, 0, (int32_t)(uint32_t)(uint64_t)DCODE); /* lddw r1, DCODE */
+  I(p, 0x00, 0, 0, 0, (int32_t)(uint32_t)((uint64_t)DCODE >> 32));
+  CALL(CSQ_BPF_H_FAIL);
+  MOVI(0, 0);
+  EXIT();
+}
+
+/* Table "t": rowid, a = r / 64 (long runs: stored run-length encoded), b =
+** r, over DRG row groups of DROWS rows. 0 or an error. */
+static int dev_table(store *st, dev_queue *q) {
+  char *zErr = NULL;
+  store_txn *t;
+  int rc = store_txn_begin(st, q, 1000, &t, &zErr);
+  store_col aCol[2] = {{"a", "INTEGER", 0}, {"b", "INTEGER", 0}};
+  if (rc == 0) rc = store_txn_create_table(t, "t", 2, aCol, &zErr);
+  store_table *pTab = rc == 0 ? store_txn_table(t, "t") : NULL;
+  csq_vec v[3];
+  for (int c = 0; c < 3; c++) csq_vec_init(&v[c]);
+  for (int g = 0; g < DRG && rc == 0; g++) {
+    for (int c = 0; c < 3; c++) csq_vec_reset(&v[c]);
+    int64_t r0 = store_txn_new_rowids(t, pTab, DROWS);
+    for (int i = 0; i < DROWS; i++) {
+      int64_t r = (int64_t)g * DROWS + i;
+      csq_vec_push_int(&v[0], r0 + i);
+      csq_vec_push_int(&v[1], r / 64);
+      csq_vec_push_int(&v[2], r);
+    }
+    rc = store_txn_append(t, pTab, v, 0, DROWS, &zErr);
+  }
+  for (int c = 0; c < 3; c++) csq_vec_free(&v[c]);
+  if (rc == 0)
+    rc = store_txn_commit(t, &zErr);
+  else if (t)
+    store_txn_rollback(t);
+  CHECK(rc == 0, "table: %s", zErr ? zErr : "");
+  free(zErr);
+  return rc;
+}
+
+/* A program returning (a, b) where lo <= b < hi (when hi > lo) and the
+** eBPF program p over column a (bOverB: over b) is true. */
+static uint8_t *dev_prog(const prog *p, int bOverB, int64_t lo, int64_t hi, size_t *pn) {
+  csq_pb *b = csq_pb_new();
+  int sA = csq_pb_input(b, 1), sB = csq_pb_input(b, 2);
+  csq_pb_output(b, sA);
+  csq_pb_output(b, sB);
+  if (hi > lo) {
+    csq_pb_clause(b);
+    csq_pb_term(b, CSQ_OP_GE, 0, sB, csq_pb_const_int(b, lo), 0, 0);
+    csq_pb_clause(b);
+    csq_pb_term(b, CSQ_OP_LT, 0, sB, csq_pb_const_int(b, hi), 0, 0);
+  }
+  int slot = bOverB ? sB : sA;
+  uint32_t w = (uint32_t)slot;
+  uint8_t *pCall = NULL, *pProg = NULL;
+  size_t nCall = 0;
+  CHECK(csq_bpf_call_build(1, &w, p->a, p->n, &pCall, &nCall) == 0);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, pCall, (uint32_t)nCall);
+  free(pCall);
+  csq_pb_clause(b);
+  csq_pb_term(b, CSQ_OP_BPF, 0, slot, k, 0, 0);
+  CHECK(csq_pb_finish(b, &pProg, pn) == 0);
+  csq_pb_free(b);
+  return pProg;
+}
+
+/* Scan with program pProg; the rows' (a, b) checked against the same
+** filter in C. 0, or the error of dev_scan_next (*pzErr set). */
+static int dev_check(dev_queue *q, store *st, const store_table *pTab, const uint8_t *pProg,
+                     size_t nProg, int bOverB, int64_t lo, int64_t hi, char **pzErr) {
+  dev_scan *s = NULL;
+  int rc = dev_scan_open(q, st, pTab, pTab->apRg, pTab->nRg, pProg, nProg, &s, pzErr);
+  CHECK(rc == 0, "open: %s", *pzErr ? *pzErr : "");
+  if (rc) return rc;
+  csq_vec v[2];
+  csq_vec_init(&v[0]);
+  csq_vec_init(&v[1]);
+  int64_t nGot = 0, nBad = 0, nWant = 0;
+  for (;;) {
+    uint32_t nr = 0;
+    rc = dev_scan_next(s, v, &nr, pzErr);
+    if (rc || nr == 0) break;
+    for (uint32_t i = 0; i < nr; i++) {
+      int64_t bv = v[1].aVal[i].i, x = bOverB ? bv : bv / 64;
+      nBad += v[0].aCls[i] != CSQ_INT || v[1].aCls[i] != CSQ_INT || v[0].aVal[i].i != bv / 64 ||
+              (hi > lo && (bv < lo || bv >= hi)) || x % 7 != 0;
+      nGot++;
+    }
+  }
+  for (int64_t r = 0; r < (int64_t)DRG * DROWS; r++)
+    nWant += (hi <= lo || (r >= lo && r < hi)) && (bOverB ? r : r / 64) % 7 == 0;
+  if (rc == 0)
+    CHECK(nBad == 0 && nGot == nWant, "b in [%lld, %lld): %lld rows, want %lld, %lld wrong",
+          (long long)lo, (long long)hi, (long long)nGot, (long long)nWant, (long long)nBad);
+  dev_scan_close(s);
+  csq_vec_free(&v[0]);
+  csq_vec_free(&v[1]);
+  return rc;
+}
+
+static void test_device(void) {
+  static prog pp;
+  prog *p = &pp;
+  char *zErr = NULL;
+  dev_options o;
+  dev_options_default(&o);
+  dev_device *d = NULL, *d2 = NULL;
+  dev_queue *q = NULL, *q2 = NULL;
+  store *st = NULL;
+  store_snap *snap = NULL;
+  if (dev_open(":memory:", &o, &d, &zErr) || dev_queue_open(d, &q) ||
+      store_open(d, q, 1, &st, &zErr) || dev_table(st, q) || store_snapshot(st, q, &snap, &zErr)) {
+    CHECK(0, "device: %s", zErr ? zErr : "?");
+    goto done;
+  }
+  const store_table *pTab = store_snap_table(snap, "t");
+  prog_fail(p);
+  /* the term over the run-length column: alone (whole batches), then after
+  ** a selective range (the selected rows' runs only), in and across
+  ** batches and row groups */
+  static const int64_t aRange[][2] = {{0, 0},       {100, 140},   {1000, 1030}, {3990, 4100},
+                                      {4096, 4097}, {8000, 8400}, {0, 12000},   {11990, 12000}};
+  for (size_t i = 0; i < sizeof(aRange) / sizeof(aRange[0]); i++) {
+    size_t n;
+    uint8_t *pProg = dev_prog(p, 0, aRange[i][0], aRange[i][1], &n);
+    CHECK_RC(dev_check(q, st, pTab, pProg, n, 0, aRange[i][0], aRange[i][1], &zErr), 0);
+    free(zErr);
+    zErr = NULL;
+    free(pProg);
+  }
+  /* a fault: the query fails with csq_fail's whole code, and the device
+  ** serves the next query */
+  size_t nF;
+  uint8_t *pF = dev_prog(p, 1, 0, 0, &nF);
+  int rc = dev_check(q, st, pTab, pF, nF, 1, 0, 0, &zErr);
+  CHECK(rc != 0 && zErr && strstr(zErr, "csq_fail(-77000000000)"), "fault: rc %d '%s'", rc,
+        zErr ? zErr : "");
+  free(zErr);
+  zErr = NULL;
+  /* (another program: the conditions of a filter run in no fixed order, so
+  ** prog_fail may see row DFAIL whatever range is AND-ed with it) */
+  static prog pp7;
+  prog_mod7(&pp7);
+  uint8_t *pOk = dev_prog(&pp7, 1, 0, DFAIL, &nF);
+  rc = dev_check(q, st, pTab, pOk, nF, 1, 0, DFAIL, &zErr);
+  CHECK(rc == 0, "after the fault: %s", zErr ? zErr : "");
+  free(zErr);
+  zErr = NULL;
+  /* the cache: a device keeps a program it was given (by its XXH3 id), so
+  ** loading it again sends next to nothing; another device gets it whole */
+  uint16_t pind;
+  dev_stats *ps = dev_queue_stats(q);
+  uint64_t f0 = ps->bytes_from_host;
+  CHECK_RC(dev_prog_load(q, pOk, nF, &pind, &zErr), 0);
+  uint64_t f1 = ps->bytes_from_host;
+  CHECK_RC(dev_prog_load(q, pOk, nF, &pind, &zErr), 0);
+  uint64_t f2 = ps->bytes_from_host;
+  CHECK(f1 - f0 < nF && f2 - f1 < nF, "reloads sent %llu and %llu bytes of a %zu-byte program",
+        (unsigned long long)(f1 - f0), (unsigned long long)(f2 - f1), nF);
+  if (dev_open(":memory:", &o, &d2, &zErr) == 0 && dev_queue_open(d2, &q2) == 0) {
+    uint64_t g0 = dev_queue_stats(q2)->bytes_from_host;
+    CHECK_RC(dev_prog_load(q2, pOk, nF, &pind, &zErr), 0);
+    CHECK(dev_queue_stats(q2)->bytes_from_host - g0 >= nF, "a second device got %llu bytes",
+          (unsigned long long)(dev_queue_stats(q2)->bytes_from_host - g0));
+  } else {
+    CHECK(0, "second device: %s", zErr ? zErr : "?");
+  }
+  free(pF);
+  free(pOk);
+done:
+  free(zErr);
+  if (snap) store_snap_unref(snap);
+  if (st) store_unref(st);
+  if (q2) dev_queue_close(q2);
+  if (d2) dev_unref(d2);
+  if (q) dev_queue_close(q);
+  if (d) dev_unref(d);
+}
+
 int main(void) {
   test_refusals();
   test_runtime();
   test_term();
+  test_device();
   return test_done("bpf");
 }
