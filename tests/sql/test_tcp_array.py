@@ -153,7 +153,9 @@ class KillProxy:
         threading.Thread(target=self.accept, daemon=True).start()
 
     def url(self):
-        return "nvme-tcp://127.0.0.1:%d/%s%s" % (self.port, NQN, self.member.image)
+        # no reconnection attempts: the member stays dead until the test
+        # restarts it, after the COMMIT has failed
+        return "nvme-tcp://127.0.0.1:%d/%s%s?reconnect=0" % (self.port, NQN, self.member.image)
 
     def arm(self, nth):
         with self.lock:
