@@ -80,6 +80,7 @@ struct dev_queue {
   ** its cid and status (dev_cqe_errmsg). */
   dev_errlog errLog;
   char zCqeErr[DEV_ERRLOG_TEXT];
+  int lockFd; /* the local lock standing in for a reservation, or -1 */
 };
 
 /* ---- registry ------------------------------------------------------------ */
@@ -366,6 +367,7 @@ int dev_queue_open(dev_device *d, dev_queue **ppQ) {
   q->aStash = (csq_cqe *)&q->aSlot[n];
   q->aGen = (uint16_t *)&q->aStash[n];
   q->aFreeSlot = &q->aGen[n];
+  q->lockFd = -1;
   dev_errlog_init(&q->errLog);
   while ((1u << q->nBits) < q->nDepth) q->nBits++;
   for (uint32_t i = 0; i < n; i++) q->aFreeSlot[i] = (uint16_t)(n - 1 - i);
@@ -384,6 +386,7 @@ int dev_queue_open(dev_device *d, dev_queue **ppQ) {
 void dev_queue_close(dev_queue *q) {
   if (!q) return;
   if (q->pB) q->pDev->pOps->xQueueClose(q->pB);
+  if (q->lockFd >= 0) close(q->lockFd); /* releases the lock */
   dev_unref(q->pDev);
   dev_errlog_free(&q->errLog);
   free(q);
@@ -620,14 +623,57 @@ int dev_nvm_flush(dev_queue *q) {
   return dev_exec(q, &s, NULL);
 }
 
+/* A device without NVMe reservations (a plain NVMe/TCP target such as
+** Linux 6.1's nvmet answers Reservation Acquire with Invalid Command
+** Opcode): a write lock (an open file description lock, one per queue as a
+** reservation is) on a file named after the device path,
+** /tmp/csq-resv-<FNV-1a of the path>.lock. It keeps out writers of this
+** machine only. 0, CSQ_SC_RESV_CONFLICT when held, or -errno. */
+static int local_lock(dev_queue *q) {
+  const char *z = q->pDev->zPath;
+  uint64_t h = 0xcbf29ce484222325ull;
+  char zFile[64];
+  struct flock fl;
+  while (*z) h = (h ^ (uint8_t)*z++) * 0x100000001b3ull;
+  if (q->lockFd < 0) {
+    snprintf(zFile, sizeof(zFile), "/tmp/csq-resv-%016llx.lock", (unsigned long long)h);
+    q->lockFd = open(zFile, O_RDWR | O_CREAT | O_CLOEXEC, 0666);
+    if (q->lockFd < 0) {
+      int rc = -errno;
+      snprintf(q->zErr, sizeof(q->zErr),
+               "device %s has no NVMe reservations, and its local lock file %s cannot be "
+               "opened: %s",
+               q->pDev->zPath, zFile, strerror(-rc));
+      return rc;
+    }
+  }
+  memset(&fl, 0, sizeof(fl));
+  fl.l_type = F_WRLCK;
+  fl.l_whence = SEEK_SET;
+  if (fcntl(q->lockFd, F_OFD_SETLK, &fl) == 0) return 0;
+  if (errno == EAGAIN || errno == EACCES) {
+    snprintf(q->zErr, sizeof(q->zErr),
+             "device %s (no NVMe reservations) is locked by another writer of this machine",
+             q->pDev->zPath);
+    return CSQ_SC_RESV_CONFLICT;
+  }
+  snprintf(q->zErr, sizeof(q->zErr), "locking device %s: %s", q->pDev->zPath, strerror(errno));
+  return -errno;
+}
+
 int dev_resv_acquire(dev_queue *q, int busyTimeoutMs) {
   int64_t tEnd = dev_now_ns() + (int64_t)(busyTimeoutMs > 0 ? busyTimeoutMs : 0) * 1000000;
   int sleepUs = 1000;
   for (;;) {
     csq_sqe s;
     int rc;
-    sqe_init(&s, CSQ_NVM_RESV_ACQUIRE, CSQ_NSID_NVM);
-    rc = dev_exec(q, &s, NULL);
+    if (q->lockFd >= 0) {
+      rc = local_lock(q);
+    } else {
+      sqe_init(&s, CSQ_NVM_RESV_ACQUIRE, CSQ_NSID_NVM);
+      rc = dev_exec(q, &s, NULL);
+      if (rc > 0 && (rc & 0x7FF) == CSQ_SC_INVALID_OPCODE) rc = local_lock(q);
+    }
     if (rc != CSQ_SC_RESV_CONFLICT) return rc;
     if (dev_now_ns() + (int64_t)sleepUs * 1000 > tEnd) {
       size_t n = strlen(q->zErr);
@@ -641,6 +687,13 @@ int dev_resv_acquire(dev_queue *q, int busyTimeoutMs) {
 
 int dev_resv_release(dev_queue *q) {
   csq_sqe s;
+  if (q->lockFd >= 0) {
+    struct flock fl;
+    memset(&fl, 0, sizeof(fl));
+    fl.l_type = F_UNLCK;
+    fl.l_whence = SEEK_SET;
+    return fcntl(q->lockFd, F_OFD_SETLK, &fl) == 0 ? 0 : -errno;
+  }
   sqe_init(&s, CSQ_NVM_RESV_RELEASE, CSQ_NSID_NVM);
   return dev_exec(q, &s, NULL);
 }

@@ -539,7 +539,8 @@ static int submit_fwd(dev_bqueue *q, const csq_sqe *p, nvb_cmd *c) {
   uint32_t nLen = 0;
   int dir = tcp_cmd_xfer(p, dev_sqe_is_admin(p), &nLen);
   if (dir < 0 || (dir != TCP_XFER_NONE && !p->prp1)) {
-    post_cqe(q, p, CSQ_SC_INVALID_FIELD | CSQ_DNR, 0, &(dev_io_acct){0}, "data too long");
+    post_cqe(q, p, CSQ_SC_INVALID_FIELD | CSQ_DNR, 0, &(dev_io_acct){0},
+             dir < 0 ? "its data is longer than a command may carry" : "no data buffer");
     cmd_free(q, c);
     return 1;
   }

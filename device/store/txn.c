@@ -48,17 +48,6 @@ int store_txn_begin(store *p, dev_queue *q, int busyTimeoutMs, store_txn **ppTxn
         *pzErr = dev_mprintf("device %s is locked by another process", dev_path(p->pDev));
         return -EBUSY;
       }
-      if (rc > 0 && (rc & 0x7FF) == CSQ_SC_INVALID_OPCODE) {
-        /* a plain NVMe target without reservations (Linux nvmet before 6.x) */
-        *pzErr = dev_mprintf(
-            "device %s does not implement NVMe reservations (Reservation Acquire: Invalid "
-            "Command Opcode), which csq needs to keep other hosts' writers out%s",
-            dev_path(p->pDev),
-            dev_caps(p->pDev)->magic == CSQ_ID_MAGIC
-                ? ""
-                : "; nor csq's computational-storage commands: serve the image with csq-target");
-        return rc;
-      }
       *pzErr = store_io_errmsg(p, q, rc, "reservation acquire");
       return rc;
     }

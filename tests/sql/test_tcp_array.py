@@ -11,7 +11,8 @@ before each command a COMMIT sends it (a proxy in front of each target counts
 the command capsules and kills the target at the K-th, for every K until the
 COMMIT gets through, on each member in turn) leaves every member whole: a
 new connection of the same process, after the restart, finds the table old
-or new, the same on all members, and writable."""
+or new, the same on all members, and writable; connections that close and
+open their queues one after another get them (a qid reused at once)."""
 import os
 import random
 import shutil
@@ -152,7 +153,9 @@ class KillProxy:
         threading.Thread(target=self.accept, daemon=True).start()
 
     def url(self):
-        return "nvme-tcp://127.0.0.1:%d/%s%s" % (self.port, NQN, self.member.image)
+        # no reconnection attempts: the member stays dead until the test
+        # restarts it, after the COMMIT has failed
+        return "nvme-tcp://127.0.0.1:%d/%s%s?reconnect=0" % (self.port, NQN, self.member.image)
 
     def arm(self, nth):
         with self.lock:
@@ -424,4 +427,28 @@ def test_member_killed_before_each_command_of_a_commit():
     finally:
         for p in proxies:
             p.close()
+        shut(m, members)
+
+
+def test_queue_closed_and_connected_again_at_once():
+    """Each connection of a process adds its own I/O queue to a shared
+    device; one that closes frees its qid, and the next connection takes the
+    same qid at once. The target must take it, although the commands of the
+    closed queue may still be draining."""
+    d = tmpdir()
+    m, members = three(d)
+    try:
+        db = os.path.join(d, "r.db")
+        con = connect(db)
+        con.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, devices='%s')" %
+                    ",".join(x.url() for x in members))
+        con.execute("BEGIN")
+        con.executemany("INSERT INTO t VALUES(?)", [(i,) for i in range(3000)])
+        con.execute("COMMIT")
+        for _ in range(12):
+            c2 = connect(db)
+            assert c2.execute("SELECT count(*), sum(a) FROM t").fetchone() == (3000, 4498500)
+            c2.close()
+        con.close()
+    finally:
         shut(m, members)

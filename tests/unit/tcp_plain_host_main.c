@@ -61,7 +61,7 @@ int main(int argc, char **argv) {
   dev_queue *q = NULL;
   char *zErr = NULL;
   uint8_t *w, *r;
-  uint64_t mark;
+  uint64_t mark, lba1, lba64;
   int rc = -1;
   if (argc != 3) {
     printf("FAIL usage: tcp_plain_host URL MARK-LBA\n");
@@ -84,6 +84,9 @@ int main(int argc, char **argv) {
   }
   EXPECT(dev_caps(d)->magic != CSQ_ID_MAGIC, "no csq compute (%llu blocks of 4 KiB)",
          (unsigned long long)dev_nvm_blocks(d));
+  /* at the end of the namespace, away from a csq table at its start */
+  lba1 = dev_nvm_blocks(d) - 100;
+  lba64 = dev_nvm_blocks(d) - 300;
   if (dev_queue_open(d, &q)) {
     printf("FAIL queue: cannot open\n");
     return 1;
@@ -91,16 +94,16 @@ int main(int argc, char **argv) {
   w = aligned_alloc(4096, 64 * CSQ_LBA_SIZE);
   r = aligned_alloc(4096, 64 * CSQ_LBA_SIZE);
   fill(w, 64, 7);
-  rc = dev_nvm_write(q, 100, 1, w);
+  rc = dev_nvm_write(q, lba1, 1, w);
   EXPECT(rc == 0, "write 1 block: %s", rc ? dev_errmsg(q) : "done");
-  rc = dev_nvm_write(q, 200, 64, w);
+  rc = dev_nvm_write(q, lba64, 64, w);
   EXPECT(rc == 0, "write 64 blocks: %s", rc ? dev_errmsg(q) : "done");
   rc = dev_nvm_flush(q);
   EXPECT(rc == 0, "flush: %s", rc ? dev_errmsg(q) : "done");
   memset(r, 0, 64 * CSQ_LBA_SIZE);
-  rc = dev_nvm_read(q, 100, 1, r);
+  rc = dev_nvm_read(q, lba1, 1, r);
   EXPECT(rc == 0 && memcmp(r, w, CSQ_LBA_SIZE) == 0, "read 1 block back");
-  rc = dev_nvm_read(q, 200, 64, r);
+  rc = dev_nvm_read(q, lba64, 64, r);
   EXPECT(rc == 0 && memcmp(r, w, 64 * CSQ_LBA_SIZE) == 0, "read 64 blocks back");
   rc = dev_nvm_read(q, dev_nvm_blocks(d), 1, r);
   /* the status is the target's to choose: LBA Out of Range, or (Linux 6.1
@@ -112,7 +115,7 @@ int main(int argc, char **argv) {
   refused(q, CSQ_SLM_WRITE, CSQ_NSID_SLM, w, 0, 4096, "SLM Write");
   refused(q, CSQ_ADM_LOAD_PROGRAM, 0, w, 64, 64, "Load Program");
   /* the link still works after refusals */
-  rc = dev_nvm_read(q, 100, 1, r);
+  rc = dev_nvm_read(q, lba1, 1, r);
   EXPECT(rc == 0, "read after the refusals");
   memset(w, 0, 4096);
   memcpy(w, "HOST-DONE", 9);
