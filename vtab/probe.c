@@ -10,9 +10,9 @@
 ** that pass the constant terms once (through a device program when there
 ** are such terms), hashes the probed columns together, and keeps with each
 ** row where it lives (its row group and row number); each later xFilter is
-** a hash lookup. The cache lives as long as the statement run (a closing
-** cursor hands it to the next, see vt_probe_keep) and is rebuilt if the
-** table is written meanwhile.
+** a hash lookup. The cache lives as long as the statement run and is
+** shared by its cursors (see "Sharing" below); it is rebuilt if the table
+** is written meanwhile.
 **
 ** Columns: the keys are always copied into the probe. The other columns the
 ** statement reads are copied too while they fit the connection's copy
@@ -55,8 +55,6 @@ struct vt_probe {
   uint32_t *aStart; /* bucket b's rows are positions [aStart[b], aStart[b + 1]) */
   uint32_t *aPos;   /* position -> row; NULL: rows were reordered, the same */
   uint32_t nBucket;
-  uint32_t *aHit; /* rows of the last lookup */
-  uint32_t nHit, nHitAlloc;
   uint64_t stamp;                   /* the table's write count when built */
   char *zSig;                       /* the filter the rows passed, with its values (never NULL) */
   csq_vec aKeyVal[VT_PROBE_MAXKEY]; /* the values sought, converted */
@@ -76,6 +74,11 @@ struct vt_probe {
   uint32_t nLoaded;
   uint64_t tick, nChunkBytes;
   uint64_t nCopyMax, nChunkMax; /* the connection's budgets when it was made */
+  /* sharing (vt_probe_acquire) */
+  int nRef;        /* cursors using it */
+  int bListed;     /* on its table's pProbes list */
+  uint64_t epoch;  /* the statement run it was built in */
+  vt_probe *pNext; /* on the list */
 };
 
 vt_probe *vt_probe_new(const vt_conn *pConn, int nVec, const uint8_t *aWant, const int *aKey,
@@ -106,6 +109,8 @@ vt_probe *vt_probe_new(const vt_conn *pConn, int nVec, const uint8_t *aWant, con
   p->stamp = stamp;
   p->nCopyMax = pConn->nProbeCopy;
   p->nChunkMax = pConn->nProbeChunks;
+  p->nRef = 1;
+  p->epoch = pConn->stmtEpoch;
   return p;
 }
 
@@ -147,7 +152,6 @@ void vt_probe_free(vt_probe *p) {
   free(p->aRow);
   free(p->aStart);
   free(p->aPos);
-  free(p->aHit);
   sqlite3_free(p);
 }
 
@@ -164,42 +168,78 @@ static int probe_fits(const vt_probe *p, int nVec, const int *aKey, int nKey, co
   return 1;
 }
 
-/* A correlated subquery over a csq table (EXISTS, IN, a scalar) is run once
-** per outer row, and SQLite opens and closes its cursor each time: the
-** probe a closing cursor built is kept on its table for the next cursor of
-** the same statement run, so the table is read and hashed once per
-** statement, not once per outer row. The run is pConn->stmtEpoch while any
-** of its cursors is open; vt_stmt_leave drops what is kept when the last
-** one closes. */
-void vt_probe_keep(vt_tab *pTab, vt_probe *p) {
-  vt_conn *pConn = pTab->pConn;
-  if (!p) return; /* a cursor without a probe leaves the kept one alone */
-  vt_probe_free(pTab->pKeptProbe);
-  pTab->pKeptProbe = NULL;
-  if (pConn->nStmtCur <= 1 || p->stamp != pTab->nWrite) {
-    vt_probe_free(p); /* the run ends with this cursor, or the table changed */
-    return;
-  }
-  pTab->pKeptProbe = p;
-  pTab->keptEpoch = pConn->stmtEpoch;
+/*
+** Sharing. A correlated subquery over a csq table (EXISTS, IN, a scalar)
+** is run once per outer row, and SQLite opens and closes its cursor each
+** time, or keeps several cursors of the same table open at once (TPC-H
+** Q21's EXISTS and NOT EXISTS over lineitem, Q2's and Q17's subquery over
+** the table the outer query joins). A probe one cursor built is put on its
+** table's list (vt_probe_publish) for the statement run that built it
+** (pConn->stmtEpoch): any cursor of the run that needs the same keys of
+** rows passing the same filter takes it (vt_probe_acquire, one more
+** reference) instead of reading and hashing the table again. A released
+** probe stays on the list while other cursors of the run are open;
+** vt_stmt_leave drops the list when the run's last cursor closes
+** (vt_probe_drop_kept), and a write to the table makes its probes stale.
+** Lookups keep their hits in the cursor (vt_probe_hits), so cursors that
+** share a probe never disturb one another.
+*/
+static void unlink_probe(vt_tab *pTab, vt_probe *p) {
+  for (vt_probe **pp = &pTab->pProbes; *pp; pp = &(*pp)->pNext)
+    if (*pp == p) {
+      *pp = p->pNext;
+      break;
+    }
+  p->pNext = NULL;
+  p->bListed = 0;
 }
 
-vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const int *aKey, int nKey, const char *zSig) {
-  vt_probe *p = pTab->pKeptProbe;
-  if (!p) return NULL;
-  pTab->pKeptProbe = NULL;
-  if (pTab->keptEpoch == pTab->pConn->stmtEpoch && pTab->pConn->nStmtCur > 0 &&
-      p->stamp == pTab->nWrite && probe_fits(p, nVec, aKey, nKey, zSig))
-    return p;
-  vt_probe_free(p);
-  return NULL;
+vt_probe *vt_probe_acquire(vt_tab *pTab, int nVec, const int *aKey, int nKey, const char *zSig) {
+  vt_conn *pConn = pTab->pConn;
+  vt_probe *pFound = NULL;
+  for (vt_probe *p = pTab->pProbes, *pNext; p; p = pNext) {
+    pNext = p->pNext;
+    if (p->epoch != pConn->stmtEpoch || p->stamp != pTab->nWrite) {
+      unlink_probe(pTab, p); /* another run's, or stale: freed when unused */
+      if (p->nRef == 0) vt_probe_free(p);
+      continue;
+    }
+    if (!pFound && pConn->nStmtCur > 0 && probe_fits(p, nVec, aKey, nKey, zSig)) pFound = p;
+  }
+  if (pFound) pFound->nRef++;
+  return pFound;
+}
+
+void vt_probe_publish(vt_tab *pTab, vt_probe *p) {
+  vt_conn *pConn = pTab->pConn;
+  if (p->bListed || pConn->nStmtCur == 0 || p->epoch != pConn->stmtEpoch) return;
+  p->pNext = pTab->pProbes;
+  pTab->pProbes = p;
+  p->bListed = 1;
+}
+
+void vt_probe_release(vt_tab *pTab, vt_probe *p, int bRun) {
+  vt_conn *pConn = pTab->pConn;
+  if (!p) return;
+  if (--p->nRef > 0) return;
+  /* kept for the run's next cursors only while some are open (this one is
+  ** still counted) and the table is as it was built from */
+  if (p->bListed &&
+      (!bRun || pConn->nStmtCur <= 1 || p->epoch != pConn->stmtEpoch || p->stamp != pTab->nWrite))
+    unlink_probe(pTab, p);
+  if (!p->bListed) vt_probe_free(p);
+}
+
+void vt_probe_drop_table(vt_tab *pTab) {
+  while (pTab->pProbes) {
+    vt_probe *p = pTab->pProbes;
+    unlink_probe(pTab, p);
+    if (p->nRef == 0) vt_probe_free(p); /* a cursor still using it frees it */
+  }
 }
 
 void vt_probe_drop_kept(vt_conn *pConn) {
-  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab) {
-    vt_probe_free(t->pKeptProbe);
-    t->pKeptProbe = NULL;
-  }
+  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab) vt_probe_drop_table(t);
 }
 
 uint32_t vt_probe_rows(const vt_probe *p) {
@@ -425,8 +465,8 @@ int vt_probe_index(vt_probe *p) {
   return SQLITE_OK;
 }
 
-int vt_probe_find(vt_probe *p, sqlite3_value **apVal) {
-  p->nHit = 0;
+int vt_probe_find(vt_probe *p, sqlite3_value **apVal, vt_probe_hits *pHits) {
+  pHits->n = 0;
   const csq_vec *apKey[VT_PROBE_MAXKEY];
   csq_value aSought[VT_PROBE_MAXKEY];
   uint64_t h = 0;
@@ -451,20 +491,16 @@ int vt_probe_find(vt_probe *p, sqlite3_value **apVal) {
       k++;
     }
     if (k < p->nKey) continue;
-    if (p->nHit == p->nHitAlloc) {
-      uint32_t nNew = p->nHitAlloc ? p->nHitAlloc * 2 : 16;
-      uint32_t *a = realloc(p->aHit, sizeof(uint32_t) * nNew);
+    if (pHits->n == pHits->nAlloc) {
+      uint32_t nNew = pHits->nAlloc ? pHits->nAlloc * 2 : 16;
+      uint32_t *a = sqlite3_realloc64(pHits->a, sizeof(uint32_t) * nNew);
       if (!a) return SQLITE_NOMEM;
-      p->aHit = a;
-      p->nHitAlloc = nNew;
+      pHits->a = a;
+      pHits->nAlloc = nNew;
     }
-    p->aHit[p->nHit++] = r;
+    pHits->a[pHits->n++] = r;
   }
   return SQLITE_OK;
-}
-
-uint32_t vt_probe_nhit(const vt_probe *p) {
-  return p->nHit;
 }
 
 /* Make room for nNew more bytes of chunks: drop the least recently read
@@ -539,9 +575,8 @@ static int read_chunk(vt_probe *p, vt_tab *pTab, int iVec, uint32_t s, const csq
   return SQLITE_OK;
 }
 
-int vt_probe_value(vt_probe *p, vt_tab *pTab, int iVec, uint32_t iHit, const csq_vec **ppV,
+int vt_probe_value(vt_probe *p, vt_tab *pTab, int iVec, uint32_t r, const csq_vec **ppV,
                    uint32_t *piRow) {
-  uint32_t r = p->aHit[iHit];
   if (p->aCopy[iVec]) {
     *ppV = &p->aVec[iVec];
     *piRow = r;
