@@ -19,8 +19,8 @@
 ** budget (a dimension table: every read is an array access); past it, and
 ** for any column not copied, a value is read from its row group's chunk
 ** when SQLite asks for it, the chunk decoded once and cached, the cache
-** bounded by the chunk budget (least recently used chunks go first; at
-** least the one being read stays). csq_probe_memory(COPY_BYTES [,
+** bounded by the chunk budget (chunks dropped at random: see chunk_evict).
+*csq_probe_memory(COPY_BYTES [,
 ** CHUNK_BYTES]) sets both budgets for the connection's later probes and
 ** returns the copy budget it replaced; the defaults are
 ** VT_PROBE_EAGER_BUDGET and VT_PROBE_CACHE_BUDGET. So a probe of
@@ -69,10 +69,10 @@ struct vt_probe {
   csq_vec *aBuf;            /* nVec vectors: the transaction's unwritten rows, or NULL */
   /* chunks read for columns not copied */
   csq_vec **apChunk; /* [iVec * nSrc + s]: column iVec of source s, decoded, or NULL */
-  uint64_t *aUsed;   /* ... and when it was last read (a tick) */
   uint32_t *aLoaded; /* the slots of apChunk that hold one */
   uint32_t nLoaded;
-  uint64_t tick, nChunkBytes;
+  uint64_t tick; /* a random number generator's state (chunk_evict) */
+  uint64_t nChunkBytes;
   uint64_t nCopyMax, nChunkMax; /* the connection's budgets when it was made */
   /* sharing (vt_probe_acquire) */
   int nRef;        /* cursors using it */
@@ -122,7 +122,6 @@ static void free_sources(vt_probe *p) {
       sqlite3_free(p->apChunk[p->aLoaded[j]]);
     }
   sqlite3_free(p->apChunk);
-  sqlite3_free(p->aUsed);
   sqlite3_free(p->aLoaded);
   for (uint32_t s = 0; s < p->nSrc; s++)
     if (p->apRg[s]) store_rg_unref(p->apRg[s]);
@@ -503,16 +502,16 @@ int vt_probe_find(vt_probe *p, sqlite3_value **apVal, vt_probe_hits *pHits) {
   return SQLITE_OK;
 }
 
-/* Make room for nNew more bytes of chunks: drop the least recently read
-** ones (never the slot iKeep) until the cache fits its budget. */
-static void chunk_evict(vt_probe *p, uint64_t nNew, uint32_t iKeep) {
+/* Make room for nNew more bytes of chunks: drop cached ones until the cache fits its budget. Which
+*ones: a lookup of a
+** key scattered over the table reads the row groups in table order, again
+** for every key, and least-recently-used would then drop each chunk just
+** before it is read again; a chunk chosen at random keeps about as much of
+** such a sweep as fits, and costs nothing to choose. */
+static void chunk_evict(vt_probe *p, uint64_t nNew) {
   while (p->nLoaded > 0 && p->nChunkBytes + nNew > p->nChunkMax) {
-    uint32_t jOld = UINT32_MAX;
-    for (uint32_t j = 0; j < p->nLoaded; j++)
-      if (p->aLoaded[j] != iKeep &&
-          (jOld == UINT32_MAX || p->aUsed[p->aLoaded[j]] < p->aUsed[p->aLoaded[jOld]]))
-        jOld = j;
-    if (jOld == UINT32_MAX) return;
+    p->tick = p->tick * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t jOld = (uint32_t)((p->tick >> 33) % p->nLoaded);
     uint32_t iSlot = p->aLoaded[jOld];
     p->nChunkBytes -= vec_bytes(p->apChunk[iSlot]);
     csq_vec_free(p->apChunk[iSlot]);
@@ -535,21 +534,17 @@ static int read_chunk(vt_probe *p, vt_tab *pTab, int iVec, uint32_t s, const csq
   if (!p->apChunk) {
     size_t nSlot = (size_t)p->nVec * p->nSrc;
     p->apChunk = sqlite3_malloc64(sizeof(csq_vec *) * nSlot);
-    p->aUsed = sqlite3_malloc64(sizeof(uint64_t) * nSlot);
     p->aLoaded = sqlite3_malloc64(sizeof(uint32_t) * nSlot);
-    if (!p->apChunk || !p->aUsed || !p->aLoaded) {
+    if (!p->apChunk || !p->aLoaded) {
       sqlite3_free(p->apChunk);
-      sqlite3_free(p->aUsed);
       sqlite3_free(p->aLoaded);
       p->apChunk = NULL;
-      p->aUsed = NULL;
       p->aLoaded = NULL;
       return SQLITE_NOMEM;
     }
     memset(p->apChunk, 0, sizeof(csq_vec *) * nSlot);
   }
   uint32_t iSlot = (uint32_t)iVec * p->nSrc + s;
-  p->aUsed[iSlot] = ++p->tick;
   if (p->apChunk[iSlot]) {
     *ppV = p->apChunk[iSlot];
     return SQLITE_OK;
@@ -567,7 +562,7 @@ static int read_chunk(vt_probe *p, vt_tab *pTab, int iVec, uint32_t s, const csq
     return vt_err(&pTab->base, rc, zErr);
   }
   uint64_t nBytes = vec_bytes(v);
-  chunk_evict(p, nBytes, iSlot);
+  chunk_evict(p, nBytes);
   p->apChunk[iSlot] = v;
   p->aLoaded[p->nLoaded++] = iSlot;
   p->nChunkBytes += nBytes;
