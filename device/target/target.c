@@ -43,8 +43,8 @@ int tgt_parse_addr(const char *z, struct sockaddr_in *pSa, char **pzErr) {
   return 0;
 }
 
-int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines, tgt_server **ppS,
-                    char **pzErr) {
+int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines,
+                    const char *zFault, tgt_server **ppS, char **pzErr) {
   tgt_server *s = calloc(1, sizeof(*s));
   struct sockaddr_in sa;
   int rc, one = 1;
@@ -85,6 +85,7 @@ int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngine
     dev_options_default(&o);
     o.bCreate = 1;
     o.nEngines = nEngines;
+    o.zFault = zFault;
     rc = p->zPath ? dev_emu_backend.xOpen(p->zPath, &o, &p->pDev, pzErr) : -ENOMEM;
     s->nSub = i + 1;
     if (rc) {
