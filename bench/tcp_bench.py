@@ -1,10 +1,16 @@
-"""bench/tcp_bench.py [SF] - TPC-H Q1 and Q6 on a csq table reached over
-NVMe/TCP on loopback (build/csq-target), next to the same table on the
-in-process emulated device and a native SQLite table; each as written and
-as a pushdown view (csq_query). Reports the best of 3 runs and the bytes
+"""bench/tcp_bench.py [SF] - the NVMe/TCP link on loopback (build/csq-target),
+then TPC-H Q1 and Q6 across it.
+
+First the link itself: build/bench/tcplink measures 4 KiB round trips and
+128 KiB reads (8 in flight) over NVMe/TCP against a plain TCP stream served
+by the same csq-target process (-b), medians of interleaved rounds.
+
+Then Q1 and Q6 on a csq table reached over NVMe/TCP, next to the same table
+on the in-process emulated device and a native SQLite table; each as written
+and as a pushdown view (csq_query). Reports the best of 3 runs and the bytes
 that crossed the device boundary (for NVMe/TCP: the socket, PDU headers
-included) per query. The target is pinned to CPU 1 and this process to
-CPU 0 when the machine has two.
+included) per query. The target is pinned to CPU 1 and this process (and
+tcplink) to CPU 0 when the machine has two.
 
     /usr/bin/python3 bench/tcp_bench.py 0.1
 """
@@ -67,9 +73,10 @@ def main():
         db = os.path.join(d, "t.db")
         subprocess.check_call([os.path.join(BUILD, "bench", "gen"), "tpch", sf, db, "--tables",
                                "lineitem", "--quiet"])
-        port = free_port()
+        port, plain = free_port(), free_port()
         cmd = [os.path.join(BUILD, "csq-target"), "-l", "127.0.0.1:%d" % port, "-t", "1",
-               os.path.join(d, "remote.csd")]
+               "-b", "127.0.0.1:%d" % plain, os.path.join(d, "remote.csd"),
+               os.path.join(d, "link.csd")]
         if two and shutil.which("taskset"):
             cmd = ["taskset", "-c", "1"] + cmd
         tgt = subprocess.Popen(cmd, stderr=open(os.path.join(d, "target.log"), "w"))
@@ -81,6 +88,18 @@ def main():
                 break
             except OSError:
                 time.sleep(0.05)
+        link = subprocess.check_output(
+            (["taskset", "-c", "0"] if two and shutil.which("taskset") else []) +
+            [os.path.join(BUILD, "bench", "tcplink"),
+             "nvme-tcp://127.0.0.1:%d/nqn.2026-12.io.csq:link.csd" % port,
+             "127.0.0.1:%d" % plain, "5"], text=True)
+        print("link, medians of 5 rounds:")
+        for ln in link.splitlines():
+            k, _, a, _, b = ln.split()
+            a, b = float(a), float(b)
+            what = ("4 KiB round trip (us)" if k.startswith("rtt") else
+                    "128 KiB reads, 8 in flight (MB/s)")
+            print("  %-34s nvme-tcp %8.1f   plain TCP %8.1f   ratio %.2f" % (what, a, b, a / b))
         cols = ", ".join("%s %s" % c for c in queries.schema("tpch")["lineitem"])
         con = connect(db)
         url = "nvme-tcp://127.0.0.1:%d/nqn.2026-12.io.csq:remote.csd" % port

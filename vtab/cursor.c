@@ -57,7 +57,9 @@ typedef struct vt_cursor {
   int *aOutOf;     /* nCol + 1: output index of aVec's slot, -1 if not fetched */
   int64_t iLookup; /* VT_PLAN_ROWID: the rowid sought */
   int bLookup;
-  vt_probe *pProbe;       /* VT_PLAN_PROBE: the table, hashed on the probed column (probe.c) */
+  vt_probe *pProbe;       /* VT_PLAN_PROBE: the table, hashed on the probed column (probe.c),
+                             one reference */
+  vt_probe_hits hits;     /* the rows of its last lookup */
   const char *zProbePlan; /* idxStr of the plan that last looked pProbe up (SQLite's string:
                              compared by address only, never read) */
   int bProbe;             /* rows come from pProbe's hits */
@@ -217,11 +219,10 @@ int vt_close(sqlite3_vtab_cursor *pCur) {
   vt_cursor *c = (vt_cursor *)pCur;
   vt_tab *p = (vt_tab *)pCur->pVtab;
   cursor_reset(c, p->s.nCol);
-  if (c->stmtKey != 0 && c->stmtKey == p->pConn->stmtKey)
-    vt_probe_keep(p, c->pProbe); /* for the next cursor of this statement run */
-  else
-    vt_probe_free(c->pProbe);
+  /* kept for the next cursors of this statement run (probe.c) */
+  vt_probe_release(p, c->pProbe, c->stmtKey != 0 && c->stmtKey == p->pConn->stmtKey);
   c->pProbe = NULL;
+  sqlite3_free(c->hits.a);
   vt_stmt_leave(p->pConn, c->stmtKey);
   cursor_free(c, p->s.nCol);
   return SQLITE_OK;
@@ -746,7 +747,7 @@ static int probe_build_device(vt_cursor *c, vt_tab *p, vt_probe *pr, const vt_pl
 static int probe_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const char *idxStr,
                         sqlite3_value **argv) {
   if (c->pProbe && vt_probe_stamp(c->pProbe) != p->nWrite) {
-    vt_probe_free(c->pProbe);
+    vt_probe_release(p, c->pProbe, 1);
     c->pProbe = NULL;
   }
   if (!c->pProbe) {
@@ -762,8 +763,8 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const cha
     ** as its INTEGER PRIMARY KEY) */
     aKeep[0] = p->s.iIpk >= 0 && col_used(c, p->s.iIpk);
     for (int i = 0; i < p->s.nCol; i++) aKeep[i + 1] = col_used(c, i) && i != p->s.iIpk;
-    /* a subquery's earlier cursor in this statement run may have built it */
-    c->pProbe = vt_probe_take(p, nVec, pPlan->aProbeChunk, pPlan->nProbeKey, zSig);
+    /* another cursor of this statement run may have built it */
+    c->pProbe = vt_probe_acquire(p, nVec, pPlan->aProbeChunk, pPlan->nProbeKey, zSig);
     vt_probe *pr = c->pProbe ? NULL
                              : vt_probe_new(p->pConn, nVec, aKeep, pPlan->aProbeChunk,
                                             pPlan->nProbeKey, zSig, p->nWrite);
@@ -780,15 +781,16 @@ static int probe_filter(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const cha
       return rc;
     }
     c->pProbe = pr;
+    vt_probe_publish(p, pr);
   }
 found:;
-  int rc = vt_probe_find(c->pProbe, argv + pPlan->nTerm);
+  int rc = vt_probe_find(c->pProbe, argv + pPlan->nTerm, &c->hits);
   if (rc) return rc;
   c->bProbe = 1;
   c->zProbePlan = idxStr;
   c->nProbeArg = pPlan->nTerm;
   c->iHit = 0;
-  c->bEof = vt_probe_nhit(c->pProbe) == 0;
+  c->bEof = c->hits.n == 0;
   return SQLITE_OK;
 }
 
@@ -976,9 +978,9 @@ int vt_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int arg
     /* the next probe of a join, same plan: only the lookup (the cursor
     ** holds nothing else since the last one; the terms' values are
     ** literals, the same for the whole statement run) */
-    int rc = vt_probe_find(c->pProbe, argv + c->nProbeArg);
+    int rc = vt_probe_find(c->pProbe, argv + c->nProbeArg, &c->hits);
     c->iHit = 0;
-    c->bEof = rc != SQLITE_OK || vt_probe_nhit(c->pProbe) == 0;
+    c->bEof = rc != SQLITE_OK || c->hits.n == 0;
     return rc;
   }
   cursor_reset(c, p->s.nCol);
@@ -1049,7 +1051,7 @@ static int open_scan(vt_cursor *c, vt_tab *p) {
 int vt_next(sqlite3_vtab_cursor *pCur) {
   vt_cursor *c = (vt_cursor *)pCur;
   if (c->bProbe) {
-    c->bEof = ++c->iHit >= vt_probe_nhit(c->pProbe);
+    c->bEof = ++c->iHit >= c->hits.n;
     return SQLITE_OK;
   }
   if (c->pGroup) {
@@ -1130,7 +1132,7 @@ int vt_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   const csq_vec *v;
   if (c->bProbe) {
     uint32_t r;
-    int rc = vt_probe_value(c->pProbe, p, iVec, c->iHit, &v, &r);
+    int rc = vt_probe_value(c->pProbe, p, iVec, c->hits.a[c->iHit], &v, &r);
     if (rc) return rc;
     vt_result_value(ctx, v, r);
     return SQLITE_OK;
@@ -1158,7 +1160,7 @@ int vt_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
   if (c->bProbe) {
     uint32_t r;
     const csq_vec *v;
-    int rc = vt_probe_value(c->pProbe, p, 0, c->iHit, &v, &r);
+    int rc = vt_probe_value(c->pProbe, p, 0, c->hits.a[c->iHit], &v, &r);
     if (rc) return rc;
     *pRowid = v->aVal[r].i;
     return SQLITE_OK;

@@ -170,6 +170,8 @@ typedef struct imp_load {
   int64_t iLastRowid; /* the last row's */
   int bNoRowid;       /* the last rowid was the largest integer */
   int bCheck;         /* the table's CHECK constraints apply (vt_check_bulk_begin) */
+  int rcRows;         /* a query source's first failure in csq__import_rows... */
+  char *zRowsErr;     /* ...and its message (sqlite3_malloc'd) */
   vt_numconv *pConv;
   int bJoined;  /* t is the connection's transaction (vt_import_join): inside BEGIN... */
   int bOwnTxn;  /* ...or outside it, for a striped table: the load commits it */
@@ -513,68 +515,147 @@ static int push_column(imp_load *L, csq_vec *v, sqlite3_value *pVal, char aff) {
   return vt_push_value(v, pVal, aff);
 }
 
-static int load_query(imp_load *L, const char *zSql, char **pzErr) {
+/* One row of a query source (argv: its nCol values) into the row group,
+** with the columns' affinity, NOT NULL, rowid and CHECK. SQLite codes; a
+** bad row is bad_row's. */
+static int query_row(imp_load *L, sqlite3_value **argv, char **pzErr) {
   const vt_schema *s = &L->pTab->s;
-  sqlite3_stmt *pStmt = NULL;
-  int rc = sqlite3_prepare_v2(L->db, zSql, -1, &pStmt, NULL);
-  if (rc) {
-    *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
-    return rc;
-  }
-  if (sqlite3_column_count(pStmt) != s->nCol) {
-    *pzErr = sqlite3_mprintf("the query returns %d columns, but table %s has %d",
-                             sqlite3_column_count(pStmt), L->pTab->zName, s->nCol);
-    sqlite3_finalize(pStmt);
-    return SQLITE_ERROR;
-  }
-  while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-    uint32_t nHad = L->aCol[1].n;
-    rc = SQLITE_OK;
-    for (int c = 0; c < s->nCol && rc == SQLITE_OK; c++) {
-      sqlite3_value *pVal = sqlite3_column_value(pStmt, c);
-      if (s->aCol[c].bNotNull && c != s->iIpk && sqlite3_value_type(pVal) == SQLITE_NULL) {
-        truncate_row(L, nHad);
-        rc = bad_row(L,
+  uint32_t nHad = L->aCol[1].n;
+  for (int c = 0; c < s->nCol; c++) {
+    sqlite3_value *pVal = argv[c];
+    if (s->aCol[c].bNotNull && c != s->iIpk && sqlite3_value_type(pVal) == SQLITE_NULL) {
+      truncate_row(L, nHad);
+      return bad_row(L,
                      sqlite3_mprintf("row %lld: NULL in NOT NULL column %s.%s",
                                      (long long)(L->nRow + L->nSkip + 1), L->pTab->zName,
                                      s->aCol[c].zName),
                      pzErr);
-        goto next_row;
-      }
-      if (push_column(L, &L->aCol[c + 1], pVal, s->aCol[c].aff)) {
-        truncate_row(L, nHad);
-        rc = SQLITE_NOMEM;
-      }
     }
-    if (rc) break;
-    imp_rowid saved = rowid_save(L);
-    char *zWhy = take_rowid(L);
-    if (zWhy || L->aCol[0].n != L->aCol[1].n) {
+    if (push_column(L, &L->aCol[c + 1], pVal, s->aCol[c].aff)) {
       truncate_row(L, nHad);
-      rc = bad_row(L,
-                   zWhy ? sqlite3_mprintf("row %lld: %s", (long long)(L->nRow + L->nSkip + 1), zWhy)
-                        : NULL,
-                   pzErr);
-      sqlite3_free(zWhy);
-      goto next_row;
+      return SQLITE_NOMEM;
     }
-    if (L->bCheck) {
-      char *zWhere = sqlite3_mprintf("row %lld", (long long)(L->nRow + L->nSkip + 1));
-      int64_t n0 = L->nSkip;
-      rc = zWhere ? check_row(L, nHad, &saved, zWhere, pzErr) : SQLITE_NOMEM;
-      sqlite3_free(zWhere);
-      if (rc || L->nSkip != n0) goto next_row;
+  }
+  imp_rowid saved = rowid_save(L);
+  char *zWhy = take_rowid(L);
+  if (zWhy || L->aCol[0].n != L->aCol[1].n) {
+    truncate_row(L, nHad);
+    int rc = bad_row(
+        L, zWhy ? sqlite3_mprintf("row %lld: %s", (long long)(L->nRow + L->nSkip + 1), zWhy) : NULL,
+        pzErr);
+    sqlite3_free(zWhy);
+    return rc;
+  }
+  if (L->bCheck) {
+    char *zWhere = sqlite3_mprintf("row %lld", (long long)(L->nRow + L->nSkip + 1));
+    int64_t n0 = L->nSkip;
+    int rc = zWhere ? check_row(L, nHad, &saved, zWhere, pzErr) : SQLITE_NOMEM;
+    sqlite3_free(zWhere);
+    if (rc || L->nSkip != n0) return rc;
+  }
+  L->nRow++;
+  if (L->aCol[1].n < L->nRg) return SQLITE_OK;
+  int rc = flush_rg(L, pzErr);
+  report(L, 0, 0);
+  return rc;
+}
+
+/* The pointer type of the load that csq__import_rows' first argument
+** carries (sqlite3_bind_pointer): no SQL can make one. */
+#define IMP_PTR_TYPE "csq_import_load"
+
+/* csq__import_rows(LOAD, c1, ..., cN), an aggregate: each step is one row
+** of the query for query_row. load_query wraps the user's query in it, so
+** that SQLite hands the values over as arguments, without a return from
+** sqlite3_step and a locked sqlite3_column_value per value. The first
+** failure is kept in the load (rcRows, zRowsErr) and stops the statement. */
+static void rows_step(sqlite3_context *ctx, int argc, sqlite3_value **argv) {
+  imp_load *L = argc > 0 ? sqlite3_value_pointer(argv[0], IMP_PTR_TYPE) : NULL;
+  if (!L || argc - 1 != L->pTab->s.nCol) {
+    sqlite3_result_error(ctx, "csq__import_rows() is csq_import's own: call csq_import()", -1);
+    return;
+  }
+  if (L->rcRows) return;
+  int rc = query_row(L, argv + 1, &L->zRowsErr);
+  if (rc) {
+    L->rcRows = rc;
+    sqlite3_result_error(ctx, L->zRowsErr ? L->zRowsErr : sqlite3_errstr(rc), -1);
+    if (rc != SQLITE_ERROR) sqlite3_result_error_code(ctx, rc);
+  }
+}
+
+static void rows_final(sqlite3_context *ctx) {
+  sqlite3_result_null(ctx);
+}
+
+static int load_query(imp_load *L, const char *zSql, char **pzErr) {
+  const vt_schema *s = &L->pTab->s;
+  sqlite3_stmt *pStmt = NULL;
+  const char *zTail = NULL;
+  int rc = sqlite3_prepare_v2(L->db, zSql, -1, &pStmt, &zTail);
+  if (rc) {
+    *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
+    return rc;
+  }
+  if (!pStmt || sqlite3_column_count(pStmt) != s->nCol) {
+    *pzErr = sqlite3_mprintf("the query returns %d columns, but table %s has %d",
+                             pStmt ? sqlite3_column_count(pStmt) : 0, L->pTab->zName, s->nCol);
+    sqlite3_finalize(pStmt);
+    return SQLITE_ERROR;
+  }
+  if (s->nCol + 1 > sqlite3_limit(L->db, SQLITE_LIMIT_FUNCTION_ARG, -1)) {
+    /* too many columns to pass as arguments: the rows one by one */
+    sqlite3_value **argv = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)s->nCol);
+    if (!argv) rc = SQLITE_NOMEM;
+    while (rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+      for (int c = 0; c < s->nCol; c++) argv[c] = sqlite3_column_value(pStmt, c);
+      rc = query_row(L, argv, pzErr);
     }
-    L->nRow++;
-    if (L->aCol[1].n >= L->nRg) {
-      rc = flush_rg(L, pzErr);
-      report(L, 0, 0);
-    }
-  next_row:
-    if (rc) break;
+    sqlite3_free(argv);
+    if (rc == SQLITE_DONE) rc = SQLITE_OK;
+    if (rc && !*pzErr) *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
+    sqlite3_finalize(pStmt);
+    if (rc == SQLITE_OK) rc = flush_rg(L, pzErr);
+    if (rc == SQLITE_OK) report(L, 0, 1);
+    return rc;
+  }
+  sqlite3_finalize(pStmt);
+  pStmt = NULL;
+  int nSql = (int)(zTail - zSql); /* the first statement, without its ';' */
+  while (nSql > 0 && (zSql[nSql - 1] == ';' || zSql[nSql - 1] == ' ' || zSql[nSql - 1] == '\t' ||
+                      zSql[nSql - 1] == '\n' || zSql[nSql - 1] == '\r'))
+    nSql--;
+  /* WITH csq__q(c0, ...) AS (query) SELECT csq__import_rows(@load, c0, ...)
+  ** FROM csq__q: the query as written (up to the end of its statement),
+  ** its columns renamed so that any names, or none, can be passed on */
+  sqlite3_str *pStr = sqlite3_str_new(L->db);
+  sqlite3_str_appendall(pStr, "WITH csq__q(");
+  for (int c = 0; c < s->nCol; c++) sqlite3_str_appendf(pStr, "%sc%d", c ? "," : "", c);
+  /* a line break before ')': a query may end in a -- comment */
+  sqlite3_str_appendf(pStr, ") AS (%.*s\n) SELECT csq__import_rows(@csq_import_load", nSql, zSql);
+  for (int c = 0; c < s->nCol; c++) sqlite3_str_appendf(pStr, ",c%d", c);
+  sqlite3_str_appendall(pStr, ") FROM csq__q");
+  char *zWrap = sqlite3_str_finish(pStr);
+  if (!zWrap) return SQLITE_NOMEM;
+  rc = sqlite3_prepare_v2(L->db, zWrap, -1, &pStmt, NULL);
+  sqlite3_free(zWrap);
+  if (rc) {
+    *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
+    return rc;
+  }
+  rc = sqlite3_bind_pointer(pStmt, sqlite3_bind_parameter_index(pStmt, "@csq_import_load"), L,
+                            IMP_PTR_TYPE, NULL);
+  if (rc == SQLITE_OK) {
+    while ((rc = sqlite3_step(pStmt)) == SQLITE_ROW) {}
   }
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
-  if (rc && !*pzErr) *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
+  if (rc && L->rcRows) {
+    rc = L->rcRows;
+    *pzErr = L->zRowsErr;
+    L->zRowsErr = NULL;
+  } else if (rc && !*pzErr) {
+    *pzErr = sqlite3_mprintf("%s", sqlite3_errmsg(L->db));
+  }
   sqlite3_finalize(pStmt);
   if (rc == SQLITE_OK) rc = flush_rg(L, pzErr);
   if (rc == SQLITE_OK) report(L, 0, 1);
@@ -870,6 +951,7 @@ done:
     if (rc != SQLITE_ERROR) sqlite3_result_error_code(ctx, rc);
   }
   sqlite3_free(L.zFirstSkip);
+  sqlite3_free(L.zRowsErr);
   sqlite3_free(zErr);
   sqlite3_free(o.zNull);
 }
@@ -906,5 +988,8 @@ int vt_import_register(sqlite3 *db, vt_conn *pConn) {
   if (rc == SQLITE_OK)
     rc = sqlite3_create_function(db, "csq_import_progress", 0, SQLITE_UTF8, pConn, progress_func,
                                  NULL, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_create_function(db, "csq__import_rows", -1, flags, pConn, NULL, rows_step,
+                                 rows_final);
   return rc;
 }

@@ -10,17 +10,17 @@
 ** that pass the constant terms once (through a device program when there
 ** are such terms), hashes the probed columns together, and keeps with each
 ** row where it lives (its row group and row number); each later xFilter is
-** a hash lookup. The cache lives as long as the statement run (a closing
-** cursor hands it to the next, see vt_probe_keep) and is rebuilt if the
-** table is written meanwhile.
+** a hash lookup. The cache lives as long as the statement run and is
+** shared by its cursors (see "Sharing" below); it is rebuilt if the table
+** is written meanwhile.
 **
 ** Columns: the keys are always copied into the probe. The other columns the
 ** statement reads are copied too while they fit the connection's copy
 ** budget (a dimension table: every read is an array access); past it, and
 ** for any column not copied, a value is read from its row group's chunk
 ** when SQLite asks for it, the chunk decoded once and cached, the cache
-** bounded by the chunk budget (least recently used chunks go first; at
-** least the one being read stays). csq_probe_memory(COPY_BYTES [,
+** bounded by the chunk budget (chunks dropped at random: see chunk_evict).
+*csq_probe_memory(COPY_BYTES [,
 ** CHUNK_BYTES]) sets both budgets for the connection's later probes and
 ** returns the copy budget it replaced; the defaults are
 ** VT_PROBE_EAGER_BUDGET and VT_PROBE_CACHE_BUDGET. So a probe of
@@ -55,8 +55,6 @@ struct vt_probe {
   uint32_t *aStart; /* bucket b's rows are positions [aStart[b], aStart[b + 1]) */
   uint32_t *aPos;   /* position -> row; NULL: rows were reordered, the same */
   uint32_t nBucket;
-  uint32_t *aHit; /* rows of the last lookup */
-  uint32_t nHit, nHitAlloc;
   uint64_t stamp;                   /* the table's write count when built */
   char *zSig;                       /* the filter the rows passed, with its values (never NULL) */
   csq_vec aKeyVal[VT_PROBE_MAXKEY]; /* the values sought, converted */
@@ -71,11 +69,16 @@ struct vt_probe {
   csq_vec *aBuf;            /* nVec vectors: the transaction's unwritten rows, or NULL */
   /* chunks read for columns not copied */
   csq_vec **apChunk; /* [iVec * nSrc + s]: column iVec of source s, decoded, or NULL */
-  uint64_t *aUsed;   /* ... and when it was last read (a tick) */
   uint32_t *aLoaded; /* the slots of apChunk that hold one */
   uint32_t nLoaded;
-  uint64_t tick, nChunkBytes;
+  uint64_t tick; /* a random number generator's state (chunk_evict) */
+  uint64_t nChunkBytes;
   uint64_t nCopyMax, nChunkMax; /* the connection's budgets when it was made */
+  /* sharing (vt_probe_acquire) */
+  int nRef;        /* cursors using it */
+  int bListed;     /* on its table's pProbes list */
+  uint64_t epoch;  /* the statement run it was built in */
+  vt_probe *pNext; /* on the list */
 };
 
 vt_probe *vt_probe_new(const vt_conn *pConn, int nVec, const uint8_t *aWant, const int *aKey,
@@ -106,6 +109,8 @@ vt_probe *vt_probe_new(const vt_conn *pConn, int nVec, const uint8_t *aWant, con
   p->stamp = stamp;
   p->nCopyMax = pConn->nProbeCopy;
   p->nChunkMax = pConn->nProbeChunks;
+  p->nRef = 1;
+  p->epoch = pConn->stmtEpoch;
   return p;
 }
 
@@ -117,7 +122,6 @@ static void free_sources(vt_probe *p) {
       sqlite3_free(p->apChunk[p->aLoaded[j]]);
     }
   sqlite3_free(p->apChunk);
-  sqlite3_free(p->aUsed);
   sqlite3_free(p->aLoaded);
   for (uint32_t s = 0; s < p->nSrc; s++)
     if (p->apRg[s]) store_rg_unref(p->apRg[s]);
@@ -147,7 +151,6 @@ void vt_probe_free(vt_probe *p) {
   free(p->aRow);
   free(p->aStart);
   free(p->aPos);
-  free(p->aHit);
   sqlite3_free(p);
 }
 
@@ -164,42 +167,78 @@ static int probe_fits(const vt_probe *p, int nVec, const int *aKey, int nKey, co
   return 1;
 }
 
-/* A correlated subquery over a csq table (EXISTS, IN, a scalar) is run once
-** per outer row, and SQLite opens and closes its cursor each time: the
-** probe a closing cursor built is kept on its table for the next cursor of
-** the same statement run, so the table is read and hashed once per
-** statement, not once per outer row. The run is pConn->stmtEpoch while any
-** of its cursors is open; vt_stmt_leave drops what is kept when the last
-** one closes. */
-void vt_probe_keep(vt_tab *pTab, vt_probe *p) {
-  vt_conn *pConn = pTab->pConn;
-  if (!p) return; /* a cursor without a probe leaves the kept one alone */
-  vt_probe_free(pTab->pKeptProbe);
-  pTab->pKeptProbe = NULL;
-  if (pConn->nStmtCur <= 1 || p->stamp != pTab->nWrite) {
-    vt_probe_free(p); /* the run ends with this cursor, or the table changed */
-    return;
-  }
-  pTab->pKeptProbe = p;
-  pTab->keptEpoch = pConn->stmtEpoch;
+/*
+** Sharing. A correlated subquery over a csq table (EXISTS, IN, a scalar)
+** is run once per outer row, and SQLite opens and closes its cursor each
+** time, or keeps several cursors of the same table open at once (TPC-H
+** Q21's EXISTS and NOT EXISTS over lineitem, Q2's and Q17's subquery over
+** the table the outer query joins). A probe one cursor built is put on its
+** table's list (vt_probe_publish) for the statement run that built it
+** (pConn->stmtEpoch): any cursor of the run that needs the same keys of
+** rows passing the same filter takes it (vt_probe_acquire, one more
+** reference) instead of reading and hashing the table again. A released
+** probe stays on the list while other cursors of the run are open;
+** vt_stmt_leave drops the list when the run's last cursor closes
+** (vt_probe_drop_kept), and a write to the table makes its probes stale.
+** Lookups keep their hits in the cursor (vt_probe_hits), so cursors that
+** share a probe never disturb one another.
+*/
+static void unlink_probe(vt_tab *pTab, vt_probe *p) {
+  for (vt_probe **pp = &pTab->pProbes; *pp; pp = &(*pp)->pNext)
+    if (*pp == p) {
+      *pp = p->pNext;
+      break;
+    }
+  p->pNext = NULL;
+  p->bListed = 0;
 }
 
-vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const int *aKey, int nKey, const char *zSig) {
-  vt_probe *p = pTab->pKeptProbe;
-  if (!p) return NULL;
-  pTab->pKeptProbe = NULL;
-  if (pTab->keptEpoch == pTab->pConn->stmtEpoch && pTab->pConn->nStmtCur > 0 &&
-      p->stamp == pTab->nWrite && probe_fits(p, nVec, aKey, nKey, zSig))
-    return p;
-  vt_probe_free(p);
-  return NULL;
+vt_probe *vt_probe_acquire(vt_tab *pTab, int nVec, const int *aKey, int nKey, const char *zSig) {
+  vt_conn *pConn = pTab->pConn;
+  vt_probe *pFound = NULL;
+  for (vt_probe *p = pTab->pProbes, *pNext; p; p = pNext) {
+    pNext = p->pNext;
+    if (p->epoch != pConn->stmtEpoch || p->stamp != pTab->nWrite) {
+      unlink_probe(pTab, p); /* another run's, or stale: freed when unused */
+      if (p->nRef == 0) vt_probe_free(p);
+      continue;
+    }
+    if (!pFound && pConn->nStmtCur > 0 && probe_fits(p, nVec, aKey, nKey, zSig)) pFound = p;
+  }
+  if (pFound) pFound->nRef++;
+  return pFound;
+}
+
+void vt_probe_publish(vt_tab *pTab, vt_probe *p) {
+  vt_conn *pConn = pTab->pConn;
+  if (p->bListed || pConn->nStmtCur == 0 || p->epoch != pConn->stmtEpoch) return;
+  p->pNext = pTab->pProbes;
+  pTab->pProbes = p;
+  p->bListed = 1;
+}
+
+void vt_probe_release(vt_tab *pTab, vt_probe *p, int bRun) {
+  vt_conn *pConn = pTab->pConn;
+  if (!p) return;
+  if (--p->nRef > 0) return;
+  /* kept for the run's next cursors only while some are open (this one is
+  ** still counted) and the table is as it was built from */
+  if (p->bListed &&
+      (!bRun || pConn->nStmtCur <= 1 || p->epoch != pConn->stmtEpoch || p->stamp != pTab->nWrite))
+    unlink_probe(pTab, p);
+  if (!p->bListed) vt_probe_free(p);
+}
+
+void vt_probe_drop_table(vt_tab *pTab) {
+  while (pTab->pProbes) {
+    vt_probe *p = pTab->pProbes;
+    unlink_probe(pTab, p);
+    if (p->nRef == 0) vt_probe_free(p); /* a cursor still using it frees it */
+  }
 }
 
 void vt_probe_drop_kept(vt_conn *pConn) {
-  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab) {
-    vt_probe_free(t->pKeptProbe);
-    t->pKeptProbe = NULL;
-  }
+  for (vt_tab *t = pConn->pTabs; t; t = t->pNextTab) vt_probe_drop_table(t);
 }
 
 uint32_t vt_probe_rows(const vt_probe *p) {
@@ -425,8 +464,8 @@ int vt_probe_index(vt_probe *p) {
   return SQLITE_OK;
 }
 
-int vt_probe_find(vt_probe *p, sqlite3_value **apVal) {
-  p->nHit = 0;
+int vt_probe_find(vt_probe *p, sqlite3_value **apVal, vt_probe_hits *pHits) {
+  pHits->n = 0;
   const csq_vec *apKey[VT_PROBE_MAXKEY];
   csq_value aSought[VT_PROBE_MAXKEY];
   uint64_t h = 0;
@@ -451,32 +490,28 @@ int vt_probe_find(vt_probe *p, sqlite3_value **apVal) {
       k++;
     }
     if (k < p->nKey) continue;
-    if (p->nHit == p->nHitAlloc) {
-      uint32_t nNew = p->nHitAlloc ? p->nHitAlloc * 2 : 16;
-      uint32_t *a = realloc(p->aHit, sizeof(uint32_t) * nNew);
+    if (pHits->n == pHits->nAlloc) {
+      uint32_t nNew = pHits->nAlloc ? pHits->nAlloc * 2 : 16;
+      uint32_t *a = sqlite3_realloc64(pHits->a, sizeof(uint32_t) * nNew);
       if (!a) return SQLITE_NOMEM;
-      p->aHit = a;
-      p->nHitAlloc = nNew;
+      pHits->a = a;
+      pHits->nAlloc = nNew;
     }
-    p->aHit[p->nHit++] = r;
+    pHits->a[pHits->n++] = r;
   }
   return SQLITE_OK;
 }
 
-uint32_t vt_probe_nhit(const vt_probe *p) {
-  return p->nHit;
-}
-
-/* Make room for nNew more bytes of chunks: drop the least recently read
-** ones (never the slot iKeep) until the cache fits its budget. */
-static void chunk_evict(vt_probe *p, uint64_t nNew, uint32_t iKeep) {
+/* Make room for nNew more bytes of chunks: drop cached ones until the cache fits its budget. Which
+*ones: a lookup of a
+** key scattered over the table reads the row groups in table order, again
+** for every key, and least-recently-used would then drop each chunk just
+** before it is read again; a chunk chosen at random keeps about as much of
+** such a sweep as fits, and costs nothing to choose. */
+static void chunk_evict(vt_probe *p, uint64_t nNew) {
   while (p->nLoaded > 0 && p->nChunkBytes + nNew > p->nChunkMax) {
-    uint32_t jOld = UINT32_MAX;
-    for (uint32_t j = 0; j < p->nLoaded; j++)
-      if (p->aLoaded[j] != iKeep &&
-          (jOld == UINT32_MAX || p->aUsed[p->aLoaded[j]] < p->aUsed[p->aLoaded[jOld]]))
-        jOld = j;
-    if (jOld == UINT32_MAX) return;
+    p->tick = p->tick * 6364136223846793005ull + 1442695040888963407ull;
+    uint32_t jOld = (uint32_t)((p->tick >> 33) % p->nLoaded);
     uint32_t iSlot = p->aLoaded[jOld];
     p->nChunkBytes -= vec_bytes(p->apChunk[iSlot]);
     csq_vec_free(p->apChunk[iSlot]);
@@ -499,21 +534,17 @@ static int read_chunk(vt_probe *p, vt_tab *pTab, int iVec, uint32_t s, const csq
   if (!p->apChunk) {
     size_t nSlot = (size_t)p->nVec * p->nSrc;
     p->apChunk = sqlite3_malloc64(sizeof(csq_vec *) * nSlot);
-    p->aUsed = sqlite3_malloc64(sizeof(uint64_t) * nSlot);
     p->aLoaded = sqlite3_malloc64(sizeof(uint32_t) * nSlot);
-    if (!p->apChunk || !p->aUsed || !p->aLoaded) {
+    if (!p->apChunk || !p->aLoaded) {
       sqlite3_free(p->apChunk);
-      sqlite3_free(p->aUsed);
       sqlite3_free(p->aLoaded);
       p->apChunk = NULL;
-      p->aUsed = NULL;
       p->aLoaded = NULL;
       return SQLITE_NOMEM;
     }
     memset(p->apChunk, 0, sizeof(csq_vec *) * nSlot);
   }
   uint32_t iSlot = (uint32_t)iVec * p->nSrc + s;
-  p->aUsed[iSlot] = ++p->tick;
   if (p->apChunk[iSlot]) {
     *ppV = p->apChunk[iSlot];
     return SQLITE_OK;
@@ -531,7 +562,7 @@ static int read_chunk(vt_probe *p, vt_tab *pTab, int iVec, uint32_t s, const csq
     return vt_err(&pTab->base, rc, zErr);
   }
   uint64_t nBytes = vec_bytes(v);
-  chunk_evict(p, nBytes, iSlot);
+  chunk_evict(p, nBytes);
   p->apChunk[iSlot] = v;
   p->aLoaded[p->nLoaded++] = iSlot;
   p->nChunkBytes += nBytes;
@@ -539,9 +570,8 @@ static int read_chunk(vt_probe *p, vt_tab *pTab, int iVec, uint32_t s, const csq
   return SQLITE_OK;
 }
 
-int vt_probe_value(vt_probe *p, vt_tab *pTab, int iVec, uint32_t iHit, const csq_vec **ppV,
+int vt_probe_value(vt_probe *p, vt_tab *pTab, int iVec, uint32_t r, const csq_vec **ppV,
                    uint32_t *piRow) {
-  uint32_t r = p->aHit[iHit];
   if (p->aCopy[iVec]) {
     *ppV = &p->aVec[iVec];
     *piRow = r;

@@ -212,7 +212,7 @@ void vt_tab_free(vt_tab *p) {
     if (p->apMem[k]) vt_dev_release(p->pConn, p->apMem[k]);
   sqlite3_free(p->apMem);
   vt_check_free(p);
-  vt_probe_free(p->pKeptProbe);
+  vt_probe_drop_table(p);
   vt_schema_clear(&p->s);
   sqlite3_free(p->aZone);
   sqlite3_free(p->aNdv);

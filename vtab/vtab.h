@@ -213,8 +213,7 @@ struct vt_tab {
   int bStripeTxn;       /* a striped table written in the open transaction: its commit
                            sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_rowcheck *pCheck;  /* compiled DEFAULT and CHECK (vtab/check.c), or NULL */
-  vt_probe *pKeptProbe; /* a closed cursor's join probe, for the next cursor... */
-  uint64_t keptEpoch;   /* ... of the statement run of this stmtEpoch (probe.c) */
+  vt_probe *pProbes;    /* join probes the running statement's cursors share (probe.c) */
   vt_tab *pNextTab;
 };
 
@@ -398,10 +397,15 @@ vt_probe *vt_probe_new(const vt_conn *pConn, int nVec, const uint8_t *aWant, con
 int vt_probe_register(sqlite3 *db, vt_conn *pConn);
 void vt_probe_free(vt_probe *p);
 uint64_t vt_probe_stamp(const vt_probe *p);
-void vt_probe_keep(vt_tab *pTab, vt_probe *p); /* a closing cursor's probe, for its run */
-vt_probe *vt_probe_take(vt_tab *pTab, int nVec, const int *aKey, int nKey,
-                        const char *zSig); /* or NULL */
-void vt_probe_drop_kept(vt_conn *pConn);   /* the statement run ended */
+/* Sharing among a statement run's cursors (see probe.c): a probe of the
+** run on aKey of the rows passing zSig, with one more reference, or NULL;
+** offer one a cursor built to the run; drop a reference (bRun: the cursor
+** belongs to the running statement run), which may free it. */
+vt_probe *vt_probe_acquire(vt_tab *pTab, int nVec, const int *aKey, int nKey, const char *zSig);
+void vt_probe_publish(vt_tab *pTab, vt_probe *p);
+void vt_probe_release(vt_tab *pTab, vt_probe *p, int bRun);
+void vt_probe_drop_table(vt_tab *pTab);  /* the table closes, or its run ended */
+void vt_probe_drop_kept(vt_conn *pConn); /* the statement run ended */
 uint32_t vt_probe_rows(const vt_probe *p);
 /* Building: about nRow rows will come (the copies are given up if they
 ** would not fit); room for nRow rows; rows [iRow, iRow + n) of each
@@ -421,12 +425,17 @@ int vt_probe_copied(const vt_probe *p, int iVec);
 int vt_probe_adopt(vt_probe *p, int nMem, store_snap **aSnap, const store_table **aTab,
                    store_table **aTabCopy, uint32_t nRg, store_rg **apRg, const int *aRgMem,
                    csq_vec *aBuf);
-int vt_probe_index(vt_probe *p);                       /* after the last append */
-int vt_probe_find(vt_probe *p, sqlite3_value **apVal); /* rows where key k = apVal[k] */
-uint32_t vt_probe_nhit(const vt_probe *p);
-/* Where hit iHit's value of vector iVec is: *ppV's row *piRow (read from
-** its chunk if not copied; an error sets pTab's message). */
-int vt_probe_value(vt_probe *p, vt_tab *pTab, int iVec, uint32_t iHit, const csq_vec **ppV,
+int vt_probe_index(vt_probe *p); /* after the last append */
+/* The rows of a lookup, kept by the cursor (a[] sqlite3_malloc'd). */
+typedef struct vt_probe_hits {
+  uint32_t *a;
+  uint32_t n, nAlloc;
+} vt_probe_hits;
+/* The rows where key k = apVal[k], into *pHits. */
+int vt_probe_find(vt_probe *p, sqlite3_value **apVal, vt_probe_hits *pHits);
+/* Where row r's (a hit's) value of vector iVec is: *ppV's row *piRow (read
+** from its chunk if not copied; an error sets pTab's message). */
+int vt_probe_value(vt_probe *p, vt_tab *pTab, int iVec, uint32_t r, const csq_vec **ppV,
                    uint32_t *piRow);
 
 /* group.c: rows collected and handed to SQLite sorted on the GROUP BY keys

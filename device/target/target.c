@@ -21,8 +21,7 @@
 #include "device/link/options.h"
 #include "device/target/target.h"
 
-/* Parse "ADDR:PORT" (or ":PORT", "PORT") into an IPv4 address. */
-static int parse_addr(const char *z, struct sockaddr_in *pSa, char **pzErr) {
+int tgt_parse_addr(const char *z, struct sockaddr_in *pSa, char **pzErr) {
   char zHost[64];
   const char *zColon = strrchr(z, ':');
   char *zEnd;
@@ -44,8 +43,8 @@ static int parse_addr(const char *z, struct sockaddr_in *pSa, char **pzErr) {
   return 0;
 }
 
-int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines, tgt_server **ppS,
-                    char **pzErr) {
+int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines,
+                    const char *zFault, tgt_server **ppS, char **pzErr) {
   tgt_server *s = calloc(1, sizeof(*s));
   struct sockaddr_in sa;
   int rc, one = 1;
@@ -56,7 +55,7 @@ int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngine
   s->fdListen = -1;
   s->nextCntlid = 1;
   snprintf(s->zAddr, sizeof(s->zAddr), "%s", zListen);
-  rc = parse_addr(zListen, &sa, pzErr);
+  rc = tgt_parse_addr(zListen, &sa, pzErr);
   if (rc) goto fail;
   s->port = ntohs(sa.sin_port);
   s->aSub = calloc((size_t)nImage, sizeof(tgt_subsys));
@@ -86,6 +85,7 @@ int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngine
     dev_options_default(&o);
     o.bCreate = 1;
     o.nEngines = nEngines;
+    o.zFault = zFault;
     rc = p->zPath ? dev_emu_backend.xOpen(p->zPath, &o, &p->pDev, pzErr) : -ENOMEM;
     s->nSub = i + 1;
     if (rc) {

@@ -81,11 +81,17 @@ struct tgt_server {
 };
 
 /* target.c ------------------------------------------------------------------
+** Parse "ADDR:PORT" (or ":PORT", "PORT") into an IPv4 address. 0 or -EINVAL
+** with *pzErr (malloc'd). */
+struct sockaddr_in;
+int tgt_parse_addr(const char *z, struct sockaddr_in *pSa, char **pzErr);
+/*
 ** Open every image (created when missing) with nEngines compute engines (0 =
-** one per core) and listen on zListen ("ADDR:PORT", IPv4). 0 or -errno with
-** *pzErr (malloc'd). */
-int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines, tgt_server **ppS,
-                    char **pzErr);
+** one per core) and the fault-injection rules zFault (device/emu/fault.h;
+** NULL = none; for tests), and listen on zListen ("ADDR:PORT", IPv4). 0 or
+** -errno with *pzErr (malloc'd). */
+int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines,
+                    const char *zFault, tgt_server **ppS, char **pzErr);
 /* Accept and serve until fdStop becomes readable (a signalfd, a pipe). */
 int tgt_server_run(tgt_server *s, int fdStop);
 /* Close every connection (each drains its commands), then every device. */
@@ -133,5 +139,13 @@ int tgt_conn_start(tgt_server *s, int fd, const char *zPeer);
 void tgt_conn_stop_all(tgt_server *s);
 /* Join connections that have ended; with bAll, wait for every one. */
 void tgt_conn_reap(tgt_server *s, int bAll);
+
+/* target_plain.c ------------------------------------------------------------
+** A plain TCP stream server on zListen for benchmarks (csq-target -b): the
+** baseline an NVMe/TCP link is measured against, in the same process. Each
+** request is 8 bytes, a little-endian byte count N (at most 16 MiB); the
+** answer is N bytes. Runs on its own threads until the process ends. 0 or
+** -errno with *pzErr. */
+int tgt_plain_start(const char *zListen, char **pzErr);
 
 #endif /* CSQ_DEVICE_TARGET_H */

@@ -48,7 +48,8 @@
 #define SC_SGL_LEN_INVALID CSQ_STATUS(0, 0x0D)
 #define SC_SGL_TYPE        CSQ_STATUS(0, 0x11)
 #define SC_TRANSIENT_XPORT CSQ_STATUS(0, 0x22)
-#define TGT_KATO_TICK_MS   100 /* how often a quiet receiver checks Keep Alive */
+#define TGT_KATO_TICK_MS   100        /* how often a quiet receiver checks Keep Alive */
+#define TGT_BUF_KEEP       (1u << 20) /* largest data buffer a slot keeps */
 
 typedef struct tgt_cmd {
   int bLive;
@@ -57,8 +58,10 @@ typedef struct tgt_cmd {
   csq_sqe sqe; /* as the host sent it */
   int dir;
   uint32_t nLen;
-  uint32_t nGot; /* H2CData bytes received */
-  uint8_t *pBuf;
+  uint32_t nGot;  /* H2CData bytes received */
+  uint8_t *pBuf;  /* the command's data, kept with the slot for the next */
+  size_t nBufCap; /* bytes at pBuf */
+  int bWaitData;  /* an R2T was sent: H2CData expected */
 } tgt_cmd;
 
 typedef struct tgt_conn tgt_conn;
@@ -234,15 +237,25 @@ static tgt_cmd *slot_get(tgt_conn *c) {
   }
   p = &c->aCmd[c->aFree[--c->nFree]];
   pthread_mutex_unlock(&c->slotMu);
+  uint8_t *pBuf = p->pBuf;
+  size_t nBufCap = p->nBufCap;
   memset(p, 0, sizeof(*p));
+  p->pBuf = pBuf;
+  p->nBufCap = nBufCap;
   p->bLive = 1;
   return p;
 }
 
 static void slot_put(tgt_conn *c, tgt_cmd *p) {
-  free(p->pBuf);
-  p->pBuf = NULL;
+  /* a buffer is kept for the slot's next command: a new one per command
+  ** costs page faults and, when freed, a TLB shootdown on every core */
+  if (p->nBufCap > TGT_BUF_KEEP) {
+    free(p->pBuf);
+    p->pBuf = NULL;
+    p->nBufCap = 0;
+  }
   p->bLive = 0;
+  p->bWaitData = 0;
   pthread_mutex_lock(&c->slotMu);
   c->aFree[c->nFree++] = (uint32_t)(p - c->aCmd);
   pthread_cond_signal(&c->slotCond);
@@ -305,7 +318,7 @@ static void submit_device(tgt_conn *c, tgt_cmd *p) {
   csq_sqe e = p->sqe;
   e.flags = 0;
   e.cid = (uint16_t)(p - c->aCmd);
-  e.prp1 = (uint64_t)(uintptr_t)p->pBuf;
+  e.prp1 = p->dir == TCP_XFER_NONE ? 0 : (uint64_t)(uintptr_t)p->pBuf;
   e.prp2 = 0;
   p->bInDevice = 1;
   __atomic_add_fetch(&c->nInDevice, 1, __ATOMIC_ACQ_REL);
@@ -460,10 +473,16 @@ static int on_capsule(tgt_conn *c, const uint8_t *pEntry, const uint8_t *pData, 
       return 0;
     }
     /* rounded up to a block: the device may read its media straight in */
-    p->pBuf = aligned_alloc(4096, ((size_t)nLen + 4095) & ~(size_t)4095);
-    if (!p->pBuf) {
-      finish_local(c, p, CSQ_SC_INTERNAL, 0);
-      return 0;
+    size_t nNeed = ((size_t)nLen + 4095) & ~(size_t)4095;
+    if (p->nBufCap < nNeed) {
+      free(p->pBuf);
+      p->nBufCap = 0;
+      p->pBuf = aligned_alloc(4096, nNeed);
+      if (!p->pBuf) {
+        finish_local(c, p, CSQ_SC_INTERNAL, 0);
+        return 0;
+      }
+      p->nBufCap = nNeed;
     }
     if (dir == TCP_XFER_C2H) memset(p->pBuf, 0, nLen);
     if (type == TCP_SGL_INCAPSULE) {
@@ -473,6 +492,7 @@ static int on_capsule(tgt_conn *c, const uint8_t *pEntry, const uint8_t *pData, 
       tcp_hdr h;
       memset(&h, 0, sizeof(h));
       h.type = TCP_R2T;
+      p->bWaitData = 1;
       h.cccid = p->hostCid;
       h.ttag = (uint16_t)(p - c->aCmd);
       h.offset = 0;
@@ -546,7 +566,7 @@ static void *rx_main(void *pArg) {
     }
     /* H2CData: for a command that sent an R2T, the next bytes in order */
     tgt_cmd *p = h.ttag < c->nCmd ? &c->aCmd[h.ttag] : NULL;
-    if (!p || !p->bLive || p->bInDevice || p->dir != TCP_XFER_H2C || !p->pBuf ||
+    if (!p || !p->bLive || p->bInDevice || p->dir != TCP_XFER_H2C || !p->bWaitData ||
         p->hostCid != h.cccid) {
       tx_term(c, TCP_FES_HDR, 10, aHdr, L.nHdr, "H2CData for no R2T of this connection");
       break;
@@ -565,6 +585,7 @@ static void *rx_main(void *pArg) {
       }
     }
     if (p->nGot >= p->nLen || (h.flags & TCP_F_LAST)) {
+      p->bWaitData = 0;
       if (p->nGot != p->nLen)
         finish_local(c, p, p->nGot > p->nLen ? SC_TRANSIENT_XPORT : CSQ_SC_DATA_XFER_ERROR, 0);
       else

@@ -262,3 +262,25 @@ def test_plain_select_keeping_most_rows():
         assert explain(con, q.format(t="big"))["plan"] == "device+host"
         same_rows(pushed(con, q.format(t="big")), want, q)
     assert len(pushed(con, "SELECT a FROM big WHERE csq_bpf('p_int', a)")) == 80000 - 1600
+
+
+def test_plain_select_over_a_striped_table():
+    """A row plan over a table striped on two devices: every member's
+    matching rows, in rowid order, as the native table gives them."""
+    progs = compile_all()
+    d = tmpdir()
+    con = connect(os.path.join(d, "db"))
+    obj, types = progs["p_two"]
+    con.execute("SELECT csq_bpf_load('p_two', ?, ?)", (obj, types))
+    con.execute("CREATE VIRTUAL TABLE st USING csq(a INTEGER, b REAL, devices='%s,%s', "
+                "pushdown='always', rowgroup=1000)" % (os.path.join(d, "a.csd"), os.path.join(d, "b.csd")))
+    con.execute("CREATE TABLE sn(a INTEGER, b REAL)")
+    rnd = random.Random(7)
+    rows = [(rnd.randrange(-20, 60), rnd.randrange(0, 100000) / 100.0) for _ in range(12000)]
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO st VALUES (?, ?)", rows)
+    con.executemany("INSERT INTO sn VALUES (?, ?)", rows)
+    con.execute("COMMIT")
+    q = "SELECT rowid, a, b FROM {t} WHERE csq_bpf('p_two', a, b) AND a < 40"
+    assert explain(con, q.format(t="st"))["plan"] == "device+host"
+    same_rows(pushed(con, q.format(t="st")), con.execute(q.format(t="sn")).fetchall(), "striped")

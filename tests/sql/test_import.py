@@ -697,6 +697,31 @@ def test_striped_table():
     con.close()
 
 
+def test_query_shapes():
+    """A query source as written: a nested WITH, ORDER BY, a trailing ';'
+    or -- comment; and a table with more columns than a function takes
+    arguments. Rows and rowids as INSERT ... SELECT gives them."""
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE u USING csq(a INTEGER, b TEXT)")
+    con.execute("CREATE TABLE nu(a INTEGER, b TEXT)")
+    for q in ["WITH x(p, q) AS (VALUES (1, 2), (3, 4)) SELECT p, q FROM x ORDER BY p DESC;  ",
+              "SELECT 5, 'six' -- a comment", "VALUES (7, 8.0);;", "SELECT NULL, x'00' UNION ALL SELECT 9, 9"]:
+        got = con.execute("SELECT csq_import('u', ?)", (q,)).fetchone()[0]
+        assert got == con.execute("INSERT INTO nu %s" % q.rstrip("; ")).rowcount, q
+    q = "SELECT rowid, a, typeof(a), b, typeof(b) FROM %s ORDER BY rowid"
+    assert con.execute(q % "u").fetchall() == con.execute(q % "nu").fetchall()
+    n = 140
+    cols = ", ".join("c%d INTEGER" % i for i in range(n))
+    con.execute("CREATE VIRTUAL TABLE w USING csq(%s)" % cols)
+    con.execute("CREATE TABLE nw(%s)" % cols)
+    con.executemany("INSERT INTO nw VALUES (%s)" % ",".join("?" * n),
+                    [tuple(str(r * i) if i % 3 else r * i for i in range(n)) for r in range(40)])
+    assert con.execute("SELECT csq_import('w', 'SELECT * FROM nw')").fetchone()[0] == 40
+    assert con.execute("SELECT * FROM w ORDER BY rowid").fetchall() == \
+        con.execute("SELECT * FROM nw ORDER BY rowid").fetchall()
+    con.close()
+
+
 def user_threads():
     """This process's threads other than io_uring's kernel workers."""
     n = 0

@@ -156,3 +156,28 @@ def test_probe_memory_takes_byte_counts():
     assert con.execute("SELECT csq_probe_memory(?, 5)", (old,)).fetchone()[0] == 1000
     expect_error(lambda: con.execute("SELECT csq_probe_memory(-1)").fetchall(), "csq_probe_memory")
     expect_error(lambda: con.execute("SELECT csq_probe_memory('x')").fetchall(), "csq_probe_memory")
+
+
+def test_cursors_of_one_statement_share_a_probe():
+    """TPC-H Q21's shape: the outer scan of f and two subqueries over f
+    keyed the same way, open at once. The second subquery's cursor takes
+    the probe the first built: f is read twice (the scan and one build),
+    not three times. The same in a self-join probed twice, and answers as
+    native after the table is written between statements."""
+    rnd = random.Random(24)
+    con = connect()
+    load(con, rnd, 4000, 500)
+    q = SUBQUERIES[1]
+    for rep in range(2):
+        con.execute("SELECT csq_stats_reset()")
+        same(con, q)
+        scanned = con.execute("SELECT value FROM csq_stats WHERE name = 'rows_scanned'").fetchone()[0]
+        assert scanned < 3 * 4000, scanned
+        for t in ("f", "nf"):
+            con.execute("UPDATE %s SET d = d + 1 WHERE rowid %% 5 = 0" % t)
+    q = ("SELECT count(*), sum(a.v) FROM {D} CROSS JOIN {F} AS a ON a.k = {D}.k CROSS JOIN {F} AS b "
+         "ON b.k = {D}.k AND b.d <> a.d")
+    con.execute("SELECT csq_stats_reset()")
+    same(con, q)
+    scanned = con.execute("SELECT value FROM csq_stats WHERE name = 'rows_scanned'").fetchone()[0]
+    assert scanned < 500 + 2 * 4000, scanned

@@ -37,13 +37,14 @@ class Target:
         if not os.access(TARGET, os.X_OK):
             raise Skip("no %s (make all builds it)" % TARGET)
         self.dir, self.images = d, images
+        self.args = []  # more options, e.g. ["-f", FAULTS]
         self.port = port or free_port()
         self.start()
 
     def start(self):
         self.log = open(os.path.join(self.dir, "target-%d.log" % self.port), "a")
         self.p = subprocess.Popen([TARGET, "-l", "127.0.0.1:%d" % self.port, "-t", "1"] +
-                                  [os.path.join(self.dir, i) for i in self.images],
+                                  self.args + [os.path.join(self.dir, i) for i in self.images],
                                   stderr=self.log)
         deadline = time.time() + 20
         while time.time() < deadline:
@@ -326,6 +327,70 @@ def test_reconnect_zero_fails_at_once_and_reconnect_gives_up():
         expect_error(lambda: con.execute(
             "CREATE VIRTUAL TABLE u USING csq(a, device='%s?reconnect=x')" % tg.url("z0.csd")),
             "reconnect=N")
+        con.close()
+    finally:
+        tg.stop()
+
+
+def crash_then_restart(tg, faults):
+    """Restart tg with the fault rules `faults` (one ends it, action=crash);
+    once it has died, start it again without them. Returns the watcher."""
+    tg.stop()
+    tg.args = ["-f", faults]
+    tg.start()
+
+    def watch():
+        tg.p.wait()
+        assert tg.p.returncode == 86, tg.p.returncode  # the fault's crash
+        tg.args = []
+        tg.start()
+    th = threading.Thread(target=watch)
+    th.start()
+    return th
+
+
+def test_commands_in_flight_when_the_target_dies():
+    """The target dies as a command arrives and comes back: a read in flight
+    is sent again and the query answers as if nothing happened; a write in
+    flight is sent again and its transaction either commits or fails whole."""
+    d = tmpdir()
+    tg = Target(d, ["f.csd"])
+    try:
+        db = os.path.join(d, "f.db")
+        con = connect(db)
+        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
+                    "device='%s')" % tg.url("f.csd"))
+        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        fill(con, "t", "n", 5000, 11)
+        con.close()
+        q = "SELECT count(*), sum(a) FROM %s WHERE a > 5"
+        th = crash_then_restart(tg, "op=nvm_read,nth=3,action=crash")
+        con = connect(db)
+        # the read in flight is sent again to the restarted target: the same answer
+        same_rows(con.execute(q % "t").fetchall(), con.execute(q % "n").fetchall(), "re-sent")
+        th.join()
+        con.close()
+        th = crash_then_restart(tg, "op=nvm_write,nth=1,action=crash")
+        con = connect(db)
+        rows = [(100000 + i,) + rand_row(random.Random(i)) for i in range(300)]
+        try:
+            con.execute("BEGIN")
+            con.executemany("INSERT INTO t VALUES(?,?,?,?)", rows)
+            con.execute("COMMIT")
+            committed = True
+        except sqlite3.Error as e:
+            assert "link" in str(e).lower() or "lost" in str(e).lower(), e
+            committed = False
+            try:
+                con.execute("ROLLBACK")
+            except sqlite3.Error:
+                pass
+        th.join()
+        n = con.execute("SELECT count(*) FROM t WHERE id >= 100000").fetchone()[0]
+        assert n == (300 if committed else n) and n in (0, 300), (committed, n)
+        if n:
+            con.executemany("INSERT INTO n VALUES(?,?,?,?)", rows)
+        check_same(con, "t", "n")
         con.close()
     finally:
         tg.stop()

@@ -445,6 +445,40 @@ static void test_term(void) {
   }
 }
 
+/* The flags a BPF term may carry: NOT (the rows where it returns 0), and no
+** other. */
+static void test_term_flags(void) {
+  static prog pp;
+  prog_mod7(&pp);
+  static const struct {
+    int flags, bOk;
+  } aCase[] = {{0, 1}, {CSQ_TF_NOT, 1}, {CSQ_TF_NOCASE, 0}, {CSQ_TF_NOT | CSQ_TF_AFF_NUMERIC, 0}};
+  for (size_t i = 0; i < sizeof(aCase) / sizeof(aCase[0]); i++) {
+    char zErr[600] = "";
+    csq_pb *b = csq_pb_new();
+    int slot = csq_pb_input(b, 1);
+    csq_pb_output(b, slot);
+    uint32_t w = (uint32_t)slot;
+    uint8_t *pCall = NULL, *pProg = NULL;
+    size_t nCall = 0, nProg = 0;
+    CHECK(csq_bpf_call_build(1, &w, pp.a, pp.n, &pCall, &nCall) == 0);
+    int k = csq_pb_const_bytes(b, CSQ_BLOB, pCall, (uint32_t)nCall);
+    free(pCall);
+    csq_pb_clause(b);
+    csq_pb_term(b, CSQ_OP_BPF, aCase[i].flags, slot, k, 0, 0);
+    int rc = csq_pb_finish(b, &pProg, &nProg);
+    csq_pb_free(b);
+    csq_prog pr;
+    if (rc == 0) rc = csq_prog_parse(pProg, nProg, &pr, zErr, sizeof(zErr));
+    if (rc == 0) csq_prog_clear(&pr);
+    if (aCase[i].bOk)
+      CHECK(rc == 0, "flags 0x%x refused: %s", aCase[i].flags, zErr);
+    else
+      CHECK(rc != 0, "flags 0x%x accepted", aCase[i].flags);
+    free(pProg);
+  }
+}
+
 /* ---- on a device: terms over run-length columns, faults, the cache ---- */
 
 #define DRG   3                              /* row groups */
@@ -502,9 +536,13 @@ static int dev_table(store *st, dev_queue *q) {
   return rc;
 }
 
+/* How dev_prog calls its program: over column b instead of a; NOT of it. */
+#define DEV_OVER_B 1
+#define DEV_NOT    2
+
 /* A program returning (a, b) where lo <= b < hi (when hi > lo) and the
-** eBPF program p over column a (bOverB: over b) is true. */
-static uint8_t *dev_prog(const prog *p, int bOverB, int64_t lo, int64_t hi, size_t *pn) {
+** eBPF program p over column a (mode: DEV_*) is true. */
+static uint8_t *dev_prog(const prog *p, int mode, int64_t lo, int64_t hi, size_t *pn) {
   csq_pb *b = csq_pb_new();
   int sA = csq_pb_input(b, 1), sB = csq_pb_input(b, 2);
   csq_pb_output(b, sA);
@@ -515,7 +553,7 @@ static uint8_t *dev_prog(const prog *p, int bOverB, int64_t lo, int64_t hi, size
     csq_pb_clause(b);
     csq_pb_term(b, CSQ_OP_LT, 0, sB, csq_pb_const_int(b, hi), 0, 0);
   }
-  int slot = bOverB ? sB : sA;
+  int slot = (mode & DEV_OVER_B) ? sB : sA;
   uint32_t w = (uint32_t)slot;
   uint8_t *pCall = NULL, *pProg = NULL;
   size_t nCall = 0;
@@ -523,7 +561,7 @@ static uint8_t *dev_prog(const prog *p, int bOverB, int64_t lo, int64_t hi, size
   int k = csq_pb_const_bytes(b, CSQ_BLOB, pCall, (uint32_t)nCall);
   free(pCall);
   csq_pb_clause(b);
-  csq_pb_term(b, CSQ_OP_BPF, 0, slot, k, 0, 0);
+  csq_pb_term(b, CSQ_OP_BPF, (mode & DEV_NOT) ? CSQ_TF_NOT : 0, slot, k, 0, 0);
   CHECK(csq_pb_finish(b, &pProg, pn) == 0);
   csq_pb_free(b);
   return pProg;
@@ -532,7 +570,7 @@ static uint8_t *dev_prog(const prog *p, int bOverB, int64_t lo, int64_t hi, size
 /* Scan with program pProg; the rows' (a, b) checked against the same
 ** filter in C. 0, or the error of dev_scan_next (*pzErr set). */
 static int dev_check(dev_queue *q, store *st, const store_table *pTab, const uint8_t *pProg,
-                     size_t nProg, int bOverB, int64_t lo, int64_t hi, char **pzErr) {
+                     size_t nProg, int mode, int64_t lo, int64_t hi, char **pzErr) {
   dev_scan *s = NULL;
   int rc = dev_scan_open(q, st, pTab, pTab->apRg, pTab->nRg, pProg, nProg, &s, pzErr);
   CHECK(rc == 0, "open: %s", *pzErr ? *pzErr : "");
@@ -546,14 +584,15 @@ static int dev_check(dev_queue *q, store *st, const store_table *pTab, const uin
     rc = dev_scan_next(s, v, &nr, pzErr);
     if (rc || nr == 0) break;
     for (uint32_t i = 0; i < nr; i++) {
-      int64_t bv = v[1].aVal[i].i, x = bOverB ? bv : bv / 64;
+      int64_t bv = v[1].aVal[i].i, x = (mode & DEV_OVER_B) ? bv : bv / 64;
       nBad += v[0].aCls[i] != CSQ_INT || v[1].aCls[i] != CSQ_INT || v[0].aVal[i].i != bv / 64 ||
-              (hi > lo && (bv < lo || bv >= hi)) || x % 7 != 0;
+              (hi > lo && (bv < lo || bv >= hi)) || (x % 7 == 0) == !!(mode & DEV_NOT);
       nGot++;
     }
   }
   for (int64_t r = 0; r < (int64_t)DRG * DROWS; r++)
-    nWant += (hi <= lo || (r >= lo && r < hi)) && (bOverB ? r : r / 64) % 7 == 0;
+    nWant += (hi <= lo || (r >= lo && r < hi)) &&
+             (((mode & DEV_OVER_B) ? r : r / 64) % 7 == 0) != !!(mode & DEV_NOT);
   if (rc == 0)
     CHECK(nBad == 0 && nGot == nWant, "b in [%lld, %lld): %lld rows, want %lld, %lld wrong",
           (long long)lo, (long long)hi, (long long)nGot, (long long)nWant, (long long)nBad);
@@ -587,17 +626,19 @@ static void test_device(void) {
                                       {4096, 4097}, {8000, 8400}, {0, 12000},   {11990, 12000}};
   for (size_t i = 0; i < sizeof(aRange) / sizeof(aRange[0]); i++) {
     size_t n;
-    uint8_t *pProg = dev_prog(p, 0, aRange[i][0], aRange[i][1], &n);
-    CHECK_RC(dev_check(q, st, pTab, pProg, n, 0, aRange[i][0], aRange[i][1], &zErr), 0);
-    free(zErr);
-    zErr = NULL;
-    free(pProg);
+    for (int mode = 0; mode <= DEV_NOT; mode += DEV_NOT) { /* the call, and NOT of it */
+      uint8_t *pProg = dev_prog(p, mode, aRange[i][0], aRange[i][1], &n);
+      CHECK_RC(dev_check(q, st, pTab, pProg, n, mode, aRange[i][0], aRange[i][1], &zErr), 0);
+      free(zErr);
+      zErr = NULL;
+      free(pProg);
+    }
   }
   /* a fault: the query fails with csq_fail's whole code, and the device
   ** serves the next query */
   size_t nF;
-  uint8_t *pF = dev_prog(p, 1, 0, 0, &nF);
-  int rc = dev_check(q, st, pTab, pF, nF, 1, 0, 0, &zErr);
+  uint8_t *pF = dev_prog(p, DEV_OVER_B, 0, 0, &nF);
+  int rc = dev_check(q, st, pTab, pF, nF, DEV_OVER_B, 0, 0, &zErr);
   CHECK(rc != 0 && zErr && strstr(zErr, "csq_fail(-77000000000)"), "fault: rc %d '%s'", rc,
         zErr ? zErr : "");
   free(zErr);
@@ -606,8 +647,8 @@ static void test_device(void) {
   ** prog_fail may see row DFAIL whatever range is AND-ed with it) */
   static prog pp7;
   prog_mod7(&pp7);
-  uint8_t *pOk = dev_prog(&pp7, 1, 0, DFAIL, &nF);
-  rc = dev_check(q, st, pTab, pOk, nF, 1, 0, DFAIL, &zErr);
+  uint8_t *pOk = dev_prog(&pp7, DEV_OVER_B, 0, DFAIL, &nF);
+  rc = dev_check(q, st, pTab, pOk, nF, DEV_OVER_B, 0, DFAIL, &zErr);
   CHECK(rc == 0, "after the fault: %s", zErr ? zErr : "");
   free(zErr);
   zErr = NULL;
@@ -646,6 +687,7 @@ int main(void) {
   test_refusals();
   test_runtime();
   test_term();
+  test_term_flags();
   test_device();
   return test_done("bpf");
 }
