@@ -178,6 +178,8 @@ class KillProxy:
             except OSError:
                 c.close()
                 continue
+            for x in (c, u):  # small PDUs go at once, as from the initiator itself
+                x.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
             with self.lock:
                 if self.closing:
                     c.close()
