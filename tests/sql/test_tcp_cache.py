@@ -29,10 +29,11 @@ def cache_counters(tg, image):
 
 
 class CachedTarget(Target):
-    """test_tcp's Target, started (and restarted) with -m CACHE_MIB."""
+    """test_tcp's Target, started (and restarted) with -m mib."""
+    mib = CACHE_MIB
 
     def start(self):
-        self.args = ["-m", str(CACHE_MIB)]
+        self.args = ["-m", str(self.mib)]
         Target.start(self)
 
 
@@ -80,5 +81,30 @@ def test_cached_target_matches_native_and_survives_kill9():
         same_rows(con.execute("SELECT * FROM t WHERE id = 100001").fetchall(),
                   con.execute("SELECT * FROM n WHERE id = 100001").fetchall(), "after kill -9")
         con.close()
+    finally:
+        tg.stop()
+
+
+def test_cache_smaller_than_the_table():
+    d = tmpdir()
+    tg = CachedTarget.__new__(CachedTarget)
+    tg.mib = 1  # 16 lines: the scans keep evicting
+    tg.__init__(d, ["s.csd"])
+    try:
+        con = connect(os.path.join(d, "s.db"))
+        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
+                    "device='%s')" % tg.url("s.csd"))
+        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        # text that does not compress: some MiB of media for a 1 MiB cache
+        con.execute("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 50000) "
+                    "INSERT INTO n SELECT i, i % 97 - 40, i / 7.0, hex(randomblob(24)) FROM s")
+        con.execute("INSERT INTO t SELECT * FROM n")
+        check_same(con, "t", "n")
+        con.execute("UPDATE t SET c = 'w1x' WHERE id % 13 = 0")
+        con.execute("UPDATE n SET c = 'w1x' WHERE id % 13 = 0")
+        check_same(con, "t", "n")
+        con.close()
+        _, miss, evict, lines = cache_counters(tg, os.path.join(d, "s.csd"))
+        assert lines == 16 and evict > 0 and miss > lines, (miss, evict, lines)
     finally:
         tg.stop()
