@@ -26,6 +26,7 @@
 #include <unistd.h>
 
 #include "device/emu/emu.h"
+#include "device/emu/mcache.h"
 
 /* How long the controller keeps polling the SQs after its last command
 ** before it sleeps (its own CPU time, see dev_spin): covers the think time
@@ -440,6 +441,13 @@ static int emu_open(const char *zPath, const dev_options *pOpt, dev_backend **pp
                       &d->pMedia, pzErr);
   if (rc) goto fail;
   d->nBlocks = dev_media_blocks(d->pMedia);
+  rc = dev_media_set_cache(d->pMedia, pOpt->nCacheBytes);
+  if (rc) {
+    if (pzErr && asprintf(pzErr, "cannot allocate a %llu MiB media cache for %s",
+                          (unsigned long long)(pOpt->nCacheBytes >> 20), zPath) < 0)
+      *pzErr = NULL;
+    goto fail;
+  }
   rc = dev_cp_slm_map(&d->slm, pOpt->nSlmBytes);
   d->cp.nSlm = d->slm.n;
   if (rc) {
@@ -568,6 +576,14 @@ static int emu_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs) {
 
 static int emu_identify_op(dev_backend *d, uint8_t cns, uint32_t nsid, void *pBuf) {
   return emu_identify(d, cns, nsid, pBuf);
+}
+
+int dev_emu_cache_info(dev_backend *d, dev_mcache_stats *p, int *pbDirect) {
+  dev_mcache *c = dev_media_cache(d->pMedia);
+  *pbDirect = dev_media_is_direct(d->pMedia);
+  if (!c) return -ENOENT;
+  dev_mcache_stats_get(c, p);
+  return 0;
 }
 
 static void emu_stats(dev_backend *d, dev_stats *pOut) {

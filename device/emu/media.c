@@ -13,6 +13,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "device/emu/mcache.h"
 #include "device/emu/media.h"
 
 /* Memory media geometry: 256 KiB segments, 4096 per second-level table,
@@ -29,6 +30,7 @@ struct dev_media {
   uint64_t nBlocks;          /* nominal capacity */
   uint8_t **aL1[L1_ENTRIES]; /* memory: lazily allocated tables of segments */
   uint64_t nSegUsed;
+  dev_mcache *pCache; /* dev_media_set_cache; NULL: none */
 };
 
 /* An asynchronous read (dev_mio_read_start); free while xDone is NULL. */
@@ -64,6 +66,7 @@ struct dev_mio {
   int bFutexOp;     /* the kernel has IORING_OP_FUTEX_WAIT */
   int bFutexArmed;  /* a futex wait of dev_mio_wait is pending in the ring */
   int nAsync;       /* slots of aAsync in use */
+  uint8_t *pLines;  /* with a cache: DEV_MIO_DEPTH aligned lines for misses */
   mio_aread aAsync[DEV_MIO_DEPTH];
 };
 
@@ -144,6 +147,7 @@ void dev_media_close(dev_media *m) {
   unsigned i, j;
   if (!m) return;
   if (m->fd >= 0) close(m->fd);
+  dev_mcache_close(m->pCache);
   for (i = 0; i < L1_ENTRIES; i++) {
     if (!m->aL1[i]) continue;
     for (j = 0; j < L2_ENTRIES; j++) free(m->aL1[i][j]);
@@ -163,6 +167,14 @@ int dev_media_is_direct(const dev_media *m) {
 }
 int dev_media_read_only(const dev_media *m) {
   return m->bReadOnly;
+}
+dev_mcache *dev_media_cache(const dev_media *m) {
+  return m->pCache;
+}
+
+int dev_media_set_cache(dev_media *m, uint64_t nBytes) {
+  if (m->fd < 0 || nBytes == 0 || m->pCache) return 0;
+  return dev_mcache_open(nBytes, &m->pCache);
 }
 
 uint64_t dev_media_used_blocks(dev_media *m) {
@@ -272,6 +284,14 @@ int dev_mio_open(dev_media *m, dev_mio **pp) {
       ** into the same bounce buffers. */
       io->bFixed = io_uring_register_buffers(&io->ring, aIov, DEV_MIO_DEPTH) == 0;
     }
+    if (m->pCache) {
+      void *p = NULL;
+      if (posix_memalign(&p, 4096, (size_t)DEV_MIO_DEPTH * DEV_MCACHE_LINE)) {
+        dev_mio_close(io);
+        return -ENOMEM;
+      }
+      io->pLines = p;
+    }
   }
   *pp = io;
   return 0;
@@ -284,6 +304,7 @@ void dev_mio_close(dev_mio *io) {
   for (int i = 0; i < 1000 && io->nAsync > 0; i++) dev_mio_reap(io, 10000000);
   if (io->bRing) io_uring_queue_exit(&io->ring);
   free(io->pBounce);
+  free(io->pLines);
   free(io);
 }
 
@@ -426,6 +447,44 @@ static int xfer_run(dev_mio *io, mio_xfer *x, int bWrite) {
   return rc;
 }
 
+/* Read len bytes at off through the cache: hits are copied out, a miss is
+** read with the uncached lines after it that the read also needs (up to
+** DEV_MIO_DEPTH lines in flight, into aligned memory: O_DIRECT needs no
+** bounce), entered into the cache, and copied out. */
+static int mio_read_cached(dev_mio *io, uint64_t off, uint64_t len, uint8_t *p) {
+  dev_mcache *c = io->m->pCache;
+  while (len > 0) {
+    uint64_t iLine = off / DEV_MCACHE_LINE, iLast = (off + len - 1) / DEV_MCACHE_LINE;
+    uint32_t o = (uint32_t)(off % DEV_MCACHE_LINE);
+    uint64_t n = DEV_MCACHE_LINE - o, epoch;
+    mio_xfer x;
+    int k = 1, rc;
+    if (n > len) n = len;
+    if (dev_mcache_get(c, iLine, o, (uint32_t)n, p)) {
+      off += n;
+      p += n;
+      len -= n;
+      continue;
+    }
+    while (k < DEV_MIO_DEPTH && iLine + k <= iLast && !dev_mcache_has(c, iLine + k)) k++;
+    epoch = dev_mcache_epoch(c);
+    xfer_init(&x);
+    rc = xfer_add(&x, iLine * DEV_MCACHE_LINE, io->pLines, (uint64_t)k * DEV_MCACHE_LINE);
+    if (rc == 0) rc = xfer_run(io, &x, 0);
+    xfer_free(&x);
+    if (rc) return rc;
+    for (int j = 0; j < k; j++)
+      dev_mcache_put(c, iLine + j, io->pLines + (size_t)j * DEV_MCACHE_LINE, epoch);
+    n = (uint64_t)k * DEV_MCACHE_LINE - o;
+    if (n > len) n = len;
+    memcpy(p, io->pLines + o, n);
+    off += n;
+    p += n;
+    len -= n;
+  }
+  return 0;
+}
+
 int dev_mio_read(dev_mio *io, const csq_lba_range *a, int n, void *pDst) {
   uint8_t *p = pDst;
   mio_xfer x;
@@ -435,6 +494,14 @@ int dev_mio_read(dev_mio *io, const csq_lba_range *a, int n, void *pDst) {
     for (i = 0; i < n && rc == 0; i++) {
       rc = mem_rw(io->m, a[i].slba, a[i].nlb, p, 0);
       p += (uint64_t)a[i].nlb * CSQ_LBA_SIZE;
+    }
+    return rc;
+  }
+  if (io->m->pCache) {
+    for (i = 0; i < n && rc == 0; i++) {
+      uint64_t len = (uint64_t)a[i].nlb * CSQ_LBA_SIZE;
+      rc = mio_read_cached(io, a[i].slba * CSQ_LBA_SIZE, len, p);
+      p += len;
     }
     return rc;
   }
@@ -456,6 +523,10 @@ int dev_mio_write(dev_mio *io, uint64_t slba, uint32_t nlb, const void *pSrc) {
   rc = xfer_add(&x, slba * CSQ_LBA_SIZE, (uint8_t *)pSrc, (uint64_t)nlb * CSQ_LBA_SIZE);
   if (rc == 0) rc = xfer_run(io, &x, 1);
   xfer_free(&x);
+  /* write-through: the media has it (or, failed, may have part of it) */
+  if (io->m->pCache)
+    dev_mcache_write(io->m->pCache, slba * CSQ_LBA_SIZE, pSrc, (uint64_t)nlb * CSQ_LBA_SIZE,
+                     rc == 0);
   return rc;
 }
 
@@ -478,6 +549,7 @@ int dev_mio_read_start(dev_mio *io, uint64_t slba, uint32_t nlb, void *pDst, dev
   mio_aread *a = NULL;
   int i;
   if (!io->bRing || len == 0 || len > DEV_MIO_CHUNK) return -EAGAIN;
+  if (io->m->pCache) return -EAGAIN; /* dev_mio_read goes through the cache */
   /* O_DIRECT into unaligned memory needs dev_mio_read's bounce buffers */
   if (io->m->bDirect && ((uintptr_t)pDst & 4095) != 0) return -EAGAIN;
   if (io->nAsync == DEV_MIO_DEPTH) return -EAGAIN;

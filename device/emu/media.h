@@ -15,6 +15,8 @@
 ** calls, a dev_mio can keep up to DEV_MIO_DEPTH single reads in flight for
 ** its thread (dev_mio_read_start / dev_mio_reap): an emulated controller
 ** thread uses them to have several commands' media reads outstanding.
+** Optionally a bounded DRAM cache of the file (dev_media_set_cache,
+** mcache.h) sits under the dev_mio reads and writes.
 */
 #ifndef CSQ_DEVICE_MEDIA_H
 #define CSQ_DEVICE_MEDIA_H
@@ -43,6 +45,11 @@ int dev_media_fd(const dev_media *m);          /* -1 for memory */
 int dev_media_is_direct(const dev_media *m);
 int dev_media_read_only(const dev_media *m); /* opened for reading only: refuse writes */
 int dev_media_flush(dev_media *m);           /* fdatasync; 0 or -errno */
+/* Give file media a DRAM cache of nBytes (mcache.h), before any dev_mio is
+** opened: reads go through it, writes through it to the media. Memory
+** media or nBytes 0: no cache. 0 or -ENOMEM. */
+int dev_media_set_cache(dev_media *m, uint64_t nBytes);
+struct dev_mcache *dev_media_cache(const dev_media *m); /* NULL: none */
 
 int dev_mio_open(dev_media *m, dev_mio **pp); /* 0 or -errno */
 void dev_mio_close(dev_mio *io);

@@ -13,5 +13,6 @@ void dev_options_default(dev_options *p) {
   p->bCreate = 0;
   p->bDirect = 0;
   p->zFault = NULL;
+  p->nCacheBytes = 0;
   p->nSlmBytes = 256ull << 20;
 }

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include "device/emu/mcache.h"
 #include "device/link/msg.h"
 #include "device/link/options.h"
 #include "device/target/target.h"
@@ -44,7 +45,7 @@ int tgt_parse_addr(const char *z, struct sockaddr_in *pSa, char **pzErr) {
 }
 
 int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines,
-                    const char *zFault, tgt_server **ppS, char **pzErr) {
+                    const char *zFault, uint64_t nCacheMiB, tgt_server **ppS, char **pzErr) {
   tgt_server *s = calloc(1, sizeof(*s));
   struct sockaddr_in sa;
   int rc, one = 1;
@@ -86,6 +87,10 @@ int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngine
     o.bCreate = 1;
     o.nEngines = nEngines;
     o.zFault = zFault;
+    /* the device's own memory caches its media: the page cache under it
+    ** would be the host's */
+    o.bDirect = nCacheMiB > 0;
+    o.nCacheBytes = nCacheMiB << 20;
     rc = p->zPath ? dev_emu_backend.xOpen(p->zPath, &o, &p->pDev, pzErr) : -ENOMEM;
     s->nSub = i + 1;
     if (rc) {
@@ -93,6 +98,13 @@ int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngine
       if (!*pzErr) *pzErr = dev_mprintf("cannot open %s: %s", azImage[i], strerror(-rc));
       goto fail;
     }
+    dev_mcache_stats st;
+    int bDirect;
+    if (dev_emu_cache_info(p->pDev, &st, &bDirect) == 0)
+      fprintf(stderr, "csq-target: %s: media cache of %llu MiB over %s\n", p->zPath,
+              (unsigned long long)nCacheMiB,
+              bDirect ? "O_DIRECT reads"
+                      : "buffered I/O (the file system refuses O_DIRECT, e.g. tmpfs)");
   }
   s->fdListen = socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (s->fdListen < 0) {
@@ -132,6 +144,17 @@ int tgt_server_run(tgt_server *s, int fdStop) {
       if (tgt_conn_start(s, fd, zPeer))
         fprintf(stderr, "csq-target: %s: cannot serve: out of memory or threads\n", zPeer);
     }
+  }
+}
+
+void tgt_server_log_cache(tgt_server *s) {
+  for (int i = 0; i < s->nSub; i++) {
+    dev_mcache_stats st;
+    int bDirect;
+    if (!s->aSub[i].pDev || dev_emu_cache_info(s->aSub[i].pDev, &st, &bDirect)) continue;
+    fprintf(stderr, "csq-target: %s: cache %llu hits, %llu misses, %llu evictions, %llu lines\n",
+            s->aSub[i].zPath, (unsigned long long)st.nHit, (unsigned long long)st.nMiss,
+            (unsigned long long)st.nEvict, (unsigned long long)st.nLine);
   }
 }
 

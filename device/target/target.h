@@ -87,11 +87,15 @@ struct sockaddr_in;
 int tgt_parse_addr(const char *z, struct sockaddr_in *pSa, char **pzErr);
 /*
 ** Open every image (created when missing) with nEngines compute engines (0 =
-** one per core) and the fault-injection rules zFault (device/emu/fault.h;
-** NULL = none; for tests), and listen on zListen ("ADDR:PORT", IPv4). 0 or
-** -errno with *pzErr (malloc'd). */
+** one per core), the fault-injection rules zFault (device/emu/fault.h;
+** NULL = none; for tests) and, if nCacheMiB > 0, a media cache of that
+** many MiB per device over O_DIRECT reads (device/emu/mcache.h), and listen
+** on zListen ("ADDR:PORT", IPv4). 0 or -errno with *pzErr (malloc'd). */
 int tgt_server_open(const char *zListen, char **azImage, int nImage, int nEngines,
-                    const char *zFault, tgt_server **ppS, char **pzErr);
+                    const char *zFault, uint64_t nCacheMiB, tgt_server **ppS, char **pzErr);
+/* One line on stderr per device with a media cache: how its media is read
+** and the cache's counters. */
+void tgt_server_log_cache(tgt_server *s);
 /* Accept and serve until fdStop becomes readable (a signalfd, a pipe). */
 int tgt_server_run(tgt_server *s, int fdStop);
 /* Close every connection (each drains its commands), then every device. */

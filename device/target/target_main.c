@@ -1,7 +1,7 @@
 /*
 ** device/target/target_main.c - build/csq-target, csq's NVMe/TCP target:
 **
-**   csq-target [-l ADDR:PORT] [-t THREADS] [-b ADDR:PORT] [-f FAULTS] IMAGE...
+**   csq-target [-l ADDR:PORT] [-t THREADS] [-m MIB] [-b ADDR:PORT] [-f FAULTS] IMAGE...
 **
 ** serves each image x.csd (created when missing) as the subsystem
 ** nqn.2026-12.io.csq:x.csd on ADDR:PORT (default 127.0.0.1:4420), with
@@ -12,7 +12,9 @@
 ** measures the link against (target_plain.c). -f gives the devices
 ** fault-injection rules (device/emu/fault.h), for tests: "op=execute,nth=3,
 ** action=crash" ends the target as the third Execute arrives. One log line per
-** connection on stderr; SIGTERM or SIGINT ends it cleanly.
+** connection on stderr; SIGTERM or SIGINT ends it cleanly. -m gives each
+** device MIB MiB of its own DRAM to cache its media, read with O_DIRECT
+** under it (device/emu/mcache.h); SIGUSR1 logs the caches' counters.
 */
 #include <signal.h>
 #include <stdio.h>
@@ -25,8 +27,10 @@
 
 static void usage(void) {
   fprintf(stderr,
-          "usage: csq-target [-l ADDR:PORT] [-t THREADS] [-b ADDR:PORT] [-f FAULTS] IMAGE...\n"
+          "usage: csq-target [-l ADDR:PORT] [-t THREADS] [-m MIB] [-b ADDR:PORT] [-f FAULTS] "
+          "IMAGE...\n"
           "  serves each IMAGE (created if missing) as nqn.2026-12.io.csq:<name>\n"
+          "  -m: a media cache of MIB MiB per device, media read with O_DIRECT under it\n"
           "  -b: also a plain TCP stream server for benchmarks (bench/tcplink)\n"
           "  -f: fault-injection rules for the devices (device/emu/fault.h), tests\n");
   exit(2);
@@ -35,10 +39,11 @@ static void usage(void) {
 int main(int argc, char **argv) {
   const char *zListen = "127.0.0.1:4420", *zPlain = NULL, *zFault = NULL;
   int nEngines = 0, opt, fdSig, rc;
+  long long nCacheMiB = 0;
   sigset_t set;
   tgt_server *s;
   char *zErr = NULL;
-  while ((opt = getopt(argc, argv, "l:t:b:f:h")) != -1) {
+  while ((opt = getopt(argc, argv, "l:t:m:b:f:h")) != -1) {
     switch (opt) {
     case 'l':
       zListen = optarg;
@@ -48,6 +53,10 @@ int main(int argc, char **argv) {
       break;
     case 'b':
       zPlain = optarg;
+      break;
+    case 'm':
+      nCacheMiB = atoll(optarg);
+      if (nCacheMiB <= 0) usage();
       break;
     case 't':
       nEngines = atoi(optarg);
@@ -62,6 +71,7 @@ int main(int argc, char **argv) {
   sigemptyset(&set);
   sigaddset(&set, SIGTERM);
   sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGUSR1);
   pthread_sigmask(SIG_BLOCK, &set, NULL);
   signal(SIGPIPE, SIG_IGN);
   fdSig = signalfd(-1, &set, SFD_CLOEXEC);
@@ -69,7 +79,8 @@ int main(int argc, char **argv) {
     perror("csq-target: signalfd");
     return 1;
   }
-  rc = tgt_server_open(zListen, argv + optind, argc - optind, nEngines, zFault, &s, &zErr);
+  rc = tgt_server_open(zListen, argv + optind, argc - optind, nEngines, zFault, (uint64_t)nCacheMiB,
+                       &s, &zErr);
   if (rc) {
     fprintf(stderr, "csq-target: %s\n", zErr ? zErr : strerror(-rc));
     free(zErr);
@@ -89,7 +100,13 @@ int main(int argc, char **argv) {
     fprintf(stderr, "csq-target: serving %s as %s on %s\n", s->aSub[i].zPath, s->aSub[i].zNqn,
             zListen);
   fprintf(stderr, "csq-target: ready\n");
-  rc = tgt_server_run(s, fdSig);
+  for (;;) {
+    struct signalfd_siginfo si;
+    rc = tgt_server_run(s, fdSig);
+    if (rc || read(fdSig, &si, sizeof(si)) != (ssize_t)sizeof(si) || si.ssi_signo != SIGUSR1) break;
+    tgt_server_log_cache(s);
+  }
+  tgt_server_log_cache(s);
   tgt_server_close(s);
   fprintf(stderr, "csq-target: stopped\n");
   return rc ? 1 : 0;
