@@ -111,11 +111,10 @@ static int ctrl_gone(tgt_conn *c) {
 ** lost its admin queue (and says so in zEnd). */
 static int kato_expired(tgt_conn *c) {
   tgt_ctrl *p = c->pCtrl;
-  if (ctrl_gone(c)) return 1;
   uint32_t kato = p ? __atomic_load_n(&p->katoMs, __ATOMIC_RELAXED) : 0;
-  if (!kato) return 0;
-  int64_t quiet = now_ns() - __atomic_load_n(&p->tHeardNs, __ATOMIC_RELAXED);
-  if (quiet <= (int64_t)kato * 2 * 1000000) return 0;
+  /* a silent controller's queues all say so, whichever ends first */
+  int64_t quiet = kato ? now_ns() - __atomic_load_n(&p->tHeardNs, __ATOMIC_RELAXED) : 0;
+  if (quiet <= (int64_t)kato * 2 * 1000000) return ctrl_gone(c);
   snprintf(c->zEnd, sizeof(c->zEnd),
            "keep alive timeout: nothing from the host for %lld ms (KATO %u ms)",
            (long long)(quiet / 1000000), kato);
