@@ -120,6 +120,9 @@ uint16_t tgt_prop_get(tgt_server *s, tgt_ctrl *pCtrl, uint32_t ofst, int b8, uin
 uint16_t tgt_prop_set(tgt_server *s, tgt_ctrl *pCtrl, uint32_t ofst, uint64_t val);
 /* 1 if the controller is enabled and ready (CSTS.RDY). */
 int tgt_ctrl_ready(tgt_server *s, tgt_ctrl *pCtrl);
+/* 1 if the controller's admin queue has disconnected: the association is
+** over, its I/O queues end too (the host reconnects them to a new one). */
+int tgt_ctrl_gone(tgt_server *s, tgt_ctrl *pCtrl);
 /* Identify controller data of a discovery controller, 4096 bytes in pBuf. */
 void tgt_discovery_identify(tgt_server *s, tgt_ctrl *pCtrl, uint8_t *pBuf);
 /* The discovery log page from byte offset lpo, n bytes into pBuf. */

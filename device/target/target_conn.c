@@ -99,14 +99,22 @@ static int64_t now_ns(void) {
   return (int64_t)t.tv_sec * 1000000000 + t.tv_nsec;
 }
 
-/* 1 if the connection's controller has heard nothing for 2 x KATO (and
-** says so in zEnd). */
+/* 1 if an I/O queue's controller lost its admin queue (and says so in
+** zEnd): the host gets a dropped connection and reconnects to a new one. */
+static int ctrl_gone(tgt_conn *c) {
+  if (!c->pCtrl || c->qid == 0 || !tgt_ctrl_gone(c->s, c->pCtrl)) return 0;
+  snprintf(c->zEnd, sizeof(c->zEnd), "the controller's admin queue disconnected");
+  return 1;
+}
+
+/* 1 if the connection's controller has heard nothing for 2 x KATO, or has
+** lost its admin queue (and says so in zEnd). */
 static int kato_expired(tgt_conn *c) {
   tgt_ctrl *p = c->pCtrl;
   uint32_t kato = p ? __atomic_load_n(&p->katoMs, __ATOMIC_RELAXED) : 0;
-  if (!kato) return 0;
-  int64_t quiet = now_ns() - __atomic_load_n(&p->tHeardNs, __ATOMIC_RELAXED);
-  if (quiet <= (int64_t)kato * 2 * 1000000) return 0;
+  /* a silent controller's queues all say so, whichever ends first */
+  int64_t quiet = kato ? now_ns() - __atomic_load_n(&p->tHeardNs, __ATOMIC_RELAXED) : 0;
+  if (quiet <= (int64_t)kato * 2 * 1000000) return ctrl_gone(c);
   snprintf(c->zEnd, sizeof(c->zEnd),
            "keep alive timeout: nothing from the host for %lld ms (KATO %u ms)",
            (long long)(quiet / 1000000), kato);
@@ -558,6 +566,7 @@ static void *rx_main(void *pArg) {
         if (rx_all(c, aDd, 4)) break;
         bBad = csq_le32(aDd) != tcp_crc32c(aInline, L.nData);
       }
+      if (ctrl_gone(c)) break; /* not run: the host re-sends it or fails it */
       if (on_capsule(c, h.aEntry, aInline, L.nData, bBad)) {
         tx_term(c, TCP_FES_LIMIT, 0, aHdr, L.nHdr, "more commands outstanding than slots");
         break;

@@ -83,6 +83,10 @@ uint16_t tgt_ctrl_connect(tgt_server *s, const char *zSubNqn, const char *zHostN
     sf = SC_CONNECT_INVALID_HOST | CSQ_DNR;
     goto out;
   }
+  if (!(c->aQidUsed & 1)) {
+    sf = SC_CONNECT_INVALID_PARAM | CSQ_DNR; /* its admin queue is gone: so is it */
+    goto out;
+  }
   if (c->aQidUsed & (1ull << qid)) {
     sf = SC_CONNECT_INVALID_PARAM | CSQ_DNR; /* that queue is connected already */
     goto out;
@@ -159,6 +163,14 @@ uint16_t tgt_prop_set(tgt_server *s, tgt_ctrl *pCtrl, uint32_t ofst, uint64_t va
   pCtrl->cc = cc;
   pthread_mutex_unlock(&s->mu);
   return 0;
+}
+
+int tgt_ctrl_gone(tgt_server *s, tgt_ctrl *pCtrl) {
+  int b;
+  pthread_mutex_lock(&s->mu);
+  b = pCtrl->pSub && !(pCtrl->aQidUsed & 1);
+  pthread_mutex_unlock(&s->mu);
+  return b;
 }
 
 int tgt_ctrl_ready(tgt_server *s, tgt_ctrl *pCtrl) {
