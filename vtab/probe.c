@@ -503,11 +503,11 @@ int vt_probe_find(vt_probe *p, sqlite3_value **apVal, vt_probe_hits *pHits) {
 }
 
 /* Make room for nNew more bytes of chunks: drop cached ones until the cache fits its budget. Which
-*ones: a lookup of a
-** key scattered over the table reads the row groups in table order, again
-** for every key, and least-recently-used would then drop each chunk just
-** before it is read again; a chunk chosen at random keeps about as much of
-** such a sweep as fits, and costs nothing to choose. */
+ *ones: a lookup of a
+ ** key scattered over the table reads the row groups in table order, again
+ ** for every key, and least-recently-used would then drop each chunk just
+ ** before it is read again; a chunk chosen at random keeps about as much of
+ ** such a sweep as fits, and costs nothing to choose. */
 static void chunk_evict(vt_probe *p, uint64_t nNew) {
   while (p->nLoaded > 0 && p->nChunkBytes + nNew > p->nChunkMax) {
     p->tick = p->tick * 6364136223846793005ull + 1442695040888963407ull;
