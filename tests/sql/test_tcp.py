@@ -117,6 +117,16 @@ def check_same(con, t, n):
         same_rows(rnd6(got), rnd6(want), "view " + q)
 
 
+COLS = "id INTEGER PRIMARY KEY, a, b REAL, c TEXT"
+
+
+def create_pair(con, opts):
+    """Table t on csq (with the options opts) and its native twin n, both with
+    the columns fill() writes."""
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, %s)" % (COLS, opts))
+    con.execute("CREATE TABLE n(%s)" % COLS)
+
+
 def fill(con, t, n, rows, seed):
     r = random.Random(seed)
     con.execute("BEGIN")
@@ -133,9 +143,7 @@ def test_tcp_table_matches_native_and_reopens():
     try:
         db = os.path.join(d, "t.db")
         con = connect(db)
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s')" % tg.url("x.csd"))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s'" % tg.url("x.csd"))
         fill(con, "t", "n", 6000, 1)
         check_same(con, "t", "n")
         # deletes and updates travel too
@@ -174,9 +182,7 @@ def test_stripe_over_two_targets():
     t1, t2 = Target(d, ["a.csd"]), Target(d, ["b.csd"])
     try:
         con = connect(os.path.join(d, "s.db"))
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "devices='%s,%s')" % (t1.url("a.csd"), t2.url("b.csd")))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "devices='%s,%s'" % (t1.url("a.csd"), t2.url("b.csd")))
         fill(con, "t", "n", 5000, 2)
         check_same(con, "t", "n")
         con.close()
@@ -192,9 +198,7 @@ def test_target_killed_mid_query_then_restarted():
     try:
         db = os.path.join(d, "k.db")
         con = connect(db)
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s')" % tg.url("k.csd"))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s'" % tg.url("k.csd"))
         fill(con, "t", "n", 40000, 3)
         want = con.execute("SELECT count(*), sum(a) FROM n WHERE typeof(a) = 'integer'").fetchall()
         cur = con.execute("SELECT id, a, c FROM t")
@@ -358,9 +362,7 @@ def test_commands_in_flight_when_the_target_dies():
     try:
         db = os.path.join(d, "f.db")
         con = connect(db)
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s')" % tg.url("f.csd"))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s'" % tg.url("f.csd"))
         fill(con, "t", "n", 5000, 11)
         con.close()
         q = "SELECT count(*), sum(a) FROM %s WHERE a > 5"
@@ -853,9 +855,7 @@ def test_digests_end_to_end_and_mismatches_refused():
     tg = Target(d, ["dg.csd"])
     try:
         con = connect(os.path.join(d, "dg.db"))
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s?digest=1')" % tg.url("dg.csd"))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s?digest=1'" % tg.url("dg.csd"))
         fill(con, "t", "n", 3000, 5)
         check_same(con, "t", "n")
         con.close()

@@ -25,7 +25,7 @@ import threading
 import time
 
 from harness import Skip, connect, expect_error, same_rows, tmpdir
-from test_tcp import NQN, TARGET, check_same, fill, free_port
+from test_tcp import NQN, TARGET, check_same, create_pair, fill, free_port
 
 
 class Machines:
@@ -282,9 +282,7 @@ def test_scans_and_aggregates_over_three_machines():
     m, members = three(d)
     try:
         con = connect(os.path.join(d, "a.db"))
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "devices='%s', rowgroup=1000)" % ",".join(x.url() for x in members))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "devices='%s', rowgroup=1000" % ",".join(x.url() for x in members))
         fill(con, "t", "n", 12000, 5)
         check_same(con, "t", "n")
         for q in ["SELECT count(*), sum(id), min(a), max(c) FROM {t}",
@@ -306,9 +304,7 @@ def test_member_killed_mid_query_then_restarted():
     try:
         db = os.path.join(d, "q.db")
         con = connect(db)
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "devices='%s', rowgroup=1000)" % ",".join(x.url() for x in members))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "devices='%s', rowgroup=1000" % ",".join(x.url() for x in members))
         fill(con, "t", "n", 30000, 6)
         want = con.execute("SELECT count(*), sum(a) FROM n WHERE typeof(a) = 'integer'").fetchall()
         cur = con.execute("SELECT id, a, c FROM t")

@@ -9,7 +9,7 @@ import signal
 import time
 
 from harness import connect, same_rows, tmpdir
-from test_tcp import Target, check_same, fill
+from test_tcp import Target, check_same, create_pair, fill
 
 CACHE_MIB = 64
 
@@ -46,9 +46,7 @@ def test_cached_target_matches_native_and_survives_kill9():
         assert "media cache of %d MiB over" % CACHE_MIB in log, log
         db = os.path.join(d, "c.db")
         con = connect(db)
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s')" % tg.url("c.csd"))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s'" % tg.url("c.csd"))
         fill(con, "t", "n", 6000, 11)
         check_same(con, "t", "n")
         # writes after the cache holds the lines: they must update them
@@ -92,9 +90,7 @@ def test_cache_smaller_than_the_table():
     tg.__init__(d, ["s.csd"])
     try:
         con = connect(os.path.join(d, "s.db"))
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s')" % tg.url("s.csd"))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s'" % tg.url("s.csd"))
         # text that does not compress: some MiB of media for a 1 MiB cache
         con.execute("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 50000) "
                     "INSERT INTO n SELECT i, i % 97 - 40, i / 7.0, hex(randomblob(24)) FROM s")

@@ -10,7 +10,7 @@ import threading
 import time
 
 from harness import connect, expect_error, same_rows, tmpdir
-from test_tcp import NQN, Target, check_same, fill, rand_row
+from test_tcp import NQN, Target, check_same, create_pair, fill, rand_row
 
 AGG = "SELECT c, count(*), sum(a), max(b) FROM {t} WHERE b > 1 GROUP BY c"
 
@@ -46,9 +46,7 @@ def test_execute_in_flight_fails_and_is_not_sent_again():
     try:
         db = os.path.join(d, "x.db")
         con = connect(db)
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s', pushdown='always')" % tg.url("x.csd"))
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s', pushdown='always'" % tg.url("x.csd"))
         fill(con, "t", "n", 3000, 21)
         plan = dict(con.execute("SELECT part, detail FROM csq_explain('%s')" % AGG.format(t="t")))
         assert plan["plan"] == "device+host", plan
@@ -158,9 +156,7 @@ def test_admin_queue_dropped_while_target_stays_up():
         db = os.path.join(d, "a.db")
         con = connect(db)
         url = "nvme-tcp://127.0.0.1:%d/%sa.csd?kato=500" % (px.port, NQN)
-        con.execute("CREATE VIRTUAL TABLE t USING csq(id INTEGER PRIMARY KEY, a, b REAL, c TEXT, "
-                    "device='%s', rowgroup=2048)" % url)
-        con.execute("CREATE TABLE n(id INTEGER PRIMARY KEY, a, b REAL, c TEXT)")
+        create_pair(con, "device='%s', rowgroup=2048" % url)
         fill(con, "t", "n", 20000, 23)
         run, want = agg_view(con, "t", "n")
         assert px.admins == 1, px.admins
