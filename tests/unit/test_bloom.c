@@ -9,18 +9,34 @@
 **     two hashes are equal; unequal values rarely collide;
 **   - bloom: never a false negative; the false positive rate of a filter
 **     sized by csq_bloom_size stays near its target; sizes are bounded
-**     powers of two.
+**     powers of two;
+**   - the term CSQ_OP_BLOOM run by the executor (dev_ptype_csq, on a fake
+**     SLM, the code every device and the host engine run) over every chunk
+**     encoding, alone, ANDed and ORed with other terms, with NULLs and
+**     deleted rows, against brute force (the filter probed row by row),
+**     and every row whose value equals a key (by SQLite's =) kept;
+**   - the verifier refuses malformed join filter terms and the builder
+**     refuses what the format does not allow.
 ** Exit 0 = pass, 1 = fail; one line per failed check.
 */
+/* the test links SQLite itself: planner/filter.h's sqlite3ext.h must not
+** route calls through an extension's API table */
+#define SQLITE_CORE 1
 #include <math.h>
 #include <sqlite3.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+#include <xxhash.h>
+
+#include "device/engine/ptype.h"
 #include "device/format/bloom.h"
+#include "device/format/chunk.h"
 #include "device/format/keyhash.h"
+#include "device/format/le.h"
 #include "device/format/value.h"
+#include "planner/filter.h"
 #include "tests/unit/helpers.h"
 
 /* ---- keyhash against SQLite ---- */
@@ -239,6 +255,509 @@ static void test_filter(void) {
   }
 }
 
+/* ---- the program term over every encoding ---- */
+
+static const csq_zone *zone_of(const void *pCtx, int iChunk) {
+  return &((const csq_chunk_info *)pCtx)[iChunk].zone;
+}
+
+#define NROW 5000
+
+static test_val aData[NROW];
+static int aDel[NROW];
+static const char *azWord[] = {"apple", "Apple", "banana", "", "zeta ", "zeta", "4", "4.0", "x"};
+#define NWORD ((int)(sizeof(azWord) / sizeof(azWord[0])))
+
+static void val_int(test_val *v, int64_t i) {
+  memset(v, 0, sizeof(*v));
+  v->cls = CSQ_INT;
+  v->i = i;
+}
+static void val_real(test_val *v, double r) {
+  memset(v, 0, sizeof(*v));
+  v->cls = CSQ_REAL;
+  v->r = r;
+}
+static void val_bytes(test_val *v, int cls, const char *z, int n) {
+  memset(v, 0, sizeof(*v));
+  v->cls = cls;
+  v->n = n;
+  memcpy(v->z, z, (size_t)n);
+}
+static void val_word(test_val *v, int cls) {
+  const char *w = azWord[rndn(NWORD)];
+  val_bytes(v, cls, w, (int)strlen(w));
+}
+
+/* Row r's value for data mode m (comments: the encoding it should get). */
+static void draw_row(int m, int r, test_val *v) {
+  memset(v, 0, sizeof(*v));
+  switch (m) {
+  case 0: /* INT_FOR */
+    val_int(v, (int64_t)rndn(3000) - 100);
+    break;
+  case 1: /* INT_FOR with NULLs (and deleted rows) */
+    if (rndn(6) == 0)
+      v->cls = CSQ_NULL;
+    else
+      val_int(v, (int64_t)rndn(500));
+    break;
+  case 2: /* INT_RLE */
+    if (r % 61 == 0)
+      val_int(v, (int64_t)rndn(200));
+    else
+      *v = aData[r - 1];
+    break;
+  case 3: /* REAL_PLAIN: integral and fractional */
+    val_real(v, rndn(2) ? (double)rndn(300) : (double)rndn(300) + 1.0 / (1 + (double)rndn(7)));
+    break;
+  case 4: /* REAL_DEC: prices */
+    val_real(v, (double)rndn(100000) / 100);
+    break;
+  case 5: /* TEXT_DICT */
+    val_word(v, CSQ_TEXT);
+    break;
+  case 6: /* TEXT_PLAIN: unique */
+    v->cls = CSQ_TEXT;
+    v->n = snprintf(v->z, sizeof(v->z), "k%d", (int)rndn(20000));
+    break;
+  case 7: /* BLOB_PLAIN */
+    val_word(v, CSQ_BLOB);
+    break;
+  case 8: /* TAGGED: every class */
+    switch (rndn(5)) {
+    case 0:
+      val_int(v, (int64_t)rndn(50));
+      break;
+    case 1:
+      val_real(v, (double)rndn(50) / (1 + (double)rndn(2)));
+      break;
+    case 2:
+      val_word(v, CSQ_TEXT);
+      break;
+    case 3:
+      val_word(v, CSQ_BLOB);
+      break;
+    default:
+      v->cls = CSQ_NULL;
+    }
+    break;
+  case 9: /* CONST INT */
+    val_int(v, 42);
+    break;
+  case 10: /* CONST TEXT */
+    val_bytes(v, CSQ_TEXT, "zeta", 4);
+    break;
+  case 11: /* CONST NULL */
+    v->cls = CSQ_NULL;
+    break;
+  case 12: /* INT_FOR, 64 bits wide: the ends of int64 */
+    val_int(v, rndn(2) ? INT64_MAX - (int64_t)rndn(100) : INT64_MIN + (int64_t)rndn(100));
+    break;
+  default: /* TEXT_DICT with NULLs */
+    if (rndn(4) == 0)
+      v->cls = CSQ_NULL;
+    else
+      val_word(v, CSQ_TEXT);
+  }
+}
+
+static uint64_t tv_hash(const test_val *v) {
+  switch (v->cls) {
+  case CSQ_INT:
+    return csq_key_hash_int(v->i);
+  case CSQ_REAL:
+    return csq_key_hash_real(v->r);
+  default:
+    return csq_key_hash_bytes(v->cls, v->z, (uint32_t)v->n);
+  }
+}
+
+static int tv_eq(const test_val *a, const test_val *b) {
+  csq_value x = {.cls = (uint8_t)a->cls,
+                 .i = a->i,
+                 .r = a->r,
+                 .z = (const uint8_t *)a->z,
+                 .n = (uint32_t)a->n};
+  csq_value y = {.cls = (uint8_t)b->cls,
+                 .i = b->i,
+                 .r = b->r,
+                 .z = (const uint8_t *)b->z,
+                 .n = (uint32_t)b->n};
+  return a->cls != CSQ_NULL && b->cls != CSQ_NULL && csq_value_eq(&x, &y);
+}
+
+/* A fake SLM holding the job, the row group's two chunks (rowids, the
+** column) and the output area. */
+typedef struct rg {
+  uint8_t *slm;
+  size_t nSlm;
+  csq_mrange aMr[3];
+  int enc;
+  csq_chunk_info aInfo[2];
+} rg;
+
+static void rg_build(rg *g) {
+  uint8_t *aC[2];
+  size_t anC[2];
+  csq_vec v[2];
+  for (int c = 0; c < 2; c++) {
+    csq_vec_init(&v[c]);
+    for (int r = 0; r < NROW; r++) {
+      if (c == 0)
+        csq_vec_push_int(&v[c], r + 1);
+      else
+        test_val_push(&v[c], &aData[r]);
+    }
+    CHECK_RC(csq_chunk_encode(&v[c], 0, NROW, &aC[c], &anC[c], &g->aInfo[c]), 0);
+    csq_vec_free(&v[c]);
+  }
+  g->enc = g->aInfo[1].enc;
+  size_t nDel = (NROW + 7) / 8, nJob = (CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ + nDel + 7) & ~7u;
+  size_t off1 = (anC[0] + 7) & ~7u, nIn = (off1 + anC[1] + 7) & ~7u, nOut = 1 << 20;
+  g->nSlm = nJob + nIn + nOut;
+  g->slm = calloc(1, g->nSlm);
+  uint8_t *j = g->slm;
+  csq_put_le32(j, CSQ_JOB_MAGIC);
+  csq_put_le32(j + 4, NROW);
+  csq_put_le32(j + 8, 2);
+  csq_put_le32(j + 12, (uint32_t)nDel);
+  uint64_t aOff[2] = {0, off1};
+  for (int c = 0; c < 2; c++) {
+    uint8_t *e = j + CSQ_JOB_HDR + CSQ_JOB_CHUNK_SZ * c;
+    csq_put_le64(e, aOff[c]);
+    csq_put_le64(e + 8, anC[c]);
+    csq_put_le64(e + 16, XXH3_64bits(aC[c], anC[c]));
+    memcpy(g->slm + nJob + aOff[c], aC[c], anC[c]);
+    free(aC[c]);
+  }
+  uint8_t *del = j + CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ;
+  for (int r = 0; r < NROW; r++)
+    if (aDel[r]) del[r / 8] |= (uint8_t)(1u << (r % 8));
+  csq_put_le64(j + 16, csq_job_hash(j, CSQ_JOB_HDR + 2 * CSQ_JOB_CHUNK_SZ + nDel));
+  g->aMr[0] = (csq_mrange){CSQ_NSID_SLM, 0, nJob, 0, 0};
+  g->aMr[1] = (csq_mrange){CSQ_NSID_SLM, 0, nIn, nJob, 0};
+  g->aMr[2] = (csq_mrange){CSQ_NSID_SLM, 0, nOut, nJob + nIn, 0};
+}
+
+/* Run program p[0..n) (its one output: the rowids) over g: aKeep[r] = 1
+** for each row returned. 0, or -1 if it was refused or faulted. */
+static int rg_run(rg *g, const uint8_t *p, size_t n, uint8_t *aKeep) {
+  void *pc = NULL;
+  char zErr[200];
+  memset(aKeep, 0, NROW);
+  if (dev_ptype_csq.xVerify(p, n, &pc, zErr, sizeof(zErr))) {
+    printf("verify failed: %s\n", zErr);
+    return -1;
+  }
+  dev_stats st;
+  dev_exec_ctx ctx;
+  memset(&st, 0, sizeof(st));
+  memset(&ctx, 0, sizeof(ctx));
+  ctx.pSlm = g->slm;
+  ctx.nSlm = g->nSlm;
+  ctx.aRange = g->aMr;
+  ctx.nRange = 3;
+  ctx.aParam[0] = csq_prog_id(p, n);
+  ctx.pStats = &st;
+  uint64_t ret = 0;
+  int rc = dev_ptype_csq.xRun(pc, &ctx, &ret);
+  dev_ptype_csq.xFree(pc);
+  if (rc) {
+    printf("xRun fault %d: %s\n", rc, csq_fault_name(ret));
+    return -1;
+  }
+  const uint8_t *o = g->slm + g->aMr[2].addr;
+  uint32_t nRows = csq_le32(o + 4), nextRow = csq_le32(o + 8);
+  CHECK(csq_le32(o) == CSQ_RES_MAGIC && nextRow == NROW, ": result header");
+  const uint8_t *pv = o + CSQ_RES_HDR + CSQ_RES_COL_SZ;
+  for (uint32_t k = 0; k < nRows; k++) {
+    int64_t rid = (int64_t)csq_le64(pv + 8 * k);
+    if (rid >= 1 && rid <= NROW)
+      aKeep[rid - 1] = 1;
+    else
+      CHECK(0, ": rowid %lld", (long long)rid);
+  }
+  return 0;
+}
+
+/* The key set: some of the data's values (in the other numeric class half
+** of the time: 4.0 for 4), and values the data never holds. */
+static test_val aKey[NROW];
+static int nKey;
+
+static void draw_keys(int m) {
+  nKey = 0;
+  int nWant = 1 + (int)rndn(rndn(2) ? 3 : NROW / 3);
+  for (int i = 0; i < nWant; i++) {
+    test_val v = aData[rndn(NROW)];
+    if (v.cls == CSQ_NULL) continue;
+    if (v.cls == CSQ_INT && rndn(2) && v.i > -(1ll << 53) && v.i < (1ll << 53))
+      val_real(&v, (double)v.i);
+    else if (v.cls == CSQ_REAL && v.r == floor(v.r) && fabs(v.r) < 1e15 && rndn(2))
+      val_int(&v, (int64_t)v.r);
+    aKey[nKey++] = v;
+  }
+  for (int i = 0; i < 20; i++) {
+    test_val v;
+    draw_row(m == 11 ? 0 : m, 0, &v);
+    if (v.cls == CSQ_INT) v.i += 1000000;
+    if (v.cls == CSQ_REAL) v.r += 0.03125;
+    if ((v.cls == CSQ_TEXT || v.cls == CSQ_BLOB) && v.n < 20) v.z[v.n++] = '#';
+    if (v.cls == CSQ_NULL) continue;
+    aKey[nKey++] = v;
+  }
+}
+
+/* Build the filter of the key set into a malloc'd buffer of *pnB bytes (a
+** size for rate fp, or the smallest filter if bTiny). */
+static uint8_t *keys_filter(double fp, int bTiny, uint32_t *pnB) {
+  uint32_t nB = bTiny ? CSQ_BLOOM_MIN_BYTES : csq_bloom_size((uint64_t)nKey, fp);
+  uint8_t *f = malloc(nB);
+  csq_bloom_init(f, nB);
+  for (int i = 0; i < nKey; i++) csq_bloom_add(f, nB, tv_hash(&aKey[i]));
+  *pnB = nB;
+  return f;
+}
+
+static void test_term(void) {
+  int aEncSeen[16] = {0};
+  uint8_t *aKeep = malloc(NROW);
+  for (int m = 0; m < 14; m++) {
+    for (int r = 0; r < NROW; r++) {
+      draw_row(m, r, &aData[r]);
+      aDel[r] = (m == 1 || m == 8 || m == 13) && rndn(9) == 0;
+    }
+    rg g;
+    rg_build(&g);
+    aEncSeen[g.enc] = 1;
+    for (int it = 0; it < 12; it++) {
+      draw_keys(m);
+      uint32_t nB;
+      uint8_t *f = keys_filter(it % 3 == 0 ? 0.3 : 0.01, it == 5, &nB);
+      /* shapes: 0 the term alone; 1 AND a rowid range; 2 OR the column IS
+      ** NULL; 3 AND a second filter (of other keys) on the same column */
+      int shape = it % 4;
+      int64_t cut = (int64_t)rndn(NROW);
+      csq_pb *b = csq_pb_new();
+      int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1);
+      csq_pb_output(b, s0);
+      csq_pb_clause(b);
+      CHECK_RC(pl_filter_add_bloom(b, s1, f, nB), 0);
+      if (shape == 2) CHECK_RC(csq_pb_term(b, CSQ_OP_ISNULL, 0, s1, 0, 0, 0), 0);
+      if (shape == 1) {
+        int k = csq_pb_const_int(b, cut);
+        csq_pb_clause(b);
+        csq_pb_term(b, CSQ_OP_LE, 0, s0, k, 0, 0);
+      }
+      uint32_t nB2 = 0;
+      uint8_t *f2 = NULL;
+      if (shape == 3) {
+        draw_keys(m);
+        f2 = keys_filter(0.05, 0, &nB2);
+        CHECK_RC(csq_pb_clause(b), 0);
+        CHECK_RC(csq_pb_bloom(b, CSQ_TF_AFF_NUMERIC, s1, f2, nB2), 0);
+      }
+      uint8_t *p;
+      size_t n;
+      CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+      csq_pb_free(b);
+      if (rg_run(&g, p, n, aKeep) == 0) {
+        int nBad = 0, nKept = 0, nMust = 0;
+        for (int r = 0; r < NROW; r++) {
+          const test_val *x = &aData[r];
+          int bNull = x->cls == CSQ_NULL;
+          int want = !bNull && csq_bloom_maybe(f, nB, tv_hash(x));
+          if (shape == 1) want = want && r + 1 <= cut;
+          if (shape == 2) want = want || bNull;
+          if (shape == 3) want = want && !bNull && csq_bloom_maybe(f2, nB2, tv_hash(x));
+          want = want && !aDel[r];
+          if (aKeep[r] != want && nBad++ < 3)
+            CHECK(0, ": mode %d enc %d shape %d row %d (class %d): got %d want %d", m, g.enc, shape,
+                  r, x->cls, aKeep[r], want);
+          nKept += aKeep[r];
+          /* a row whose value equals a key is kept (the filter's promise) */
+          if (shape == 0 && !aDel[r]) {
+            int bJoin = 0;
+            for (int i = 0; i < nKey && !bJoin; i++) bJoin = tv_eq(x, &aKey[i]);
+            nMust += bJoin;
+            if (bJoin && !aKeep[r] && nBad++ < 3)
+              CHECK(0, ": mode %d row %d joins but was dropped", m, r);
+          }
+        }
+        CHECK(nBad == 0, ": mode %d enc %d shape %d: %d rows differ", m, g.enc, shape, nBad);
+        if (shape == 0 && m != 11) CHECK(nMust > 0 && nKept >= nMust, ": mode %d", m);
+      } else {
+        CHECK(0, ": mode %d shape %d: the program did not run", m, shape);
+      }
+      free(p);
+      free(f);
+      free(f2);
+    }
+    /* zone maps: only an all-NULL column is skipped */
+    {
+      uint32_t nB;
+      uint8_t *f = keys_filter(0.01, 0, &nB);
+      csq_pb *b = csq_pb_new();
+      int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1);
+      csq_pb_output(b, s0);
+      csq_pb_bloom(b, 0, s1, f, nB);
+      uint8_t *p;
+      size_t n;
+      csq_prog pr;
+      char zErr[200];
+      CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+      CHECK_RC(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)), 0);
+      int bSkip = csq_prog_zone_skip(&pr, NROW, 0, zone_of, g.aInfo);
+      CHECK(bSkip == (m == 11), ": mode %d: zone skip %d", m, bSkip);
+      csq_prog_clear(&pr);
+      csq_pb_free(b);
+      free(p);
+      free(f);
+    }
+    free(g.slm);
+  }
+  for (int e = 1; e <= 9; e++) CHECK(aEncSeen[e], ": encoding %d never met", e);
+  free(aKeep);
+}
+
+/* ---- the verifier and the builder ---- */
+
+static int parse_rc(const uint8_t *p, size_t n, char *zErr, size_t nErr) {
+  csq_prog pr;
+  int rc = csq_prog_parse(p, n, &pr, zErr, nErr);
+  csq_prog_clear(&pr);
+  return rc;
+}
+
+static void test_verify(void) {
+  uint8_t f[64] = {0}, big[128] = {0};
+  char zErr[200];
+  /* the builder refuses what the format does not allow */
+  static const uint32_t aBadSize[] = {0, 16, 31, 48, 100, 96, 2 * CSQ_BLOOM_MAX_BYTES};
+  for (size_t i = 0; i < sizeof(aBadSize) / sizeof(aBadSize[0]); i++) {
+    csq_pb *b = csq_pb_new();
+    int s = csq_pb_input(b, 1);
+    CHECK_RC(csq_pb_bloom(b, 0, s, big, aBadSize[i]), -EINVAL);
+    csq_pb_free(b);
+  }
+  static const int aBadFlags[] = {CSQ_TF_NOT,      CSQ_TF_NOCASE,    CSQ_TF_RTRIM, CSQ_TF_LIKE_CASE,
+                                  CSQ_TF_AFF_MASK, CSQ_TF_BLOB_TEXT, 0x100};
+  for (size_t i = 0; i < sizeof(aBadFlags) / sizeof(aBadFlags[0]); i++) {
+    csq_pb *b = csq_pb_new();
+    int s = csq_pb_input(b, 1);
+    CHECK_RC(csq_pb_bloom(b, aBadFlags[i], s, f, sizeof(f)), -EINVAL);
+    csq_pb_free(b);
+  }
+  {
+    csq_pb *b = csq_pb_new();
+    int s = csq_pb_input(b, 1);
+    CHECK_RC(csq_pb_bloom(b, 0, s + 1, f, sizeof(f)), -EINVAL);
+    csq_pb_free(b);
+    b = csq_pb_new();
+    s = csq_pb_input(b, 1);
+    CHECK_RC(csq_pb_bloom(b, 0, s, NULL, sizeof(f)), -EINVAL);
+    csq_pb_free(b);
+  }
+  /* a valid program, then each field of its term and filter made wrong */
+  csq_pb *b = csq_pb_new();
+  int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1);
+  csq_pb_output(b, s0);
+  for (int i = 0; i < 64; i++) f[i] = (uint8_t)rnd();
+  CHECK_RC(csq_pb_bloom(b, CSQ_TF_AFF_TEXT, s1, f, sizeof(f)), 0);
+  int kText = csq_pb_const_bytes(b, CSQ_TEXT, "abcdefgh", 8);
+  uint8_t *p;
+  size_t n;
+  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+  csq_pb_free(b);
+  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), 0);
+  uint8_t *q = malloc(n);
+  const size_t oTerm = CSQ_PROG_HDR + 4 * (2 + 1 + 1), oConst = oTerm + CSQ_PROG_TERM_SZ;
+  struct {
+    size_t off;
+    int width;
+    uint64_t v;
+    const char *zWhy;
+  } aMut[] = {
+      {oTerm + 1, 1, CSQ_TF_NOT, "NOT"},
+      {oTerm + 1, 1, CSQ_TF_NOCASE, "collation"},
+      {oTerm + 1, 1, CSQ_TF_BLOB_TEXT, "blob-as-text"},
+      {oTerm + 6, 2, 1, "second constant"},
+      {oTerm + 8, 4, 7, "escape"},
+      {oTerm + 4, 2, (uint64_t)kText, "a TEXT filter"},
+      {oTerm + 4, 2, 2, "a constant out of range"},
+      {oConst + 4, 4, 48, "48 bytes"},
+      {oConst + 4, 4, 16, "16 bytes"},
+      {oConst + 4, 4, 0, "0 bytes"},
+      {oConst + 4, 4, 128, "128 bytes (past the heap)"},
+      {oConst, 1, CSQ_TEXT, "a TEXT constant"},
+  };
+  for (size_t i = 0; i < sizeof(aMut) / sizeof(aMut[0]); i++) {
+    memcpy(q, p, n);
+    if (aMut[i].width == 1) q[aMut[i].off] = (uint8_t)aMut[i].v;
+    if (aMut[i].width == 2) csq_put_le16(q + aMut[i].off, (uint16_t)aMut[i].v);
+    if (aMut[i].width == 4) csq_put_le32(q + aMut[i].off, (uint32_t)aMut[i].v);
+    zErr[0] = 0;
+    CHECK_RC(parse_rc(q, n, zErr, sizeof(zErr)), -EINVAL);
+    CHECK(zErr[0] != 0, ": %s refused without a message", aMut[i].zWhy);
+  }
+  /* every truncation refused; every bit flip parsed or refused, never more */
+  for (size_t k = 0; k < n; k++) CHECK_RC(parse_rc(p, k, zErr, sizeof(zErr)), -EINVAL);
+  for (size_t k = 0; k < n * 8; k++) {
+    memcpy(q, p, n);
+    q[k / 8] ^= (uint8_t)(1u << (k % 8));
+    int rc = parse_rc(q, n, zErr, sizeof(zErr));
+    CHECK(rc == 0 || rc == -EINVAL);
+  }
+  free(q);
+  free(p);
+  /* a join filter only filters: not a condition of CASE */
+  b = csq_pb_new();
+  s1 = csq_pb_input(b, 1);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, f, sizeof(f));
+  int c = csq_pb_cond(b, CSQ_OP_BLOOM, 0, s1, k, 0, 0);
+  int e1 = csq_pb_expr_const(b, csq_pb_const_int(b, 1)),
+      e0 = csq_pb_expr_const(b, csq_pb_const_int(b, 0));
+  csq_pb_agg(b, CSQ_AGG_SUM, 0, csq_pb_expr_case(b, c, e1, e0));
+  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+  csq_pb_free(b);
+  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), -EINVAL);
+  CHECK(strstr(zErr, "only filter terms") != NULL, ": %s", zErr);
+  free(p);
+  /* the largest filters fit, two of them; a third does not */
+  uint8_t *pMax = calloc(1, CSQ_BLOOM_MAX_BYTES);
+  csq_bloom_add(pMax, CSQ_BLOOM_MAX_BYTES, csq_key_hash_int(7));
+  b = csq_pb_new();
+  s1 = csq_pb_input(b, 1);
+  CHECK_RC(csq_pb_bloom(b, 0, s1, pMax, CSQ_BLOOM_MAX_BYTES), 0);
+  CHECK_RC(csq_pb_bloom(b, 0, s1, pMax, CSQ_BLOOM_MAX_BYTES), 0);
+  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+  csq_pb_free(b);
+  CHECK(n <= CSQ_PROG_MAX_BYTES);
+  void *pc = NULL;
+  CHECK_RC(dev_ptype_csq.xVerify(p, n, &pc, zErr, sizeof(zErr)), 0);
+  if (pc) dev_ptype_csq.xFree(pc);
+  free(p);
+  b = csq_pb_new();
+  s1 = csq_pb_input(b, 1);
+  csq_pb_bloom(b, 0, s1, pMax, CSQ_BLOOM_MAX_BYTES);
+  csq_pb_bloom(b, 0, s1, pMax, CSQ_BLOOM_MAX_BYTES);
+  CHECK_RC(csq_pb_bloom(b, 0, s1, pMax, CSQ_BLOOM_MAX_BYTES), -EINVAL);
+  csq_pb_free(b);
+  /* a LIKE pattern stays within its own bound, whatever the heap allows */
+  b = csq_pb_new();
+  s1 = csq_pb_input(b, 1);
+  memset(pMax, '%', CSQ_PROG_MAX_PATTERN + 1);
+  k = csq_pb_const_bytes(b, CSQ_TEXT, pMax, CSQ_PROG_MAX_PATTERN + 1);
+  csq_pb_term(b, CSQ_OP_LIKE, 0, s1, k, 0, 0);
+  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+  csq_pb_free(b);
+  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), -EINVAL);
+  CHECK(strstr(zErr, "pattern of") != NULL, ": %s", zErr);
+  free(p);
+  free(pMax);
+}
+
 int main(void) {
   sqlite3 *db;
   if (sqlite3_open(":memory:", &db) != SQLITE_OK) {
@@ -247,6 +766,8 @@ int main(void) {
   }
   test_keyhash(db);
   test_filter();
+  test_term();
+  test_verify();
   sqlite3_close(db);
   return test_done("test_bloom");
 }
