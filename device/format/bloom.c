@@ -40,10 +40,16 @@ void csq_bloom_add_many(void *p, uint32_t nBytes, const uint64_t *aHash, int n) 
   for (int i = 0; i < n; i++) csq_bloom_add(p, nBytes, aHash[i]);
 }
 
+/* The eight words of a block and the eight bits of h as arrays: a compiler
+** targeting 8-lane vectors (AVX2) tests a block in a few instructions. */
 static inline int bl_maybe(const void *p, uint32_t nBytes, uint64_t h) {
   const uint8_t *b = bl_block(p, nBytes, h);
-  uint32_t miss = 0;
-  for (int j = 0; j < 8; j++) miss |= ~csq_le32(b + 4 * j) & bl_bit(h, j);
+  uint32_t aW[8], miss = 0, key = (uint32_t)h;
+  memcpy(aW, b, sizeof(aW));
+#if __BYTE_ORDER__ == __ORDER_BIG_ENDIAN__
+  for (int j = 0; j < 8; j++) aW[j] = __builtin_bswap32(aW[j]);
+#endif
+  for (int j = 0; j < 8; j++) miss |= ~aW[j] & (1u << ((key * csq_bloom_salt[j]) >> 27));
   return miss == 0;
 }
 
@@ -51,9 +57,22 @@ int csq_bloom_maybe(const void *p, uint32_t nBytes, uint64_t h) {
   return bl_maybe(p, nBytes, h);
 }
 
+/* A filter larger than the caches makes each probe a memory access: the
+** blocks of the keys PREFETCH ahead are requested early, so the accesses
+** overlap instead of waiting one after another. */
+#define PREFETCH 16
+
 void csq_bloom_maybe_many(const void *p, uint32_t nBytes, const uint64_t *aHash, uint8_t *aOut,
                           int n) {
-  for (int i = 0; i < n; i++) aOut[i] = (uint8_t)bl_maybe(p, nBytes, aHash[i]);
+  int i = 0;
+  if (nBytes > 32768) {
+    for (int j = 0; j < n && j < PREFETCH; j++) __builtin_prefetch(bl_block(p, nBytes, aHash[j]));
+    for (; i + PREFETCH < n; i++) {
+      __builtin_prefetch(bl_block(p, nBytes, aHash[i + PREFETCH]));
+      aOut[i] = (uint8_t)bl_maybe(p, nBytes, aHash[i]);
+    }
+  }
+  for (; i < n; i++) aOut[i] = (uint8_t)bl_maybe(p, nBytes, aHash[i]);
 }
 
 /* A block holding k keys answers "maybe" for another key with probability

@@ -118,7 +118,7 @@ static kval near_val(const kval *v) {
   case CSQ_REAL:
     if (v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0 && rndn(2)) {
       w.cls = CSQ_INT;
-      w.i = (int64_t)v->r + (int64_t)rndn(3) - 1;
+      w.i = (int64_t)((uint64_t)(int64_t)v->r + rndn(3) - 1); /* wraps at the ends */
     }
     break;
   default:
@@ -501,7 +501,7 @@ static void draw_keys(int m) {
   for (int i = 0; i < 20; i++) {
     test_val v;
     draw_row(m == 11 ? 0 : m, 0, &v);
-    if (v.cls == CSQ_INT) v.i += 1000000;
+    if (v.cls == CSQ_INT) v.i = (int64_t)((uint64_t)v.i + 1000000); /* wraps at the ends */
     if (v.cls == CSQ_REAL) v.r += 0.03125;
     if ((v.cls == CSQ_TEXT || v.cls == CSQ_BLOB) && v.n < 20) v.z[v.n++] = '#';
     if (v.cls == CSQ_NULL) continue;
