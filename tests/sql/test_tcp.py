@@ -177,6 +177,38 @@ def test_tcp_table_matches_native_and_reopens():
     assert "qid 1" in log and "closed by the host" in log, log
 
 
+def test_without_io_uring_the_same_answers():
+    """CSQ_TCP_URING=0: the queues use send/recv and ppoll, as where io_uring
+    is unavailable (tcp_sock.c); the answers, with and without digests, are
+    the same as native SQLite's, and a killed target still gives the link's
+    error."""
+    d = tmpdir()
+    tg = Target(d, ["x.csd"])
+    old = os.environ.get("CSQ_TCP_URING")
+    os.environ["CSQ_TCP_URING"] = "0"
+    try:
+        con = connect(os.path.join(d, "t.db"))
+        create_pair(con, "device='%s?digest=1'" % tg.url("x.csd"))
+        fill(con, "t", "n", 20000, 3)
+        check_same(con, "t", "n")
+        con.close()
+        con = connect(os.path.join(d, "t.db"))
+        con.execute("DROP TABLE t")
+        con.execute("CREATE VIRTUAL TABLE t USING csq(%s, device='%s?reconnect=0')" %
+                    (COLS, tg.url("x.csd")))
+        con.execute("INSERT INTO t SELECT * FROM n")
+        check_same(con, "t", "n")
+        tg.kill9()
+        expect_error(lambda: con.execute("SELECT sum(a) FROM t").fetchall(), "NVMe/TCP link")
+        con.close()
+    finally:
+        if old is None:
+            del os.environ["CSQ_TCP_URING"]
+        else:
+            os.environ["CSQ_TCP_URING"] = old
+        tg.stop()
+
+
 def test_stripe_over_two_targets():
     d = tmpdir()
     t1, t2 = Target(d, ["a.csd"]), Target(d, ["b.csd"])
