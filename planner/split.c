@@ -747,6 +747,11 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
              rc == PL_SYNTAX ? "not parsed" : "outside the pushdown subset", err.zMsg);
     return SQLITE_OK;
   }
+  if (s.a->nFrom > 1) {
+    snprintf(p->zWhy, sizeof(p->zWhy), "a join of %d tables: SQLite plans it", s.a->nFrom);
+    pl_ast_free(s.a);
+    return SQLITE_OK;
+  }
   s.ti.ePush = PL_PUSH_AUTO;
   s.ti.nRows = -1;
   s.ti.nEngines = -1;
