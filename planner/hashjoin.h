@@ -1,0 +1,38 @@
+/*
+** planner/hashjoin.h - the host part of a join plan (planner/join.h): the
+** in-memory hash joins over the rows each table's device scan returned,
+** producing the joined rows, one vector per row-set column.
+**
+** Left-deep, in the plan's order: the first table's rows start the
+** intermediate result (one row index per joined table and joined row); each
+** later table builds a hash table over its key outputs, and every
+** intermediate row probes it with the values of the outputs its keys equal.
+** Keys are equal by SQLite's "=" between columns of numeric affinity,
+** without conversion (device/format/value.h: csq_value_eq, csq_value_hash):
+** 4 = 4.0, TEXT equals TEXT of the same bytes, NULL never joins.
+*/
+#ifndef CSQ_PLANNER_HASHJOIN_H
+#define CSQ_PLANNER_HASHJOIN_H
+
+#include <stdint.h>
+
+#include "device/format/vec.h"
+#include "planner/join.h"
+
+/* The rows a table's scan returned: its nOut outputs (pl_jtab), nRow rows. */
+typedef struct pl_jdata {
+  csq_vec *aCol;
+  int nCol;
+  uint32_t nRow;
+} pl_jdata;
+
+/* Join the tables' rows aData[0..j->nTab) (FROM order) and append the joined
+** rows to aOut[0..j->nCol) (initialised vectors), *pnRow of them. Returns 0,
+** -ENOMEM, or -E2BIG when the joined rows would pass 2^32 - 1 (SQLite runs
+** the query instead). */
+int pl_hashjoin(const pl_join *j, const pl_jdata *aData, csq_vec *aOut, uint32_t *pnRow);
+
+/* Bytes the rows of d hold (for the memory budget of a build side). */
+uint64_t pl_jdata_bytes(const pl_jdata *d);
+
+#endif /* CSQ_PLANNER_HASHJOIN_H */
