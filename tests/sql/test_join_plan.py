@@ -14,9 +14,12 @@ refuse (LEFT JOIN, text keys, a native table, a build side over the memory
 budget) still answer as native does, and csq_explain shows the plan as a
 tree.
 """
+import os
 import random
+import shutil
+import sys
 
-from harness import connect
+from harness import connect, expect_error, tmpdir
 from test_join_random import canon
 
 KEY_TYPES = ["INTEGER", "REAL", "NUMERIC"]
@@ -270,3 +273,46 @@ def test_explain_shows_the_join_tree():
     want, _ = answer(con, sql.replace("f,", "nf AS f,").replace("d1,", "nd1 AS d1,").replace(
         "d2 WHERE", "nd2 AS d2 WHERE"))
     assert got == want and got, (got, want)
+
+
+def test_device_failure_mid_scan_is_the_statements_error():
+    d = tmpdir()
+    db = os.path.join(d, "j.db")
+    con = connect(db)
+    con.execute("CREATE VIRTUAL TABLE f USING csq(k INTEGER, x REAL, rowgroup=1024)")
+    con.execute("CREATE VIRTUAL TABLE g USING csq(k INTEGER, s TEXT)")
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO f VALUES(?, ?)", [(i % 30, i / 7) for i in range(8000)])
+    con.executemany("INSERT INTO g VALUES(?, ?)", [(i, "s%d" % (i % 4)) for i in range(30)])
+    con.execute("COMMIT")
+    con.close()
+    con = connect(db)  # reopen: reads reach the device
+    sql = "SELECT g.s, sum(f.x) FROM f JOIN g ON f.k = g.k GROUP BY g.s"
+    con.execute("CREATE VIRTUAL TABLE temp.jq USING csq_query('%s')" % sql)
+    assert explain(con, sql)["plan"].startswith("join")
+    want = con.execute("SELECT * FROM jq").fetchall()
+    assert len(want) == 4
+    for spec, msg in (("op=execute,nth=1,action=status:0x6", "Execute Program"),
+                      ("op=execute,nth=2,action=status:0x6", "Internal Error")):
+        con.execute("SELECT csq_fault(?)", (spec,))
+        try:
+            expect_error(lambda: con.execute("SELECT * FROM jq").fetchall(), msg)
+        finally:
+            con.execute("SELECT csq_fault(NULL)")
+        assert sorted(con.execute("SELECT * FROM jq").fetchall()) == sorted(want)
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_bench_queries_that_fit_take_the_join_path():
+    """Over empty csq tables of bench/schema: which TPC-H and SSB queries the
+    join planner takes (tests/sql/test_tpch_ssb.py checks their answers)."""
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", "bench"))
+    import queries as Q
+    want = {"tpch": {"Q3", "Q5", "Q10", "Q12", "Q14"},
+            "ssb": {q["name"] for q in Q.load("ssb")}}
+    for suite in Q.SUITES:
+        con = connect()
+        for t, cols in Q.schema(suite).items():
+            con.execute("CREATE VIRTUAL TABLE %s USING csq(%s)" % (t, ", ".join(" ".join(c) for c in cols)))
+        got = {q["name"] for q in Q.load(suite) if explain(con, q["sql"])["plan"].startswith("join")}
+        assert got == want[suite], (suite, sorted(got ^ want[suite]))
