@@ -68,60 +68,99 @@ static int vec_push_from(csq_vec *dst, const csq_vec *src, uint32_t r) {
   }
 }
 
-int pl_hashjoin(const pl_join *j, const pl_jdata *aData, csq_vec *aOut, uint32_t *pnRow) {
-  int nTab = j->nTab, e = 0;
+typedef struct hj_table {
+  uint32_t *aHead;  /* bucket -> first row, UINT32_MAX: none */
+  uint32_t *aChain; /* row -> next row of its bucket */
+  uint32_t nBucket;
+} hj_table;
+
+struct pl_hj {
+  const pl_join *j;
+  pl_jdata aData[PL_JOIN_MAX_TAB]; /* the build sides' rows (not owned) */
+  hj_table aTab[PL_JOIN_MAX_TAB];  /* by table */
   hj_idx aCur[PL_JOIN_MAX_TAB], aNext[PL_JOIN_MAX_TAB];
-  memset(aCur, 0, sizeof(aCur));
-  memset(aNext, 0, sizeof(aNext));
-  uint32_t *aHead = NULL, *aChain = NULL;
-  *pnRow = 0;
-  /* the probe side starts the intermediate rows */
+};
+
+void pl_hj_free(pl_hj *h) {
+  if (!h) return;
+  for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
+    free(h->aTab[t].aHead);
+    free(h->aTab[t].aChain);
+    free(h->aCur[t].a);
+    free(h->aNext[t].a);
+  }
+  free(h);
+}
+
+int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
+  pl_hj *h = calloc(1, sizeof(*h));
+  *pp = NULL;
+  if (!h) return -ENOMEM;
+  h->j = j;
+  memcpy(h->aData, aData, sizeof(pl_jdata) * (size_t)j->nTab);
+  for (int step = 1; step < j->nTab; step++) {
+    int t = j->aOrder[step];
+    const pl_jtab *jt = &j->aTab[t];
+    const pl_jdata *d = &aData[t];
+    hj_table *ht = &h->aTab[t];
+    /* a bucket head per hash, a chain through the rows */
+    ht->nBucket = 16;
+    while (ht->nBucket < d->nRow * 2u && ht->nBucket < (1u << 31)) ht->nBucket *= 2;
+    ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
+    ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
+    if (!ht->aHead || !ht->aChain) {
+      pl_hj_free(h);
+      return -ENOMEM;
+    }
+    memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
+    const pl_jdata *adB[PL_JOIN_MAX_KEY];
+    uint32_t aRow[PL_JOIN_MAX_KEY];
+    for (int k = 0; k < jt->nKey; k++) adB[k] = d;
+    for (uint32_t r = d->nRow; r-- > 0;) { /* chains in row order */
+      for (int k = 0; k < jt->nKey; k++) aRow[k] = r;
+      int bNull;
+      uint64_t x = key_hash(adB, jt->aKeyOut, jt->nKey, aRow, &bNull);
+      if (bNull) continue;
+      uint32_t b = (uint32_t)(x & (ht->nBucket - 1));
+      ht->aChain[r] = ht->aHead[b];
+      ht->aHead[b] = r;
+    }
+  }
+  *pp = h;
+  return 0;
+}
+
+int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow) {
+  const pl_join *j = h->j;
+  int nTab = j->nTab, e = 0;
   int t0 = j->aOrder[0];
-  for (uint32_t r = 0; e == 0 && r < aData[t0].nRow; r++) e = idx_push(&aCur[t0], r);
-  uint32_t n = aData[t0].nRow;
+  pl_jdata aData[PL_JOIN_MAX_TAB];
+  memcpy(aData, h->aData, sizeof(pl_jdata) * (size_t)nTab);
+  aData[t0] = *pProbe;
+  hj_idx *aCur = h->aCur, *aNext = h->aNext;
+  for (int t = 0; t < nTab; t++) aCur[t].n = aNext[t].n = 0;
+  for (uint32_t r = 0; e == 0 && r < pProbe->nRow; r++) e = idx_push(&aCur[t0], r);
+  uint32_t n = pProbe->nRow;
   for (int step = 1; e == 0 && step < nTab && n > 0; step++) {
     int t = j->aOrder[step];
     const pl_jtab *jt = &j->aTab[t];
     const pl_jdata *d = &aData[t];
-    /* build: a bucket head per hash, a chain through the rows */
-    uint32_t nBucket = 16;
-    while (nBucket < d->nRow * 2u && nBucket < (1u << 31)) nBucket *= 2;
-    free(aHead);
-    free(aChain);
-    aHead = malloc(sizeof(uint32_t) * (size_t)nBucket);
-    aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
-    if (!aHead || !aChain) {
-      e = -ENOMEM;
-      break;
-    }
-    memset(aHead, 0xff, sizeof(uint32_t) * (size_t)nBucket);
-    const pl_jdata *adB[PL_JOIN_MAX_KEY], *adP[PL_JOIN_MAX_KEY];
-    for (int k = 0; k < jt->nKey; k++) {
-      adB[k] = d;
-      adP[k] = &aData[jt->aKeyTab[k]];
-    }
+    const hj_table *ht = &h->aTab[t];
+    const pl_jdata *adP[PL_JOIN_MAX_KEY];
     uint32_t aRow[PL_JOIN_MAX_KEY];
-    for (uint32_t r = d->nRow; r-- > 0;) { /* chains in row order */
-      for (int k = 0; k < jt->nKey; k++) aRow[k] = r;
-      int bNull;
-      uint64_t h = key_hash(adB, jt->aKeyOut, jt->nKey, aRow, &bNull);
-      if (bNull) continue;
-      uint32_t b = (uint32_t)(h & (nBucket - 1));
-      aChain[r] = aHead[b];
-      aHead[b] = r;
-    }
-    /* probe */
+    for (int k = 0; k < jt->nKey; k++) adP[k] = &aData[jt->aKeyTab[k]];
     for (uint32_t i = 0; e == 0 && i < n; i++) {
       for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
       int bNull;
-      uint64_t h = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
+      uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
       if (bNull) continue;
-      for (uint32_t r = aHead[h & (nBucket - 1)]; e == 0 && r != UINT32_MAX; r = aChain[r]) {
+      for (uint32_t r = ht->aHead[x & (ht->nBucket - 1)]; e == 0 && r != UINT32_MAX;
+           r = ht->aChain[r]) {
         int bEq = 1;
         for (int k = 0; bEq && k < jt->nKey; k++) {
-          csq_value x = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
-          csq_value y = csq_value_of_vec(&adP[k]->aCol[jt->aKeyProbe[k]], aRow[k]);
-          bEq = csq_value_eq(&x, &y);
+          csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
+          csq_value b = csq_value_of_vec(&adP[k]->aCol[jt->aKeyProbe[k]], aRow[k]);
+          bEq = csq_value_eq(&a, &b);
         }
         if (!bEq) continue;
         for (int s = 0; e == 0 && s < step; s++) {
@@ -133,13 +172,15 @@ int pl_hashjoin(const pl_join *j, const pl_jdata *aData, csq_vec *aOut, uint32_t
     }
     if (e) break;
     n = aNext[t].n;
-    for (int s = 0; s <= step; s++) {
+    for (int s = 0; s <= step; s++) { /* the joined rows become the current ones */
       int u = j->aOrder[s];
-      free(aCur[u].a);
+      hj_idx x = aCur[u];
       aCur[u] = aNext[u];
-      memset(&aNext[u], 0, sizeof(aNext[u]));
+      aNext[u] = x;
+      aNext[u].n = 0;
     }
   }
+  if (e == 0 && n > UINT32_MAX - *pnRow) e = -E2BIG;
   /* gather the row-set columns */
   for (int t = 0; e == 0 && n > 0 && t < nTab; t++) {
     const pl_jtab *jt = &j->aTab[t];
@@ -147,16 +188,13 @@ int pl_hashjoin(const pl_join *j, const pl_jdata *aData, csq_vec *aOut, uint32_t
       int k = jt->aRowCol[o];
       if (k < 0) continue;
       const csq_vec *src = &aData[t].aCol[o];
-      e = csq_vec_reserve(&aOut[k], aOut[k].n + n, aOut[k].nHeap);
+      uint32_t nWant = aOut[k].n + n;
+      if (nWant > aOut[k].nCap)
+        e = csq_vec_reserve(&aOut[k], nWant > aOut[k].nCap * 2 ? nWant : aOut[k].nCap * 2,
+                            aOut[k].nHeap);
       for (uint32_t i = 0; e == 0 && i < n; i++) e = vec_push_from(&aOut[k], src, aCur[t].a[i]);
     }
   }
-  if (e == 0) *pnRow = n;
-  for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
-    free(aCur[t].a);
-    free(aNext[t].a);
-  }
-  free(aHead);
-  free(aChain);
+  if (e == 0) *pnRow += n;
   return e;
 }

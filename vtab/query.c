@@ -461,22 +461,20 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   return SQLITE_OK;
 }
 
-/* Scan table t with program pProg (nOut outputs) on every member device and
-** collect its rows into *d (vectors allocated here: free them with
-** free_jdata). Returns 0 or a negative errno with *pzErr (malloc'd). */
-static int scan_rows(vt_tab *t, const uint8_t *pProg, size_t nProg, int nOut, pl_jdata *d,
-                     char **pzErr) {
+/* Scan table t with program pProg (nOut outputs) on every member device,
+** handing each batch of rows to xBatch(pArg, batch) as it comes (the batch's
+** vectors are reused for the next one). Returns 0, a negative errno with
+** *pzErr (malloc'd), or what xBatch returned. */
+static int scan_batches(vt_tab *t, const uint8_t *pProg, size_t nProg, int nOut,
+                        int (*xBatch)(void *, const pl_jdata *), void *pArg, char **pzErr) {
   int rc = vt_flush(t);
   if (rc) return rc == SQLITE_NOMEM ? -12 : -5;
   int n = t->nMem, e = 0;
-  d->aCol = calloc((size_t)(nOut ? nOut : 1), sizeof(csq_vec));
-  d->nCol = nOut;
-  d->nRow = 0;
   csq_vec *aV = calloc((size_t)(nOut ? nOut : 1), sizeof(csq_vec));
   store_table **aTab = calloc((size_t)n, sizeof(store_table *));
   store_snap **aSnap = calloc((size_t)n, sizeof(store_snap *));
   store_table **aCopy = calloc((size_t)n, sizeof(store_table *));
-  if (!d->aCol || !aV || !aTab || !aSnap || !aCopy)
+  if (!aV || !aTab || !aSnap || !aCopy)
     e = -12;
   else
     e = vt_visible_members(t, aTab, aSnap, pzErr);
@@ -491,15 +489,10 @@ static int scan_rows(vt_tab *t, const uint8_t *pProg, size_t nProg, int nOut, pl
     e = dev_scan_open(t->apMem[k]->pQ, t->apMem[k]->pStore, aTab[k], aTab[k]->apRg, aTab[k]->nRg,
                       pProg, nProg, &sc, pzErr);
     while (e == 0) {
-      uint32_t nRow = 0;
-      e = dev_scan_next(sc, aV, &nRow, pzErr);
-      if (e || nRow == 0) break;
-      if ((uint64_t)d->nRow + nRow > UINT32_MAX) {
-        e = -7; /* -E2BIG */
-        break;
-      }
-      for (int i = 0; e == 0 && i < nOut; i++) e = csq_vec_append(&d->aCol[i], &aV[i], 0, nRow);
-      d->nRow += nRow;
+      pl_jdata d = {aV, nOut, 0};
+      e = dev_scan_next(sc, aV, &d.nRow, pzErr);
+      if (e || d.nRow == 0) break;
+      e = xBatch(pArg, &d);
     }
     dev_scan_close(sc);
   }
@@ -513,6 +506,39 @@ static int scan_rows(vt_tab *t, const uint8_t *pProg, size_t nProg, int nOut, pl
   free(aSnap);
   free(aCopy);
   return e;
+}
+
+/* xBatch of a build side: append the batch to the table's rows; -E2BIG
+** past the memory budget *(uint64_t *)... (see collect). */
+typedef struct collect {
+  pl_jdata *d;
+  uint64_t *pnBytes; /* bytes held by the build sides so far */
+  uint64_t nBudget;
+} collect;
+
+static int collect_batch(void *pArg, const pl_jdata *b) {
+  collect *x = pArg;
+  pl_jdata *d = x->d;
+  if ((uint64_t)d->nRow + b->nRow > UINT32_MAX) return -7; /* -E2BIG */
+  uint64_t nBefore = pl_jdata_bytes(d);
+  for (int i = 0; i < d->nCol; i++) {
+    int e = csq_vec_append(&d->aCol[i], &b->aCol[i], 0, b->nRow);
+    if (e) return e;
+  }
+  d->nRow += b->nRow;
+  *x->pnBytes += pl_jdata_bytes(d) - nBefore;
+  return *x->pnBytes > x->nBudget ? -7 : 0;
+}
+
+/* xBatch of the probe side: join the batch, append to the row set. */
+typedef struct probe_ctx {
+  pl_hj *h;
+  vt_rowset *pRows;
+} probe_ctx;
+
+static int probe_batch(void *pArg, const pl_jdata *b) {
+  probe_ctx *x = pArg;
+  return pl_hj_probe(x->h, b, x->pRows->aCol, &x->pRows->nRow);
 }
 
 static void free_jdata(pl_jdata *d) {
@@ -538,16 +564,20 @@ static int run_join(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, sql
   char *zErr = NULL;
   int e = 0, bEmpty = 0;
   uint64_t nBuild = 0;
+  pl_hj *h = NULL;
   for (int t = 0; t < j->nTab; t++) bEmpty |= j->aTab[t].bEmpty;
-  for (int s = j->nTab - 1; e == 0 && !bEmpty && s >= 0; s--) {
+  for (int s = j->nTab - 1; e == 0 && !bEmpty && s > 0; s--) {
     int t = j->aOrder[s];
     const pl_jtab *jt = &j->aTab[t];
-    e = scan_rows(apTab[t], jt->pProg, jt->nProg, jt->nOut, &aData[t], &zErr);
-    if (e == 0 && aData[t].nRow == 0) bEmpty = 1; /* an inner join with no rows */
-    if (e == 0 && s > 0) {
-      nBuild += pl_jdata_bytes(&aData[t]);
-      if (nBuild > join_budget(p)) e = -7; /* -E2BIG */
+    aData[t].nCol = jt->nOut;
+    aData[t].aCol = calloc((size_t)(jt->nOut ? jt->nOut : 1), sizeof(csq_vec));
+    if (!aData[t].aCol) {
+      e = -12;
+      break;
     }
+    collect x = {&aData[t], &nBuild, join_budget(p)};
+    e = scan_batches(apTab[t], jt->pProg, jt->nProg, jt->nOut, collect_batch, &x, &zErr);
+    if (e == 0 && aData[t].nRow == 0) bEmpty = 1; /* an inner join with no rows */
   }
   if (e == 0) {
     c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(j->nCol ? j->nCol : 1));
@@ -556,9 +586,15 @@ static int run_join(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, sql
     else {
       c->rows.nCol = j->nCol;
       for (int i = 0; i < j->nCol; i++) csq_vec_init(&c->rows.aCol[i]);
-      if (!bEmpty) e = pl_hashjoin(j, aData, c->rows.aCol, &c->rows.nRow);
     }
   }
+  if (e == 0 && !bEmpty) e = pl_hj_new(j, aData, &h);
+  if (e == 0 && !bEmpty) {
+    const pl_jtab *jt = &j->aTab[j->aOrder[0]];
+    probe_ctx x = {h, &c->rows};
+    e = scan_batches(apTab[j->aOrder[0]], jt->pProg, jt->nProg, jt->nOut, probe_batch, &x, &zErr);
+  }
+  pl_hj_free(h);
   for (int t = 0; t < j->nTab; t++) free_jdata(&aData[t]);
   if (e == -7 || e == -33) {
     free(zErr);
