@@ -34,7 +34,8 @@ typedef struct jp {
   int aKind[JP_MAX_TERM];            /* JT_* */
   int aKeyTab[JP_MAX_TERM][2];       /* JT_KEY: the two (table, column) pairs */
   int aKeyCol[JP_MAX_TERM][2];
-  int aUsed[JP_MAX_TERM]; /* JT_KEY: used as a hash key */
+  int aUsed[JP_MAX_TERM];    /* JT_KEY: used as a hash key */
+  int aTermTab[JP_MAX_TERM]; /* JT_FILTER: the table it filters */
   int nTerm;
   uint8_t *aNeed[PL_JOIN_MAX_TAB]; /* column c of table t is read by the host part */
   int *aColOf[PL_JOIN_MAX_TAB];    /* row-set column of table t's column c, or -1 */
@@ -391,6 +392,7 @@ static void jp_plan(jp *s) {
       if (r < 0) return jp_fail_expr(s, "the filter %s did not fit the device program", e);
       if (r == 1) {
         s->aKind[k] = JT_FILTER;
+        s->aTermTab[k] = t;
         j->aTab[t].nFilter++;
         if (bEmpty) j->aTab[t].bEmpty = 1;
         aEst[t] *= jp_selectivity(e);
@@ -466,6 +468,20 @@ static void jp_plan(jp *s) {
   }
   if (s->bFail) return;
   jp_host(s);
+  /* the probe side's program again, left open for join filters */
+  int t0 = j->aOrder[0], bEmpty = 0;
+  if (!(j->pProbeB = csq_pb_new())) return jp_fail(s, "out of memory%s", "");
+  for (int k = 0; k < s->nTerm; k++) {
+    if (s->aKind[k] != JT_FILTER || s->aTermTab[k] != t0) continue;
+    if (pl_split_filter(s->db, a, &s->aTi[t0], jp_qual(s, t0), s->aParam, s->nParam, j->pProbeB,
+                        s->aTerm[k], &bEmpty) != 1)
+      return jp_fail(s, "internal: the probe side's filters changed%s", "");
+  }
+  for (int o = 0; o < j->aTab[t0].nOut; o++) {
+    int slot = csq_pb_input(j->pProbeB, (uint32_t)j->aTab[t0].aChunk[o]);
+    if (slot < 0 || csq_pb_output(j->pProbeB, slot) < 0)
+      return jp_fail(s, "program limit reached%s", "");
+  }
 }
 
 int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
@@ -547,5 +563,6 @@ void pl_join_free(pl_join *p) {
     sqlite3_free(p->aTab[t].pProg);
   }
   sqlite3_free(p->zHost);
+  csq_pb_free(p->pProbeB);
   sqlite3_free(p);
 }

@@ -25,6 +25,7 @@
 #include "planner/split.h"
 #include "planner/join.h"
 #include "planner/hashjoin.h"
+#include "planner/joinfilter.h"
 
 typedef struct q_tab {
   sqlite3_vtab base; /* must be first */
@@ -557,7 +558,7 @@ static uint64_t join_budget(q_tab *p) {
 ** so a build side over the budget stops before the probe side is read),
 ** the hash joins, and SQLite's part over the joined rows. SQLITE_MISMATCH:
 ** the plan gave up (over budget, too many rows): run the query as SQL. */
-static int run_join(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, sqlite3_value **aParam,
+static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_value **aParam,
                     int nParam) {
   pl_jdata aData[PL_JOIN_MAX_TAB];
   memset(aData, 0, sizeof(aData));
@@ -591,8 +592,18 @@ static int run_join(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, sql
   if (e == 0 && !bEmpty) e = pl_hj_new(j, aData, &h);
   if (e == 0 && !bEmpty) {
     const pl_jtab *jt = &j->aTab[j->aOrder[0]];
+    /* the build sides' keys into the probe side's program: join filters */
+    uint8_t *pFiltered = NULL;
+    size_t nFiltered = 0;
+    int nFilter = 0;
+    if (pl_join_filter_program(j, aData, &pFiltered, &nFiltered, &nFilter) != 0 || !nFilter) {
+      free(pFiltered);
+      pFiltered = NULL;
+    }
     probe_ctx x = {h, &c->rows};
-    e = scan_batches(apTab[j->aOrder[0]], jt->pProg, jt->nProg, jt->nOut, probe_batch, &x, &zErr);
+    e = scan_batches(apTab[j->aOrder[0]], pFiltered ? pFiltered : jt->pProg,
+                     pFiltered ? nFiltered : jt->nProg, jt->nOut, probe_batch, &x, &zErr);
+    free(pFiltered);
   }
   pl_hj_free(h);
   for (int t = 0; t < j->nTab; t++) free_jdata(&aData[t]);
@@ -866,6 +877,18 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                           chunk_name(apTab[jt->aKeyTab[k]], jp->aChunk[jt->aKeyProbe[k]]));
     }
     x_add(c, "    hash join", sqlite3_str_finish(z));
+  }
+  for (int s = 1; s < j->nTab; s++) {
+    const pl_jtab *jt = &j->aTab[j->aOrder[s]], *jp = &j->aTab[j->aOrder[0]];
+    for (int k = 0; k < jt->nKey; k++)
+      if (jt->aKeyTab[k] == j->aOrder[0])
+        x_add(c, "  join filter",
+              sqlite3_mprintf(
+                  "%s.%s IN (the distinct %s.%s of %s's rows) on the probe side's "
+                  "device, when they are at most %d",
+                  jp->zName, chunk_name(apTab[j->aOrder[0]], jp->aChunk[jt->aKeyProbe[k]]),
+                  jt->zName, chunk_name(apTab[j->aOrder[s]], jt->aChunk[jt->aKeyOut[k]]), jt->zName,
+                  PL_JOINFILTER_MAX_KEYS));
   }
   x_add(c, "memory",
         sqlite3_mprintf("build sides over %llu bytes (csq_probe_memory) give the "
