@@ -172,6 +172,47 @@ static int jp_key_term(jp *s, int k) {
   return 1;
 }
 
+/* Collect the operands of "c = k1 OR c = k2 OR ..." (one column c, each k
+** a constant side, either order) into ap (at most nMax); the count, or 0
+** if e is not of that shape. */
+static int jp_or_list(const pl_expr *e, const pl_expr **pCol, const pl_expr **ap, int n, int nMax) {
+  if (e->op == PL_E_OR) {
+    n = jp_or_list(e->pLeft, pCol, ap, n, nMax);
+    return n ? jp_or_list(e->pRight, pCol, ap, n, nMax) : 0;
+  }
+  if (e->op != PL_E_EQ || n >= nMax) return 0;
+  const pl_expr *c = e->pLeft, *k = e->pRight;
+  if (c->op != PL_E_COLUMN) c = e->pRight, k = e->pLeft;
+  if (c->op != PL_E_COLUMN || k->op == PL_E_COLUMN) return 0;
+  if (*pCol && !pl_expr_equal(*pCol, c)) return 0;
+  *pCol = c;
+  ap[n] = k;
+  return n + 1;
+}
+
+/* A device filter for term e over table t: the term itself, or, for an OR
+** of equalities of one column with constants, the same as "c IN (k1, k2,
+** ...)" (the same truth for every row: both compare with c's affinity and
+** collation, and neither is true for a NULL). As pl_split_filter. */
+static int jp_push(jp *s, int t, csq_pb *b, const pl_expr *e, int *pbEmpty) {
+  const pl_expr *aK[64], *pCol = NULL;
+  int n = e->op == PL_E_OR ? jp_or_list(e, &pCol, aK, 0, 64) : 0;
+  if (n < 2)
+    return pl_split_filter(s->db, s->a, &s->aTi[t], jp_qual(s, t), s->aParam, s->nParam, b, e,
+                           pbEmpty);
+  pl_expr in;
+  memset(&in, 0, sizeof(in));
+  in.op = PL_E_IN;
+  in.iStart = e->iStart;
+  in.iEnd = e->iEnd;
+  in.nHeight = e->nHeight;
+  in.pLeft = (pl_expr *)pCol;
+  in.apArg = (pl_expr **)aK;
+  in.nArg = n;
+  return pl_split_filter(s->db, s->a, &s->aTi[t], jp_qual(s, t), s->aParam, s->nParam, b, &in,
+                         pbEmpty);
+}
+
 /* Selectivity guess of a pushed filter term. */
 static double jp_selectivity(const pl_expr *e) {
   switch (e->op) {
@@ -179,6 +220,7 @@ static double jp_selectivity(const pl_expr *e) {
   case PL_E_IS:
   case PL_E_IN:
   case PL_E_ISNULL:
+  case PL_E_OR:
     return 0.1;
   default:
     return 0.3;
@@ -387,8 +429,7 @@ static void jp_plan(jp *s) {
       s->aKind[k] = JT_KEY;
     } else if (m && !(m & (m - 1)) && !jp_collated(s, e)) {
       int t = __builtin_ctz((unsigned)m), bEmpty = 0;
-      int r = pl_split_filter(s->db, a, &s->aTi[t], jp_qual(s, t), s->aParam, s->nParam, s->aB[t],
-                              e, &bEmpty);
+      int r = jp_push(s, t, s->aB[t], e, &bEmpty);
       if (r < 0) return jp_fail_expr(s, "the filter %s did not fit the device program", e);
       if (r == 1) {
         s->aKind[k] = JT_FILTER;
@@ -468,19 +509,20 @@ static void jp_plan(jp *s) {
   }
   if (s->bFail) return;
   jp_host(s);
-  /* the probe side's program again, left open for join filters */
-  int t0 = j->aOrder[0], bEmpty = 0;
-  if (!(j->pProbeB = csq_pb_new())) return jp_fail(s, "out of memory%s", "");
-  for (int k = 0; k < s->nTerm; k++) {
-    if (s->aKind[k] != JT_FILTER || s->aTermTab[k] != t0) continue;
-    if (pl_split_filter(s->db, a, &s->aTi[t0], jp_qual(s, t0), s->aParam, s->nParam, j->pProbeB,
-                        s->aTerm[k], &bEmpty) != 1)
-      return jp_fail(s, "internal: the probe side's filters changed%s", "");
-  }
-  for (int o = 0; o < j->aTab[t0].nOut; o++) {
-    int slot = csq_pb_input(j->pProbeB, (uint32_t)j->aTab[t0].aChunk[o]);
-    if (slot < 0 || csq_pb_output(j->pProbeB, slot) < 0)
-      return jp_fail(s, "program limit reached%s", "");
+  /* every table's program again, left open for join filters */
+  for (int t = 0; t < nTab; t++) {
+    int bEmpty = 0;
+    if (!(j->apB[t] = csq_pb_new())) return jp_fail(s, "out of memory%s", "");
+    for (int k = 0; k < s->nTerm; k++) {
+      if (s->aKind[k] != JT_FILTER || s->aTermTab[k] != t) continue;
+      if (jp_push(s, t, j->apB[t], s->aTerm[k], &bEmpty) != 1)
+        return jp_fail(s, "internal: the filters of %s changed", j->aTab[t].zTable);
+    }
+    for (int o = 0; o < j->aTab[t].nOut; o++) {
+      int slot = csq_pb_input(j->apB[t], (uint32_t)j->aTab[t].aChunk[o]);
+      if (slot < 0 || csq_pb_output(j->apB[t], slot) < 0)
+        return jp_fail(s, "program limit reached%s", "");
+    }
   }
 }
 
@@ -563,6 +605,6 @@ void pl_join_free(pl_join *p) {
     sqlite3_free(p->aTab[t].pProg);
   }
   sqlite3_free(p->zHost);
-  csq_pb_free(p->pProbeB);
+  for (int t = 0; t < PL_JOIN_MAX_TAB; t++) csq_pb_free(p->apB[t]);
   sqlite3_free(p);
 }

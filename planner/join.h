@@ -75,9 +75,9 @@ typedef struct pl_join {
   int nResidual;                  /* terms SQLite evaluates after the join */
   char *zHost;                    /* SELECT ... FROM csq_jrows(?iRows) ... (sqlite3_malloc'd) */
   int iRows;                      /* parameter number of the row set in zHost */
-  /* The probe side's program as aTab[aOrder[0]].pProg, still open, for the
-  ** join filters of its build sides (planner/joinfilter.h); owned. */
-  struct csq_pb *pProbeB;
+  /* Each table's program as aTab[t].pProg, still open, for the join
+  ** filters of the tables read before it (planner/joinfilter.h); owned. */
+  struct csq_pb *apB[PL_JOIN_MAX_TAB];
 } pl_join;
 
 /* Column k of a row set in SQL: its name in csq_jrows (vtab/joinrows.c), e.g.

@@ -75,24 +75,25 @@ static int add_in(csq_pb *b, int iChunk, const csq_vec *v, const uint32_t *aPick
   return csq_pb_term(b, CSQ_OP_IN, 0, slot, k0, (int)n, 0);
 }
 
-int pl_join_filter_program(pl_join *j, const pl_jdata *aData, uint8_t **pp, size_t *pn,
+int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn,
                            int *pnFilter) {
-  csq_pb *b = j->pProbeB;
-  j->pProbeB = NULL;
+  csq_pb *b = j->apB[t];
+  j->apB[t] = NULL;
   *pp = NULL;
   *pn = 0;
   *pnFilter = 0;
   if (!b) return -EINVAL;
-  int t0 = j->aOrder[0], e = 0;
+  int iStep = 0, e = 0;
+  while (iStep < j->nTab && j->aOrder[iStep] != t) iStep++;
   uint32_t nTotal = 0, nHeap = 0;
   uint32_t *aPick = malloc(sizeof(uint32_t) * PL_JOINFILTER_MAX_KEYS);
   if (!aPick) e = -ENOMEM;
-  for (int s = 1; e == 0 && s < j->nTab; s++) {
-    int t = j->aOrder[s];
-    const pl_jtab *jt = &j->aTab[t];
-    for (int k = 0; e == 0 && k < jt->nKey; k++) {
-      if (jt->aKeyTab[k] != t0) continue;
-      const csq_vec *v = &aData[t].aCol[jt->aKeyOut[k]];
+  for (int s = iStep + 1; e == 0 && s < j->nTab; s++) {
+    int u = j->aOrder[s];
+    const pl_jtab *ju = &j->aTab[u];
+    for (int k = 0; e == 0 && k < ju->nKey; k++) {
+      if (ju->aKeyTab[k] != t) continue;
+      const csq_vec *v = &aData[u].aCol[ju->aKeyOut[k]];
       uint32_t n = 0;
       int rc = distinct(v, aPick, PL_JOINFILTER_MAX_KEYS, &n);
       if (rc == -E2BIG) continue; /* too many keys to be worth a list */
@@ -103,7 +104,7 @@ int pl_join_filter_program(pl_join *j, const pl_jdata *aData, uint8_t **pp, size
       uint32_t nBytes = 0;
       for (uint32_t i = 0; i < n; i++) nBytes += v->aLen[aPick[i]];
       if (n == 0 || nTotal + n > 2 * PL_JOINFILTER_MAX_KEYS || nHeap + nBytes > 64 * 1024) continue;
-      e = add_in(b, j->aTab[t0].aChunk[jt->aKeyProbe[k]], v, aPick, n);
+      e = add_in(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], v, aPick, n);
       nTotal += n;
       nHeap += nBytes;
       (*pnFilter)++;

@@ -554,6 +554,16 @@ static uint64_t join_budget(q_tab *p) {
   return p->pConn->nProbeCopy;
 }
 
+/* Table t's program with the join filters of the tables read before it
+** (planner/joinfilter.h) in *pp (malloc'd), or NULL when there are none. */
+static void join_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn) {
+  int nFilter = 0;
+  if (pl_join_filter_program(j, t, aData, pp, pn, &nFilter) != 0 || !nFilter) {
+    free(*pp);
+    *pp = NULL;
+  }
+}
+
 /* Run a join plan: every table's scan on its devices (build sides first,
 ** so a build side over the budget stops before the probe side is read),
 ** the hash joins, and SQLite's part over the joined rows. SQLITE_MISMATCH:
@@ -577,7 +587,12 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
       break;
     }
     collect x = {&aData[t], &nBuild, join_budget(p)};
-    e = scan_batches(apTab[t], jt->pProg, jt->nProg, jt->nOut, collect_batch, &x, &zErr);
+    uint8_t *pFiltered = NULL;
+    size_t nFiltered = 0;
+    join_program(j, t, aData, &pFiltered, &nFiltered);
+    e = scan_batches(apTab[t], pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
+                     jt->nOut, collect_batch, &x, &zErr);
+    free(pFiltered);
     if (e == 0 && aData[t].nRow == 0) bEmpty = 1; /* an inner join with no rows */
   }
   if (e == 0) {
@@ -592,14 +607,9 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   if (e == 0 && !bEmpty) e = pl_hj_new(j, aData, &h);
   if (e == 0 && !bEmpty) {
     const pl_jtab *jt = &j->aTab[j->aOrder[0]];
-    /* the build sides' keys into the probe side's program: join filters */
     uint8_t *pFiltered = NULL;
     size_t nFiltered = 0;
-    int nFilter = 0;
-    if (pl_join_filter_program(j, aData, &pFiltered, &nFiltered, &nFilter) != 0 || !nFilter) {
-      free(pFiltered);
-      pFiltered = NULL;
-    }
+    join_program(j, j->aOrder[0], aData, &pFiltered, &nFiltered);
     probe_ctx x = {h, &c->rows};
     e = scan_batches(apTab[j->aOrder[0]], pFiltered ? pFiltered : jt->pProg,
                      pFiltered ? nFiltered : jt->nProg, jt->nOut, probe_batch, &x, &zErr);
@@ -878,17 +888,21 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
     }
     x_add(c, "    hash join", sqlite3_str_finish(z));
   }
-  for (int s = 1; s < j->nTab; s++) {
-    const pl_jtab *jt = &j->aTab[j->aOrder[s]], *jp = &j->aTab[j->aOrder[0]];
-    for (int k = 0; k < jt->nKey; k++)
-      if (jt->aKeyTab[k] == j->aOrder[0])
-        x_add(c, "  join filter",
-              sqlite3_mprintf(
-                  "%s.%s IN (the distinct %s.%s of %s's rows) on the probe side's "
-                  "device, when they are at most %d",
-                  jp->zName, chunk_name(apTab[j->aOrder[0]], jp->aChunk[jt->aKeyProbe[k]]),
-                  jt->zName, chunk_name(apTab[j->aOrder[s]], jt->aChunk[jt->aKeyOut[k]]), jt->zName,
-                  PL_JOINFILTER_MAX_KEYS));
+  for (int s = 0; s < j->nTab; s++) {
+    int t = j->aOrder[s];
+    const pl_jtab *jt = &j->aTab[t];
+    for (int s2 = s + 1; s2 < j->nTab; s2++) {
+      int u = j->aOrder[s2];
+      const pl_jtab *ju = &j->aTab[u];
+      for (int k = 0; k < ju->nKey; k++)
+        if (ju->aKeyTab[k] == t)
+          x_add(c, "  join filter",
+                sqlite3_mprintf("%s.%s IN (the distinct %s.%s of %s's rows) in the scan of %s, "
+                                "when they are at most %d",
+                                jt->zName, chunk_name(apTab[t], jt->aChunk[ju->aKeyProbe[k]]),
+                                ju->zName, chunk_name(apTab[u], ju->aChunk[ju->aKeyOut[k]]),
+                                ju->zName, jt->zName, PL_JOINFILTER_MAX_KEYS));
+    }
   }
   x_add(c, "memory",
         sqlite3_mprintf("build sides over %llu bytes (csq_probe_memory) give the "

@@ -50,6 +50,10 @@ class Db:
 
     def __init__(self, rnd):
         self.con = connect()
+        # SQLite 3.40's automatic index on a join key takes the key column's
+        # collation, not the comparison's (see test_join_random): compare
+        # with the answer it gives without one
+        self.con.execute("PRAGMA automatic_index = OFF")
         self.rnd = rnd
         self.cols = {}
         sizes = [400, 120, 40, 15]
@@ -78,7 +82,7 @@ def const(rnd, col):
 
 def filter_term(rnd, a):
     col = rnd.choice(["k1", "k2", "v", "w", "r"])
-    op = rnd.choice(["=", "<", ">=", "<>", "BETWEEN", "IN", "IS NULL", "IS NOT NULL", "LIKE", "OR"])
+    op = rnd.choice(["=", "<", ">=", "<>", "BETWEEN", "IN", "IS NULL", "IS NOT NULL", "LIKE", "OR", "OR="])
     c = "%s.%s" % (a, col)
     if op in ("IS NULL", "IS NOT NULL"):
         return "%s %s" % (c, op)
@@ -88,6 +92,8 @@ def filter_term(rnd, a):
         return "%s IN (%s)" % (c, ", ".join(const(rnd, col) for _ in range(rnd.randint(1, 3))))
     if op == "LIKE":
         return "%s LIKE '%s'" % (c, rnd.choice(["a%", "x%", "%b"]))
+    if op == "OR=":  # an OR of equalities on one column: pushed as IN
+        return "(%s = %s OR %s = %s)" % (c, const(rnd, col), const(rnd, col), c)
     if op == "OR":
         return "(%s = %s OR %s IS NULL)" % (c, const(rnd, col), c)
     return "%s %s %s" % (c, op, const(rnd, col))
