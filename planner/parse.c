@@ -1635,6 +1635,13 @@ void pl_ast_free(pl_ast *a) {
   free(a->zDb);
   free(a->zTable);
   free(a->zAlias);
+  for (int i = 0; i < a->nFrom; i++) {
+    free(a->aFrom[i].zDb);
+    free(a->aFrom[i].zTable);
+    free(a->aFrom[i].zAlias);
+    pl_expr_free(a->aFrom[i].pOn);
+  }
+  free(a->aFrom);
   free(a->zSql);
   free(a);
 }
@@ -1709,19 +1716,8 @@ static int parse_result_columns(Parser *p) {
   }
 }
 
-static int parse_from(Parser *p) {
-  pl_ast *a = p->a;
-  if (!is_kw(&p->t, K_FROM)) {
-    if (p->t.type == T_EOF || p->t.type == T_SEMI || is_kw(&p->t, K_WHERE) ||
-        is_kw(&p->t, K_GROUP) || is_kw(&p->t, K_HAVING) || is_kw(&p->t, K_ORDER) ||
-        is_kw(&p->t, K_LIMIT) || is_kw(&p->t, K_UNION) || is_kw(&p->t, K_EXCEPT) ||
-        is_kw(&p->t, K_INTERSECT) || is_word(p, &p->t, "window"))
-      unsupported(p, p->t.iStart, "SELECT without FROM");
-    else
-      syntax_err(p, &p->t);
-    return 0;
-  }
-  advance(p);
+/* One table of the FROM list: [schema.]table [[AS] alias], into *it. */
+static int parse_from_item(Parser *p, pl_from *it) {
   Tok t = p->t;
   if (t.type == T_LP) {
     unsupported(p, t.iStart, "subquery or parenthesised FROM");
@@ -1731,8 +1727,8 @@ static int parse_from(Parser *p) {
     syntax_err(p, &t);
     return 0;
   }
-  a->iTabStart = t.iStart;
-  a->iTabEnd = tok_end(&t);
+  it->iStart = t.iStart;
+  it->iEnd = tok_end(&t);
   advance(p);
   if (p->t.type == T_DOT) {
     advance(p);
@@ -1740,12 +1736,12 @@ static int parse_from(Parser *p) {
       syntax_err(p, &p->t);
       return 0;
     }
-    if (!(a->zDb = tok_name(p, &t))) return 0;
+    if (!(it->zDb = tok_name(p, &t))) return 0;
     t = p->t;
-    a->iTabEnd = tok_end(&t);
+    it->iEnd = tok_end(&t);
     advance(p);
   }
-  if (!(a->zTable = tok_name(p, &t))) return 0;
+  if (!(it->zTable = tok_name(p, &t))) return 0;
   if (p->t.type == T_LP) {
     unsupported(p, p->t.iStart, "table-valued function");
     return 0;
@@ -1763,27 +1759,111 @@ static int parse_from(Parser *p) {
     bWindow = is_id(&n1) && is_kw(&n2, K_AS);
   }
   if (!bWindow && (bAs ? is_nm(&al) : is_ids(&al))) {
-    if (!(a->zAlias = tok_name(p, &al))) return 0;
-    a->iTabEnd = tok_end(&al);
+    if (!(it->zAlias = tok_name(p, &al))) return 0;
+    it->iEnd = tok_end(&al);
     advance(p);
   } else if (bAs) {
     syntax_err(p, &al);
     return 0;
   }
-  Tok n = p->t;
-  if (n.type == T_COMMA || is_kw(&n, K_JOIN) || (n.type == T_KW && aKeyword[n.kw].cls == C_JOIN)) {
-    unsupported(p, n.iStart, "join");
-    return 0;
-  }
-  Tok n1 = peek(p, &n);
+  Tok n = p->t, n1 = peek(p, &n);
   if (is_kw(&n, K_INDEXED) || (is_kw(&n, K_NOT) && is_kw(&n1, K_INDEXED))) {
     unsupported(p, n.iStart, "INDEXED BY");
     return 0;
   }
-  if (is_kw(&n, K_ON) || is_kw(&n, K_USING)) {
-    unsupported(p, n.iStart, "ON or USING without a join");
+  return 1;
+}
+
+/* The join operator before the next FROM item, as SQLite's joinop: ","
+** or [CROSS | INNER | LEFT [OUTER]] JOIN; 0 at the end of the list, -1
+** after an error. The others (NATURAL, RIGHT, FULL, ...) are unsupported. */
+static int parse_joinop(Parser *p) {
+  Tok t = p->t;
+  if (t.type == T_COMMA) {
+    advance(p);
+    return PL_JOIN_COMMA;
+  }
+  if (is_kw(&t, K_JOIN)) {
+    advance(p);
+    return PL_JOIN_INNER;
+  }
+  if (t.type != T_KW || aKeyword[t.kw].cls != C_JOIN) return 0;
+  Tok t1 = peek(p, &t), t2 = peek(p, &t1);
+  int e = 0;
+  if (is_kw(&t1, K_JOIN)) {
+    e = is_kw(&t, K_INNER)   ? PL_JOIN_INNER
+        : is_kw(&t, K_CROSS) ? PL_JOIN_CROSS
+        : is_kw(&t, K_LEFT)  ? PL_JOIN_LEFT
+                             : 0;
+    if (e) p->t = t1;
+  } else if (is_kw(&t, K_LEFT) && is_kw(&t1, K_OUTER) && is_kw(&t2, K_JOIN)) {
+    e = PL_JOIN_LEFT;
+    p->t = t2;
+  }
+  if (!e) {
+    unsupported(p, t.iStart, "this kind of join (NATURAL, RIGHT, FULL)");
+    return -1;
+  }
+  advance(p);
+  return e;
+}
+
+static int parse_from(Parser *p) {
+  pl_ast *a = p->a;
+  if (!is_kw(&p->t, K_FROM)) {
+    if (p->t.type == T_EOF || p->t.type == T_SEMI || is_kw(&p->t, K_WHERE) ||
+        is_kw(&p->t, K_GROUP) || is_kw(&p->t, K_HAVING) || is_kw(&p->t, K_ORDER) ||
+        is_kw(&p->t, K_LIMIT) || is_kw(&p->t, K_UNION) || is_kw(&p->t, K_EXCEPT) ||
+        is_kw(&p->t, K_INTERSECT) || is_word(p, &p->t, "window"))
+      unsupported(p, p->t.iStart, "SELECT without FROM");
+    else
+      syntax_err(p, &p->t);
     return 0;
   }
+  advance(p);
+  a->iFromStart = p->t.iStart;
+  int eJoin = PL_JOIN_FIRST;
+  for (;;) {
+    pl_from *it = append(p, &a->aFrom, &a->nFrom, sizeof *it);
+    if (!it) return 0;
+    it->eJoin = eJoin;
+    if (!parse_from_item(p, it)) return 0;
+    a->iFromEnd = it->iEnd;
+    Tok n = p->t;
+    if (is_kw(&n, K_ON)) {
+      if (eJoin == PL_JOIN_FIRST || eJoin == PL_JOIN_COMMA) {
+        unsupported(p, n.iStart,
+                    eJoin == PL_JOIN_FIRST ? "ON or USING without a join"
+                                           : "ON without a JOIN keyword");
+        return 0;
+      }
+      advance(p);
+      int ctx = p->ctx;
+      p->ctx = X_WHERE; /* no aggregates, as in WHERE */
+      it->pOn = parse_expr(p, 0);
+      p->ctx = ctx;
+      if (!it->pOn) return 0;
+      a->iFromEnd = it->pOn->iEnd;
+    } else if (is_kw(&n, K_USING)) {
+      unsupported(p, n.iStart, eJoin == PL_JOIN_FIRST ? "ON or USING without a join" : "USING");
+      return 0;
+    } else if (eJoin == PL_JOIN_LEFT) {
+      /* SQLite takes LEFT JOIN without ON; the planner does not need it */
+      unsupported(p, n.iStart, "LEFT JOIN without ON");
+      return 0;
+    }
+    eJoin = parse_joinop(p);
+    if (eJoin < 0) return 0;
+    if (eJoin == 0) break;
+  }
+  /* the first item, also as the single-table fields */
+  const pl_from *f = &a->aFrom[0];
+  a->iTabStart = f->iStart;
+  a->iTabEnd = f->iEnd;
+  if ((f->zDb && !(a->zDb = dup_bytes(p, f->zDb, (int)strlen(f->zDb)))) ||
+      !(a->zTable = dup_bytes(p, f->zTable, (int)strlen(f->zTable))) ||
+      (f->zAlias && !(a->zAlias = dup_bytes(p, f->zAlias, (int)strlen(f->zAlias)))))
+    return 0;
   return 1;
 }
 
@@ -2325,6 +2405,15 @@ char *pl_ast_dump(const pl_ast *a) {
   if (a->zDb) buf_puts(&b, a->zDb), buf_puts(&b, ".");
   buf_puts(&b, a->zTable ? a->zTable : "?");
   if (a->zAlias) buf_puts(&b, " AS "), buf_puts(&b, a->zAlias);
+  static const char *const azJoin[] = {"", ", ", " JOIN ", " CROSS JOIN ", " LEFT JOIN "};
+  for (int i = 1; i < a->nFrom; i++) {
+    const pl_from *f = &a->aFrom[i];
+    buf_puts(&b, azJoin[f->eJoin]);
+    if (f->zDb) buf_puts(&b, f->zDb), buf_puts(&b, ".");
+    buf_puts(&b, f->zTable);
+    if (f->zAlias) buf_puts(&b, " AS "), buf_puts(&b, f->zAlias);
+    if (f->pOn) buf_puts(&b, " ON "), dump(&b, f->pOn);
+  }
   buf_puts(&b, "\n");
   if (a->pWhere) buf_puts(&b, "WHERE "), dump(&b, a->pWhere), buf_puts(&b, "\n");
   dump_terms(&b, "GROUP BY", a->aGroup, a->nGroup, 0);

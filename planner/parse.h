@@ -4,7 +4,9 @@
 ** pl_parse() turns one SELECT statement of the pushdown subset into an AST:
 **
 **   SELECT [ALL] expr [[AS] name], ... | * | t.*
-**   FROM [schema.]table [[AS] alias]
+**   FROM item [joinop item [ON expr]] ...
+**     item:   [schema.]table [[AS] alias]
+**     joinop: , | [INNER] JOIN | CROSS JOIN | LEFT [OUTER] JOIN
 **   [WHERE expr] [GROUP BY expr, ...] [HAVING expr]
 **   [ORDER BY expr [ASC|DESC] [NULLS FIRST|LAST], ...]
 **   [LIMIT expr [OFFSET expr] | LIMIT expr, expr] [;]
@@ -17,7 +19,8 @@
 **
 ** Three outcomes, never anything else:
 **   PL_OK           *ppAst is the statement.
-**   PL_UNSUPPORTED  valid-looking SQL outside the subset (a join, a subquery,
+**   PL_UNSUPPORTED  valid-looking SQL outside the subset (NATURAL, RIGHT or
+**                   FULL joins, USING, ON after a comma, a subquery,
 **                   a window function, DISTINCT, a compound, WITH, another
 **                   statement, ...) or SQL that SQLite rejects on semantic
 **                   grounds (misused aggregate, ORDER BY term out of range):
@@ -218,19 +221,40 @@ typedef struct pl_term {
   int eNulls; /* ORDER BY: 0 default, 1 NULLS FIRST, 2 NULLS LAST */
 } pl_term;
 
+/* How a FROM item joins the items before it (pl_from.eJoin). */
+#define PL_JOIN_FIRST 0 /* the first item */
+#define PL_JOIN_COMMA 1 /* , */
+#define PL_JOIN_INNER 2 /* JOIN, INNER JOIN */
+#define PL_JOIN_CROSS 3 /* CROSS JOIN (an inner join whose order SQLite keeps) */
+#define PL_JOIN_LEFT  4 /* LEFT [OUTER] JOIN (always with ON) */
+
+/* One table of the FROM list; [iStart, iEnd) covers [schema.]table [AS
+** alias], not the ON expression (whose span is its own). */
+typedef struct pl_from {
+  char *zDb; /* or NULL */
+  char *zTable;
+  char *zAlias; /* or NULL */
+  int iStart, iEnd;
+  int eJoin;    /* PL_JOIN_*: how it joins the items before it */
+  pl_expr *pOn; /* ON expression, or NULL (none for the first item or a comma) */
+} pl_from;
+
 /* One parsed SELECT statement. */
 typedef struct pl_ast {
   char *zSql; /* private NUL-terminated copy of the statement text */
   int nSql;
   pl_rescol *aCol; /* the result columns */
   int nCol;
-  int bStar; /* some result column is * or t.* */
-  char *zDb; /* FROM [zDb.]zTable [AS zAlias]; zDb, zAlias may be NULL */
-  char *zTable;
+  int bStar;    /* some result column is * or t.* */
+  char *zDb;    /* the first FROM item [zDb.]zTable [AS zAlias] (copies of */
+  char *zTable; /* aFrom[0]'s); zDb, zAlias may be NULL */
   char *zAlias;
-  int iTabStart, iTabEnd; /* span of the FROM item */
-  pl_expr *pWhere;        /* or NULL */
-  pl_term *aGroup;        /* GROUP BY terms */
+  int iTabStart, iTabEnd; /* span of the first FROM item */
+  pl_from *aFrom;         /* every FROM item, in order (nFrom >= 1) */
+  int nFrom;
+  int iFromStart, iFromEnd; /* span of the whole FROM list, ON expressions included */
+  pl_expr *pWhere;          /* or NULL */
+  pl_term *aGroup;          /* GROUP BY terms */
   int nGroup;
   pl_expr *pHaving; /* or NULL */
   pl_term *aOrder;  /* ORDER BY terms */

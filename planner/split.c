@@ -66,6 +66,8 @@ typedef struct sp {
   ** 1), output 1 + k column chunk aRowChunk[k] (aAgg[k], nAgg of them) */
   int bRows;
   int aRowChunk[SP_MAX_AGG];
+  const char *zQual; /* the name the table goes by, if not a's only table (pl_split_filter) */
+  pl_plan dummy;     /* pl_split_filter's p */
 } sp;
 
 static void sp_fail(sp *s, const char *zFmt, const char *zArg) {
@@ -90,8 +92,8 @@ static void sp_fail_expr(sp *s, const char *zFmt, const pl_expr *e) {
 /* The chunk of a column reference (0 = rowid) and its affinity, or -1. */
 static int sp_column(sp *s, const pl_expr *e, char *pAff) {
   if (e->op != PL_E_COLUMN) return -1;
-  if (e->zTab && sqlite3_stricmp(e->zTab, s->a->zAlias ? s->a->zAlias : s->a->zTable) != 0)
-    return -1;
+  const char *zQual = s->zQual ? s->zQual : s->a->zAlias ? s->a->zAlias : s->a->zTable;
+  if (e->zTab && sqlite3_stricmp(e->zTab, zQual) != 0) return -1;
   for (int i = 0; i < s->ti.nCol; i++) {
     if (sqlite3_stricmp(s->ti.azCol[i], e->zName) == 0) {
       if (i == s->ti.iIpk) {
@@ -726,6 +728,27 @@ static void sp_host(sp *s) {
   }
 }
 
+int pl_split_filter(sqlite3 *db, const pl_ast *a, const pl_tabinfo *ti, const char *zQual,
+                    sqlite3_value **aParam, int nParam, struct csq_pb *b, const pl_expr *e,
+                    int *pbEmpty) {
+  sp s;
+  memset(&s, 0, sizeof(s));
+  s.db = db;
+  s.a = (pl_ast *)a;
+  s.ti = *ti;
+  s.zQual = zQual;
+  s.aParam = aParam;
+  s.nParam = nParam;
+  s.b = b;
+  s.p = &s.dummy;
+  s.pBpf = sqlite3_str_new(db);
+  sp_where_term(&s, e);
+  sqlite3_free(sqlite3_str_finish(s.pBpf));
+  if (s.dummy.bEmpty) *pbEmpty = 1;
+  if (!s.bFail) return 1;
+  return s.nTerm ? -1 : 0;
+}
+
 int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
                   pl_lookup_fn xLookup, void *pArg, pl_plan **ppPlan) {
   pl_plan *p = sqlite3_malloc64(sizeof(*p));
@@ -745,6 +768,11 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
   if (rc != PL_OK) {
     snprintf(p->zWhy, sizeof(p->zWhy), "%s: %s",
              rc == PL_SYNTAX ? "not parsed" : "outside the pushdown subset", err.zMsg);
+    return SQLITE_OK;
+  }
+  if (s.a->nFrom > 1) {
+    snprintf(p->zWhy, sizeof(p->zWhy), "a join of %d tables: SQLite plans it", s.a->nFrom);
+    pl_ast_free(s.a);
     return SQLITE_OK;
   }
   s.ti.ePush = PL_PUSH_AUTO;

@@ -86,4 +86,17 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
                   pl_lookup_fn xLookup, void *pArg, pl_plan **ppPlan);
 void pl_plan_free(pl_plan *p);
 
+/* For the join planner (planner/join.c): add WHERE conjunct e of statement
+** a, which reads only the csq table ti (referenced in a as zQual), to the
+** device program b as a filter, if it runs there exactly by the rules
+** above. Returns 1 (added; *pbEmpty = 1 if it can never be true), 0 (not
+** added, b unchanged: SQLite must evaluate it) or -1 (b was changed but the
+** term could not be completed: b is unusable). */
+struct csq_pb;
+struct pl_ast;
+struct pl_expr;
+int pl_split_filter(sqlite3 *db, const struct pl_ast *a, const pl_tabinfo *ti, const char *zQual,
+                    sqlite3_value **aParam, int nParam, struct csq_pb *b, const struct pl_expr *e,
+                    int *pbEmpty);
+
 #endif /* CSQ_PLANNER_SPLIT_H */

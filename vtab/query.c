@@ -16,12 +16,16 @@
 ** it reads still push their filters: never an error SQLite would not give,
 ** never a different answer.
 */
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include "vtab/vtab.h"
 #include "device/host/scan.h"
 #include "device/host/agg.h"
 #include "planner/split.h"
+#include "planner/join.h"
+#include "planner/hashjoin.h"
+#include "planner/joinfilter.h"
 
 typedef struct q_tab {
   sqlite3_vtab base; /* must be first */
@@ -219,6 +223,8 @@ typedef struct q_lookup {
   const char **azCol;
   char *aAff;
   char *aColl;
+  vt_tab *apFound[PL_JOIN_MAX_TAB]; /* every table found, in lookup order (joins) */
+  int nFound;
 } q_lookup;
 
 static vt_tab *find_tab(vt_conn *pConn, const char *zDb, const char *zTable) {
@@ -252,6 +258,10 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
   for (vt_tab *t = l->pConn->pTabs; t; t = t->pNextTab) {
     if (sqlite3_stricmp(t->zName, zTable) != 0) continue;
     if (zDb && sqlite3_stricmp(t->zDb, zDb) != 0) continue;
+    /* the join planner copies what it keeps before the next lookup */
+    sqlite3_free(l->azCol);
+    sqlite3_free(l->aAff);
+    sqlite3_free(l->aColl);
     l->azCol = sqlite3_malloc64(sizeof(char *) * (size_t)t->s.nCol);
     l->aAff = sqlite3_malloc64((size_t)t->s.nCol + 1);
     l->aColl = sqlite3_malloc64((size_t)t->s.nCol + 1);
@@ -278,9 +288,30 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
       if (pInfo->nEngines < 0 || n < pInfo->nEngines) pInfo->nEngines = n;
     }
     l->pFound = t;
+    if (l->nFound < PL_JOIN_MAX_TAB) l->apFound[l->nFound++] = t;
     return 0;
   }
   return 1;
+}
+
+/* pl_coll_fn: the collation column iCol of a csq table declares. */
+static const char *q_coll(void *pArg, const char *zDb, const char *zTable, int iCol) {
+  q_lookup *l = pArg;
+  vt_tab *t = find_tab(l->pConn, zDb, zTable);
+  if (!t || iCol < 0 || iCol >= t->s.nCol) return NULL;
+  const char *zColl = NULL;
+  if (sqlite3_table_column_metadata(l->pConn->db, zDb ? zDb : t->zDb, zTable, t->s.aCol[iCol].zName,
+                                    NULL, &zColl, NULL, NULL, NULL) != SQLITE_OK)
+    return NULL;
+  return zColl;
+}
+
+static void q_lookup_free(q_lookup *l) {
+  sqlite3_free(l->azCol);
+  sqlite3_free(l->aAff);
+  sqlite3_free(l->aColl);
+  l->azCol = NULL;
+  l->aAff = l->aColl = NULL;
 }
 
 /* The device part over a striped table: one scan per member, all in
@@ -431,10 +462,218 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   return SQLITE_OK;
 }
 
+/* Scan table t with program pProg (nOut outputs) on every member device,
+** handing each batch of rows to xBatch(pArg, batch) as it comes (the batch's
+** vectors are reused for the next one). Returns 0, a negative errno with
+** *pzErr (malloc'd), or what xBatch returned. */
+static int scan_batches(vt_tab *t, const uint8_t *pProg, size_t nProg, int nOut,
+                        int (*xBatch)(void *, const pl_jdata *), void *pArg, char **pzErr) {
+  int rc = vt_flush(t);
+  if (rc) return rc == SQLITE_NOMEM ? -12 : -5;
+  int n = t->nMem, e = 0;
+  csq_vec *aV = calloc((size_t)(nOut ? nOut : 1), sizeof(csq_vec));
+  store_table **aTab = calloc((size_t)n, sizeof(store_table *));
+  store_snap **aSnap = calloc((size_t)n, sizeof(store_snap *));
+  store_table **aCopy = calloc((size_t)n, sizeof(store_table *));
+  if (!aV || !aTab || !aSnap || !aCopy)
+    e = -12;
+  else
+    e = vt_visible_members(t, aTab, aSnap, pzErr);
+  for (int k = 0; e == 0 && k < n; k++) {
+    if (aSnap[k]) continue;
+    aCopy[k] = store_table_clone(aTab[k]); /* a transaction's working table moves as it writes */
+    if (!aCopy[k]) e = -12;
+    aTab[k] = aCopy[k];
+  }
+  for (int k = 0; e == 0 && k < n; k++) {
+    dev_scan *sc = NULL;
+    e = dev_scan_open(t->apMem[k]->pQ, t->apMem[k]->pStore, aTab[k], aTab[k]->apRg, aTab[k]->nRg,
+                      pProg, nProg, &sc, pzErr);
+    while (e == 0) {
+      pl_jdata d = {aV, nOut, 0};
+      e = dev_scan_next(sc, aV, &d.nRow, pzErr);
+      if (e || d.nRow == 0) break;
+      e = xBatch(pArg, &d);
+    }
+    dev_scan_close(sc);
+  }
+  for (int i = 0; aV && i < nOut; i++) csq_vec_free(&aV[i]);
+  free(aV);
+  for (int k = 0; aCopy && aSnap && k < n; k++) {
+    store_table_free(aCopy[k]);
+    if (aSnap[k]) store_snap_unref(aSnap[k]);
+  }
+  free(aTab);
+  free(aSnap);
+  free(aCopy);
+  return e;
+}
+
+/* xBatch of a build side: append the batch to the table's rows; -E2BIG
+** past the memory budget *(uint64_t *)... (see collect). */
+typedef struct collect {
+  pl_jdata *d;
+  uint64_t *pnBytes; /* bytes held by the build sides so far */
+  uint64_t nBudget;
+} collect;
+
+static int collect_batch(void *pArg, const pl_jdata *b) {
+  collect *x = pArg;
+  pl_jdata *d = x->d;
+  if ((uint64_t)d->nRow + b->nRow > UINT32_MAX) return -7; /* -E2BIG */
+  uint64_t nBefore = pl_jdata_bytes(d);
+  for (int i = 0; i < d->nCol; i++) {
+    int e = csq_vec_append(&d->aCol[i], &b->aCol[i], 0, b->nRow);
+    if (e) return e;
+  }
+  d->nRow += b->nRow;
+  *x->pnBytes += pl_jdata_bytes(d) - nBefore;
+  return *x->pnBytes > x->nBudget ? -7 : 0;
+}
+
+/* xBatch of the probe side: join the batch, append to the row set. */
+typedef struct probe_ctx {
+  pl_hj *h;
+  vt_rowset *pRows;
+} probe_ctx;
+
+static int probe_batch(void *pArg, const pl_jdata *b) {
+  probe_ctx *x = pArg;
+  return pl_hj_probe(x->h, b, x->pRows->aCol, &x->pRows->nRow);
+}
+
+static void free_jdata(pl_jdata *d) {
+  for (int i = 0; d->aCol && i < d->nCol; i++) csq_vec_free(&d->aCol[i]);
+  free(d->aCol);
+  memset(d, 0, sizeof(*d));
+}
+
+/* Bytes a join's build sides may hold: the connection's probe copy budget
+** (csq_probe_memory), the same memory a nested-loop probe would take. */
+static uint64_t join_budget(q_tab *p) {
+  return p->pConn->nProbeCopy;
+}
+
+/* Table t's program with the join filters of the tables read before it
+** (planner/joinfilter.h) in *pp (malloc'd), or NULL when there are none. */
+static void join_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn) {
+  int nFilter = 0;
+  if (pl_join_filter_program(j, t, aData, pp, pn, &nFilter) != 0 || !nFilter) {
+    free(*pp);
+    *pp = NULL;
+  }
+}
+
+/* Run a join plan: every table's scan on its devices (build sides first,
+** so a build side over the budget stops before the probe side is read),
+** the hash joins, and SQLite's part over the joined rows. SQLITE_MISMATCH:
+** the plan gave up (over budget, too many rows): run the query as SQL. */
+static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_value **aParam,
+                    int nParam) {
+  pl_jdata aData[PL_JOIN_MAX_TAB];
+  memset(aData, 0, sizeof(aData));
+  char *zErr = NULL;
+  int e = 0, bEmpty = 0;
+  uint64_t nBuild = 0;
+  pl_hj *h = NULL;
+  for (int t = 0; t < j->nTab; t++) bEmpty |= j->aTab[t].bEmpty;
+  for (int s = j->nTab - 1; e == 0 && !bEmpty && s > 0; s--) {
+    int t = j->aOrder[s];
+    const pl_jtab *jt = &j->aTab[t];
+    aData[t].nCol = jt->nOut;
+    aData[t].aCol = calloc((size_t)(jt->nOut ? jt->nOut : 1), sizeof(csq_vec));
+    if (!aData[t].aCol) {
+      e = -12;
+      break;
+    }
+    collect x = {&aData[t], &nBuild, join_budget(p)};
+    uint8_t *pFiltered = NULL;
+    size_t nFiltered = 0;
+    join_program(j, t, aData, &pFiltered, &nFiltered);
+    e = scan_batches(apTab[t], pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
+                     jt->nOut, collect_batch, &x, &zErr);
+    free(pFiltered);
+    if (e == 0 && aData[t].nRow == 0) bEmpty = 1; /* an inner join with no rows */
+  }
+  if (e == 0) {
+    c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(j->nCol ? j->nCol : 1));
+    if (!c->rows.aCol)
+      e = -12;
+    else {
+      c->rows.nCol = j->nCol;
+      for (int i = 0; i < j->nCol; i++) csq_vec_init(&c->rows.aCol[i]);
+    }
+  }
+  if (e == 0 && !bEmpty) e = pl_hj_new(j, aData, &h);
+  if (e == 0 && !bEmpty) {
+    const pl_jtab *jt = &j->aTab[j->aOrder[0]];
+    uint8_t *pFiltered = NULL;
+    size_t nFiltered = 0;
+    join_program(j, j->aOrder[0], aData, &pFiltered, &nFiltered);
+    probe_ctx x = {h, &c->rows};
+    e = scan_batches(apTab[j->aOrder[0]], pFiltered ? pFiltered : jt->pProg,
+                     pFiltered ? nFiltered : jt->nProg, jt->nOut, probe_batch, &x, &zErr);
+    free(pFiltered);
+  }
+  pl_hj_free(h);
+  for (int t = 0; t < j->nTab; t++) free_jdata(&aData[t]);
+  if (e == -7 || e == -33) {
+    free(zErr);
+    vt_rowset_clear(&c->rows);
+    return SQLITE_MISMATCH;
+  }
+  if (e) {
+    vt_rowset_clear(&c->rows);
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = sqlite3_mprintf("%s", zErr ? zErr : "csq: a join's device scan failed");
+    free(zErr);
+    return vt_rc_from(e < 0 ? e : -5);
+  }
+  int rc = sqlite3_prepare_v2(p->db, j->zHost, -1, &c->pStmt, NULL);
+  for (int k = 0; rc == SQLITE_OK && k < nParam; k++)
+    if (aParam[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aParam[k]);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, j->iRows, &c->rows, "csq_rowset", NULL);
+  if (rc) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
+  }
+  return rc;
+}
+
+/* Plan zSql as a join: SQLITE_OK with *ppJoin (bPlan 0: not a join the
+** planner takes) and the tables in FROM order in apTab. */
+static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nParam,
+                     pl_join **ppJoin, vt_tab **apTab) {
+  q_lookup l;
+  memset(&l, 0, sizeof(l));
+  l.pConn = p->pConn;
+  int rc = pl_join_plan(p->db, zSql, aParam, nParam, q_lookup_table, q_coll, &l, ppJoin);
+  q_lookup_free(&l);
+  if (rc == SQLITE_OK && (*ppJoin)->bPlan && l.nFound != (*ppJoin)->nTab) {
+    (*ppJoin)->bPlan = 0; /* cannot happen: every table was looked up once */
+    snprintf((*ppJoin)->zWhy, sizeof((*ppJoin)->zWhy), "internal: table lookups do not match");
+  }
+  for (int t = 0; t < l.nFound; t++) apTab[t] = l.apFound[t];
+  return rc;
+}
+
 /* Run the query: split between device and host when the planner can,
 ** otherwise as ordinary SQL. */
 static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) {
-  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL};
+  pl_join *j = NULL;
+  vt_tab *apTab[PL_JOIN_MAX_TAB];
+  int rc0 = plan_join(p, p->zSql, aParam, nParam, &j, apTab);
+  if (rc0 == SQLITE_OK && j->bPlan) {
+    rc0 = run_join(c, p, j, apTab, aParam, nParam);
+    pl_join_free(j);
+    if (rc0 == SQLITE_MISMATCH) return run_plain(c, p, aParam, nParam);
+    return rc0;
+  }
+  int bJoin = j && j->nTab > 1;
+  pl_join_free(j);
+  if (rc0) return rc0;
+  if (bJoin) return run_plain(c, p, aParam, nParam);
+  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0};
   pl_plan *plan = NULL;
   int rc = pl_plan_query(p->db, p->zSql, aParam, nParam, q_lookup_table, &l, &plan);
   sqlite3_free(l.azCol);
@@ -520,6 +759,8 @@ static sqlite3_module q_module = {
 };
 
 int vt_query_register(sqlite3 *db, vt_conn *pConn) {
+  int rc = vt_jrows_register(db);
+  if (rc) return rc;
   return sqlite3_create_module(db, "csq_query", &q_module, pConn);
 }
 
@@ -534,8 +775,8 @@ int vt_query_register(sqlite3 *db, vt_conn *pConn) {
 
 typedef struct x_cursor {
   sqlite3_vtab_cursor base; /* must be first */
-  char *azPart[10];
-  char *azDetail[10];
+  char *azPart[40];
+  char *azDetail[40];
   int n, i;
 } x_cursor;
 
@@ -601,6 +842,75 @@ static void x_add(x_cursor *c, const char *zPart, char *zDetail) {
   c->n++;
 }
 
+/* The name of chunk iChunk of table t (0: the rowid, or its alias). */
+static const char *chunk_name(const vt_tab *t, int iChunk) {
+  if (iChunk == 0) return t && t->s.iIpk >= 0 ? t->s.aCol[t->s.iIpk].zName : "rowid";
+  return t && iChunk - 1 < t->s.nCol ? t->s.aCol[iChunk - 1].zName : "?";
+}
+
+/* The rows of a join's plan, as a tree: each scan on its device(s), each
+** hash join, the host part. */
+static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab) {
+  x_add(c, "plan",
+        sqlite3_mprintf("%s", j->bPlan ? "join: device scans + host hash join + host" : "host"));
+  x_add(c, "why", sqlite3_mprintf("%s", j->zWhy));
+  if (!j->bPlan) {
+    x_add(c, "host", sqlite3_mprintf("the query as written; csq tables in it push their filters"));
+    return;
+  }
+  uint64_t nBudget = join_budget(p);
+  for (int s = 0; s < j->nTab; s++) {
+    int t = j->aOrder[s];
+    const pl_jtab *jt = &j->aTab[t];
+    const vt_tab *vt = apTab[t];
+    x_add(c, s == 0 ? "scan (probe side)" : "  scan (build side)",
+          sqlite3_mprintf("%s%s%s on %s: %d pushed filter(s), %d column(s) returned, est %lld of "
+                          "%lld rows; program of %lld bytes",
+                          jt->zTable, sqlite3_stricmp(jt->zName, jt->zTable) ? " AS " : "",
+                          sqlite3_stricmp(jt->zName, jt->zTable) ? jt->zName : "",
+                          vt && vt->nMem > 1 ? "its member devices" : "its device", jt->nFilter,
+                          jt->nOut, (long long)jt->nEst, (long long)jt->nRows,
+                          (long long)jt->nProg));
+  }
+  for (int s = 1; s < j->nTab; s++) {
+    int t = j->aOrder[s];
+    const pl_jtab *jt = &j->aTab[t];
+    sqlite3_str *z = sqlite3_str_new(p->db);
+    sqlite3_str_appendf(z, "build %s, probe with the rows of ", jt->zName);
+    for (int u = 0; u < s; u++)
+      sqlite3_str_appendf(z, "%s%s", u ? " x " : "", j->aTab[j->aOrder[u]].zName);
+    sqlite3_str_appendall(z, " on ");
+    for (int k = 0; k < jt->nKey; k++) {
+      const pl_jtab *jp = &j->aTab[jt->aKeyTab[k]];
+      sqlite3_str_appendf(z, "%s%s.%s = %s.%s", k ? " AND " : "", jt->zName,
+                          chunk_name(apTab[t], jt->aChunk[jt->aKeyOut[k]]), jp->zName,
+                          chunk_name(apTab[jt->aKeyTab[k]], jp->aChunk[jt->aKeyProbe[k]]));
+    }
+    x_add(c, "    hash join", sqlite3_str_finish(z));
+  }
+  for (int s = 0; s < j->nTab; s++) {
+    int t = j->aOrder[s];
+    const pl_jtab *jt = &j->aTab[t];
+    for (int s2 = s + 1; s2 < j->nTab; s2++) {
+      int u = j->aOrder[s2];
+      const pl_jtab *ju = &j->aTab[u];
+      for (int k = 0; k < ju->nKey; k++)
+        if (ju->aKeyTab[k] == t)
+          x_add(c, "  join filter",
+                sqlite3_mprintf("%s.%s IN (the distinct %s.%s of %s's rows) in the scan of %s, "
+                                "when they are at most %d",
+                                jt->zName, chunk_name(apTab[t], jt->aChunk[ju->aKeyProbe[k]]),
+                                ju->zName, chunk_name(apTab[u], ju->aChunk[ju->aKeyOut[k]]),
+                                ju->zName, jt->zName, PL_JOINFILTER_MAX_KEYS));
+    }
+  }
+  x_add(c, "memory",
+        sqlite3_mprintf("build sides over %llu bytes (csq_probe_memory) give the "
+                        "query back to SQLite",
+                        (unsigned long long)nBudget));
+  x_add(c, "host", sqlite3_mprintf("%s", j->zHost));
+}
+
 static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
                     sqlite3_value **argv) {
   (void)idxNum, (void)idxStr;
@@ -609,9 +919,19 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   x_clear(c);
   const char *zSql = argc > 0 ? (const char *)sqlite3_value_text(argv[0]) : NULL;
   if (!zSql) return SQLITE_OK;
-  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL};
+  pl_join *j = NULL;
+  vt_tab *apTab[PL_JOIN_MAX_TAB];
+  int rc = plan_join(p, zSql, NULL, 0, &j, apTab);
+  if (rc == SQLITE_OK && j->nTab > 1) {
+    explain_join(c, p, j, apTab);
+    pl_join_free(j);
+    return SQLITE_OK;
+  }
+  pl_join_free(j);
+  if (rc) return rc;
+  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0};
   pl_plan *plan = NULL;
-  int rc = pl_plan_query(p->db, zSql, NULL, 0, q_lookup_table, &l, &plan);
+  rc = pl_plan_query(p->db, zSql, NULL, 0, q_lookup_table, &l, &plan);
   sqlite3_free(l.azCol);
   sqlite3_free(l.aAff);
   sqlite3_free(l.aColl);

@@ -14,6 +14,7 @@
 **   vtab/stats.c     the csq_stats and csq_devices tables, csq_stats_reset()
 **   vtab/rows.c      csq_rows(?1): computed rows handed back to SQLite
 **   vtab/query.c     csq_query pushdown views
+**   vtab/joinrows.c  csq_jrows(?1): joined rows, typed, for SQLite to finish a join
 **   vtab/stripe.c    tables striped over several devices (devices=)
 **   vtab/fault.c     csq_fault() and csq_timeout(): fault injection, timeouts
 **   vtab/backup.c    csq_backup(): a copy of the database and its device images
@@ -477,6 +478,9 @@ typedef struct vt_rowset {
   uint32_t nRow;
 } vt_rowset;
 int vt_rows_register(sqlite3 *db);
+/* joinrows.c: csq_jrows(?1), the same with typed, collated columns
+** (registered by vt_query_register). */
+int vt_jrows_register(sqlite3 *db);
 /* query.c: csq_query pushdown views. */
 int vt_query_register(sqlite3 *db, vt_conn *pConn);
 int vt_explain_register(sqlite3 *db, vt_conn *pConn);

@@ -183,6 +183,15 @@ static const struct {
   const char *zSql, *zDump;
 } aStmt[] = {
     {"select * from t", "SELECT *\nFROM t\n"},
+    /* joins */
+    {"select a from t, u", "SELECT a\nFROM t, u\n"},
+    {"select t.a, v.b from main.t x, u as y join v on x.a = v.b and y.c > 1",
+     "SELECT t.a; v.b\nFROM main.t AS x, u AS y JOIN v ON (AND (= x.a v.b) (> y.c 1))\n"},
+    {"select * from t inner join u on (t.a = u.a) cross join v left join w on w.k = v.k",
+     "SELECT *\nFROM t JOIN u ON (= t.a u.a) CROSS JOIN v LEFT JOIN w ON (= w.k v.k)\n"},
+    {"select 1 from t left outer join u on 1 cross join v on v.a = t.a where t.b",
+     "SELECT 1\nFROM t LEFT JOIN u ON 1 CROSS JOIN v ON (= v.a t.a)\nWHERE t.b\n"},
+    {"select a from t join u", "SELECT a\nFROM t JOIN u\n"},
     {"select count(*) over from t", "SELECT (agg count *) AS over\nFROM t\n"},
     {"SELECT ALL a AS x, b y, c 'z', t.*, * FROM main.t AS u;",
      "SELECT a AS x; b AS y; c AS z; t.*; *\nFROM main.t AS u\n"},
@@ -290,10 +299,16 @@ static const char *stmt_with(const char *zPart) {
 static const struct {
   const char *zSql, *zWhat;
 } aUnsup[] = {
-    {"select a from t, u", "join"},
-    {"select a from t join u on t.x = u.x", "join"},
-    {"select a from t left join u", "join"},
-    {"select a from t natural join u", "join"},
+    {"select a from t, u on t.x = u.x", "ON without a JOIN"},
+    {"select a from t on 1", "ON or USING without a join"},
+    {"select a from t join u using (x)", "USING"},
+    {"select a from t left join u", "LEFT JOIN without ON"},
+    {"select a from t natural join u", "NATURAL"},
+    {"select a from t right join u on 1", "RIGHT"},
+    {"select a from t full outer join u on 1", "NATURAL, RIGHT, FULL"},
+    {"select a from t left natural join u", "NATURAL"},
+    {"select a from t, (select 1)", "subquery"},
+    {"select a from t join u on count(*)", "misuse"},
     {"select a from (select a from t)", "subquery"},
     {"select (select 1) from t", "subquery"},
     {"select a from t where a in (select b from u)", "IN subquery"},
@@ -439,6 +454,7 @@ static void check_all_spans(const pl_ast *a) {
   check_spans(a, a->pHaving);
   for (int i = 0; i < a->nGroup; i++) check_spans(a, a->aGroup[i].pExpr);
   for (int i = 0; i < a->nOrder; i++) check_spans(a, a->aOrder[i].pExpr);
+  for (int i = 0; i < a->nFrom; i++) check_spans(a, a->aFrom[i].pOn);
 }
 
 /* ---- differential precedence check against SQLite ---- */
@@ -668,6 +684,32 @@ static void random_expr(char *z, size_t n) {
 /* ---- robustness ---- */
 
 /* Parse must return one of the four codes and leave a consistent AST. */
+/* A random FROM list of csq's join grammar and of what lies just outside it;
+** *pn receives the number of tables written. */
+static void random_from(char *z, size_t nz, int *pn) {
+  static const char *const azTab[] = {"t", "u", "v", "main.u", "\"v\""};
+  static const char *const azAlias[] = {"", "", " p", " as q", " AS \"r s\"", " x", " [y]"};
+  static const char *const azOp[] = {", ",
+                                     " join ",
+                                     " inner join ",
+                                     " cross join ",
+                                     " left join ",
+                                     " left outer join ",
+                                     " natural join ",
+                                     " right join ",
+                                     " outer join ",
+                                     " inner left join "};
+  static const char *const azOn[] = {
+      "", "", " on 1", " on t.x = u.x", " on x > 0 and 1", " using (x)", " on (1)"};
+  int n = 1 + (int)rndn(4), k = 0;
+  k += snprintf(z + k, nz - (size_t)k, "select 1 from %s%s", azTab[rndn(5)], azAlias[rndn(7)]);
+  for (int i = 1; i < n; i++)
+    k += snprintf(z + k, nz - (size_t)k, "%s%s%s%s", azOp[rndn(10)], azTab[rndn(5)],
+                  azAlias[rndn(7)], azOn[rndn(7)]);
+  snprintf(z + k, nz - (size_t)k, "%s", rndn(2) ? " where 1" : "");
+  *pn = n;
+}
+
 static void robust(const char *z, int n) {
   pl_ast *a = NULL;
   pl_err err;
@@ -763,6 +805,19 @@ int main(void) {
             !strcmp(r.aCol[1]->zName, "b") && !strcmp(r.aCol[2]->zName, "c") &&
             !strcmp(r.aCol[3]->zName, "d"));
       pl_refs_free(&r);
+      pl_ast_free(a);
+    }
+    /* FROM items and their spans */
+    zSql = "select 1 from t as x join main.u on x.a = u.b, v where 1";
+    rc = pl_parse(zSql, -1, &a, &err);
+    CHECK(rc == PL_OK);
+    if (a) {
+      CHECK(a->nFrom == 3 && !strcmp(a->aFrom[0].zTable, "t") && !strcmp(a->aFrom[0].zAlias, "x"));
+      CHECK(!strcmp(a->aFrom[1].zDb, "main") && a->aFrom[1].eJoin == PL_JOIN_INNER);
+      CHECK(a->aFrom[2].eJoin == PL_JOIN_COMMA && !a->aFrom[2].pOn && a->aFrom[1].pOn);
+      CHECK(a->iFromStart == 14 && a->iFromEnd == 48, "%d %d", a->iFromStart, a->iFromEnd);
+      CHECK(a->aFrom[1].iStart == 26 && a->aFrom[1].iEnd == 32);
+      CHECK(!strcmp(a->zTable, "t") && a->iTabEnd == 20);
       pl_ast_free(a);
     }
     /* flags */
@@ -864,6 +919,27 @@ int main(void) {
       differential(db, z);
     }
     CHECK(nDiffChecked > 2000, "%d differential checks", nDiffChecked);
+    /* never wrong about what it accepts: a FROM list it parses is one
+    ** SQLite parses too (SQLite may still reject names), with as many tables */
+    sqlite3_exec(db, "CREATE TABLE u(x, k); CREATE TABLE v(x, k);", 0, 0, 0);
+    int nJoinOk = 0;
+    for (int i = 0; i < 3000; i++) {
+      int nTab = 0;
+      random_from(z, sizeof z, &nTab);
+      pl_ast *a = NULL;
+      if (pl_parse(z, -1, &a, NULL) != PL_OK) continue;
+      nJoinOk++;
+      CHECK(a->nFrom == nTab, "%s: %d tables, parsed %d", z, nTab, a->nFrom);
+      check_all_spans(a);
+      pl_ast_free(a);
+      sqlite3_stmt *st = NULL;
+      int rc2 = sqlite3_prepare_v2(db, z, -1, &st, NULL);
+      sqlite3_finalize(st);
+      const char *zMsg = sqlite3_errmsg(db);
+      CHECK(rc2 == SQLITE_OK || (!strstr(zMsg, "syntax error") && !strstr(zMsg, "near \"")),
+            "%s: accepted, but SQLite says %s", z, zMsg);
+    }
+    CHECK(nJoinOk > 300, "%d join lists accepted", nJoinOk);
     sqlite3_close(db);
   }
 

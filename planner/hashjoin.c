@@ -1,0 +1,200 @@
+/*
+** planner/hashjoin.c - in-memory hash joins of a join plan; see hashjoin.h.
+*/
+#include "planner/hashjoin.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "device/format/value.h"
+
+/* A growable array of row indices. */
+typedef struct hj_idx {
+  uint32_t *a;
+  uint32_t n, nCap;
+} hj_idx;
+
+static int idx_push(hj_idx *p, uint32_t v) {
+  if (p->n == p->nCap) {
+    uint32_t nNew = p->nCap ? p->nCap * 2 : 1024;
+    if (nNew < p->nCap) return -E2BIG;
+    uint32_t *a = realloc(p->a, sizeof(uint32_t) * (size_t)nNew);
+    if (!a) return -ENOMEM;
+    p->a = a;
+    p->nCap = nNew;
+  }
+  p->a[p->n++] = v;
+  return 0;
+}
+
+/* Hash of the key of row r over outputs aKey[0..nKey) of d; 0 with *pbNull
+** when a key value is NULL (such a row never joins). */
+static uint64_t key_hash(const pl_jdata *const *ad, const int *aOut, int nKey, const uint32_t *aRow,
+                         int *pbNull) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < nKey; k++) {
+    const csq_vec *v = &ad[k]->aCol[aOut[k]];
+    if (v->aCls[aRow[k]] == CSQ_NULL) {
+      *pbNull = 1;
+      return 0;
+    }
+    csq_value x = csq_value_of_vec(v, aRow[k]);
+    h = csq_mix64(h ^ csq_value_hash(&x)) + (uint64_t)k;
+  }
+  *pbNull = 0;
+  return h;
+}
+
+uint64_t pl_jdata_bytes(const pl_jdata *d) {
+  uint64_t n = 0;
+  for (int c = 0; c < d->nCol; c++)
+    n += (uint64_t)d->aCol[c].n * (sizeof(csq_val) + 5) + d->aCol[c].nHeap;
+  return n;
+}
+
+/* Append value r of src to dst. */
+static int vec_push_from(csq_vec *dst, const csq_vec *src, uint32_t r) {
+  switch (src->aCls[r]) {
+  case CSQ_INT:
+    return csq_vec_push_int(dst, src->aVal[r].i);
+  case CSQ_REAL:
+    return csq_vec_push_real(dst, src->aVal[r].r);
+  case CSQ_TEXT:
+  case CSQ_BLOB:
+    return csq_vec_push_bytes(dst, src->aCls[r], csq_vec_bytes(src, r), src->aLen[r]);
+  default:
+    return csq_vec_push_null(dst);
+  }
+}
+
+typedef struct hj_table {
+  uint32_t *aHead;  /* bucket -> first row, UINT32_MAX: none */
+  uint32_t *aChain; /* row -> next row of its bucket */
+  uint32_t nBucket;
+} hj_table;
+
+struct pl_hj {
+  const pl_join *j;
+  pl_jdata aData[PL_JOIN_MAX_TAB]; /* the build sides' rows (not owned) */
+  hj_table aTab[PL_JOIN_MAX_TAB];  /* by table */
+  hj_idx aCur[PL_JOIN_MAX_TAB], aNext[PL_JOIN_MAX_TAB];
+};
+
+void pl_hj_free(pl_hj *h) {
+  if (!h) return;
+  for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
+    free(h->aTab[t].aHead);
+    free(h->aTab[t].aChain);
+    free(h->aCur[t].a);
+    free(h->aNext[t].a);
+  }
+  free(h);
+}
+
+int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
+  pl_hj *h = calloc(1, sizeof(*h));
+  *pp = NULL;
+  if (!h) return -ENOMEM;
+  h->j = j;
+  memcpy(h->aData, aData, sizeof(pl_jdata) * (size_t)j->nTab);
+  for (int step = 1; step < j->nTab; step++) {
+    int t = j->aOrder[step];
+    const pl_jtab *jt = &j->aTab[t];
+    const pl_jdata *d = &aData[t];
+    hj_table *ht = &h->aTab[t];
+    /* a bucket head per hash, a chain through the rows */
+    ht->nBucket = 16;
+    while (ht->nBucket < d->nRow * 2u && ht->nBucket < (1u << 31)) ht->nBucket *= 2;
+    ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
+    ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
+    if (!ht->aHead || !ht->aChain) {
+      pl_hj_free(h);
+      return -ENOMEM;
+    }
+    memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
+    const pl_jdata *adB[PL_JOIN_MAX_KEY];
+    uint32_t aRow[PL_JOIN_MAX_KEY];
+    for (int k = 0; k < jt->nKey; k++) adB[k] = d;
+    for (uint32_t r = d->nRow; r-- > 0;) { /* chains in row order */
+      for (int k = 0; k < jt->nKey; k++) aRow[k] = r;
+      int bNull;
+      uint64_t x = key_hash(adB, jt->aKeyOut, jt->nKey, aRow, &bNull);
+      if (bNull) continue;
+      uint32_t b = (uint32_t)(x & (ht->nBucket - 1));
+      ht->aChain[r] = ht->aHead[b];
+      ht->aHead[b] = r;
+    }
+  }
+  *pp = h;
+  return 0;
+}
+
+int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow) {
+  const pl_join *j = h->j;
+  int nTab = j->nTab, e = 0;
+  int t0 = j->aOrder[0];
+  pl_jdata aData[PL_JOIN_MAX_TAB];
+  memcpy(aData, h->aData, sizeof(pl_jdata) * (size_t)nTab);
+  aData[t0] = *pProbe;
+  hj_idx *aCur = h->aCur, *aNext = h->aNext;
+  for (int t = 0; t < nTab; t++) aCur[t].n = aNext[t].n = 0;
+  for (uint32_t r = 0; e == 0 && r < pProbe->nRow; r++) e = idx_push(&aCur[t0], r);
+  uint32_t n = pProbe->nRow;
+  for (int step = 1; e == 0 && step < nTab && n > 0; step++) {
+    int t = j->aOrder[step];
+    const pl_jtab *jt = &j->aTab[t];
+    const pl_jdata *d = &aData[t];
+    const hj_table *ht = &h->aTab[t];
+    const pl_jdata *adP[PL_JOIN_MAX_KEY];
+    uint32_t aRow[PL_JOIN_MAX_KEY];
+    for (int k = 0; k < jt->nKey; k++) adP[k] = &aData[jt->aKeyTab[k]];
+    for (uint32_t i = 0; e == 0 && i < n; i++) {
+      for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
+      int bNull;
+      uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
+      if (bNull) continue;
+      for (uint32_t r = ht->aHead[x & (ht->nBucket - 1)]; e == 0 && r != UINT32_MAX;
+           r = ht->aChain[r]) {
+        int bEq = 1;
+        for (int k = 0; bEq && k < jt->nKey; k++) {
+          csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
+          csq_value b = csq_value_of_vec(&adP[k]->aCol[jt->aKeyProbe[k]], aRow[k]);
+          bEq = csq_value_eq(&a, &b);
+        }
+        if (!bEq) continue;
+        for (int s = 0; e == 0 && s < step; s++) {
+          int u = j->aOrder[s];
+          e = idx_push(&aNext[u], aCur[u].a[i]);
+        }
+        if (e == 0) e = idx_push(&aNext[t], r);
+      }
+    }
+    if (e) break;
+    n = aNext[t].n;
+    for (int s = 0; s <= step; s++) { /* the joined rows become the current ones */
+      int u = j->aOrder[s];
+      hj_idx x = aCur[u];
+      aCur[u] = aNext[u];
+      aNext[u] = x;
+      aNext[u].n = 0;
+    }
+  }
+  if (e == 0 && n > UINT32_MAX - *pnRow) e = -E2BIG;
+  /* gather the row-set columns */
+  for (int t = 0; e == 0 && n > 0 && t < nTab; t++) {
+    const pl_jtab *jt = &j->aTab[t];
+    for (int o = 0; e == 0 && o < jt->nOut; o++) {
+      int k = jt->aRowCol[o];
+      if (k < 0) continue;
+      const csq_vec *src = &aData[t].aCol[o];
+      uint32_t nWant = aOut[k].n + n;
+      if (nWant > aOut[k].nCap)
+        e = csq_vec_reserve(&aOut[k], nWant > aOut[k].nCap * 2 ? nWant : aOut[k].nCap * 2,
+                            aOut[k].nHeap);
+      for (uint32_t i = 0; e == 0 && i < n; i++) e = vec_push_from(&aOut[k], src, aCur[t].a[i]);
+    }
+  }
+  if (e == 0) *pnRow += n;
+  return e;
+}

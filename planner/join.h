@@ -1,0 +1,98 @@
+/*
+** planner/join.h - the join planner: inner equi-joins of csq tables as host
+** hash joins over device-filtered, projected scans, SQLite finishing the
+** rest.
+**
+** For a SELECT whose FROM items are all csq tables joined by commas,
+** [INNER] JOIN or CROSS JOIN, the conjunction of WHERE and every ON splits
+** into:
+**   - filters: terms over one table that its device program takes exactly
+**     (pl_split_filter: column op constant, IN, BETWEEN, IS NULL, ...);
+**   - join keys: "a.x = b.y" between two tables, both columns of INTEGER,
+**     REAL or NUMERIC affinity and BINARY collation: SQLite then compares
+**     the values without conversion (1 = 1.0; TEXT = TEXT by bytes; NULL
+**     never joins), which is what the hash join does (device/format/value.h,
+**     csq_value_eq and csq_value_hash);
+**   - the residual: everything else, which SQLite evaluates after the join.
+** The join keys must connect every table (no cross products). Each table's
+** scan returns only the columns the query reads.
+**
+** The plan is left-deep: the table with the most estimated rows after its
+** filters is the probe side; the others are build sides, joined in turn,
+** smallest first among those connected to what is joined already. The
+** joined rows form a row set (csq_jrows, vtab/joinrows.c), one column per
+** table column the query reads, declared with that column's affinity and
+** collation; the host part is the query's own text with the FROM list
+** replaced by the row set, each column reference by its row-set column,
+** and WHERE by the residual: GROUP BY, aggregates, HAVING, the select list,
+** ORDER BY and LIMIT keep SQLite's semantics exactly.
+**
+** What the planner does not take it says (pl_join.zWhy), and the query
+** runs as ordinary SQL.
+*/
+#ifndef CSQ_PLANNER_JOIN_H
+#define CSQ_PLANNER_JOIN_H
+
+#include <sqlite3ext.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "planner/split.h"
+
+#define PL_JOIN_MAX_TAB 8  /* tables in one join */
+#define PL_JOIN_MAX_OUT 64 /* columns a table's scan returns; also row-set columns */
+#define PL_JOIN_MAX_KEY 8  /* key columns of one build side */
+
+/* One table of the join, in FROM order. */
+typedef struct pl_jtab {
+  char *zDb;      /* as written in FROM, or NULL (sqlite3_malloc'd) */
+  char *zTable;   /* (sqlite3_malloc'd) */
+  char *zName;    /* the name the query uses for it: alias or table (sqlite3_malloc'd) */
+  uint8_t *pProg; /* its scan: the pushed filters, then the outputs (sqlite3_malloc'd) */
+  size_t nProg;
+  int bEmpty;                     /* a filter is never true: the join is empty */
+  int nOut;                       /* outputs of the scan ... */
+  int aChunk[PL_JOIN_MAX_OUT];    /* ... output k reads chunk aChunk[k] (0 rowid, 1 + c) */
+  int aRowCol[PL_JOIN_MAX_OUT];   /* ... and is row-set column aRowCol[k], or -1 */
+  int nFilter;                    /* filter terms pushed */
+  int64_t nRows;                  /* rows of the table, -1 unknown */
+  int64_t nEst;                   /* estimated rows after the filters */
+  int nKey;                       /* a build side: its key outputs ... */
+  int aKeyOut[PL_JOIN_MAX_KEY];   /* ... output aKeyOut[j] equals ... */
+  int aKeyTab[PL_JOIN_MAX_KEY];   /* ... output aKeyProbe[j] of table aKeyTab[j], joined */
+  int aKeyProbe[PL_JOIN_MAX_KEY]; /*     earlier in aOrder */
+} pl_jtab;
+
+typedef struct pl_join {
+  int bPlan;      /* 1: run as planned; 0: the query stays ordinary SQL */
+  char zWhy[320]; /* bPlan 0: why; else a short description */
+  int nTab;
+  pl_jtab aTab[PL_JOIN_MAX_TAB];
+  int aOrder[PL_JOIN_MAX_TAB];    /* aOrder[0] probes; aOrder[1..] build and join in turn */
+  int nCol;                       /* row-set columns */
+  char aColAff[PL_JOIN_MAX_OUT];  /* affinity of each ('A'..'E') */
+  char aColColl[PL_JOIN_MAX_OUT]; /* collation of each: 'x' BINARY, 'n' NOCASE, 'r' RTRIM */
+  int nResidual;                  /* terms SQLite evaluates after the join */
+  char *zHost;                    /* SELECT ... FROM csq_jrows(?iRows) ... (sqlite3_malloc'd) */
+  int iRows;                      /* parameter number of the row set in zHost */
+  /* Each table's program as aTab[t].pProg, still open, for the join
+  ** filters of the tables read before it (planner/joinfilter.h); owned. */
+  struct csq_pb *apB[PL_JOIN_MAX_TAB];
+} pl_join;
+
+/* Column k of a row set in SQL: its name in csq_jrows (vtab/joinrows.c), e.g.
+** "dx_3" for an INTEGER column of BINARY collation. */
+#define PL_JROWS_NAME_FMT "%c%c_%d"
+
+/* What the join planner needs of a table beyond pl_tabinfo: the collation
+** of column i ("BINARY", "NOCASE", "RTRIM", or another name), or NULL. */
+typedef const char *(*pl_coll_fn)(void *pArg, const char *zDb, const char *zTable, int iCol);
+
+/* Plan zSql (parameters aParam[0..nParam), NULL = not given) as a join.
+** Returns SQLITE_OK with *ppJoin (bPlan 0 with zWhy when it is not one the
+** planner takes), or SQLITE_NOMEM. Free with pl_join_free(). */
+int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
+                 pl_lookup_fn xLookup, pl_coll_fn xColl, void *pArg, pl_join **ppJoin);
+void pl_join_free(pl_join *p);
+
+#endif /* CSQ_PLANNER_JOIN_H */

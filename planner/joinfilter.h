@@ -1,0 +1,37 @@
+/*
+** planner/joinfilter.h - join filters: the keys of a join's build sides sent
+** into the probe side's device program, so that probe rows that cannot join
+** never leave the device.
+**
+** The tables are read in the reverse of the join order (the build sides,
+** last joined first, then the probe side), so when table t is read every
+** table joined after it is in memory. For each such table u and each of
+** its keys "t.x = u.y", t's program gets the term "x IN (the distinct
+** non-NULL values of y in u's rows)" when there are at most
+** PL_JOINFILTER_MAX_KEYS of them: in an inner join a row of t without such a
+** partner cannot be in the result. The device's IN compares by SQLite's
+** rules without applying an affinity (as the join's "=" between numeric
+** columns does: 4 matches 4.0, TEXT only the same bytes), so every row that
+** joins passes it; the hash join still checks every key.
+*/
+#ifndef CSQ_PLANNER_JOINFILTER_H
+#define CSQ_PLANNER_JOINFILTER_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "planner/hashjoin.h"
+#include "planner/join.h"
+
+/* Distinct keys of one join filter (IN list) at most; all filters of a
+** program together hold at most twice as many. */
+#define PL_JOINFILTER_MAX_KEYS 4096
+
+/* Finish table t's program (j->apB[t], consumed) with the join filters the
+** rows aData (FROM order) of the tables joined after t give. On success *pp
+** is a malloc'd program of *pn bytes and *pnFilter the filters added.
+** Returns 0 or a negative errno (then the caller uses aTab[t].pProg). */
+int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn,
+                           int *pnFilter);
+
+#endif /* CSQ_PLANNER_JOINFILTER_H */

@@ -1,0 +1,143 @@
+/*
+** vtab/joinrows.c - csq_jrows: the joined rows of a join plan
+** (planner/join.h), handed to SQLite as a table-valued function with typed
+** columns, so that SQLite finishes the query over them exactly as over the
+** base tables:
+**
+**   SELECT sum(csq_j.ex_0) FROM csq_jrows(?1) AS csq_j WHERE csq_j.bn_1 = 'x';
+**
+** ?1 is bound with sqlite3_bind_pointer(stmt, 1, pRowset, "csq_rowset", 0):
+** a vt_rowset (vtab.h) owned by the caller, which must outlive the
+** statement's use of it. Unlike csq_rows, whose columns carry no affinity,
+** row-set column k is visible under 15 names, one per affinity and
+** collation, "<a><c>_<k>" (planner/join.h, PL_JROWS_NAME_FMT): <a> is the
+** affinity, a (BLOB), b (TEXT), c (NUMERIC), d (INTEGER) or e (REAL), and
+** <c> the collation, x (BINARY), n (NOCASE) or r (RTRIM). The planner names
+** each column by the affinity and collation of the table column it holds,
+** so comparisons, GROUP BY and ORDER BY over it behave as over that table
+** column (values keep their storage class: no affinity is applied to them,
+** the base table applied it when they were written).
+*/
+#include <string.h>
+#include "vtab/vtab.h"
+
+#define JROWS_MAX_COL  64
+#define JROWS_NAMES    15 /* 5 affinities x 3 collations */
+#define JROWS_PTR_TYPE "csq_rowset"
+
+typedef struct jrows_cursor {
+  sqlite3_vtab_cursor base; /* must be first */
+  const vt_rowset *pSet;
+  uint32_t iRow;
+} jrows_cursor;
+
+static int jrows_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
+                         sqlite3_vtab **ppVtab, char **pzErr) {
+  (void)pAux, (void)argc, (void)argv, (void)pzErr;
+  static const char *const azType[] = {"BLOB", "TEXT", "NUMERIC", "INTEGER", "REAL"};
+  static const char *const azColl[] = {"", " COLLATE NOCASE", " COLLATE RTRIM"};
+  static const char acColl[] = {'x', 'n', 'r'};
+  sqlite3_str *s = sqlite3_str_new(db);
+  sqlite3_str_appendall(s, "CREATE TABLE x(");
+  for (int a = 0; a < 5; a++)
+    for (int c = 0; c < 3; c++)
+      for (int k = 0; k < JROWS_MAX_COL; k++)
+        sqlite3_str_appendf(s, "%c%c_%d %s%s, ", 'a' + a, acColl[c], k, azType[a], azColl[c]);
+  sqlite3_str_appendall(s, "rs HIDDEN)");
+  char *z = sqlite3_str_finish(s);
+  if (!z) return SQLITE_NOMEM;
+  int rc = sqlite3_declare_vtab(db, z);
+  sqlite3_free(z);
+  if (rc) return rc;
+  sqlite3_vtab *p = sqlite3_malloc64(sizeof(*p));
+  if (!p) return SQLITE_NOMEM;
+  memset(p, 0, sizeof(*p));
+  *ppVtab = p;
+  return SQLITE_OK;
+}
+
+static int jrows_disconnect(sqlite3_vtab *pVtab) {
+  sqlite3_free(pVtab);
+  return SQLITE_OK;
+}
+
+/* The row set argument is required: without it there is nothing to read. */
+static int jrows_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
+  (void)pVtab;
+  for (int i = 0; i < pInfo->nConstraint; i++) {
+    const struct sqlite3_index_constraint *c = &pInfo->aConstraint[i];
+    if (c->iColumn == JROWS_NAMES * JROWS_MAX_COL && c->op == SQLITE_INDEX_CONSTRAINT_EQ) {
+      if (!c->usable) return SQLITE_CONSTRAINT;
+      pInfo->aConstraintUsage[i].argvIndex = 1;
+      pInfo->aConstraintUsage[i].omit = 1;
+      pInfo->estimatedCost = 10;
+      pInfo->estimatedRows = 1000;
+      return SQLITE_OK;
+    }
+  }
+  return SQLITE_CONSTRAINT;
+}
+
+static int jrows_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
+  (void)pVtab;
+  jrows_cursor *c = sqlite3_malloc64(sizeof(*c));
+  if (!c) return SQLITE_NOMEM;
+  memset(c, 0, sizeof(*c));
+  *ppCur = &c->base;
+  return SQLITE_OK;
+}
+
+static int jrows_close(sqlite3_vtab_cursor *pCur) {
+  sqlite3_free(pCur);
+  return SQLITE_OK;
+}
+
+static int jrows_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
+                        sqlite3_value **argv) {
+  (void)idxNum, (void)idxStr;
+  jrows_cursor *c = (jrows_cursor *)pCur;
+  c->pSet = argc > 0 ? sqlite3_value_pointer(argv[0], JROWS_PTR_TYPE) : NULL;
+  c->iRow = 0;
+  return SQLITE_OK;
+}
+
+static int jrows_next(sqlite3_vtab_cursor *pCur) {
+  ((jrows_cursor *)pCur)->iRow++;
+  return SQLITE_OK;
+}
+
+static int jrows_eof(sqlite3_vtab_cursor *pCur) {
+  jrows_cursor *c = (jrows_cursor *)pCur;
+  return !c->pSet || c->iRow >= c->pSet->nRow;
+}
+
+static int jrows_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
+  jrows_cursor *c = (jrows_cursor *)pCur;
+  int k = i % JROWS_MAX_COL;
+  if (i >= 0 && i < JROWS_NAMES * JROWS_MAX_COL && k < c->pSet->nCol &&
+      c->iRow < c->pSet->aCol[k].n)
+    vt_result_value(ctx, &c->pSet->aCol[k], c->iRow);
+  return SQLITE_OK;
+}
+
+static int jrows_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
+  *pRowid = ((jrows_cursor *)pCur)->iRow;
+  return SQLITE_OK;
+}
+
+static sqlite3_module jrows_module = {
+    .xConnect = jrows_connect,
+    .xBestIndex = jrows_best_index,
+    .xDisconnect = jrows_disconnect,
+    .xOpen = jrows_open,
+    .xClose = jrows_close,
+    .xFilter = jrows_filter,
+    .xNext = jrows_next,
+    .xEof = jrows_eof,
+    .xColumn = jrows_column,
+    .xRowid = jrows_rowid,
+};
+
+int vt_jrows_register(sqlite3 *db) {
+  return sqlite3_create_module(db, "csq_jrows", &jrows_module, NULL);
+}
