@@ -134,18 +134,6 @@ static inline int cmp_vk(const ex_val *v, const csq_pconst *k, int coll) {
   return csq_value_cmp(v, &kv, coll);
 }
 
-/* The join key hash of v, not NULL (keyhash.h): what a join filter holds. */
-static inline uint64_t ex_key_hash(const ex_val *v) {
-  switch (v->cls) {
-  case CSQ_INT:
-    return csq_key_hash_int(v->i);
-  case CSQ_REAL:
-    return csq_key_hash_real(v->r);
-  default:
-    return csq_key_hash_bytes(v->cls, v->z, v->n);
-  }
-}
-
 /* ---- columns of one execution ---- */
 
 enum { K_INT, K_REAL, K_TEXTP, K_DICT, K_TAG, K_CONSTX };
