@@ -405,6 +405,9 @@ static void draw_row(int m, int r, test_val *v) {
   case 12: /* INT_FOR, 64 bits wide: the ends of int64 */
     val_int(v, rndn(2) ? INT64_MAX - (int64_t)rndn(100) : INT64_MIN + (int64_t)rndn(100));
     break;
+  case 14: /* INT_FOR of few codes (a small dimension's keys): probed per code */
+    val_int(v, (int64_t)rndn(100) - 50);
+    break;
   default: /* TEXT_DICT with NULLs */
     if (rndn(4) == 0)
       v->cls = CSQ_NULL;
@@ -576,10 +579,10 @@ static uint8_t *keys_filter(double fp, int bTiny, uint32_t *pnB) {
 static void test_term(void) {
   int aEncSeen[16] = {0};
   uint8_t *aKeep = malloc(NROW);
-  for (int m = 0; m < 14; m++) {
+  for (int m = 0; m < 15; m++) {
     for (int r = 0; r < NROW; r++) {
       draw_row(m, r, &aData[r]);
-      aDel[r] = (m == 1 || m == 8 || m == 13) && rndn(9) == 0;
+      aDel[r] = (m == 1 || m == 8 || m == 13 || m == 14) && rndn(9) == 0;
     }
     rg g;
     rg_build(&g);
