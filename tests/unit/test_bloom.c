@@ -577,7 +577,7 @@ static uint8_t *keys_filter(double fp, int bTiny, uint32_t *pnB) {
 }
 
 static void test_term(void) {
-  int aEncSeen[16] = {0};
+  int aEncSeen[16] = {0}, nZoneSkip = 0;
   uint8_t *aKeep = malloc(NROW);
   for (int m = 0; m < 15; m++) {
     for (int r = 0; r < NROW; r++) {
@@ -671,9 +671,58 @@ static void test_term(void) {
       free(p);
       free(f);
     }
+    /* zone maps with a filter of keys the column lacks: a skip must be
+    ** sound (no row may pass), and a column of integers in a narrow range,
+    ** or of one value, is skipped when none of its values may pass */
+    for (int j = 0; j < 2; j++) {
+      uint32_t nB = 256;
+      uint8_t f[256];
+      csq_bloom_init(f, nB);
+      test_val x;
+      if (j == 0) {
+        val_int(&x, 1000000007);
+      } else {
+        draw_row(m == 11 ? 0 : m, 0, &x); /* maybe one of the column's values */
+        if (x.cls == CSQ_NULL) val_int(&x, 1);
+      }
+      csq_bloom_add(f, nB, tv_hash(&x));
+      int bAny = 0;
+      for (int r = 0; r < NROW && !bAny; r++)
+        bAny = aData[r].cls != CSQ_NULL && csq_bloom_maybe(f, nB, tv_hash(&aData[r]));
+      csq_pb *b = csq_pb_new();
+      int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1);
+      csq_pb_output(b, s0);
+      csq_pb_bloom(b, 0, s1, f, nB);
+      uint8_t *p;
+      size_t n;
+      csq_prog pr;
+      char zErr[200];
+      CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+      CHECK_RC(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)), 0);
+      int bSkip = csq_prog_zone_skip(&pr, NROW, 0, zone_of, g.aInfo);
+      const csq_zone *z = &g.aInfo[1].zone;
+      int bNarrow = (z->clsMask & ~(1u << CSQ_NULL)) == (1u << CSQ_INT) &&
+                    (uint64_t)z->iMax - (uint64_t)z->iMin < 4096;
+      int bOne = g.enc == CSQ_ENC_CONST;
+      nZoneSkip += bSkip && m != 11;
+      CHECK(!bSkip || !bAny, ": mode %d: a row group skipped that has a row to keep", m);
+      /* a narrow range is probed whole: absent values count too */
+      int bAnyRange = 0;
+      for (uint64_t k = 0; bNarrow && k <= (uint64_t)z->iMax - (uint64_t)z->iMin; k++)
+        bAnyRange |= csq_bloom_maybe(f, nB, csq_key_hash_int((int64_t)((uint64_t)z->iMin + k)));
+      if (bNarrow)
+        CHECK(bSkip == !bAnyRange, ": mode %d filter %d: skip %d", m, j, bSkip);
+      else if (bOne || m == 11)
+        CHECK(bSkip == !bAny, ": mode %d filter %d: skip %d, a value may pass %d", m, j, bSkip,
+              bAny);
+      csq_prog_clear(&pr);
+      csq_pb_free(b);
+      free(p);
+    }
     free(g.slm);
   }
   for (int e = 1; e <= 9; e++) CHECK(aEncSeen[e], ": encoding %d never met", e);
+  CHECK(nZoneSkip >= 3, ": zone maps skipped %d row groups with values", nZoneSkip);
   free(aKeep);
 }
 
