@@ -30,7 +30,8 @@
 **   - constant chunks: once per chunk;
 **   - join filters (CSQ_OP_BLOOM): integer and real chunks hash the
 **     selected rows' values a vector at a time and probe the filter
-**     (exec_bloom.c); a dictionary's entries are probed once each;
+**     (exec_bloom.c); a dictionary's entries, and the codes of a narrow
+**     frame-of-reference chunk, are probed once each;
 **   - plain text/blob and mixed (tagged) chunks: the generic evaluator.
 ** Qualifying rows are then written column by column into the output area in
 ** the result format of program.h. A grouped program (version 2, AGGREGATION
@@ -132,18 +133,6 @@ static inline int cmp_vk(const ex_val *v, const csq_pconst *k, int coll) {
   ex_val kv;
   const_val(k, &kv);
   return csq_value_cmp(v, &kv, coll);
-}
-
-/* The join key hash of v, not NULL (keyhash.h): what a join filter holds. */
-static inline uint64_t ex_key_hash(const ex_val *v) {
-  switch (v->cls) {
-  case CSQ_INT:
-    return csq_key_hash_int(v->i);
-  case CSQ_REAL:
-    return csq_key_hash_real(v->r);
-  default:
-    return csq_key_hash_bytes(v->cls, v->z, v->n);
-  }
 }
 
 /* ---- columns of one execution ---- */
@@ -462,10 +451,12 @@ int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, con
 /* ---- exec_bloom.c ---- */
 
 /* aM[k] = join filter term et on row aSel[k] of aligned batch [b0, b0+nb)
-** of c, when c is an integer or real column: 1 done, 0 not such a column
-** (the caller takes another path). */
+** of c, when c is an integer or real column: 1 done (*pRc = a CSQ_FAULT_*
+** if it failed), 0 not such a column (the caller takes another path).
+** *ppDict: the term's mask over a narrow FOR chunk's codes in this row
+** group, built on first use (the caller frees it). */
 int ex_bloom_eval(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
-                  uint32_t n, uint8_t *aM);
+                  uint32_t n, uint8_t *aM, uint8_t **ppDict, int *pRc);
 
 /* ---- exec_top.c ---- */
 

@@ -56,3 +56,29 @@ void csq_key_hash_ints(const int64_t *a, uint64_t *aHash, int n) {
 void csq_key_hash_reals(const double *a, uint64_t *aHash, int n) {
   for (int i = 0; i < n; i++) aHash[i] = hash_real(a[i]);
 }
+
+void csq_key_hash_vec(const csq_vec *v, uint32_t i0, uint32_t n, uint64_t *aHash, uint8_t *aNull) {
+  if (v->clsMask == (1u << CSQ_INT)) {
+    for (uint32_t k = 0; k < n; k++) aHash[k] = hash_int(v->aVal[i0 + k].i);
+    memset(aNull, 0, n);
+    return;
+  }
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t i = i0 + k;
+    aNull[k] = v->aCls[i] == CSQ_NULL;
+    switch (v->aCls[i]) {
+    case CSQ_INT:
+      aHash[k] = hash_int(v->aVal[i].i);
+      break;
+    case CSQ_REAL:
+      aHash[k] = hash_real(v->aVal[i].r);
+      break;
+    case CSQ_TEXT:
+    case CSQ_BLOB:
+      aHash[k] = csq_key_hash_bytes(v->aCls[i], v->aHeap + v->aVal[i].off, v->aLen[i]);
+      break;
+    default:
+      aHash[k] = 0;
+    }
+  }
+}

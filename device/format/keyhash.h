@@ -28,6 +28,9 @@
 
 #include <stdint.h>
 
+#include "device/format/value.h"
+#include "device/format/vec.h"
+
 uint64_t csq_key_hash_int(int64_t v);
 uint64_t csq_key_hash_real(double r);
 /* cls is CSQ_TEXT or CSQ_BLOB (vec.h; SQLite's SQLITE_TEXT / SQLITE_BLOB
@@ -38,5 +41,22 @@ uint64_t csq_key_hash_bytes(int cls, const void *p, uint32_t n);
 ** (the executor's loops; one call per vector, not per value). */
 void csq_key_hash_ints(const int64_t *a, uint64_t *aHash, int n);
 void csq_key_hash_reals(const double *a, uint64_t *aHash, int n);
+
+/* The hashes of values [i0, i0+n) of vector v: aHash[k] for value i0+k,
+** and aNull[k] = 1 where it is NULL (its aHash[k] is then 0 and must not
+** enter a filter), else 0. */
+void csq_key_hash_vec(const csq_vec *v, uint32_t i0, uint32_t n, uint64_t *aHash, uint8_t *aNull);
+
+/* The hash of v (value.h), which is not NULL. */
+static inline uint64_t csq_key_hash_value(const csq_value *v) {
+  switch (v->cls) {
+  case CSQ_INT:
+    return csq_key_hash_int(v->i);
+  case CSQ_REAL:
+    return csq_key_hash_real(v->r);
+  default:
+    return csq_key_hash_bytes(v->cls, v->z, v->n);
+  }
+}
 
 #endif /* CSQ_DEVICE_KEYHASH_H */

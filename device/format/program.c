@@ -19,6 +19,7 @@
 #include "device/format/bloom.h"
 #include "device/format/bpf.h"
 #include "device/format/chunk.h"
+#include "device/format/keyhash.h"
 #include "device/format/le.h"
 #include "device/format/program.h"
 
@@ -958,9 +959,33 @@ static int zone_may(const csq_zone *z, int g, int op, const csq_pconst *c) {
   }
 }
 
+/* May some value of a chunk with zone z be in join filter t's key set?
+** NULL never is; a chunk of integers only, within a narrow range, has each
+** value of the range probed (a chunk sorted on the key, or of one value,
+** keeps a run of keys); one of a single REAL or TEXT value has it probed. */
+#define ZONE_BLOOM_PROBES 4096
+static int bloom_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
+  const csq_pconst *f = &pp->aConst[t->k0];
+  if (z->nNull >= z->nVal) return 0;
+  uint8_t m = z->clsMask & (uint8_t) ~(1u << CSQ_NULL);
+  if (m == (1u << CSQ_INT) && (uint64_t)z->iMax - (uint64_t)z->iMin < ZONE_BLOOM_PROBES &&
+      z->iMin <= z->iMax) {
+    for (uint64_t k = 0; k <= (uint64_t)z->iMax - (uint64_t)z->iMin; k++)
+      if (csq_bloom_maybe(f->z, f->len, csq_key_hash_int((int64_t)((uint64_t)z->iMin + k))))
+        return 1;
+    return 0;
+  }
+  if (m == (1u << CSQ_REAL) && z->rMin == z->rMax)
+    return csq_bloom_maybe(f->z, f->len, csq_key_hash_real(z->rMin));
+  if (m == (1u << CSQ_TEXT) && !z->bMinTrunc && !z->bMaxTrunc && z->nMinTxt == z->nMaxTxt &&
+      memcmp(z->zMinTxt, z->zMaxTxt, z->nMinTxt) == 0 && z->nMinTxt <= CSQ_ZONE_PREFIX)
+    return csq_bloom_maybe(f->z, f->len, csq_key_hash_bytes(CSQ_TEXT, z->zMinTxt, z->nMinTxt));
+  return 1;
+}
+
 static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
-  if (t->op == CSQ_OP_BPF) return 1;                    /* a program may keep any row, NULLs too */
-  if (t->op == CSQ_OP_BLOOM) return z->nNull < z->nVal; /* NULL never joins */
+  if (t->op == CSQ_OP_BPF) return 1; /* a program may keep any row, NULLs too */
+  if (t->op == CSQ_OP_BLOOM) return bloom_may(pp, t, z);
   int bNull = z->nNull > 0, bVal = z->nNull < z->nVal;
   if (z->nVal == 0) return 0;
   const csq_pconst *a = &pp->aConst[t->k0];

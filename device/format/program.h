@@ -147,8 +147,9 @@
 **   (e.g. '5' as 5 against an INTEGER column), as it converts constants.
 **   The device tests each value once per row (each dictionary entry once
 **   per row group); the filter travels in the program (the heap), hence
-**   the limits below; zone maps skip a row group only when its column is
-**   all NULL.
+**   the limits below. Zone maps skip a row group whose column is all NULL,
+**   holds one value, or holds integers only within a range of at most
+**   4096 values, when the filter holds none of them.
 **
 ** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below;
 **   a LIKE or GLOB pattern holds at most CSQ_PROG_MAX_PATTERN bytes (so
