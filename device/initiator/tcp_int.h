@@ -163,6 +163,8 @@ void tcpb_link_fail(dev_bqueue *q, int bTargetFault, const char *zFmt, ...)
 ** (then send/recv and ppoll). 0 or -ENOMEM. */
 int tcpb_sock_init(dev_bqueue *q);
 void tcpb_sock_fini(dev_bqueue *q);
+/* q->fd is a connected socket: set it up for the queue's path. */
+void tcpb_sock_opened(dev_bqueue *q);
 /* Make room for n more bytes at aTx + nTx. 0 or -ENOMEM. */
 int tcpb_tx_room(dev_bqueue *q, size_t n);
 /* Start sending what is queued (without waiting). 0, or -1 when the

@@ -686,6 +686,7 @@ int tcpb_queue_link(dev_bqueue *q, uint16_t cntlid, int64_t tEnd, char **pzErr, 
     q->fd = -1;
     goto fail;
   }
+  tcpb_sock_opened(q);
   memset(&h, 0, sizeof(h));
   h.type = TCP_ICREQ;
   h.dgst = (uint8_t)((d->bHdgst ? 1 : 0) | (d->bDdgst ? 2 : 0));

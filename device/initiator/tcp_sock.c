@@ -19,6 +19,7 @@
 ** and the same behaviour.
 */
 #include <errno.h>
+#include <fcntl.h>
 #include <liburing.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -72,6 +73,13 @@ void tcpb_sock_fini(dev_bqueue *q) {
   free(q->aFly);
   free(q->aRx);
   q->aTx = q->aFly = q->aRx = NULL;
+}
+
+void tcpb_sock_opened(dev_bqueue *q) {
+  /* io_uring polls a socket whose operation would block; a kernel that
+  ** honours O_NONBLOCK would post -EAGAIN instead and the queue would spin */
+  int fl = q->pRing ? fcntl(q->fd, F_GETFL) : -1;
+  if (fl >= 0 && (fl & O_NONBLOCK)) fcntl(q->fd, F_SETFL, fl & ~O_NONBLOCK);
 }
 
 int tcpb_tx_room(dev_bqueue *q, size_t n) {

@@ -11,7 +11,8 @@
 **
 ** Input: byte 0 bits 0-1 choose the negotiated digests (header, data), bit
 ** 2 the socket path (0: the queue's io_uring, 1: send/recv and ppoll, as
-** where io_uring is unavailable; tcp_sock.c); the rest is the stream. Wire command ids are the slot indexes 0..4:
+** where io_uring is unavailable; tcp_sock.c); the rest is the stream. Wire
+** command ids are the slot indexes 0..4:
 **   0 Read of 2 blocks (8192 bytes, C2HData)   1 Write of 3 blocks (R2T)
 **   2 Identify (4096 bytes, C2HData)           3 Flush   4 Execute
 ** The seeds (tests/fuzz/corpus/tcpinit/, gen_tcpinit_seeds.py) answer all
@@ -49,6 +50,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   if (tcpb_queue_alloc(&d, 1, 8, &st, &q)) goto out;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv)) goto out;
   q->fd = sv[0];
+  tcpb_sock_opened(q);
   q->bDown = 0;
   q->bHdgst = data[0] & 1;
   q->bDdgst = (data[0] >> 1) & 1;

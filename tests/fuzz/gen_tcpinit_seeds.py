@@ -1,6 +1,7 @@
 """tests/fuzz/gen_tcpinit_seeds.py - writes the seed corpus of fuzz_tcpinit.c
 (tests/fuzz/corpus/tcpinit/): what a well-behaved target sends for the five
-commands the harness has in flight, with each choice of digests.
+commands the harness has in flight, with each choice of digests and of the
+socket path (io_uring, or send/recv: byte 0 bit 2).
 
     python3 tests/fuzz/gen_tcpinit_seeds.py
 """
@@ -46,7 +47,7 @@ def r2t(cid, ttag, off, n, **k):
 def main():
     out = os.path.join(os.path.dirname(os.path.abspath(__file__)), "corpus", "tcpinit")
     os.makedirs(out, exist_ok=True)
-    for mode in range(4):
+    for mode in range(8):
         k = {"hd": bool(mode & 1), "dd": bool(mode & 2)}
         s = bytes([mode])
         s += c2h(0, 0, bytes(range(256)) * 16, **k) + c2h(0, 4096, bytes(4096), flags=4, **k)
