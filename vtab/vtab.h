@@ -196,6 +196,8 @@ struct vt_tab {
   uint32_t aQRows[VT_ENCQ_DEPTH]; /* and its rows */
   int iQHead, nQ;                 /* ring of the nQ in flight */
   uint64_t *aHeapHint;            /* per vector: heap bytes of the last one handed over */
+  sqlite3_stmt *pFillStmt;        /* the statement that wrote the buffer's first row */
+  int nFillRun;                   /* ... in this run of it (SQLITE_STMTSTATUS_RUN) */
   int rcBroken;                   /* a row group failed to reach the device: */
   char *zBroken;                  /* ... why (sqlite3_malloc'd) */
   int64_t brokenSeq0;             /* ... from this sequence number on */

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include "vtab/vtab.h"
 
 void vt_tab_txn_reset(vt_tab *p) {
@@ -239,6 +240,39 @@ static int settle(vt_tab *p) {
   return p->rcBroken ? broken_error(p) : SQLITE_OK;
 }
 
+/* The statement run that writes the buffer's first row (SQLite's
+** counter of runs of that statement), to tell at the end whether one run
+** filled the buffer (INSERT ... SELECT) or many (a shell's .import, one
+** INSERT per row). */
+static void note_filler(vt_tab *p) {
+  p->pFillStmt = NULL;
+  for (sqlite3_stmt *s = sqlite3_next_stmt(p->pConn->db, NULL); s;
+       s = sqlite3_next_stmt(p->pConn->db, s)) {
+    if (sqlite3_stmt_busy(s) && !sqlite3_stmt_readonly(s)) {
+      p->pFillStmt = s;
+      p->nFillRun = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0);
+      return;
+    }
+  }
+}
+
+/* Whether a full buffer goes to the encode thread. Once a process has a
+** second thread, glibc's stdio takes a lock for every character it reads,
+** which costs a shell reading its .import file row by row more than the
+** thread saves; so the thread is started for a buffer that one statement
+** run filled, or in a process that has threads already. */
+static int use_thread(vt_tab *p) {
+  if (p->pEncq || !__libc_single_threaded) return 1;
+  sqlite3_stmt *s = p->pFillStmt;
+  if (!s) return 0;
+  for (sqlite3_stmt *x = sqlite3_next_stmt(p->pConn->db, NULL); x;
+       x = sqlite3_next_stmt(p->pConn->db, x))
+    if (x == s) /* the statement still exists, in the same run */
+      return sqlite3_stmt_busy(s) &&
+             sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0) == p->nFillRun;
+  return 0;
+}
+
 /* Hand the full buffer to the encode thread; *pbDone 0 when the caller is
 ** to write it itself (a queue cannot be had). The thread starts here, at
 ** the first full row group, so that a session that never fills one (a
@@ -273,7 +307,7 @@ static int queue_buffer(vt_tab *p, uint32_t n, int *pbDone) {
 ** else a full buffer of a single-device table goes to the encode thread. */
 static int flush_buffer(vt_tab *p, int bMerge, int bSync) {
   uint32_t n = buf_rows(p);
-  if (n > 0 && !bMerge && !bSync && p->nMem == 1 && !p->rcBroken) {
+  if (n > 0 && !bMerge && !bSync && p->nMem == 1 && !p->rcBroken && use_thread(p)) {
     int nDel = 0;
     for (uint32_t i = 0; i < n; i++) nDel += p->aBufDel[i];
     if (nDel == 0) {
@@ -710,6 +744,7 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
     p->aBufDel = a;
     p->nBufDelAlloc = nNew;
   }
+  if (n == 0) note_filler(p);
   int e = n == 0 && p->nSeq > 0 ? buffer_reserve(p) : 0;
   if (e == 0) e = csq_vec_push_int(&p->aBuf[0], iRowid);
   for (int i = 0; i < s->nCol && e == 0; i++) {
