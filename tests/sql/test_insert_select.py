@@ -197,3 +197,42 @@ def test_rowid_lookups_see_rows_in_flight():
     same_rows(rows_of(con, "t"), rows_of(con, "nat"), "in the transaction")
     con.execute("COMMIT")
     same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after COMMIT")
+
+
+def test_encode_thread_only_for_one_statement_filling_a_row_group():
+    """In a process of one thread, row-by-row INSERTs (a shell's .import)
+    encode on the inserting thread, so stdio stays lock-free; an INSERT ...
+    SELECT that fills row groups starts the encode thread, which ends with
+    the transaction."""
+    db = os.path.join(tmpdir(), "th.db")
+    code = """
+import os, sqlite3, sys
+def threads():  # io_uring's kernel workers (iou-*) aside
+    n = 0
+    for t in os.listdir('/proc/self/task'):
+        try:
+            with open('/proc/self/task/%s/comm' % t) as f:
+                n += not f.read().startswith('iou-')
+        except FileNotFoundError:
+            pass
+    return n
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.enable_load_extension(True)
+c.load_extension(sys.argv[2])
+c.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=1000)")
+c.execute("BEGIN")
+for i in range(2500):
+    c.execute("INSERT INTO t VALUES (?, ?)", (i, 'row %d' % i))
+n1 = threads()
+c.execute("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 3000) "
+          "INSERT INTO t SELECT i, 'x' || i FROM s")
+n2 = threads()
+c.execute("COMMIT")
+print(n1, n2, threads(), c.execute("SELECT count(*), sum(a) FROM t").fetchone()[0])
+"""
+    out = subprocess.run([sys.executable, "-c", code, db, EXT], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    n1, n2, n3, rows = (int(x) for x in out.stdout.split())
+    assert n1 == 1, "row-by-row inserts started a thread: %d" % n1
+    assert n2 == 2, "INSERT ... SELECT of three row groups: %d threads" % n2
+    assert n3 == 1 and rows == 5500, (n3, rows)
