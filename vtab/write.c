@@ -111,7 +111,7 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   p->bInTxn = 1;
   *ppTab = member_table(p, 0);
   for (int k = 0; bWrite && k < p->nMem; k++) {
-    if (!member_table(p, k)) {
+    if (!(k == 0 ? *ppTab : member_table(p, k))) {
       vt_set_error(&p->base, "csq: table %s is no longer on its device %s", p->zName,
                    p->apMem[k]->zKey);
       return SQLITE_ERROR;
@@ -599,8 +599,8 @@ static int buffer_reserve(vt_tab *p) {
     csq_vec *v = &p->aBuf[i];
     uint64_t nHeap = p->aHeapHint ? p->aHeapHint[i] : 0;
     if (v->n > 0 || (v->nCap >= nCap && v->nHeapCap >= nHeap)) continue;
-    csq_vec_free(v); /* empty: nothing to move */
-    if (csq_vec_reserve(v, nCap, nHeap)) return -ENOMEM;
+    if (v->nCap < nCap) csq_vec_free(v);                             /* empty: nothing to move */
+    if (csq_vec_reserve(v, nCap, nHeap + nHeap / 8)) return -ENOMEM; /* slack: sizes vary */
   }
   return 0;
 }
