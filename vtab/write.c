@@ -77,7 +77,9 @@ static store_table *member_table(vt_tab *p, int k) {
 ** whose next-rowid counter numbers the rows of every member. */
 static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   char *zErr = NULL;
-  int rcWritable = vt_tab_writable(p); /* read-only: refused before any lock (vtab/lock.c) */
+  /* read-only: refused before any lock (vtab/lock.c); a table that wrote
+  ** in the open transaction passed this check then */
+  int rcWritable = p->bInTxn == 1 && p->bWrote ? SQLITE_OK : vt_tab_writable(p);
   if (rcWritable) return rcWritable;
   for (;;) {
     vt_dev *d = NULL;
