@@ -144,6 +144,26 @@ def test_device_fault_half_way_undoes_the_statement():
     con.close()
     con = connect(db)
     same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after COMMIT")
+    # OR FAIL keeps rows only before a constraint failure: a device error
+    # still undoes the statement
+    con.execute("BEGIN")
+    con.execute("SELECT csq_fault('op=nvm_write,nth=2,action=status:0x280')")
+    expect_error(lambda: con.execute("INSERT OR FAIL INTO t SELECT * FROM src"), "Write Fault")
+    con.execute("SELECT csq_fault(NULL)")
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after OR FAIL")
+    con.execute("COMMIT")
+    # the last row groups are written at COMMIT: it fails, and the
+    # transaction is rolled back
+    con.execute("BEGIN")
+    con.execute("INSERT INTO t SELECT * FROM src WHERE rowid <= 2990")
+    con.execute("SELECT csq_fault('op=nvm_write,nth=1,action=status:0x280')")
+    expect_error(lambda: con.execute("COMMIT"), "Write Fault", "roll it back")
+    con.execute("SELECT csq_fault(NULL)")
+    if con.in_transaction:
+        con.execute("ROLLBACK")
+    con.close()
+    con = connect(db)
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after the failed COMMIT")
 
 
 def test_kill9_during_insert_select_leaves_table():
