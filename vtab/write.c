@@ -4,7 +4,9 @@
 ** Inserted rows collect in the table's buffer (one csq_vec per column, rowids
 ** first) and go to the device as a whole row group when the buffer reaches
 ** the row-group size, so a transaction of any size streams through a bounded
-** buffer. Deletes mark rows in their row group's delete bitmap (a private
+** buffer; a row group one statement filled is encoded on the table's encode
+** thread meanwhile (see "The encode thread" below). Deletes mark rows in their row group's delete
+*bitmap (a private
 ** copy inside the transaction). UPDATE is a delete plus an insert that keeps
 ** the rowid.
 **
@@ -195,9 +197,8 @@ static void set_broken(vt_tab *p, int rc, char *zErr, int64_t seq0) {
 
 /* Take up to nMax row groups back from the encode thread, oldest first,
 ** and write them: waiting for each (bWait), or only those already encoded.
-** Failures mark the transaction broken (set_broken); the return is
-** SQLITE_NOMEM or OK. */
-static int drain_queue(vt_tab *p, int bWait, int nMax) {
+** Failures mark the transaction broken (set_broken). */
+static void drain_queue(vt_tab *p, int bWait, int nMax) {
   for (; p->nQ > 0 && nMax > 0; nMax--) {
     store_enc_rg *pEnc = NULL;
     char *zErr = NULL;
@@ -216,8 +217,9 @@ static int drain_queue(vt_tab *p, int bWait, int nMax) {
     } else if (rc == 0) {
       rc = store_txn_append_encoded(p->pDev->pTxn, pTab, pEnc, &zErr);
       if (rc == 0 && add_span(p, pTab->apRg[pTab->nRg - 1], 0, seq0, n)) {
-        store_enc_rg_free(pEnc);
-        return SQLITE_NOMEM;
+        /* written, but ROLLBACK TO could not find its rows */
+        rc = -ENOMEM;
+        zErr = strdup("out of memory");
       }
     }
     store_enc_rg_free(pEnc);
@@ -226,11 +228,10 @@ static int drain_queue(vt_tab *p, int bWait, int nMax) {
     else
       free(zErr);
   }
-  return SQLITE_OK;
 }
 
 int vt_write_settle(vt_tab *p, char **pzErr) {
-  if (drain_queue(p, 1, VT_ENCQ_DEPTH)) return -ENOMEM;
+  drain_queue(p, 1, VT_ENCQ_DEPTH);
   if (!p->rcBroken) return 0;
   *pzErr = p->zBroken ? strdup(p->zBroken) : NULL;
   return -EIO;
@@ -238,7 +239,7 @@ int vt_write_settle(vt_tab *p, char **pzErr) {
 
 /* settle, with the error on pVtab */
 static int settle(vt_tab *p) {
-  if (drain_queue(p, 1, VT_ENCQ_DEPTH)) return SQLITE_NOMEM;
+  drain_queue(p, 1, VT_ENCQ_DEPTH);
   return p->rcBroken ? broken_error(p) : SQLITE_OK;
 }
 
@@ -285,10 +286,9 @@ static int queue_buffer(vt_tab *p, uint32_t n, int *pbDone) {
     p->pEncq = NULL;
     return SQLITE_OK;
   }
-  int rc = drain_queue(p, 0, VT_ENCQ_DEPTH);
+  drain_queue(p, 0, VT_ENCQ_DEPTH);
   /* full: the oldest is written first, waiting for it */
-  if (rc == SQLITE_OK && p->nQ == VT_ENCQ_DEPTH) rc = drain_queue(p, 1, 1);
-  if (rc) return rc;
+  if (p->nQ == VT_ENCQ_DEPTH) drain_queue(p, 1, 1);
   if (p->rcBroken) return broken_error(p);
   if (!p->aHeapHint) p->aHeapHint = sqlite3_malloc64(sizeof(uint64_t) * (size_t)(p->s.nCol + 1));
   for (int i = 0; p->aHeapHint && i <= p->s.nCol; i++) p->aHeapHint[i] = p->aBuf[i].nHeap;
@@ -1004,7 +1004,7 @@ int vt_release(sqlite3_vtab *pVtab, int iSavepoint) {
 static int rollback_to_mark(vt_tab *p, const vt_mark *m) {
   p->bMaxRowid = 0;
   /* the encode thread's row groups written first (spans for all rows) */
-  if (drain_queue(p, 1, VT_ENCQ_DEPTH)) return SQLITE_NOMEM;
+  drain_queue(p, 1, VT_ENCQ_DEPTH);
   if (p->rcBroken && m->seq <= p->brokenSeq0) {
     /* the rows of the failed row group, and all after it, go with it */
     p->rcBroken = 0;
