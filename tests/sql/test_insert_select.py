@@ -42,6 +42,13 @@ def rows_of(con, table):
     return out
 
 
+def fill(con, table, rows):
+    """The native source, in one transaction (not one fsync per row)."""
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO %s VALUES(?,?,?,?,?,?)" % table, rows)
+    con.execute("COMMIT")
+
+
 def pair(con, extra=""):
     con.execute("CREATE TABLE src(%s)" % COLS)
     con.execute("CREATE TABLE nat(%s%s)" % (COLS, extra))
@@ -54,7 +61,7 @@ def test_values_and_types_as_native():
     db = os.path.join(tmpdir(), "v.db")
     con = connect(db)
     pair(con)
-    con.executemany("INSERT INTO src VALUES(?,?,?,?,?,?)", src_rows(5500))
+    fill(con, "src", src_rows(5500))
     for tab in ("nat", "t"):
         con.execute("INSERT INTO %s SELECT * FROM src" % tab)
     same_rows(rows_of(con, "t"), rows_of(con, "nat"), "autocommit")
@@ -83,9 +90,8 @@ def test_constraint_half_way_leaves_table_as_before():
     pair(con, extra)
     con.execute("CREATE TABLE src2(%s)" % COLS)
     rows = src_rows(6000, seed=3)
-    con.executemany("INSERT INTO src VALUES(?,?,?,?,?,?)", rows)
-    con.executemany("INSERT INTO src2 VALUES(?,?,?,?,?,?)", [(4321,) + r[1:] if i == 3500 else r
-                                                             for i, r in enumerate(rows)])
+    fill(con, "src", rows)
+    fill(con, "src2", [(4321,) + r[1:] if i == 3500 else r for i, r in enumerate(rows)])
     for tab in ("nat", "t"):
         con.execute("INSERT INTO %s SELECT * FROM src WHERE rowid <= 1500" % tab)
     con.execute("BEGIN")
@@ -130,7 +136,7 @@ def test_device_fault_half_way_undoes_the_statement():
     db = os.path.join(tmpdir(), "f.db")
     con = connect(db)
     pair(con)
-    con.executemany("INSERT INTO src VALUES(?,?,?,?,?,?)", src_rows(6000, seed=5))
+    fill(con, "src", src_rows(6000, seed=5))
     con.execute("BEGIN")
     for tab in ("nat", "t"):
         con.execute("INSERT INTO %s SELECT * FROM src WHERE rowid <= 700" % tab)
@@ -205,7 +211,7 @@ def test_rowid_lookups_see_rows_in_flight():
     row groups were being encoded act as on a native table."""
     con = connect()
     pair(con)
-    con.executemany("INSERT INTO src VALUES(?,?,?,?,?,?)", src_rows(4500, seed=9))
+    fill(con, "src", src_rows(4500, seed=9))
     con.execute("BEGIN")
     for tab in ("nat", "t"):
         con.execute("INSERT INTO %s SELECT * FROM src" % tab)
