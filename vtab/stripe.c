@@ -257,8 +257,10 @@ static int all_same(const int64_t *aSeq, int n) {
 int vt_visible_members(vt_tab *p, store_table **aTab, store_snap **aSnap, char **pzErr) {
   char *zMeta = NULL;
   int64_t *aSeq = NULL;
-  int rc = 0;
   for (int k = 0; k < p->nMem; k++) aSnap[k] = NULL, aTab[k] = NULL;
+  /* rows still with the encode thread are written first (vtab/write.c) */
+  int rc = vt_write_settle(p, pzErr);
+  if (rc) return rc;
   if (p->nMem > 1) {
     zMeta = vt_stripe_meta_name(p->zName);
     aSeq = sqlite3_malloc64(sizeof(int64_t) * (size_t)p->nMem);

@@ -37,6 +37,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 #define VT_ROWGROUP_ROWS  65536 /* rows per row group (default) */
 #define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
+#define VT_ENCQ_DEPTH     2     /* row groups in flight to the encode thread */
 #define VT_BUSY_MS        5000  /* CREATE/DROP/RENAME, csq_backup: wait for a writer this long */
 #define VT_PUSH_MIN_ROWS  8192  /* pushdown=auto: smaller tables filter on the host */
 /* pushdown=auto: a filter keeping more (by the zone maps) runs on the host */
@@ -190,6 +191,17 @@ struct vt_tab {
   uint32_t nBufDelAlloc;
   int64_t bufSeq0; /* sequence number of aBuf row 0 */
   int64_t nSeq;    /* inserts so far in this transaction */
+  /* full row groups handed to the encode thread (vtab/write.c), in order */
+  store_encq *pEncq;              /* started at the first full row group */
+  int64_t aQSeq0[VT_ENCQ_DEPTH];  /* sequence number of each one's row 0 */
+  uint32_t aQRows[VT_ENCQ_DEPTH]; /* and its rows */
+  int iQHead, nQ;                 /* ring of the nQ in flight */
+  uint64_t *aHeapHint;            /* per vector: heap bytes of the last one handed over */
+  sqlite3_stmt *pFillStmt;        /* the statement that wrote the buffer's first row */
+  int nFillRun;                   /* ... in this run of it (SQLITE_STMTSTATUS_RUN) */
+  int rcBroken;                   /* a row group failed to reach the device: */
+  char *zBroken;                  /* ... why (sqlite3_malloc'd) */
+  int64_t brokenSeq0;             /* ... from this sequence number on */
   vt_span *aSpan;
   int nSpan, nSpanAlloc;
   vt_undo *aUndo;
@@ -299,6 +311,10 @@ void vt_result_errorf(sqlite3_context *ctx, const char *zFmt, ...)
 
 /* write.c */
 int vt_flush(vt_tab *p); /* write the transaction's buffered rows as a row group */
+/* Write the row groups still with the encode thread (vtab/write.c); an
+** error when one of them could not be written in this transaction (errno
+** style, *pzErr malloc'd), which then cannot commit. */
+int vt_write_settle(vt_tab *p, char **pzErr);
 int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64 *pRowid);
 int vt_begin(sqlite3_vtab *pVtab);
 int vt_sync(sqlite3_vtab *pVtab);

@@ -4,7 +4,9 @@
 ** Inserted rows collect in the table's buffer (one csq_vec per column, rowids
 ** first) and go to the device as a whole row group when the buffer reaches
 ** the row-group size, so a transaction of any size streams through a bounded
-** buffer. Deletes mark rows in their row group's delete bitmap (a private
+** buffer; a row group one statement filled is encoded on the table's encode
+** thread meanwhile (see "The encode thread" below). Deletes mark rows in their row group's delete
+*bitmap (a private
 ** copy inside the transaction). UPDATE is a delete plus an insert that keeps
 ** the rowid.
 **
@@ -21,10 +23,21 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/single_threaded.h>
 #include "vtab/vtab.h"
 
 void vt_tab_txn_reset(vt_tab *p) {
   p->markEpoch = 0;
+  /* row groups still with the encode thread are dropped with the
+  ** transaction (a commit has written them all in xSync) */
+  store_encq_free(p->pEncq);
+  p->pEncq = NULL;
+  sqlite3_free(p->aHeapHint);
+  p->aHeapHint = NULL;
+  p->nQ = p->iQHead = 0;
+  p->rcBroken = 0;
+  sqlite3_free(p->zBroken);
+  p->zBroken = NULL;
   if (p->aBuf) {
     for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&p->aBuf[i]);
     sqlite3_free(p->aBuf);
@@ -66,7 +79,9 @@ static store_table *member_table(vt_tab *p, int k) {
 ** whose next-rowid counter numbers the rows of every member. */
 static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   char *zErr = NULL;
-  int rcWritable = vt_tab_writable(p); /* read-only: refused before any lock (vtab/lock.c) */
+  /* read-only: refused before any lock (vtab/lock.c); a table that wrote
+  ** in the open transaction passed this check then */
+  int rcWritable = p->bInTxn == 1 && p->bWrote ? SQLITE_OK : vt_tab_writable(p);
   if (rcWritable) return rcWritable;
   for (;;) {
     vt_dev *d = NULL;
@@ -100,7 +115,7 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   p->bInTxn = 1;
   *ppTab = member_table(p, 0);
   for (int k = 0; bWrite && k < p->nMem; k++) {
-    if (!member_table(p, k)) {
+    if (!(k == 0 ? *ppTab : member_table(p, k))) {
       vt_set_error(&p->base, "csq: table %s is no longer on its device %s", p->zName,
                    p->apMem[k]->zKey);
       return SQLITE_ERROR;
@@ -129,13 +144,183 @@ static int rg_index(const store_table *pTab, const store_rg *pRg) {
   return -1;
 }
 
+static int add_span(vt_tab *p, store_rg *pRg, int iMem, int64_t seq0, uint32_t n) {
+  int rc = grow((void **)&p->aSpan, &p->nSpanAlloc, p->nSpan, sizeof(vt_span));
+  if (rc) return rc;
+  p->aSpan[p->nSpan].pRg = pRg;
+  p->aSpan[p->nSpan].iMem = iMem;
+  p->aSpan[p->nSpan].seq0 = seq0;
+  p->aSpan[p->nSpan].n = n;
+  p->nSpan++;
+  return SQLITE_OK;
+}
+
+/* ---- The encode thread ----
+** A full row group of a single-device table without deleted rows goes to
+** the table's encode queue (device/store/encq.c): its thread encodes it
+** while SQLite goes on inserting, and this thread writes the encoded
+** extent when it comes back (all device I/O of the transaction stays on
+** this thread). At most VT_ENCQ_DEPTH row groups are in flight, besides
+** the one filling, so memory stays bounded; a producer that finds the
+** queue full writes the oldest first.
+**
+** Everything that looks at the table's rows (a lookup by rowid, the
+** largest rowid, ROLLBACK TO, a reader, xSync) first settles the queue:
+** every row group in flight is written and gets its span, and from there
+** on the state is the one the synchronous path would have made. A row
+** group that fails to encode or to be written leaves the transaction
+** broken from its first row on: every later write, read and the commit
+** fail with that error, until a ROLLBACK (TO a savepoint before that row)
+** removes the rows it held. */
+
+/* The error of a broken transaction, on pVtab (SQLite code). */
+static int broken_error(vt_tab *p) {
+  vt_set_error(&p->base, "%s", p->zBroken ? p->zBroken : "csq: writing a row group failed");
+  return p->rcBroken;
+}
+
+/* Mark the transaction broken from sequence number seq0 on (the earliest
+** failure counts). Takes zErr (malloc'd). */
+static void set_broken(vt_tab *p, int rc, char *zErr, int64_t seq0) {
+  if (!p->rcBroken || seq0 < p->brokenSeq0) {
+    sqlite3_free(p->zBroken);
+    p->zBroken = sqlite3_mprintf("csq: table %s: writing a row group of rows inserted in this "
+                                 "transaction failed: %s (the transaction cannot commit with "
+                                 "those rows: roll it back)",
+                                 p->zName, zErr ? zErr : "device error");
+    p->rcBroken = vt_rc_from(rc);
+    if (p->rcBroken == SQLITE_OK) p->rcBroken = SQLITE_IOERR;
+    p->brokenSeq0 = seq0;
+  }
+  free(zErr);
+}
+
+/* Take up to nMax row groups back from the encode thread, oldest first,
+** and write them: waiting for each (bWait), or only those already encoded.
+** Failures mark the transaction broken (set_broken). */
+static void drain_queue(vt_tab *p, int bWait, int nMax) {
+  for (; p->nQ > 0 && nMax > 0; nMax--) {
+    store_enc_rg *pEnc = NULL;
+    char *zErr = NULL;
+    int rc = store_encq_get(p->pEncq, bWait, &pEnc, &zErr);
+    if (rc == 0 && !pEnc) break; /* still encoding */
+    int64_t seq0 = p->aQSeq0[p->iQHead];
+    uint32_t n = p->aQRows[p->iQHead];
+    p->iQHead = (p->iQHead + 1) % VT_ENCQ_DEPTH;
+    p->nQ--;
+    store_table *pTab = p->pDev->pTxn ? member_table(p, 0) : NULL;
+    if (rc == 0 && p->rcBroken && seq0 >= p->brokenSeq0) {
+      /* after a failed one: nothing to keep, a rollback removes its rows */
+    } else if (rc == 0 && !pTab) {
+      rc = -ENOENT;
+      zErr = strdup("the table is no longer on its device");
+    } else if (rc == 0) {
+      rc = store_txn_append_encoded(p->pDev->pTxn, pTab, pEnc, &zErr);
+      if (rc == 0 && add_span(p, pTab->apRg[pTab->nRg - 1], 0, seq0, n)) {
+        /* written, but ROLLBACK TO could not find its rows */
+        rc = -ENOMEM;
+        zErr = strdup("out of memory");
+      }
+    }
+    store_enc_rg_free(pEnc);
+    if (rc)
+      set_broken(p, rc, zErr, seq0);
+    else
+      free(zErr);
+  }
+}
+
+int vt_write_settle(vt_tab *p, char **pzErr) {
+  drain_queue(p, 1, VT_ENCQ_DEPTH);
+  if (!p->rcBroken) return 0;
+  *pzErr = p->zBroken ? strdup(p->zBroken) : NULL;
+  return -EIO;
+}
+
+/* settle, with the error on pVtab */
+static int settle(vt_tab *p) {
+  drain_queue(p, 1, VT_ENCQ_DEPTH);
+  return p->rcBroken ? broken_error(p) : SQLITE_OK;
+}
+
+/* The statement run that writes the buffer's first row (SQLite's
+** counter of runs of that statement), to tell at the end whether one run
+** filled the buffer (INSERT ... SELECT) or many (a shell's .import, one
+** INSERT per row). */
+static void note_filler(vt_tab *p) {
+  p->pFillStmt = NULL;
+  for (sqlite3_stmt *s = sqlite3_next_stmt(p->pConn->db, NULL); s;
+       s = sqlite3_next_stmt(p->pConn->db, s)) {
+    if (sqlite3_stmt_busy(s) && !sqlite3_stmt_readonly(s)) {
+      p->pFillStmt = s;
+      p->nFillRun = sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0);
+      return;
+    }
+  }
+}
+
+/* Whether a full buffer goes to the encode thread. Once a process has a
+** second thread, glibc's stdio takes a lock for every character it reads,
+** which costs a shell reading its .import file row by row more than the
+** thread saves; so the thread is started for a buffer that one statement
+** run filled, or in a process that has threads already. */
+static int use_thread(vt_tab *p) {
+  if (p->pEncq || !__libc_single_threaded) return 1;
+  sqlite3_stmt *s = p->pFillStmt;
+  if (!s) return 0;
+  for (sqlite3_stmt *x = sqlite3_next_stmt(p->pConn->db, NULL); x;
+       x = sqlite3_next_stmt(p->pConn->db, x))
+    if (x == s) /* the statement still exists, in the same run */
+      return sqlite3_stmt_busy(s) &&
+             sqlite3_stmt_status(s, SQLITE_STMTSTATUS_RUN, 0) == p->nFillRun;
+  return 0;
+}
+
+/* Hand the full buffer to the encode thread; *pbDone 0 when the caller is
+** to write it itself (a queue cannot be had). The thread starts here, at
+** the first full row group, so that a session that never fills one (a
+** shell's row-by-row .import of a small file) runs single-threaded. */
+static int queue_buffer(vt_tab *p, uint32_t n, int *pbDone) {
+  *pbDone = 0;
+  if (!p->pEncq && store_encq_new(p->s.nCol + 1, p->zName, VT_ENCQ_DEPTH, &p->pEncq) != 0) {
+    p->pEncq = NULL;
+    return SQLITE_OK;
+  }
+  drain_queue(p, 0, VT_ENCQ_DEPTH);
+  /* full: the oldest is written first, waiting for it */
+  if (p->nQ == VT_ENCQ_DEPTH) drain_queue(p, 1, 1);
+  if (p->rcBroken) return broken_error(p);
+  if (!p->aHeapHint) p->aHeapHint = sqlite3_malloc64(sizeof(uint64_t) * (size_t)(p->s.nCol + 1));
+  for (int i = 0; p->aHeapHint && i <= p->s.nCol; i++) p->aHeapHint[i] = p->aBuf[i].nHeap;
+  if (store_encq_put(p->pEncq, p->aBuf, n) != 0) return SQLITE_OK; /* cannot happen: room made */
+  int i = (p->iQHead + p->nQ) % VT_ENCQ_DEPTH;
+  p->aQSeq0[i] = p->bufSeq0;
+  p->aQRows[i] = n;
+  p->nQ++;
+  p->bufSeq0 = p->nSeq;
+  *pbDone = 1;
+  return SQLITE_OK;
+}
+
 /* Write the buffered rows as a row group, to the member holding the fewest
 ** row groups (round-robin over a stripe's members). bMerge: rewrite a small
 ** last row group of that member together with them (used at commit, when
-** no savepoint can refer to the rows any more). */
-static int flush_buffer(vt_tab *p, int bMerge) {
+** no savepoint can refer to the rows any more). bSync: encode them here,
+** else a full buffer of a single-device table goes to the encode thread. */
+static int flush_buffer(vt_tab *p, int bMerge, int bSync) {
   uint32_t n = buf_rows(p);
-  if (n == 0) return SQLITE_OK;
+  if (n > 0 && !bMerge && !bSync && p->nMem == 1 && !p->rcBroken && use_thread(p)) {
+    int nDel = 0;
+    for (uint32_t i = 0; i < n; i++) nDel += p->aBufDel[i];
+    if (nDel == 0) {
+      int bDone;
+      int rc = queue_buffer(p, n, &bDone);
+      if (rc || bDone) return rc;
+    }
+  }
+  /* in order: what the thread holds goes first */
+  int rcSettle = settle(p);
+  if (rcSettle || n == 0) return rcSettle;
   int k = 0;
   for (int j = 1; j < p->nMem; j++) {
     store_table *a = member_table(p, j), *b = member_table(p, k);
@@ -163,13 +348,8 @@ static int flush_buffer(vt_tab *p, int bMerge) {
   if (rc) return vt_err(&p->base, rc, zErr);
   store_rg *pRg = pTab->apRg[pTab->nRg - 1];
   if (!bMerge) {
-    rc = grow((void **)&p->aSpan, &p->nSpanAlloc, p->nSpan, sizeof(vt_span));
+    rc = add_span(p, pRg, k, p->bufSeq0, n);
     if (rc) return rc;
-    p->aSpan[p->nSpan].pRg = pRg;
-    p->aSpan[p->nSpan].iMem = k;
-    p->aSpan[p->nSpan].seq0 = p->bufSeq0;
-    p->aSpan[p->nSpan].n = n;
-    p->nSpan++;
   }
   for (uint32_t i = 0; i < n && nDel; i++) {
     if (!p->aBufDel[i]) continue;
@@ -200,6 +380,8 @@ static int locate(vt_tab *p, int64_t iRowid, int64_t *piBuf, int *piMem, int *pi
   *piBuf = -1;
   *piRg = -1;
   *piMem = 0;
+  int rcSettle = settle(p); /* rows with the encode thread are looked up on the device */
+  if (rcSettle) return rcSettle;
   uint32_t n = buf_rows(p);
   for (uint32_t i = n; i-- > 0;) {
     if (p->aBuf[0].aVal[i].i == iRowid && !p->aBufDel[i]) {
@@ -258,6 +440,8 @@ static int max_rowid(vt_tab *p, int64_t *pMax, int *pbAny) {
   if (!p->bMaxRowid) {
     int64_t best = 0;
     int bAny = 0;
+    int rcSettle = settle(p);
+    if (rcSettle) return rcSettle;
     for (int k = 0; k < p->nMem; k++) {
       store_table *pTab = member_table(p, k);
       int64_t m = 0;
@@ -406,6 +590,85 @@ static int was_replaced(vt_tab *p, int64_t iRowid) {
   return 0;
 }
 
+/* Room for a whole row group in every vector of the empty buffer, so that
+** filling it never copies what it holds (a vector that grows by doubling
+** moves itself at each step), and the column's bytes of the last row group
+** handed over for its heap. Only once a row group was filled in this
+** transaction: a short transaction keeps a small buffer. */
+static int buffer_reserve(vt_tab *p) {
+  uint32_t nCap = (uint32_t)p->s.nRowGroup;
+  for (int i = 0; i <= p->s.nCol; i++) {
+    csq_vec *v = &p->aBuf[i];
+    uint64_t nHeap = p->aHeapHint ? p->aHeapHint[i] : 0;
+    if (v->n > 0 || (v->nCap >= nCap && v->nHeapCap >= nHeap)) continue;
+    if (v->nCap < nCap) csq_vec_free(v);                             /* empty: nothing to move */
+    if (csq_vec_reserve(v, nCap, nHeap + nHeap / 8)) return -ENOMEM; /* slack: sizes vary */
+  }
+  return 0;
+}
+
+/* One value into its column's vector, as vt_push_value stores it (vtab/
+** affinity.c): the classes that need no conversion are written straight
+** into a vector with room (buffer_reserve); the rest, and a full vector,
+** take vt_push_value. */
+static inline int append_value(csq_vec *v, sqlite3_value *pVal, char aff) {
+  uint32_t n = v->n;
+  if (n >= v->nCap) return vt_push_value(v, pVal, aff);
+  switch (sqlite3_value_type(pVal)) {
+  case SQLITE_INTEGER:
+    if (aff == VT_AFF_TEXT) break;
+    if (aff == VT_AFF_REAL) {
+      v->aCls[n] = CSQ_REAL;
+      v->aVal[n].r = (double)sqlite3_value_int64(pVal);
+      v->clsMask |= 1u << CSQ_REAL;
+    } else {
+      v->aCls[n] = CSQ_INT;
+      v->aVal[n].i = sqlite3_value_int64(pVal);
+      v->clsMask |= 1u << CSQ_INT;
+    }
+    v->aLen[n] = 0;
+    v->n = n + 1;
+    return 0;
+  case SQLITE_FLOAT: {
+    if (aff != VT_AFF_REAL && aff != VT_AFF_BLOB) break; /* integral REALs become INTEGERs */
+    double r = sqlite3_value_double(pVal);
+    /* an integral REAL goes through an integer in a REAL column: -0.0
+    ** comes back as 0.0, every other such value as itself */
+    if (aff == VT_AFF_REAL && r == 0.0) r = 0.0;
+    v->aCls[n] = CSQ_REAL;
+    v->aVal[n].r = r;
+    v->aLen[n] = 0;
+    v->n = n + 1;
+    v->clsMask |= 1u << CSQ_REAL;
+    return 0;
+  }
+  case SQLITE_TEXT: {
+    if (aff >= VT_AFF_NUMERIC) break; /* may convert to a number */
+    const unsigned char *z = sqlite3_value_text(pVal);
+    uint32_t nByte = (uint32_t)sqlite3_value_bytes(pVal);
+    if (!z || !v->aHeap || v->nHeap + nByte > v->nHeapCap) break;
+    memcpy(v->aHeap + v->nHeap, z, nByte);
+    v->aCls[n] = CSQ_TEXT;
+    v->aVal[n].off = v->nHeap;
+    v->aLen[n] = nByte;
+    v->nHeap += nByte;
+    v->n = n + 1;
+    v->clsMask |= 1u << CSQ_TEXT;
+    return 0;
+  }
+  case SQLITE_NULL:
+    v->aCls[n] = CSQ_NULL;
+    v->aVal[n].i = 0;
+    v->aLen[n] = 0;
+    v->n = n + 1;
+    v->clsMask |= 1u << CSQ_NULL;
+    return 0;
+  default:
+    break;
+  }
+  return vt_push_value(v, pVal, aff);
+}
+
 /* Write a row: an INSERT (!bUpdate) or the new version of row iOld (an
 ** UPDATE). Every constraint is checked before anything changes, so that a
 ** row that fails leaves the table as it was (FAIL keeps the statement's
@@ -483,12 +746,14 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
     p->aBufDel = a;
     p->nBufDelAlloc = nNew;
   }
-  int e = csq_vec_push_int(&p->aBuf[0], iRowid);
+  if (n == 0) note_filler(p);
+  int e = n == 0 && p->nSeq > 0 ? buffer_reserve(p) : 0;
+  if (e == 0) e = csq_vec_push_int(&p->aBuf[0], iRowid);
   for (int i = 0; i < s->nCol && e == 0; i++) {
     if (i == s->iIpk)
       e = csq_vec_push_null(&p->aBuf[i + 1]);
     else
-      e = vt_push_value(&p->aBuf[i + 1], argv[2 + i], s->aCol[i].aff);
+      e = append_value(&p->aBuf[i + 1], argv[2 + i], s->aCol[i].aff);
   }
   if (e) {
     /* keep the columns aligned: drop the partial row */
@@ -499,7 +764,7 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   p->nSeq++;
   p->nRowEst++; /* keeps xBestIndex's estimate current without reading the catalog */
   *pRowid = iRowid;
-  if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, 0);
+  if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, 0, 0);
   return SQLITE_OK;
 }
 
@@ -528,8 +793,8 @@ static int write_row(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUp
 }
 
 int vt_flush(vt_tab *p) {
-  if (!p->bInTxn || !p->pDev->pTxn || buf_rows(p) == 0) return SQLITE_OK;
-  return flush_buffer(p, 0);
+  if (!p->bInTxn || !p->pDev->pTxn) return SQLITE_OK;
+  return flush_buffer(p, 0, 1); /* the encode thread's first */
 }
 
 static void take_mark(vt_tab *p, int iSavepoint, vt_mark *m);
@@ -565,6 +830,7 @@ int vt_update(sqlite3_vtab *pVtab, int argc, sqlite3_value **argv, sqlite3_int64
   store_table *pTab = NULL;
   int rc = ensure_txn(p, 1, &pTab);
   if (rc) return rc;
+  if (p->rcBroken) return broken_error(p);
   p->bWrote = 1;
   p->bStripeTxn = p->nMem > 1;
   vt_conn *pConn = p->pConn;
@@ -665,7 +931,7 @@ int vt_sync(sqlite3_vtab *pVtab) {
   vt_tab *p = (vt_tab *)pVtab;
   if (!p->bInTxn || !p->pDev->pTxn) return SQLITE_OK;
   if (p->bInTxn == 1) {
-    int rc = flush_buffer(p, 1);
+    int rc = flush_buffer(p, 1, 1);
     if (rc) return rc;
   }
   p->bInTxn = 2; /* synced */
@@ -737,6 +1003,14 @@ int vt_release(sqlite3_vtab *pVtab, int iSavepoint) {
 ** inserted after it removed, the rowid counter as it was. */
 static int rollback_to_mark(vt_tab *p, const vt_mark *m) {
   p->bMaxRowid = 0;
+  /* the encode thread's row groups written first (spans for all rows) */
+  drain_queue(p, 1, VT_ENCQ_DEPTH);
+  if (p->rcBroken && m->seq <= p->brokenSeq0) {
+    /* the rows of the failed row group, and all after it, go with it */
+    p->rcBroken = 0;
+    sqlite3_free(p->zBroken);
+    p->zBroken = NULL;
+  }
   store_table *pCoord = member_table(p, 0);
   if (pCoord && p->bInTxn) pCoord->nextRowid = m->nextRowid; /* AUTOINCREMENT's counter too */
   if (!p->pDev->pTxn || !p->aBuf) {
@@ -826,7 +1100,7 @@ int vt_rollback_to(sqlite3_vtab *pVtab, int iSavepoint) {
 int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **ppTab) {
   store_table *pTab = NULL;
   int rc = ensure_txn(p, 1, &pTab);
-  if (rc == SQLITE_OK) rc = flush_buffer(p, 0);
+  if (rc == SQLITE_OK) rc = flush_buffer(p, 0, 1);
   if (rc) return rc;
   p->bWrote = 1;
   p->bStripeTxn = p->nMem > 1;
