@@ -145,6 +145,26 @@ static int jp_collated(jp *s, const pl_expr *e) {
   return 0;
 }
 
+/* The conjuncts of e into ap[n..nMax); the new count (nMax + 1 if they do
+** not fit). */
+static int jp_conjuncts(const pl_expr *e, const pl_expr **ap, int n, int nMax) {
+  if (e->op == PL_E_AND)
+    return jp_conjuncts(e->pRight, ap, jp_conjuncts(e->pLeft, ap, n, nMax), nMax);
+  if (n >= nMax) return nMax + 1;
+  ap[n] = e;
+  return n + 1;
+}
+
+/* Is conjunct c one of every disjunct of e (an OR tree)? */
+static int jp_in_every(const pl_expr *e, const pl_expr *c) {
+  if (e->op == PL_E_OR) return jp_in_every(e->pLeft, c) && jp_in_every(e->pRight, c);
+  const pl_expr *ap[32];
+  int n = jp_conjuncts(e, ap, 0, 32);
+  for (int i = 0; i < n && i < 32; i++)
+    if (pl_expr_equal(ap[i], c)) return 1;
+  return 0;
+}
+
 static void jp_add_term(jp *s, const pl_expr *e) {
   if (s->bFail) return;
   if (e->op == PL_E_AND) {
@@ -154,6 +174,15 @@ static void jp_add_term(jp *s, const pl_expr *e) {
   }
   if (s->nTerm >= JP_MAX_TERM) return jp_fail(s, "more than 256 WHERE and ON terms%s", "");
   s->aTerm[s->nTerm++] = e;
+  if (e->op != PL_E_OR) return;
+  /* (A AND B1) OR (A AND B2): A is true wherever the OR is, so A is a term
+  ** too (a join key or a filter; TPC-H Q19), the OR staying as it is */
+  const pl_expr *d = e;
+  while (d->op == PL_E_OR) d = d->pLeft;
+  const pl_expr *ap[32];
+  int n = jp_conjuncts(d, ap, 0, 32);
+  for (int i = 0; i < n && i < 32; i++)
+    if (ap[i]->op != PL_E_OR && jp_in_every(e, ap[i])) jp_add_term(s, ap[i]);
 }
 
 /* Is e "a.x = b.y" between two tables, both numeric and BINARY? Then 1 with
