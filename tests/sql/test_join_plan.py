@@ -349,3 +349,32 @@ def test_join_filter_keeps_rows_that_cannot_join_on_the_device():
     assert sorted(map(canon, got)) == sorted(map(canon, want)) and got
     # 10 of 1000 keys join: the probe side sends about 1% of its rows
     assert joined * 10 < scan, (joined, scan)
+
+
+def test_striped_tables_join_on_every_member():
+    d = tmpdir()
+    con = connect(os.path.join(d, "s.db"))
+    devs = ",".join(os.path.join(d, "m%d.csd" % i) for i in range(3))
+    make_pair(con, "f", "k INTEGER, x REAL", [(i % 97, i / 5) for i in range(9000)],
+              ", devices='%s', rowgroup=1000" % devs)
+    make_pair(con, "g", "k NUMERIC, s TEXT", [(i, "s%d" % (i % 6)) for i in range(0, 97, 2)])
+    sql = "SELECT g.s, count(*), sum(f.x) FROM {f} AS f, {g} AS g WHERE f.k = g.k AND f.x > 100 GROUP BY g.s"
+    e = explain(con, sql.format(f="f", g="g"))
+    assert e["plan"].startswith("join") and "member devices" in e["scan (probe side)"], e
+    got, _ = via_view(con, sql.format(f="f", g="g"))
+    want, _ = answer(con, sql.format(f="nf", g="ng"))
+    assert got == want and len(got) == 3, (got, want)
+    con.close()
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def test_integer_primary_key_joins_as_the_rowid():
+    con = connect()
+    make_pair(con, "p", "id INTEGER PRIMARY KEY, name TEXT", [(i * 3, "p%d" % i) for i in range(50)])
+    make_pair(con, "c", "pid REAL, v INTEGER", [(float(i % 160), i) for i in range(900)] + [(None, 1)])
+    sql = ("SELECT p.name, p.id, count(*), sum(c.v) FROM {c} AS c JOIN {p} AS p ON c.pid = p.id "
+           "WHERE p.id < 100 GROUP BY p.id ORDER BY p.id")
+    assert explain(con, sql.format(c="c", p="p"))["plan"].startswith("join")
+    got, _ = via_view(con, sql.format(c="c", p="p"))
+    want, _ = answer(con, sql.format(c="nc", p="np"))
+    assert got == want and len(got) == 34, (got, want)
