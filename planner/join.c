@@ -94,8 +94,22 @@ static int jp_resolve(jp *s, const pl_expr *e, int bOrder, int *piTab, int *piCo
 }
 
 /* Mark every table column e reads as needed by the host part. */
+/* The FROM item a t.* names (by its alias or name, as SQLite), or -1. */
+static int jp_star_table(jp *s, const pl_expr *e) {
+  for (int t = 0; t < s->j->nTab; t++)
+    if (sqlite3_stricmp(e->zTab, jp_qual(s, t)) == 0) return t;
+  jp_fail_expr(s, "%s names no table of the join", e);
+  return -1;
+}
+
 static void jp_need(jp *s, const pl_expr *e, int bOrder) {
   if (!e || s->bFail) return;
+  if (e->op == PL_E_STAR) { /* every column of every table, or of t */
+    int t0 = e->zTab ? jp_star_table(s, e) : 0, t1 = e->zTab ? t0 + 1 : s->j->nTab;
+    for (int t = t0; t >= 0 && t < t1; t++)
+      for (int c = 0; c < s->aTi[t].nCol; c++) s->aNeed[t][c] = 1;
+    return;
+  }
   if (e->op == PL_E_COLUMN) {
     int t, c;
     if (jp_resolve(s, e, bOrder, &t, &c) == 1) s->aNeed[t][c] = 1;
@@ -298,6 +312,17 @@ static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
     sqlite3_str_appendf(s->pHost, "?%d", (int)e->iVal);
     return;
   }
+  if (e->op == PL_E_STAR) { /* its columns in order, as SQLite expands it */
+    int t0 = e->zTab ? jp_star_table(s, e) : 0, t1 = e->zTab ? t0 + 1 : s->j->nTab, n = 0;
+    for (int t = t0; t >= 0 && t < t1; t++)
+      for (int c = 0; c < s->aTi[t].nCol; c++) {
+        int k = s->aColOf[t][c];
+        if (k < 0) return jp_fail(s, "internal: a column of * not planned%s", "");
+        sqlite3_str_appendf(s->pHost, "%scsq_j." PL_JROWS_NAME_FMT, n++ ? ", " : "",
+                            s->j->aColAff[k] - 'A' + 'a', s->j->aColColl[k], k);
+      }
+    return;
+  }
   const pl_expr *aChild[64];
   int n = 0;
   if (e->nArg + 3 > 64) return jp_fail(s, "expression too wide%s", "");
@@ -329,6 +354,10 @@ static void jp_host(jp *s) {
   sqlite3_str_appendall(s->pHost, "SELECT ");
   for (int i = 0; i < a->nCol; i++) {
     if (i) sqlite3_str_appendall(s->pHost, ", ");
+    if (a->aCol[i].pExpr->op == PL_E_STAR) {
+      jp_emit(s, a->aCol[i].pExpr, 0);
+      continue;
+    }
     sqlite3_str_appendchar(s->pHost, 1, '(');
     jp_emit(s, a->aCol[i].pExpr, 0);
     sqlite3_str_appendchar(s->pHost, 1, ')');
@@ -440,8 +469,7 @@ static void jp_plan(jp *s) {
   pl_ast *a = s->a;
   pl_join *j = s->j;
   int nTab = j->nTab;
-  if (a->bStar)
-    return jp_fail(s, "SELECT * over a join stays with SQLite (name the columns)%s", "");
+  j->bStar = a->bStar;
   if (a->pWhere) jp_add_term(s, a->pWhere);
   for (int t = 0; t < nTab; t++)
     if (a->aFrom[t].pOn) jp_add_term(s, a->aFrom[t].pOn);

@@ -654,6 +654,14 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
     snprintf((*ppJoin)->zWhy, sizeof((*ppJoin)->zWhy), "internal: table lookups do not match");
   }
   for (int t = 0; t < l.nFound; t++) apTab[t] = l.apFound[t];
+  /* * leaves out HIDDEN columns, which the planner does not know of (a
+  ** declaration that mentions the word at all keeps the query with SQLite) */
+  for (int t = 0; rc == SQLITE_OK && (*ppJoin)->bPlan && (*ppJoin)->bStar && t < l.nFound; t++)
+    if (sqlite3_strlike("%hidden%", apTab[t]->s.zDeclare, 0) == 0) {
+      (*ppJoin)->bPlan = 0;
+      snprintf((*ppJoin)->zWhy, sizeof((*ppJoin)->zWhy),
+               "SELECT * over a table with HIDDEN columns stays with SQLite");
+    }
   return rc;
 }
 

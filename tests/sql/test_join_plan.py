@@ -12,7 +12,7 @@ and as written on the native tables; the answers must be equal (as
 multisets, numbers compared as numbers: see test_join_random.canon), and
 most queries must take the join path (csq_explain says so). Then the shapes
 the planner must refuse (LEFT JOIN, text keys, a native table, a build side
-over the memory budget) still answer as native does, device faults are the
+over the memory budget) still answer as native does, * expands as in SQLite, device faults are the
 statement's error, join filters keep rows on the device, and csq_explain
 shows the plan as a tree.
 """
@@ -237,6 +237,18 @@ def test_refused_shapes_still_answer_right():
     refused(con, "SELECT a.k, b.w FROM {a} AS a LEFT JOIN {b} AS b ON a.k = b.k", "LEFT JOIN")
     refused(con, "SELECT a.v, b.w FROM {a} AS a JOIN {b} AS b ON a.s = b.s", "do not connect")
     refused(con, "SELECT count(*) FROM {a} AS a, {b} AS b", "do not connect")
+    for star in ("*", "b.*, a.k", "a.*"):  # expanded as SQLite does, then joined
+        sql = "SELECT %s FROM {a} AS a JOIN {b} AS b ON a.k = b.k ORDER BY 1, 2, 3" % star
+        assert explain(con, sql.format(a="a", b="b"))["plan"].startswith("join")
+        got, _ = via_view(con, sql.format(a="a", b="b"))
+        want, _ = answer(con, sql.format(a="na", b="nb"))
+        assert got == want and got, (star, got, want)
+    # * leaves out a HIDDEN column: such a table keeps SELECT * with SQLite
+    con.execute("CREATE VIRTUAL TABLE h USING csq(k INTEGER, secret INTEGER HIDDEN, v)")
+    con.execute("INSERT INTO h(k, secret, v) VALUES(1, 2, 'x')")
+    sql = "SELECT * FROM h JOIN {b} AS b ON h.k = b.k"
+    assert "HIDDEN" in explain(con, sql.format(b="b"))["why"]
+    assert via_view(con, sql.format(b="b")) == answer(con, sql.format(b="b"))
     con.execute("CREATE TABLE c(k INTEGER)")
     con.executemany("INSERT INTO c VALUES(?)", [(i,) for i in range(3)])
     e = explain(con, "SELECT count(*) FROM a JOIN c ON a.k = c.k")
