@@ -180,3 +180,8 @@ int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bR
   *pn = np;
   return SQLITE_OK;
 }
+
+int pl_filter_add_bloom(csq_pb *b, int slot, const void *pFilter, uint32_t nBytes) {
+  int rc = csq_pb_clause(b);
+  return rc < 0 ? rc : csq_pb_bloom(b, 0, slot, pFilter, nBytes);
+}

@@ -49,6 +49,15 @@ typedef struct pl_cons {
 struct csq_pb;
 int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
 
+/* Add a join filter (program.h, JOIN FILTERS) as a new AND clause: the
+** rows whose input slot `slot` may hold one of the keys whose Bloom filter
+** (device/format/bloom.h) is pFilter[0..nBytes), copied into the program.
+** The caller hashed the keys (device/format/keyhash.h) after converting
+** them as they compare with the column's values (its affinity). NULL
+** never passes. Returns >= 0 or a negative errno (-EINVAL for a size
+** bloom.h does not allow). */
+int pl_filter_add_bloom(struct csq_pb *b, int slot, const void *pFilter, uint32_t nBytes);
+
 /* One argument of an eBPF call: a column (iChunk >= 0: 0 rowid, 1 + c
 ** column c) or a constant (iChunk -1, pVal). */
 typedef struct pl_bpf_arg {

@@ -20,10 +20,11 @@
 #include "device/link/cmd.h"
 #include "device/engine/cp_slm.h"
 #include "device/engine/ptype.h"
+#include "device/format/program.h"
 
 #define DEV_CP_MAX_PROGRAMS   64
 #define DEV_CP_MAX_ACTIVE     32
-#define DEV_CP_MAX_PROG_BYTES (1u << 20)
+#define DEV_CP_MAX_PROG_BYTES CSQ_PROG_MAX_BYTES /* a csq program with its join filters */
 #define DEV_CP_LOAD_GRAN      4
 #define DEV_CP_MAX_MRS        64
 #define DEV_CP_MAX_RANGES     256

@@ -14,6 +14,7 @@
 **   exec_result.c   a grouped result written, and read back as a seed
 **   exec_run.c      xRun: the job, the filter loop, and dev_ptype_csq
 **   exec_bpf.c      eBPF terms: a user's program (bpf_rt.c) over a selection
+**   exec_bloom.c    join filter terms over integer and real columns
 **
 ** Execution is batch at a time: CSQ_PROG_BATCH rows, a selection vector of
 ** row numbers, and per term a typed loop chosen once per chunk and term
@@ -27,6 +28,10 @@
 **   - dictionary text: the term is evaluated once per dictionary entry, then
 **     per row by code lookup (this covers LIKE/GLOB too);
 **   - constant chunks: once per chunk;
+**   - join filters (CSQ_OP_BLOOM): integer and real chunks hash the
+**     selected rows' values a vector at a time and probe the filter
+**     (exec_bloom.c); a dictionary's entries, and the codes of a narrow
+**     frame-of-reference chunk, are probed once each;
 **   - plain text/blob and mixed (tagged) chunks: the generic evaluator.
 ** Qualifying rows are then written column by column into the output area in
 ** the result format of program.h. A grouped program (version 2, AGGREGATION
@@ -47,8 +52,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/format/bloom.h"
 #include "device/format/chunk.h"
 #include "device/format/group.h"
+#include "device/format/keyhash.h"
 #include "device/format/le.h"
 #include "device/format/program.h"
 #include "device/format/value.h"
@@ -440,6 +447,16 @@ uint64_t ex_bpf_fault_reason(uint64_t reason);
 ** aSel[k], as an INTEGER. 0 or CSQ_FAULT_BPF. */
 int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                   uint32_t n, int64_t *aI);
+
+/* ---- exec_bloom.c ---- */
+
+/* aM[k] = join filter term et on row aSel[k] of aligned batch [b0, b0+nb)
+** of c, when c is an integer or real column: 1 done (*pRc = a CSQ_FAULT_*
+** if it failed), 0 not such a column (the caller takes another path).
+** *ppDict: the term's mask over a narrow FOR chunk's codes in this row
+** group, built on first use (the caller frees it). */
+int ex_bloom_eval(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
+                  uint32_t n, uint8_t *aM, uint8_t **ppDict, int *pRc);
 
 /* ---- exec_top.c ---- */
 

@@ -263,6 +263,8 @@ int ex_ev_one(const ex_term *et, const ex_val *v) {
     if (f) return !et->bNot;
     return et->bNot && !et->bInNull;
   }
+  case CSQ_OP_BLOOM:
+    return csq_bloom_maybe(a->z, a->len, csq_key_hash_value(v));
   case CSQ_OP_LIKE:
   case CSQ_OP_GLOB:
     /* SQLite tests for a BLOB before it looks at a NULL pattern */

@@ -16,8 +16,10 @@
 #include <string.h>
 #include <xxhash.h>
 
+#include "device/format/bloom.h"
 #include "device/format/bpf.h"
 #include "device/format/chunk.h"
+#include "device/format/keyhash.h"
 #include "device/format/le.h"
 #include "device/format/program.h"
 
@@ -105,8 +107,9 @@ void csq_prog_clear(csq_prog *p) {
 }
 
 static const char *op_name(int op) {
-  static const char *az[] = {"?",     "EQ",     "NE",      "LT",      "LE", "GT",   "GE",   "IS",
-                             "ISNOT", "ISNULL", "NOTNULL", "BETWEEN", "IN", "LIKE", "GLOB", "BPF"};
+  static const char *az[] = {"?",  "EQ",   "NE",    "LT",     "LE",      "GT",
+                             "GE", "IS",   "ISNOT", "ISNULL", "NOTNULL", "BETWEEN",
+                             "IN", "LIKE", "GLOB",  "BPF",    "BLOOM"};
   return op >= 0 && op <= CSQ_OP_MAX ? az[op] : "?";
 }
 
@@ -127,6 +130,26 @@ static int bpf_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, con
   const csq_pconst *k = &pp->aConst[t->k0];
   if (csq_bpf_call_parse(k->z, k->len, pp->nIn, pp->nConst, &call, zWhy, sizeof(zWhy)))
     return verr(zErr, nErr, "%s %u (BPF): %s", zWhat, i, zWhy);
+  return 0;
+}
+
+/* A join filter term (JOIN FILTERS in program.h): only a filter term, no
+** flags but an affinity, its filter a BLOB constant of a size bloom.h allows. */
+static int bloom_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, const csq_prog *pp,
+                            char *zErr, size_t nErr) {
+  if (strcmp(zWhat, "term") != 0)
+    return verr(zErr, nErr, "%s %u (BLOOM): only filter terms may be join filters", zWhat, i);
+  if ((t->flags & ~CSQ_TF_AFF_MASK) || t->k1 || t->esc)
+    return verr(zErr, nErr,
+                "%s %u (BLOOM): flags other than affinity, second constant and escape must be 0",
+                zWhat, i);
+  if (t->k0 >= pp->nConst || pp->aConst[t->k0].cls != CSQ_BLOB)
+    return verr(zErr, nErr, "%s %u (BLOOM): constant %u is not a BLOB", zWhat, i, t->k0);
+  uint32_t n = pp->aConst[t->k0].len;
+  if (!csq_bloom_size_ok(n))
+    return verr(zErr, nErr,
+                "%s %u (BLOOM): a filter of %u bytes (a power of two from %u to %u expected)",
+                zWhat, i, n, CSQ_BLOOM_MIN_BYTES, CSQ_BLOOM_MAX_BYTES);
   return 0;
 }
 
@@ -169,6 +192,7 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   if (t->esc > 0x10FFFF)
     return verr(zErr, nErr, "%s %u (%s): ESCAPE code point %u invalid", zWhat, i, zOp, t->esc);
   if (t->op == CSQ_OP_BPF) return bpf_term_check(t, i, zWhat, pp, zErr, nErr);
+  if (t->op == CSQ_OP_BLOOM) return bloom_term_check(t, i, zWhat, pp, zErr, nErr);
   uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
   switch (t->op) {
   case CSQ_OP_ISNULL:
@@ -199,6 +223,10 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   if ((t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) && pp->aConst[t->k0].cls != CSQ_TEXT &&
       pp->aConst[t->k0].cls != CSQ_NULL)
     return verr(zErr, nErr, "%s %u (%s): pattern must be TEXT or NULL", zWhat, i, zOp);
+  if ((t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) &&
+      pp->aConst[t->k0].len > CSQ_PROG_MAX_PATTERN)
+    return verr(zErr, nErr, "%s %u (%s): pattern of %u bytes (limit %u)", zWhat, i, zOp,
+                pp->aConst[t->k0].len, CSQ_PROG_MAX_PATTERN);
   return 0;
 }
 
@@ -677,6 +705,16 @@ int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t
   return 0;
 }
 
+int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t nBytes) {
+  if (b->rc) return b->rc;
+  if ((flags & ~CSQ_TF_AFF_MASK) || (flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK || slot < 0 ||
+      slot >= b->nIn || !pFilter || !csq_bloom_size_ok(nBytes))
+    return pb_fail(b, -EINVAL);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, pFilter, nBytes);
+  if (k < 0) return k;
+  return csq_pb_term(b, CSQ_OP_BLOOM, flags, slot, k, 0, 0);
+}
+
 /* Encode a 16-byte term (filter or condition) at e. -EINVAL if a field
 ** does not fit its width. */
 static int pb_term_bytes(uint8_t *e, int op, int flags, int slot, int k0, int k1, uint32_t esc) {
@@ -921,8 +959,33 @@ static int zone_may(const csq_zone *z, int g, int op, const csq_pconst *c) {
   }
 }
 
+/* May some value of a chunk with zone z be in join filter t's key set?
+** NULL never is; a chunk of integers only, within a narrow range, has each
+** value of the range probed (a chunk sorted on the key, or of one value,
+** keeps a run of keys); one of a single REAL or TEXT value has it probed. */
+#define ZONE_BLOOM_PROBES 4096
+static int bloom_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
+  const csq_pconst *f = &pp->aConst[t->k0];
+  if (z->nNull >= z->nVal) return 0;
+  uint8_t m = z->clsMask & (uint8_t) ~(1u << CSQ_NULL);
+  if (m == (1u << CSQ_INT) && (uint64_t)z->iMax - (uint64_t)z->iMin < ZONE_BLOOM_PROBES &&
+      z->iMin <= z->iMax) {
+    for (uint64_t k = 0; k <= (uint64_t)z->iMax - (uint64_t)z->iMin; k++)
+      if (csq_bloom_maybe(f->z, f->len, csq_key_hash_int((int64_t)((uint64_t)z->iMin + k))))
+        return 1;
+    return 0;
+  }
+  if (m == (1u << CSQ_REAL) && z->rMin == z->rMax)
+    return csq_bloom_maybe(f->z, f->len, csq_key_hash_real(z->rMin));
+  if (m == (1u << CSQ_TEXT) && !z->bMinTrunc && !z->bMaxTrunc && z->nMinTxt == z->nMaxTxt &&
+      memcmp(z->zMinTxt, z->zMaxTxt, z->nMinTxt) == 0 && z->nMinTxt <= CSQ_ZONE_PREFIX)
+    return csq_bloom_maybe(f->z, f->len, csq_key_hash_bytes(CSQ_TEXT, z->zMinTxt, z->nMinTxt));
+  return 1;
+}
+
 static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
   if (t->op == CSQ_OP_BPF) return 1; /* a program may keep any row, NULLs too */
+  if (t->op == CSQ_OP_BLOOM) return bloom_may(pp, t, z);
   int bNull = z->nNull > 0, bVal = z->nNull < z->nVal;
   if (z->nVal == 0) return 0;
   const csq_pconst *a = &pp->aConst[t->k0];

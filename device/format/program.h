@@ -72,6 +72,7 @@
 **   LIKE               x LIKE a [ESCAPE esc]   a TEXT or NULL, k1 = 0
 **   GLOB               x GLOB a                a TEXT or NULL, esc = 0, k1 = 0
 **   BPF                a user's eBPF program over several inputs (below)
+**   BLOOM              x may be in a join's key set (JOIN FILTERS, below)
 **   Flag CSQ_TF_NOT negates BETWEEN, IN, LIKE and GLOB (only those) with
 **   SQL's three-valued logic: the row qualifies only where the un-negated
 **   term is FALSE (not NULL). So NOT IN with a NULL in the list, or NOT LIKE a
@@ -129,7 +130,30 @@
 **   packet loads, no calls of its own functions; so it ends, touches
 **   nothing else, and its work per row is bounded by its size.
 **
-** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below.
+** JOIN FILTERS (op CSQ_OP_BLOOM)
+**   "x may be one of the keys of a join's build side": k0 is a BLOB
+**   constant holding a Bloom filter of the keys' hashes (device/format/
+**   bloom.h: its length a power of two from 32 bytes to 16 MiB), k1 and
+**   esc are 0, and flags hold no more than an affinity (CSQ_TF_AFF_*,
+**   informative): no collation (keys compare BINARY) and no NOT (a filter
+**   only answers "maybe" or "certainly not", so its negation would lose
+**   rows: an anti-join cannot use one). Only filter terms, not the
+**   conditions of CASE. The term is true when the filter holds the hash
+**   of x (device/format/keyhash.h: equal by SQLite's = means equal
+**   hashes, 4 and 4.0 alike), false for NULL. It keeps every row that
+**   joins and some that do not (the filter's false positive rate), so the
+**   host still joins the rows it gets. Affinity is the planner's: it hashes
+**   the build side's keys as they compare with the probe column's values
+**   (e.g. '5' as 5 against an INTEGER column), as it converts constants.
+**   The device tests each value once per row (each dictionary entry once
+**   per row group); the filter travels in the program (the heap), hence
+**   the limits below. Zone maps skip a row group whose column is all NULL,
+**   holds one value, or holds integers only within a range of at most
+**   4096 values, when the filter holds none of them.
+**
+** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below;
+**   a LIKE or GLOB pattern holds at most CSQ_PROG_MAX_PATTERN bytes (so
+**   matching stays bounded whatever the heap holds).
 **
 ** RUNNING A PROGRAM: EXECUTE (CSQ_CP_EXECUTE) on one row group
 **   Ranges (inline or an MRS), all in SLM:
@@ -335,13 +359,16 @@
 #define CSQ_EXEC_START_MASK 0x7FFFFFFFull
 #define CSQ_EXEC_ACC        0x80000000ull
 
-#define CSQ_PROG_MAX_BYTES  (256u * 1024)
-#define CSQ_PROG_MAX_IN     1024
-#define CSQ_PROG_MAX_OUT    1024
-#define CSQ_PROG_MAX_TERMS  512
-#define CSQ_PROG_MAX_CONSTS 8192
-#define CSQ_PROG_MAX_HEAP   (128u * 1024)
-#define CSQ_PROG_BATCH      1024 /* rows per batch of the executor */
+/* The heap holds up to two largest join filters (bloom.h) besides the
+** constants; the rest of a program stays within 256 KiB. */
+#define CSQ_PROG_MAX_BYTES   (32u * 1024 * 1024 + 256u * 1024)
+#define CSQ_PROG_MAX_IN      1024
+#define CSQ_PROG_MAX_OUT     1024
+#define CSQ_PROG_MAX_TERMS   512
+#define CSQ_PROG_MAX_CONSTS  8192
+#define CSQ_PROG_MAX_HEAP    (32u * 1024 * 1024 + 128u * 1024)
+#define CSQ_PROG_MAX_PATTERN (128u * 1024) /* bytes of a LIKE / GLOB pattern */
+#define CSQ_PROG_BATCH       1024          /* rows per batch of the executor */
 
 /* Version 2: the aggregation section (see AGGREGATION above). */
 #define CSQ_PROG_VERSION_AGG 2u
@@ -402,7 +429,8 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_OP_LIKE    13
 #define CSQ_OP_GLOB    14
 #define CSQ_OP_BPF     15 /* a user's eBPF program (EBPF TERMS) */
-#define CSQ_OP_MAX     15
+#define CSQ_OP_BLOOM   16 /* x may be in a join's key set (JOIN FILTERS) */
+#define CSQ_OP_MAX     16
 
 /* Term flags. */
 #define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB / BPF */
@@ -569,6 +597,11 @@ int csq_pb_const_bytes(csq_pb *b, int cls, const void *p, uint32_t n); /* TEXT o
 int csq_pb_clause(csq_pb *b);
 /* Add a term to the current clause (fields as in the format above). */
 int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc);
+/* Add a join filter term (JOIN FILTERS) to the current clause: input slot
+** `slot` may be in the key set whose Bloom filter is pFilter[0..nBytes)
+** (copied into the program; nBytes: csq_bloom_size_ok). flags: 0 or a
+** CSQ_TF_AFF_* only (-EINVAL for CSQ_TF_NOT or a collation). */
+int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t nBytes);
 /* Ask for row numbers (CSQ_PF_ROWNUM) in the results of a program without
 ** aggregation. */
 void csq_pb_rownums(csq_pb *b);

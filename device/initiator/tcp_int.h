@@ -3,6 +3,8 @@
 ** share: the backend and queue structs and the functions between them.
 **   tcp_queue.c    one queue's connection: submit, PDUs in and out, reap,
 **                  dial + ICReq + Fabrics Connect, synchronous commands
+**   tcp_sock.c     the bytes of a queue's socket: io_uring (or send/recv and
+**                  ppoll where io_uring is unavailable), buffers, waits
 **   tcp_recover.c  a dropped queue reconnects and re-sends what is safe to
 **                  re-send; the controller is created and kept alive
 **   tcp_backend.c  the backend (backend.h): URL and options, open, close
@@ -91,9 +93,20 @@ struct dev_bqueue {
   /* completions made here (failures, setup), handed out before the socket's */
   csq_cqe *aReady;
   uint32_t nReady, nReadyAlloc;
-  /* send buffer: aTx[iTx..nTx) still to send */
+  /* send buffer: PDUs are queued at aTx[nTx]; aTx[iTx..nTx) still to send
+  ** (with io_uring iTx stays 0: the buffer in flight is aFly[iFly..nFly)) */
   uint8_t *aTx;
   size_t iTx, nTx, nTxAlloc;
+  uint8_t *aFly;
+  size_t iFly, nFly, nFlyAlloc;
+  /* bytes received and not yet parsed: aRx[iRx..nRx) */
+  uint8_t *aRx;
+  uint32_t iRx, nRx;
+  int bIcResp; /* waiting for ICResp: received bytes stay in aRx */
+  /* the queue's io_uring (tcp_sock.c); NULL: send/recv and ppoll */
+  struct io_uring *pRing;
+  int bSendFly, bRecvFly; /* a send, a receive in flight */
+  int bRecvDirect;        /* the receive writes into a command's buffer */
   /* receive state */
   int eRx;
   uint8_t aHdr[TCP_MAX_HDR];
@@ -132,6 +145,37 @@ void tcpb_resend(dev_bqueue *q);
 void tcpb_fail_all(dev_bqueue *q);
 int tcpb_submit(dev_bqueue *q, const csq_sqe *pSqe);
 int tcpb_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs);
+
+/* Called by tcp_sock.c (tcp_queue.c): parse the bytes in aRx; 0, or -1 when
+** the connection failed. */
+int tcpb_rx_parse(dev_bqueue *q);
+/* Where the data of the PDU being read may be received straight into (a
+** command's buffer), and how much; NULL when not worth it or not allowed. */
+uint8_t *tcpb_rx_direct(dev_bqueue *q, uint32_t *pn);
+/* n bytes arrived at tcpb_rx_direct's address: 0, or -1 as tcpb_rx_parse. */
+int tcpb_rx_direct_done(dev_bqueue *q, uint32_t n);
+/* The connection failed (bTargetFault: the target broke the protocol). */
+void tcpb_link_fail(dev_bqueue *q, int bTargetFault, const char *zFmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* tcp_sock.c ------------------------------------------------------------- */
+/* The queue's io_uring, unless io_uring is unavailable or CSQ_TCP_URING=0
+** (then send/recv and ppoll). 0 or -ENOMEM. */
+int tcpb_sock_init(dev_bqueue *q);
+void tcpb_sock_fini(dev_bqueue *q);
+/* Make room for n more bytes at aTx + nTx. 0 or -ENOMEM. */
+int tcpb_tx_room(dev_bqueue *q, size_t n);
+/* Start sending what is queued (without waiting). 0, or -1 when the
+** connection failed. */
+int tcpb_tx_flush(dev_bqueue *q);
+/* Wait up to timeoutNs for the socket, then move what it allows (received
+** bytes go to tcpb_rx_parse, unless bIcResp). */
+void tcpb_sock_wait(dev_bqueue *q, int64_t timeoutNs);
+/* Before returning to the driver: no receive in flight into its buffers. */
+void tcpb_sock_park(dev_bqueue *q);
+/* End the connection: nothing in flight, the socket closed, the buffers
+** empty. */
+void tcpb_sock_close(dev_bqueue *q);
 
 /* tcp_recover.c ---------------------------------------------------------- */
 /* 1 if a command may be sent again after a dropped connection: running it

@@ -3,12 +3,13 @@
 ** (tcp_int.h): a TCP connection carrying the capsules of one NVMe queue.
 **
 ** A queue never blocks in xSubmit: the capsule (with in-capsule data up to
-** TCP_INLINE_MAX bytes) goes into the queue's send buffer, flushed as far as
-** the socket takes it; xReap waits in ppoll for the socket, sends what is
-** left and what R2Ts ask for (H2CData), and reads PDUs through a small state
-** machine (header, padding, data straight into the caller's buffer, digest)
-** until a response completes a command. Wire command ids are the queue's
-** slot indexes; the driver's cid is kept in the slot.
+** TCP_INLINE_MAX bytes) goes into the queue's send buffer and its sending
+** starts (tcp_sock.c: io_uring, or send/recv where io_uring is unavailable);
+** xReap waits for the socket, sends what is left and what R2Ts ask for
+** (H2CData), and parses what arrives through a small state machine (header,
+** padding, data into the caller's buffer, digest) until a response
+** completes a command. Wire command ids are the queue's slot indexes; the
+** driver's cid is kept in the slot.
 **
 ** When the connection drops (closed, reset, a send or receive error) and the
 ** URL allows reconnection, the queue goes down instead of dead: commands
@@ -120,8 +121,8 @@ static void complete(dev_bqueue *q, tcpb_cmd *p, uint16_t sf, uint64_t result, c
   slot_free(q, p);
 }
 
+/* The parser's state (the buffers are emptied by tcpb_sock_close). */
 static void rx_reset(dev_bqueue *q) {
-  q->nTx = q->iTx = 0;
   q->eRx = RX_CH;
   q->nGot = 0;
   q->pRxCmd = NULL;
@@ -136,19 +137,14 @@ void tcpb_fail_all(dev_bqueue *q) {
 /* The connection failed (bTargetFault: the target broke the protocol). While
 ** connecting, the attempt ends; with reconnection allowed and the target not
 ** at fault, the queue goes down; otherwise it dies. The first reason stays. */
-static void link_fail(dev_bqueue *q, int bTargetFault, const char *zFmt, ...)
-    __attribute__((format(printf, 3, 4)));
-static void link_fail(dev_bqueue *q, int bTargetFault, const char *zFmt, ...) {
+void tcpb_link_fail(dev_bqueue *q, int bTargetFault, const char *zFmt, ...) {
   va_list ap;
   char z[200];
   if (q->bDead) return;
   va_start(ap, zFmt);
   vsnprintf(z, sizeof(z), zFmt, ap);
   va_end(ap);
-  if (q->fd >= 0) {
-    close(q->fd);
-    q->fd = -1;
-  }
+  tcpb_sock_close(q);
   if (q->bSetup) {
     if (!q->bDown) snprintf(q->zDown, sizeof(q->zDown), "%s", z);
     q->bDown = 1;
@@ -189,30 +185,12 @@ static void link_fail(dev_bqueue *q, int bTargetFault, const char *zFmt, ...) {
 
 /* ---- sending ------------------------------------------------------------ */
 
-static int tx_room(dev_bqueue *q, size_t n) {
-  if (q->iTx == q->nTx) q->iTx = q->nTx = 0;
-  if (q->nTx + n <= q->nTxAlloc) return 0;
-  if (q->iTx) {
-    memmove(q->aTx, q->aTx + q->iTx, q->nTx - q->iTx);
-    q->nTx -= q->iTx;
-    q->iTx = 0;
-    if (q->nTx + n <= q->nTxAlloc) return 0;
-  }
-  size_t nNew = q->nTxAlloc ? q->nTxAlloc : 65536;
-  while (nNew < q->nTx + n) nNew *= 2;
-  uint8_t *a = realloc(q->aTx, nNew);
-  if (!a) return -ENOMEM;
-  q->aTx = a;
-  q->nTxAlloc = nNew;
-  return 0;
-}
-
 /* Queue one PDU (header h, nData bytes at pData) for sending. Bytes queued,
 ** or 0 when out of memory (the queue is then dead). */
 static uint32_t tx_queue(dev_bqueue *q, const tcp_hdr *h, const void *pData, uint32_t nData) {
   uint32_t nAll = TCP_MAX_HDR + nData + TCP_DGST_LEN, nHdr;
-  if (tx_room(q, nAll)) {
-    link_fail(q, 1, "out of memory for the send buffer");
+  if (tcpb_tx_room(q, nAll)) {
+    tcpb_link_fail(q, 1, "out of memory for the send buffer");
     return 0;
   }
   nHdr = tcp_hdr_encode(h, nData, q->bHdgst, q->bDdgst, q->aTx + q->nTx);
@@ -227,21 +205,6 @@ static uint32_t tx_queue(dev_bqueue *q, const tcp_hdr *h, const void *pData, uin
     }
   }
   return nHdr + nData;
-}
-
-/* Send what the socket takes now. 0, or -1 when the connection failed. */
-static int tx_flush(dev_bqueue *q) {
-  while (q->iTx < q->nTx) {
-    ssize_t k = send(q->fd, q->aTx + q->iTx, q->nTx - q->iTx, MSG_DONTWAIT | MSG_NOSIGNAL);
-    if (k < 0 && errno == EINTR) continue;
-    if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-    if (k <= 0) {
-      link_fail(q, 0, "sending failed: %s", k < 0 ? strerror(errno) : "connection closed");
-      return -1;
-    }
-    q->iTx += (size_t)k;
-  }
-  return 0;
 }
 
 /* ---- submitting --------------------------------------------------------- */
@@ -277,7 +240,7 @@ void tcpb_resend(dev_bqueue *q) {
     if (!pNext || q->bDown || q->bDead) break;
     send_cmd(q, pNext);
   }
-  if (!q->bDown && !q->bDead) tx_flush(q);
+  if (!q->bDown && !q->bDead) tcpb_tx_flush(q);
 }
 
 int tcpb_submit(dev_bqueue *q, const csq_sqe *pSqe) {
@@ -293,7 +256,7 @@ int tcpb_submit(dev_bqueue *q, const csq_sqe *pSqe) {
   /* a new controller replaced the one this idle queue joined: move to it */
   if (q->qid && !q->bDown && !q->bSetup && q->nFree == q->nCmd &&
       q->gen != __atomic_load_n(&q->d->gen, __ATOMIC_ACQUIRE))
-    link_fail(q, 0, "the controller was replaced");
+    tcpb_link_fail(q, 0, "the controller was replaced");
   dir = tcp_cmd_xfer(pSqe, q->qid == 0, &nLen);
   p = &q->aCmd[q->aFree[--q->nFree]];
   memset(p, 0, sizeof(*p));
@@ -311,7 +274,7 @@ int tcpb_submit(dev_bqueue *q, const csq_sqe *pSqe) {
   p->pBuf = (uint8_t *)(uintptr_t)pSqe->prp1;
   if (q->bDown) return 0; /* sent after the reconnection */
   send_cmd(q, p);
-  if (!q->bDead && !q->bDown) tx_flush(q);
+  if (!q->bDead && !q->bDown) tcpb_tx_flush(q);
   return 0;
 }
 
@@ -333,7 +296,7 @@ static int on_header(dev_bqueue *q) {
     memcpy(&c, h->aEntry, 16);
     p = cmd_of(q, c.cid);
     if (!p) {
-      link_fail(q, 1, "the target answered command %u, which is not in flight", c.cid);
+      tcpb_link_fail(q, 1, "the target answered command %u, which is not in flight", c.cid);
       return -1;
     }
     q->nTries = 0; /* the link works */
@@ -351,7 +314,8 @@ static int on_header(dev_bqueue *q) {
   case TCP_R2T: {
     p = cmd_of(q, h->cccid);
     if (!p || p->dir != TCP_XFER_H2C || (uint64_t)h->offset + h->length > p->nLen) {
-      link_fail(q, 1, "the target asked (R2T) for data that command %u does not have", h->cccid);
+      tcpb_link_fail(q, 1, "the target asked (R2T) for data that command %u does not have",
+                     h->cccid);
       return -1;
     }
     p->nRx += q->L.plen;
@@ -369,13 +333,13 @@ static int on_header(dev_bqueue *q) {
       if (q->bDead) return -1;
       off += k;
     }
-    return tx_flush(q);
+    return tcpb_tx_flush(q);
   }
   case TCP_C2H_DATA:
     p = cmd_of(q, h->cccid);
     if (!p || p->dir != TCP_XFER_C2H || h->offset != p->nC2H ||
         (uint64_t)h->offset + h->length > p->nLen) {
-      link_fail(q, 1, "the target sent data outside command %u's buffer", h->cccid);
+      tcpb_link_fail(q, 1, "the target sent data outside command %u's buffer", h->cccid);
       return -1;
     }
     q->pRxCmd = p;
@@ -384,7 +348,7 @@ static int on_header(dev_bqueue *q) {
   case TCP_C2H_TERMREQ:
     return 0; /* its data (the offending header) is read, then the link dies */
   default:
-    link_fail(q, 1, "the target sent a PDU of type %u out of sequence", h->type);
+    tcpb_link_fail(q, 1, "the target sent a PDU of type %u out of sequence", h->type);
     return -1;
   }
 }
@@ -393,7 +357,8 @@ static int on_header(dev_bqueue *q) {
 static void on_pdu_end(dev_bqueue *q) {
   tcp_hdr *h = &q->h;
   if (h->type == TCP_C2H_TERMREQ) {
-    link_fail(q, 1, "the target ended the connection (C2HTermReq, fatal error status %u)", h->fes);
+    tcpb_link_fail(q, 1, "the target ended the connection (C2HTermReq, fatal error status %u)",
+                   h->fes);
     return;
   }
   if (h->type == TCP_C2H_DATA && q->pRxCmd) {
@@ -414,43 +379,57 @@ static void on_pdu_end(dev_bqueue *q) {
   }
 }
 
-/* Read what the socket has, PDU by PDU. 0, or -1 when the connection failed. */
-static int rx_pump(dev_bqueue *q) {
+/* Where the rest of the current part goes, and how many bytes it lacks. */
+static uint8_t *part_dst(dev_bqueue *q, uint32_t *pnWant) {
+  switch (q->eRx) {
+  case RX_CH:
+    *pnWant = TCP_CH_LEN - q->nGot;
+    return q->aHdr + q->nGot;
+  case RX_HDR:
+    *pnWant = q->L.nHdr - q->nGot;
+    return q->aHdr + q->nGot;
+  case RX_PAD:
+    *pnWant = q->L.nPad - q->nGot;
+    return q->aSmall;
+  case RX_DATA:
+    *pnWant = q->L.nData - q->nGot;
+    return q->pRxCmd ? q->pRxCmd->pBuf + q->h.offset + q->nGot : q->aSmall + q->nGot;
+  default:
+    *pnWant = 4 - q->nGot;
+    return q->aDd + q->nGot;
+  }
+}
+
+/* Receiving a large C2HData's data straight into the command's buffer saves
+** copying it out of aRx; below this many bytes, one receive into aRx that
+** may also bring the next PDUs is cheaper. */
+#define RX_DIRECT_MIN 16384
+
+uint8_t *tcpb_rx_direct(dev_bqueue *q, uint32_t *pn) {
+  if (q->eRx != RX_DATA || !q->pRxCmd || q->L.nData - q->nGot < RX_DIRECT_MIN) return NULL;
+  return part_dst(q, pn);
+}
+
+int tcpb_rx_direct_done(dev_bqueue *q, uint32_t n) {
+  uint32_t nWant;
+  uint8_t *p = part_dst(q, &nWant);
+  if (q->L.nDdgst) q->crc = tcp_crc32c_update(q->crc, p, n);
+  q->nGot += n;
+  return tcpb_rx_parse(q);
+}
+
+int tcpb_rx_parse(dev_bqueue *q) {
   for (;;) {
-    uint8_t *pDst;
     uint32_t nWant;
-    switch (q->eRx) {
-    case RX_CH:
-      pDst = q->aHdr + q->nGot;
-      nWant = TCP_CH_LEN - q->nGot;
-      break;
-    case RX_HDR:
-      pDst = q->aHdr + q->nGot;
-      nWant = q->L.nHdr - q->nGot;
-      break;
-    case RX_PAD:
-      pDst = q->aSmall;
-      nWant = q->L.nPad - q->nGot;
-      break;
-    case RX_DATA:
-      nWant = q->L.nData - q->nGot;
-      pDst = q->pRxCmd ? q->pRxCmd->pBuf + q->h.offset + q->nGot : q->aSmall + q->nGot;
-      break;
-    default:
-      pDst = q->aDd + q->nGot;
-      nWant = 4 - q->nGot;
-    }
-    ssize_t k = nWant ? recv(q->fd, pDst, nWant, MSG_DONTWAIT) : 0;
+    uint8_t *pDst = part_dst(q, &nWant);
     if (nWant) {
-      if (k < 0 && errno == EINTR) continue;
-      if (k < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return 0;
-      if (k <= 0) {
-        link_fail(q, 0, "%s", k == 0 ? "the target closed the connection" : strerror(errno));
-        return -1;
-      }
-      if (q->eRx == RX_DATA && q->L.nDdgst) q->crc = tcp_crc32c_update(q->crc, pDst, (size_t)k);
-      q->nGot += (uint32_t)k;
-      if ((uint32_t)k < nWant) continue;
+      uint32_t k = q->nRx - q->iRx < nWant ? q->nRx - q->iRx : nWant;
+      if (k == 0) return 0;
+      memcpy(pDst, q->aRx + q->iRx, k);
+      if (q->eRx == RX_DATA && q->L.nDdgst) q->crc = tcp_crc32c_update(q->crc, pDst, k);
+      q->iRx += k;
+      q->nGot += k;
+      if (k < nWant) return 0;
     }
     /* the part is complete: on to the next */
     q->nGot = 0;
@@ -459,7 +438,7 @@ static int rx_pump(dev_bqueue *q) {
       int fes = tcp_ch_check(q->aHdr, TCP_ROLE_HOST, q->bHdgst, q->bDdgst, TCP_CMD_DATA_MAX, &q->L,
                              &zWhy);
       if (fes) {
-        link_fail(q, 1, "the target sent a malformed PDU: %s", zWhy);
+        tcpb_link_fail(q, 1, "the target sent a malformed PDU: %s", zWhy);
         return -1;
       }
       q->eRx = RX_HDR;
@@ -471,16 +450,16 @@ static int rx_pump(dev_bqueue *q) {
       uint32_t fei;
       int fes = tcp_hdr_decode(q->aHdr, &q->L, &q->h, &fei, &zWhy);
       if (fes) {
-        link_fail(q, 1, "the target sent a malformed PDU: %s", zWhy);
+        tcpb_link_fail(q, 1, "the target sent a malformed PDU: %s", zWhy);
         return -1;
       }
       if (q->h.type == TCP_ICRESP) {
-        link_fail(q, 1, "the target sent a second ICResp");
+        tcpb_link_fail(q, 1, "the target sent a second ICResp");
         return -1;
       }
       q->crc = TCP_CRC32C_INIT;
       q->pRxCmd = NULL;
-      if (on_header(q)) return -1;
+      if (on_header(q) || q->bDead || q->bDown) return -1;
       q->eRx = RX_PAD;
     } else if (q->eRx == RX_PAD) {
       q->eRx = RX_DATA;
@@ -496,7 +475,7 @@ static int rx_pump(dev_bqueue *q) {
     if (q->eRx == RX_PAD && q->L.nPad == 0) q->eRx = RX_DATA;
     if (q->eRx == RX_DATA && q->L.nData == 0) q->eRx = RX_DDGST;
     if (q->eRx == RX_DATA && q->L.nData > TCP_TERM_MAX && !q->pRxCmd) {
-      link_fail(q, 1, "the target sent data with no command to hold it");
+      tcpb_link_fail(q, 1, "the target sent data with no command to hold it");
       return -1;
     }
     if (q->eRx == RX_DDGST && q->L.nDdgst == 0) {
@@ -507,25 +486,11 @@ static int rx_pump(dev_bqueue *q) {
   }
 }
 
-/* Wait for the socket up to timeoutNs, then move what it allows. */
-static void pump_once(dev_bqueue *q, int64_t timeoutNs) {
-  struct timespec ts = {(time_t)(timeoutNs / 1000000000), (long)(timeoutNs % 1000000000)};
-  struct pollfd pf = {q->fd, (short)(POLLIN | (q->iTx < q->nTx ? POLLOUT : 0)), 0};
-  int n = ppoll(&pf, 1, &ts, NULL);
-  if (n < 0 && errno != EINTR) {
-    link_fail(q, 0, "poll: %s", strerror(errno));
-    return;
-  }
-  if (n > 0) {
-    if ((pf.revents & POLLOUT) && tx_flush(q)) return;
-    if (pf.revents & (POLLIN | POLLHUP | POLLERR)) rx_pump(q);
-  }
-}
-
 int tcpb_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs) {
   int64_t tEnd = tcpb_now() + (timeoutNs > 0 ? timeoutNs : 0);
   for (;;) {
     if (q->nReady) {
+      tcpb_sock_park(q);
       *pCqe = q->aReady[0];
       memmove(q->aReady, q->aReady + 1, (q->nReady - 1) * sizeof(csq_cqe));
       q->nReady--;
@@ -546,8 +511,11 @@ int tcpb_reap(dev_bqueue *q, csq_cqe *pCqe, int64_t timeoutNs) {
     }
     int64_t left = tEnd - tcpb_now();
     if (left < 0) left = 0;
-    pump_once(q, left);
-    if (left == 0 && !q->nReady) return -ETIMEDOUT;
+    tcpb_sock_wait(q, left);
+    if (left == 0 && !q->nReady) {
+      tcpb_sock_park(q);
+      return -ETIMEDOUT;
+    }
   }
 }
 
@@ -569,6 +537,7 @@ int tcpb_sync_cmd(dev_bqueue *q, csq_sqe *e, int64_t tEnd, csq_cqe *pCqe, char *
   for (;;) {
     for (uint32_t i = 0; i < q->nReady; i++) {
       if (q->aReady[i].cid != TCPB_SYNC_CID) continue;
+      tcpb_sock_park(q);
       *pCqe = q->aReady[i];
       memmove(q->aReady + i, q->aReady + i + 1, (q->nReady - i - 1) * sizeof(csq_cqe));
       q->nReady--;
@@ -592,10 +561,10 @@ int tcpb_sync_cmd(dev_bqueue *q, csq_sqe *e, int64_t tEnd, csq_cqe *pCqe, char *
                            : q->fd < 0 ? q->zDown
                                        : "no answer in time");
       /* a late answer must not meet the next setup command in its slot */
-      if (q->fd >= 0) link_fail(q, 1, "%s: no answer in time", zWhat);
+      if (q->fd >= 0) tcpb_link_fail(q, 1, "%s: no answer in time", zWhat);
       return -ETIMEDOUT;
     }
-    pump_once(q, left);
+    tcpb_sock_wait(q, left);
   }
 }
 
@@ -650,26 +619,28 @@ fail:
 
 /* Read the ICResp, whole, before any other PDU. 0 or -EPROTO with *pzErr. */
 static int read_icresp(dev_bqueue *q, int64_t tEnd, char **pzErr) {
-  uint8_t aIc[TCP_MAX_HDR];
-  uint32_t nGot = 0, fei;
+  uint8_t aIc[TCP_HLEN_IC];
+  uint32_t fei;
   const char *zWhy = "";
   tcp_layout L;
   tcp_hdr h;
-  while (nGot < TCP_HLEN_IC && q->fd >= 0) {
-    struct pollfd pf = {q->fd, (short)(POLLIN | (q->iTx < q->nTx ? POLLOUT : 0)), 0};
-    int64_t left = (tEnd - tcpb_now()) / 1000000;
-    if (left <= 0 || poll(&pf, 1, (int)left) == 0) break;
-    if ((pf.revents & POLLOUT) && tx_flush(q)) break;
-    ssize_t k = recv(q->fd, aIc + nGot, TCP_HLEN_IC - nGot, MSG_DONTWAIT);
-    if (k == 0 || (k < 0 && errno != EAGAIN && errno != EINTR)) {
-      link_fail(q, 0, "the target closed the connection during ICReq");
+  q->bIcResp = 1;
+  while (q->fd >= 0 && q->nRx - q->iRx < TCP_HLEN_IC) {
+    if (q->nRx - q->iRx >= TCP_CH_LEN &&
+        tcp_ch_check(q->aRx + q->iRx, TCP_ROLE_HOST, 0, 0, 0, &L, &zWhy) != 0)
       break;
-    }
-    if (k > 0) nGot += (uint32_t)k;
-    if (nGot >= TCP_CH_LEN && tcp_ch_check(aIc, TCP_ROLE_HOST, 0, 0, 0, &L, &zWhy) != 0) break;
+    int64_t left = tEnd - tcpb_now();
+    if (left <= 0) break;
+    tcpb_sock_wait(q, left);
   }
-  if (nGot < TCP_HLEN_IC || tcp_ch_check(aIc, TCP_ROLE_HOST, 0, 0, 0, &L, &zWhy) ||
-      L.type != TCP_ICRESP || tcp_hdr_decode(aIc, &L, &h, &fei, &zWhy)) {
+  q->bIcResp = 0;
+  int bShort = q->fd < 0 || q->nRx - q->iRx < TCP_HLEN_IC;
+  if (!bShort) {
+    memcpy(aIc, q->aRx + q->iRx, TCP_HLEN_IC);
+    q->iRx += TCP_HLEN_IC;
+  }
+  if (bShort || tcp_ch_check(aIc, TCP_ROLE_HOST, 0, 0, 0, &L, &zWhy) || L.type != TCP_ICRESP ||
+      tcp_hdr_decode(aIc, &L, &h, &fei, &zWhy)) {
     *pzErr = dev_mprintf("no valid ICResp from %s:%s (%s)", q->d->zHost, q->d->zPort,
                          q->fd < 0 ? q->zDown
                          : zWhy[0] ? zWhy
@@ -689,6 +660,8 @@ static int read_icresp(dev_bqueue *q, int64_t tEnd, char **pzErr) {
     return -EPROTO;
   }
   q->maxH2C = h.maxVal;
+  /* what came after it is parsed now, with the digests known */
+  if (q->iRx < q->nRx) tcpb_rx_parse(q);
   return 0;
 }
 
@@ -701,8 +674,7 @@ int tcpb_queue_link(dev_bqueue *q, uint16_t cntlid, int64_t tEnd, char **pzErr, 
   int rc;
   *pSf = 0;
   *pzErr = NULL;
-  if (q->fd >= 0) close(q->fd);
-  q->fd = -1;
+  tcpb_sock_close(q);
   q->bSetup = 1;
   q->bDown = 0;
   q->zDown[0] = 0;
@@ -718,7 +690,7 @@ int tcpb_queue_link(dev_bqueue *q, uint16_t cntlid, int64_t tEnd, char **pzErr, 
   h.type = TCP_ICREQ;
   h.dgst = (uint8_t)((d->bHdgst ? 1 : 0) | (d->bDdgst ? 2 : 0));
   tx_queue(q, &h, NULL, 0);
-  tx_flush(q);
+  tcpb_tx_flush(q);
   rc = read_icresp(q, tEnd, pzErr);
   if (rc) goto fail;
   /* Fabrics Connect */
@@ -751,8 +723,7 @@ int tcpb_queue_link(dev_bqueue *q, uint16_t cntlid, int64_t tEnd, char **pzErr, 
   return 0;
 fail:
   if (!*pzErr) *pzErr = dev_mprintf("%s", strerror(-rc));
-  if (q->fd >= 0) close(q->fd);
-  q->fd = -1;
+  tcpb_sock_close(q);
   q->bDown = 1;
   q->bSetup = 0;
   rx_reset(q);
@@ -760,8 +731,7 @@ fail:
 }
 
 void tcpb_queue_unlink(dev_bqueue *q) {
-  if (q->fd >= 0) close(q->fd);
-  q->fd = -1;
+  tcpb_sock_close(q);
   q->bDown = 1;
   rx_reset(q);
 }
@@ -781,7 +751,7 @@ int tcpb_queue_alloc(dev_backend *d, uint16_t qid, uint32_t nDepth, dev_stats *p
   q->nCmd = nDepth + 1;
   q->aCmd = calloc(q->nCmd, sizeof(tcpb_cmd));
   q->aFree = calloc(q->nCmd, sizeof(uint16_t));
-  if (!q->aCmd || !q->aFree) {
+  if (!q->aCmd || !q->aFree || tcpb_sock_init(q)) {
     tcpb_queue_free(q);
     return -ENOMEM;
   }
@@ -793,11 +763,10 @@ int tcpb_queue_alloc(dev_backend *d, uint16_t qid, uint32_t nDepth, dev_stats *p
 
 void tcpb_queue_free(dev_bqueue *q) {
   if (!q) return;
-  if (q->fd >= 0) close(q->fd);
+  tcpb_sock_fini(q); /* closes the socket */
   free(q->aCmd);
   free(q->aFree);
   free(q->aReady);
-  free(q->aTx);
   dev_errlog_free(&q->errLog);
   free(q);
 }

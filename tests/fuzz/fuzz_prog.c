@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/format/bloom.h"
 #include "device/format/program.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
@@ -29,8 +30,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
       nSum += g.aClause[k];
     }
     if (nSum != g.nTerm) abort();
-    for (int t = 0; t < g.nTerm; t++)
-      if (g.aTerm[t].slot >= g.nIn) abort();
+    for (int t = 0; t < g.nTerm; t++) {
+      const csq_pterm *pt = &g.aTerm[t];
+      if (pt->slot >= g.nIn) abort();
+      /* a join filter: a BLOB of a size bloom.h allows, no NOT */
+      if (pt->op == CSQ_OP_BLOOM &&
+          (pt->k0 >= g.nConst || g.aConst[pt->k0].cls != CSQ_BLOB ||
+           !csq_bloom_size_ok(g.aConst[pt->k0].len) || (pt->flags & CSQ_TF_NOT)))
+        abort();
+    }
+    for (int c = 0; c < g.nCond; c++)
+      if (g.aCond[c].op == CSQ_OP_BLOOM) abort(); /* join filters only filter */
     if (g.nTop > CSQ_TOPN_MAX || (g.nTop && (g.nTopKey < 1 || g.nTopKey > CSQ_TOPN_MAX_KEYS)) ||
         (g.nTop && (g.bAgg || g.bRowNum)))
       abort();

@@ -9,8 +9,9 @@
 ** its buffer (the buffers are exactly as long as the commands say, so ASan
 ** sees one byte too far).
 **
-** Input: byte 0 bits 0-1 choose the negotiated digests (header, data); the
-** rest is the stream. Wire command ids are the slot indexes 0..4:
+** Input: byte 0 bits 0-1 choose the negotiated digests (header, data), bit
+** 2 the socket path (0: the queue's io_uring, 1: send/recv and ppoll, as
+** where io_uring is unavailable; tcp_sock.c); the rest is the stream. Wire command ids are the slot indexes 0..4:
 **   0 Read of 2 blocks (8192 bytes, C2HData)   1 Write of 3 blocks (R2T)
 **   2 Identify (4096 bytes, C2HData)           3 Flush   4 Execute
 ** The seeds (tests/fuzz/corpus/tcpinit/, gen_tcpinit_seeds.py) answer all
@@ -44,6 +45,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
   d.zUrl = (char *)"nvme-tcp://fuzz:4420/nqn.2026-12.io.csq:f.csd";
   d.timeoutMs = 1000;
   d.nReconnect = 0; /* a drop kills the queue: no dialing from here */
+  setenv("CSQ_TCP_URING", (data[0] & 4) ? "0" : "1", 1); /* read by tcpb_queue_alloc */
   if (tcpb_queue_alloc(&d, 1, 8, &st, &q)) goto out;
   if (socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0, sv)) goto out;
   q->fd = sv[0];

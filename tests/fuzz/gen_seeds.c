@@ -16,7 +16,9 @@
 
 #include "device/format/chunk.h"
 #include "device/link/cmd.h"
+#include "device/format/bloom.h"
 #include "device/format/bpf.h"
+#include "device/format/keyhash.h"
 #include "device/format/program.h"
 
 static const char *g_dir;
@@ -114,7 +116,8 @@ static void chunks(void) {
 
 /* A program: inputs rowid + column 0, output both, where col0 > 10 AND (col0
 ** IN (1,2,3) OR col0 LIKE 'a%'); kind 4 adds row numbers, kind 5 a top-N,
-** kind 6 an eBPF term over column 0 and a constant (bpf.h). */
+** kind 6 an eBPF term over column 0 and a constant (bpf.h), kind 7 a join
+** filter (CSQ_OP_BLOOM) over column 0. */
 static int build_prog(int kind, uint8_t **pp, size_t *pn) {
   csq_pb *b = csq_pb_new();
   int s0 = csq_pb_input(b, 0);
@@ -158,6 +161,13 @@ static int build_prog(int kind, uint8_t **pp, size_t *pn) {
     csq_pb_clause(b);
     csq_pb_term(b, CSQ_OP_BPF, 0, s1, k, 0, 0);
   }
+  if (kind == 7) { /* a join filter of keys 1..20 (bloom.h, keyhash.h) */
+    uint8_t f[64];
+    csq_bloom_init(f, sizeof(f));
+    for (int64_t i = 1; i <= 20; i++) csq_bloom_add(f, sizeof(f), csq_key_hash_int(i));
+    csq_pb_clause(b);
+    csq_pb_bloom(b, 0, s1, f, sizeof(f));
+  }
   if (kind == 4) csq_pb_rownums(b); /* row numbers and omit masks */
   if (kind == 5) {                  /* a top-N on two keys */
     csq_pb_topn(b, 7);
@@ -170,7 +180,7 @@ static int build_prog(int kind, uint8_t **pp, size_t *pn) {
 }
 
 static void progs(void) {
-  for (int kind = 0; kind < 7; kind++) {
+  for (int kind = 0; kind < 8; kind++) {
     uint8_t *p;
     size_t n;
     char z[32];

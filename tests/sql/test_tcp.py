@@ -31,54 +31,65 @@ def free_port():
 
 
 class Target:
-    """A csq-target process serving images (created in dir) on a free port."""
+    """A csq-target process serving images (created in dir) on addr:port (a
+    free port by default). prefix runs it in another network namespace
+    (["ip", "netns", "exec", NS]); its stderr goes to dir/target-NAME.log
+    (NAME: the port by default). start and kill9 never overlap (one lock), so
+    a test's thread may kill it while another restarts it."""
 
-    def __init__(self, d, images, port=None):
+    def __init__(self, d, images, port=None, addr="127.0.0.1", prefix=(), name=None):
         if not os.access(TARGET, os.X_OK):
             raise Skip("no %s (make all builds it)" % TARGET)
-        self.dir, self.images = d, images
+        self.dir, self.images, self.image = d, images, images[0]
         self.args = []  # more options, e.g. ["-f", FAULTS]
+        self.addr, self.prefix = addr, list(prefix)
         self.port = port or free_port()
+        self.logpath = os.path.join(d, "target-%s.log" % (self.port if name is None else name))
+        self.lock = threading.Lock()
         self.start()
 
     def start(self):
-        self.log = open(os.path.join(self.dir, "target-%d.log" % self.port), "a")
-        self.p = subprocess.Popen([TARGET, "-l", "127.0.0.1:%d" % self.port, "-t", "1"] +
-                                  self.args + [os.path.join(self.dir, i) for i in self.images],
-                                  stderr=self.log)
+        with self.lock:
+            self.log = open(self.logpath, "a")
+            self.p = subprocess.Popen(self.prefix + [
+                TARGET, "-l", "%s:%d" % (self.addr, self.port), "-t", "1"] + self.args +
+                [os.path.join(self.dir, i) for i in self.images], stderr=self.log)
         deadline = time.time() + 20
         while time.time() < deadline:
             try:
-                socket.create_connection(("127.0.0.1", self.port), timeout=1).close()
+                socket.create_connection((self.addr, self.port), timeout=1).close()
                 return
             except OSError:
                 if self.p.poll() is not None:
                     raise AssertionError("csq-target exited: %s" % self.read_log())
                 time.sleep(0.05)
-        raise AssertionError("csq-target did not listen")
+        raise AssertionError("csq-target did not listen on %s:%d" % (self.addr, self.port))
 
-    def url(self, image):
-        return "nvme-tcp://127.0.0.1:%d/%s%s" % (self.port, NQN, image)
+    def url(self, image=None):
+        return "nvme-tcp://%s:%d/%s%s" % (self.addr, self.port, NQN, image or self.image)
 
     def read_log(self):
         if not self.log.closed:
             self.log.flush()
-        return open(os.path.join(self.dir, "target-%d.log" % self.port)).read()
+        return open(self.logpath).read()
 
     def kill9(self):
-        self.p.kill()
-        self.p.wait()
+        with self.lock:
+            if self.p.poll() is None:
+                self.p.kill()
+            self.p.wait()
 
     def stop(self):
-        if self.p.poll() is None:
-            self.p.send_signal(signal.SIGTERM)
-            try:
-                self.p.wait(timeout=30)
-            except subprocess.TimeoutExpired:
-                self.p.kill()
-                self.p.wait()
-                raise AssertionError("csq-target ignored SIGTERM")
-        self.log.close()
+        with self.lock:
+            if self.p.poll() is None:
+                self.p.send_signal(signal.SIGTERM)
+                try:
+                    self.p.wait(timeout=30)
+                except subprocess.TimeoutExpired:
+                    self.p.kill()
+                    self.p.wait()
+                    raise AssertionError("csq-target ignored SIGTERM")
+            self.log.close()
         log = self.read_log()
         # under make sanitize the target is an ASan build: its findings fail the test
         assert "Sanitizer" not in log and "runtime error" not in log, log[-3000:]
@@ -175,6 +186,38 @@ def test_tcp_table_matches_native_and_reopens():
         tg.stop()
     log = tg.read_log()
     assert "qid 1" in log and "closed by the host" in log, log
+
+
+def test_without_io_uring_the_same_answers():
+    """CSQ_TCP_URING=0: the queues use send/recv and ppoll, as where io_uring
+    is unavailable (tcp_sock.c); the answers, with and without digests, are
+    the same as native SQLite's, and a killed target still gives the link's
+    error."""
+    d = tmpdir()
+    tg = Target(d, ["x.csd"])
+    old = os.environ.get("CSQ_TCP_URING")
+    os.environ["CSQ_TCP_URING"] = "0"
+    try:
+        con = connect(os.path.join(d, "t.db"))
+        create_pair(con, "device='%s?digest=1'" % tg.url("x.csd"))
+        fill(con, "t", "n", 20000, 3)
+        check_same(con, "t", "n")
+        con.close()
+        con = connect(os.path.join(d, "t.db"))
+        con.execute("DROP TABLE t")
+        con.execute("CREATE VIRTUAL TABLE t USING csq(%s, device='%s?reconnect=0')" %
+                    (COLS, tg.url("x.csd")))
+        con.execute("INSERT INTO t SELECT * FROM n")
+        check_same(con, "t", "n")
+        tg.kill9()
+        expect_error(lambda: con.execute("SELECT sum(a) FROM t").fetchall(), "NVMe/TCP link")
+        con.close()
+    finally:
+        if old is None:
+            del os.environ["CSQ_TCP_URING"]
+        else:
+            os.environ["CSQ_TCP_URING"] = old
+        tg.stop()
 
 
 def test_stripe_over_two_targets():

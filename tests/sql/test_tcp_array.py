@@ -16,7 +16,6 @@ open their queues one after another get them (a qid reused at once)."""
 import os
 import random
 import shutil
-import signal
 import socket
 import sqlite3
 import struct
@@ -24,8 +23,8 @@ import subprocess
 import threading
 import time
 
-from harness import Skip, connect, expect_error, same_rows, tmpdir
-from test_tcp import NQN, TARGET, check_same, create_pair, fill, free_port
+from harness import connect, expect_error, same_rows, tmpdir
+from test_tcp import NQN, Target, check_same, create_pair, fill
 
 
 class Machines:
@@ -72,62 +71,11 @@ class Machines:
         self.ns, self.links, self.addrs = [], [], []
 
 
-class Member:
-    """csq-target serving one image on machine k."""
-
-    def __init__(self, m, k, d, image):
-        if not os.access(TARGET, os.X_OK):
-            raise Skip("no %s (make all builds it)" % TARGET)
-        self.m, self.k, self.dir, self.image = m, k, d, image
-        self.addr = m.addrs[k]
-        self.port = 4420 if m.ns else free_port()
-        self.lock = threading.Lock()  # start and kill9 never overlap
-        self.start()
-
-    def start(self):
-        with self.lock:
-            self.log = open(os.path.join(self.dir, "target-%d.log" % self.k), "a")
-            self.p = subprocess.Popen(self.m.prefix(self.k) + [
-                TARGET, "-l", "%s:%d" % (self.addr, self.port), "-t", "1",
-                os.path.join(self.dir, self.image)], stderr=self.log)
-        deadline = time.time() + 20
-        while time.time() < deadline:
-            try:
-                socket.create_connection((self.addr, self.port), timeout=1).close()
-                return
-            except OSError:
-                if self.p.poll() is not None:
-                    raise AssertionError("csq-target exited: %s" % self.read_log())
-                time.sleep(0.05)
-        raise AssertionError("csq-target did not listen on %s:%d" % (self.addr, self.port))
-
-    def url(self):
-        return "nvme-tcp://%s:%d/%s%s" % (self.addr, self.port, NQN, self.image)
-
-    def read_log(self):
-        if not self.log.closed:
-            self.log.flush()
-        return open(os.path.join(self.dir, "target-%d.log" % self.k)).read()
-
-    def kill9(self):
-        with self.lock:
-            if self.p.poll() is None:
-                self.p.kill()
-            self.p.wait()
-
-    def stop(self):
-        with self.lock:
-            if self.p.poll() is None:
-                self.p.send_signal(signal.SIGTERM)
-                try:
-                    self.p.wait(timeout=30)
-                except subprocess.TimeoutExpired:
-                    self.p.kill()
-                    self.p.wait()
-                    raise AssertionError("csq-target ignored SIGTERM")
-            self.log.close()
-        log = self.read_log()
-        assert "Sanitizer" not in log and "runtime error" not in log, log[-3000:]
+def member(m, k, d, image):
+    """csq-target serving one image on machine k (in its namespace, on the
+    NVMe/TCP port, when there are namespaces)."""
+    return Target(d, [image], port=4420 if m.ns else None, addr=m.addrs[k], prefix=m.prefix(k),
+                  name=str(k))
 
 
 class KillProxy:
@@ -260,7 +208,7 @@ def three(d):
     members = []
     try:
         for k in range(3):
-            members.append(Member(m, k, d, "m%d.csd" % k))
+            members.append(member(m, k, d, "m%d.csd" % k))
     except BaseException:
         for x in members:
             x.stop()

@@ -377,7 +377,7 @@ static void test_programs(dev_device *d, dev_queue *q) {
     l.prp1 = (uintptr_t)zProg;
     CHECK_RC(dev_exec(q, &l, NULL), CSQ_SC_INVALID_PROGRAM);
     l.cdw10 = 4 | ((uint32_t)TEST_PTYPE << 24);
-    l.cdw11 = 2u << 20;
+    l.cdw11 = dev_caps(d)->max_prog_bytes + 1;
     CHECK_RC(dev_exec(q, &l, NULL), CSQ_SC_PROGRAM_TOO_BIG);
     l.cdw11 = 64;
     l.cdw13 = 8; /* chunk without a start */
