@@ -558,7 +558,8 @@ static uint64_t join_budget(q_tab *p) {
 ** (planner/joinfilter.h) in *pp (malloc'd), or NULL when there are none. */
 static void join_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn) {
   int nFilter = 0;
-  if (pl_join_filter_program(j, t, aData, pp, pn, &nFilter) != 0 || !nFilter) {
+  int eJf = pl_join_filter_program(j, t, aData, pp, pn, &nFilter);
+  if (eJf != 0 || !nFilter) {
     free(*pp);
     *pp = NULL;
   }
@@ -906,7 +907,7 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
         if (ju->aKeyTab[k] == t)
           x_add(c, "  join filter",
                 sqlite3_mprintf("%s.%s IN (the distinct %s.%s of %s's rows) in the scan of %s, "
-                                "when they are at most %d",
+                                "when they are at most %d, else a Bloom filter of them",
                                 jt->zName, chunk_name(apTab[t], jt->aChunk[ju->aKeyProbe[k]]),
                                 ju->zName, chunk_name(apTab[u], ju->aChunk[ju->aKeyOut[k]]),
                                 ju->zName, jt->zName, PL_JOINFILTER_MAX_KEYS));
