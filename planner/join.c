@@ -94,8 +94,22 @@ static int jp_resolve(jp *s, const pl_expr *e, int bOrder, int *piTab, int *piCo
 }
 
 /* Mark every table column e reads as needed by the host part. */
+/* The FROM item a t.* names (by its alias or name, as SQLite), or -1. */
+static int jp_star_table(jp *s, const pl_expr *e) {
+  for (int t = 0; t < s->j->nTab; t++)
+    if (sqlite3_stricmp(e->zTab, jp_qual(s, t)) == 0) return t;
+  jp_fail_expr(s, "%s names no table of the join", e);
+  return -1;
+}
+
 static void jp_need(jp *s, const pl_expr *e, int bOrder) {
   if (!e || s->bFail) return;
+  if (e->op == PL_E_STAR) { /* every column of every table, or of t */
+    int t0 = e->zTab ? jp_star_table(s, e) : 0, t1 = e->zTab ? t0 + 1 : s->j->nTab;
+    for (int t = t0; t >= 0 && t < t1; t++)
+      for (int c = 0; c < s->aTi[t].nCol; c++) s->aNeed[t][c] = 1;
+    return;
+  }
   if (e->op == PL_E_COLUMN) {
     int t, c;
     if (jp_resolve(s, e, bOrder, &t, &c) == 1) s->aNeed[t][c] = 1;
@@ -145,6 +159,26 @@ static int jp_collated(jp *s, const pl_expr *e) {
   return 0;
 }
 
+/* The conjuncts of e into ap[n..nMax); the new count (nMax + 1 if they do
+** not fit). */
+static int jp_conjuncts(const pl_expr *e, const pl_expr **ap, int n, int nMax) {
+  if (e->op == PL_E_AND)
+    return jp_conjuncts(e->pRight, ap, jp_conjuncts(e->pLeft, ap, n, nMax), nMax);
+  if (n >= nMax) return nMax + 1;
+  ap[n] = e;
+  return n + 1;
+}
+
+/* Is conjunct c one of every disjunct of e (an OR tree)? */
+static int jp_in_every(const pl_expr *e, const pl_expr *c) {
+  if (e->op == PL_E_OR) return jp_in_every(e->pLeft, c) && jp_in_every(e->pRight, c);
+  const pl_expr *ap[32];
+  int n = jp_conjuncts(e, ap, 0, 32);
+  for (int i = 0; i < n && i < 32; i++)
+    if (pl_expr_equal(ap[i], c)) return 1;
+  return 0;
+}
+
 static void jp_add_term(jp *s, const pl_expr *e) {
   if (s->bFail) return;
   if (e->op == PL_E_AND) {
@@ -154,6 +188,15 @@ static void jp_add_term(jp *s, const pl_expr *e) {
   }
   if (s->nTerm >= JP_MAX_TERM) return jp_fail(s, "more than 256 WHERE and ON terms%s", "");
   s->aTerm[s->nTerm++] = e;
+  if (e->op != PL_E_OR) return;
+  /* (A AND B1) OR (A AND B2): A is true wherever the OR is, so A is a term
+  ** too (a join key or a filter; TPC-H Q19), the OR staying as it is */
+  const pl_expr *d = e;
+  while (d->op == PL_E_OR) d = d->pLeft;
+  const pl_expr *ap[32];
+  int n = jp_conjuncts(d, ap, 0, 32);
+  for (int i = 0; i < n && i < 32; i++)
+    if (ap[i]->op != PL_E_OR && jp_in_every(e, ap[i])) jp_add_term(s, ap[i]);
 }
 
 /* Is e "a.x = b.y" between two tables, both numeric and BINARY? Then 1 with
@@ -269,6 +312,17 @@ static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
     sqlite3_str_appendf(s->pHost, "?%d", (int)e->iVal);
     return;
   }
+  if (e->op == PL_E_STAR) { /* its columns in order, as SQLite expands it */
+    int t0 = e->zTab ? jp_star_table(s, e) : 0, t1 = e->zTab ? t0 + 1 : s->j->nTab, n = 0;
+    for (int t = t0; t >= 0 && t < t1; t++)
+      for (int c = 0; c < s->aTi[t].nCol; c++) {
+        int k = s->aColOf[t][c];
+        if (k < 0) return jp_fail(s, "internal: a column of * not planned%s", "");
+        sqlite3_str_appendf(s->pHost, "%scsq_j." PL_JROWS_NAME_FMT, n++ ? ", " : "",
+                            s->j->aColAff[k] - 'A' + 'a', s->j->aColColl[k], k);
+      }
+    return;
+  }
   const pl_expr *aChild[64];
   int n = 0;
   if (e->nArg + 3 > 64) return jp_fail(s, "expression too wide%s", "");
@@ -300,6 +354,10 @@ static void jp_host(jp *s) {
   sqlite3_str_appendall(s->pHost, "SELECT ");
   for (int i = 0; i < a->nCol; i++) {
     if (i) sqlite3_str_appendall(s->pHost, ", ");
+    if (a->aCol[i].pExpr->op == PL_E_STAR) {
+      jp_emit(s, a->aCol[i].pExpr, 0);
+      continue;
+    }
     sqlite3_str_appendchar(s->pHost, 1, '(');
     jp_emit(s, a->aCol[i].pExpr, 0);
     sqlite3_str_appendchar(s->pHost, 1, ')');
@@ -411,8 +469,7 @@ static void jp_plan(jp *s) {
   pl_ast *a = s->a;
   pl_join *j = s->j;
   int nTab = j->nTab;
-  if (a->bStar)
-    return jp_fail(s, "SELECT * over a join stays with SQLite (name the columns)%s", "");
+  j->bStar = a->bStar;
   if (a->pWhere) jp_add_term(s, a->pWhere);
   for (int t = 0; t < nTab; t++)
     if (a->aFrom[t].pOn) jp_add_term(s, a->aFrom[t].pOn);

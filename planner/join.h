@@ -75,6 +75,7 @@ typedef struct pl_join {
   int nResidual;                  /* terms SQLite evaluates after the join */
   char *zHost;                    /* SELECT ... FROM csq_jrows(?iRows) ... (sqlite3_malloc'd) */
   int iRows;                      /* parameter number of the row set in zHost */
+  int bStar;                      /* the select list has * or t.* (every column) */
   /* Each table's program as aTab[t].pProg, still open, for the join
   ** filters of the tables read before it (planner/joinfilter.h); owned. */
   struct csq_pb *apB[PL_JOIN_MAX_TAB];

@@ -8,8 +8,11 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "device/format/bloom.h"
+#include "device/format/keyhash.h"
 #include "device/format/program.h"
 #include "device/format/value.h"
+#include "planner/filter.h"
 
 /* The distinct non-NULL values of v (indices of their first rows) into
 ** aPick[0..*pn); 0, -E2BIG past nMax of them, or -ENOMEM. */
@@ -75,6 +78,36 @@ static int add_in(csq_pb *b, int iChunk, const csq_vec *v, const uint32_t *aPick
   return csq_pb_term(b, CSQ_OP_IN, 0, slot, k0, (int)n, 0);
 }
 
+/* Add "probe chunk iChunk may be one of the values of v" to b as a Bloom
+** filter sized for v's non-NULL values (device/format/bloom.h); 0, 1 if
+** none was added (no keys), or a negative errno. */
+static int add_bloom(csq_pb *b, int iChunk, const csq_vec *v) {
+  uint32_t nKeys = 0;
+  for (uint32_t r = 0; r < v->n; r++) nKeys += v->aCls[r] != CSQ_NULL;
+  if (nKeys == 0) return 1;
+  uint32_t nBytes = csq_bloom_size(nKeys, PL_JOINFILTER_BLOOM_FPR);
+  if (nBytes > PL_JOINFILTER_BLOOM_MAX) nBytes = PL_JOINFILTER_BLOOM_MAX;
+  void *pF = malloc(nBytes);
+  uint64_t *aHash = malloc(sizeof(uint64_t) * 1024);
+  uint8_t *aNull = malloc(1024);
+  int e = pF && aHash && aNull ? 0 : -ENOMEM;
+  if (e == 0) {
+    csq_bloom_init(pF, nBytes);
+    for (uint32_t i0 = 0; i0 < v->n; i0 += 1024) {
+      uint32_t n = v->n - i0 < 1024 ? v->n - i0 : 1024;
+      csq_key_hash_vec(v, i0, n, aHash, aNull);
+      for (uint32_t k = 0; k < n; k++)
+        if (!aNull[k]) csq_bloom_add(pF, nBytes, aHash[k]);
+    }
+    int slot = csq_pb_input(b, (uint32_t)iChunk);
+    e = slot < 0 ? slot : pl_filter_add_bloom(b, slot, pF, nBytes);
+  }
+  free(pF);
+  free(aHash);
+  free(aNull);
+  return e < 0 ? e : 0;
+}
+
 int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn,
                            int *pnFilter) {
   csq_pb *b = j->apB[t];
@@ -86,6 +119,7 @@ int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **p
   int iStep = 0, e = 0;
   while (iStep < j->nTab && j->aOrder[iStep] != t) iStep++;
   uint32_t nTotal = 0, nHeap = 0;
+  int nBloom = 0;
   uint32_t *aPick = malloc(sizeof(uint32_t) * PL_JOINFILTER_MAX_KEYS);
   if (!aPick) e = -ENOMEM;
   for (int s = iStep + 1; e == 0 && s < j->nTab; s++) {
@@ -96,7 +130,16 @@ int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **p
       const csq_vec *v = &aData[u].aCol[ju->aKeyOut[k]];
       uint32_t n = 0;
       int rc = distinct(v, aPick, PL_JOINFILTER_MAX_KEYS, &n);
-      if (rc == -E2BIG) continue; /* too many keys to be worth a list */
+      if (rc == -E2BIG) { /* too many keys for a list: a Bloom filter of them */
+        if (nBloom >= PL_JOINFILTER_MAX_BLOOMS) continue;
+        rc = add_bloom(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], v);
+        if (rc < 0) {
+          e = rc;
+          break;
+        }
+        if (rc == 0) nBloom++, (*pnFilter)++;
+        continue;
+      }
       if (rc) {
         e = rc;
         break;

@@ -12,7 +12,13 @@
 ** partner cannot be in the result. The device's IN compares by SQLite's
 ** rules without applying an affinity (as the join's "=" between numeric
 ** columns does: 4 matches 4.0, TEXT only the same bytes), so every row that
-** joins passes it; the hash join still checks every key.
+** joins passes it; the hash join still checks every key. With more keys
+** than that, the term is a Bloom filter of their hashes instead
+** (device/format/bloom.h, keyhash.h: equal by SQLite's "=" means equal
+** hashes), sized from the build side's actual count of keys for a false
+** positive rate of PL_JOINFILTER_BLOOM_FPR: it keeps every row that joins
+** and a few that do not. At most PL_JOINFILTER_MAX_BLOOMS per program (the
+** program format's heap holds two of the largest).
 */
 #ifndef CSQ_PLANNER_JOINFILTER_H
 #define CSQ_PLANNER_JOINFILTER_H
@@ -25,7 +31,10 @@
 
 /* Distinct keys of one join filter (IN list) at most; all filters of a
 ** program together hold at most twice as many. */
-#define PL_JOINFILTER_MAX_KEYS 4096
+#define PL_JOINFILTER_MAX_KEYS   4096
+#define PL_JOINFILTER_BLOOM_FPR  0.01
+#define PL_JOINFILTER_BLOOM_MAX  (16u << 20) /* bytes of one filter */
+#define PL_JOINFILTER_MAX_BLOOMS 2
 
 /* Finish table t's program (j->apB[t], consumed) with the join filters the
 ** rows aData (FROM order) of the tables joined after t give. On success *pp

@@ -558,7 +558,8 @@ static uint64_t join_budget(q_tab *p) {
 ** (planner/joinfilter.h) in *pp (malloc'd), or NULL when there are none. */
 static void join_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn) {
   int nFilter = 0;
-  if (pl_join_filter_program(j, t, aData, pp, pn, &nFilter) != 0 || !nFilter) {
+  int eJf = pl_join_filter_program(j, t, aData, pp, pn, &nFilter);
+  if (eJf != 0 || !nFilter) {
     free(*pp);
     *pp = NULL;
   }
@@ -654,6 +655,14 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
     snprintf((*ppJoin)->zWhy, sizeof((*ppJoin)->zWhy), "internal: table lookups do not match");
   }
   for (int t = 0; t < l.nFound; t++) apTab[t] = l.apFound[t];
+  /* * leaves out HIDDEN columns, which the planner does not know of (a
+  ** declaration that mentions the word at all keeps the query with SQLite) */
+  for (int t = 0; rc == SQLITE_OK && (*ppJoin)->bPlan && (*ppJoin)->bStar && t < l.nFound; t++)
+    if (sqlite3_strlike("%hidden%", apTab[t]->s.zDeclare, 0) == 0) {
+      (*ppJoin)->bPlan = 0;
+      snprintf((*ppJoin)->zWhy, sizeof((*ppJoin)->zWhy),
+               "SELECT * over a table with HIDDEN columns stays with SQLite");
+    }
   return rc;
 }
 
@@ -898,7 +907,7 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
         if (ju->aKeyTab[k] == t)
           x_add(c, "  join filter",
                 sqlite3_mprintf("%s.%s IN (the distinct %s.%s of %s's rows) in the scan of %s, "
-                                "when they are at most %d",
+                                "when they are at most %d, else a Bloom filter of them",
                                 jt->zName, chunk_name(apTab[t], jt->aChunk[ju->aKeyProbe[k]]),
                                 ju->zName, chunk_name(apTab[u], ju->aChunk[ju->aKeyOut[k]]),
                                 ju->zName, jt->zName, PL_JOINFILTER_MAX_KEYS));
