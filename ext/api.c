@@ -3,9 +3,10 @@
 ** ordinary sqlite3_stmt that reads a pushdown view when the query can be
 ** pushed down whole, and the statement as written otherwise.
 **
-** The decision is deliberately simple and cheap: only an aggregate SELECT
-** over one csq table gains from a view (a filter-only query already has
-** its filter pushed by the csq table itself), and the view falls back to
+** The decision is deliberately simple and cheap: an aggregate SELECT over
+** one csq table, or an inner join of csq tables, gains from a view (a
+** filter-only query over one table already has its filter pushed by the csq
+** table itself), and the view falls back to
 ** plain SQL at run time for anything its planner cannot split, so wrapping
 ** can never change an answer. Parameters must be ? or ?N because the view
 ** exposes them as hidden columns p1..pN, which the wrapper statement binds
@@ -59,14 +60,26 @@ static int is_csq_table(sqlite3 *db, const char *zDb, const char *zTable) {
   return 0;
 }
 
-/* 1 if the statement text zSql[0..n) is worth a pushdown view. */
+/*
+** 1 if the statement text zSql[0..n) is worth a pushdown view: an aggregate
+** over one csq table (the device computes partial aggregates), or a join
+** whose every FROM item is a csq table joined by inner joins (the view's
+** planner runs it as hash joins with join filters on the devices, where
+** SQLite would run nested loops). A LEFT join or a native table in the FROM
+** list stays with SQLite: the view would only hand it back.
+*/
 static int worth_a_view(sqlite3 *db, const char *zSql, int n) {
   pl_ast *a = NULL;
   if (pl_parse(zSql, n, &a, NULL) != PL_OK) return 0;
-  int bOk = a->bAgg && a->zTable != NULL;
+  int bOk = a->zTable != NULL && (a->bAgg || a->nFrom > 1);
   for (int i = 0; bOk && i < a->nParam; i++)
     if (a->azParam && a->azParam[i] && a->azParam[i][0] != '?') bOk = 0; /* :name, @name, $name */
-  if (bOk) bOk = is_csq_table(db, a->zDb, a->zTable);
+  for (int i = 0; bOk && i < a->nFrom; i++) {
+    if (a->aFrom[i].eJoin == PL_JOIN_LEFT)
+      bOk = 0;
+    else
+      bOk = is_csq_table(db, a->aFrom[i].zDb, a->aFrom[i].zTable);
+  }
   pl_ast_free(a);
   return bOk;
 }

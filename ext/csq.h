@@ -18,9 +18,10 @@
 **
 ** csq_prepare() behaves like sqlite3_prepare_v2() and returns an ordinary
 ** sqlite3_stmt for any SQL. When the statement is an aggregate SELECT over
-** one csq table with only ?/?N parameters, the statement it returns reads
-** a pushdown view (csq_query) of that SELECT, so the scan, filter and
-** partial aggregation run on the device; everything else is prepared as
+** one csq table, or an inner join of csq tables, with only ?/?N parameters,
+** the statement it returns reads a pushdown view (csq_query) of that
+** SELECT, so the scan, filter, join filters and partial aggregation run on
+** the devices and joins are hashed; everything else is prepared as
 ** written, where csq tables still push their filters. The views live in the
 ** temp schema, named after a hash of the query text, and are reused by
 ** later prepares of the same text. Column names are the query's; declared

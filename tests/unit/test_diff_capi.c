@@ -5,8 +5,8 @@
 ** same names, each with a fixed set of parameterised statements prepared
 ** once and re-stepped thousands of times with random binds: inserts in
 ** every conflict mode, updates (of the rowid too), deletes, reads kept
-** prepared and re-run after writes, aggregate reads through csq_prepare
-** (pushdown views), transactions and savepoints, a SELECT left unfinished
+** prepared and re-run after writes, aggregate and join reads through
+** csq_prepare (pushdown views), transactions and savepoints, a SELECT left unfinished
 ** while writes happen, statements finalized and re-prepared (the same SQL,
 ** or swapped, so that a new statement gets a finished one's address), and
 ** the connections closed and reopened. After every step the two sides
@@ -91,6 +91,10 @@ static const op aOp[] = {
      'p'},
     {"SELECT count(*), sum(k), max(rowid) FROM u", "", 'p'},
     {"SELECT count(*), sum(a) FROM t WHERE a > ?1", "v", 'p'},
+    /* inner joins of csq tables: csq_prepare pushes them (hashed by the view) */
+    {"SELECT u.v, count(*), sum(t.c) FROM t JOIN u ON t.a = u.k GROUP BY u.v ORDER BY 1", "", 'p'},
+    {"SELECT t.id, t.b, u.rowid, u.v FROM t, u WHERE t.a = u.k AND t.id > ?1 ORDER BY 1, 3", "i",
+     'p'},
     {"SELECT last_insert_rowid(), changes(), total_changes()", "", 'r'},
     {"SELECT t.id, u.rowid FROM t JOIN u ON t.a = u.k ORDER BY 1, 2", "", 'r'},
     {"SELECT * FROM t WHERE id BETWEEN ?1 AND ?2 ORDER BY id", "ii", 'r'},
