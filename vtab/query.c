@@ -1022,6 +1022,7 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
     return SQLITE_OK;
   }
   pl_join_free(j);
+  j = NULL;
   if (rc) return rc;
   q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0};
   pl_plan *plan = NULL;
@@ -1033,21 +1034,22 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   if (!plan->bPush) {
     /* a derived table over a join: explained as that join, or why not */
     rc = plan_derived(p, zSql, -1, &j, apTab);
-    if (rc == SQLITE_OK && j) {
+    if (rc == SQLITE_OK && j && j->bPlan) {
       pl_plan_free(plan);
       explain_join(c, p, j, apTab);
       pl_join_free(j);
       return SQLITE_OK;
     }
-    pl_join_free(j);
-    j = NULL;
     if (rc) {
+      pl_join_free(j);
       pl_plan_free(plan);
       return rc;
     }
   }
   x_add(c, "plan", sqlite3_mprintf("%s", plan->bPush ? "device+host" : "host"));
-  x_add(c, "why", sqlite3_mprintf("%s", plan->zWhy));
+  x_add(c, "why", sqlite3_mprintf("%s", j ? j->zWhy : plan->zWhy));
+  pl_join_free(j);
+  j = NULL;
   if (plan->bPush) {
     int64_t nRows = l.pFound ? l.pFound->nRowEst : -1;
     x_add(c, "device", sqlite3_mprintf("%s", plan->zDevice));
