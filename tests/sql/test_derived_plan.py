@@ -286,6 +286,22 @@ def test_outer_query_sees_the_names_sqlite_gives():
     assert [r[0] for r in rows] == ["s2", "s3", "s4"], rows
 
 
+def test_parentheses_in_strings_comments_and_names_do_not_count():
+    """The derived table is found by tokens: a ')' or '(' inside a string,
+    a blob, a comment or a quoted name neither ends nor opens it."""
+    con = pair_db()
+    text = ("SELECT \"w(\", count(*) /* ) FROM ( */ FROM ( -- ) (\n"
+            "SELECT b.w AS \"w(\", a.v AS [v)], x'29' AS bl FROM {a} AS a, {b} AS b "
+            "WHERE a.k = b.k AND b.w <> 'w)(' AND a.s <> ')' ) AS `d)` "
+            "WHERE \"v)\" > 20 OR bl = x'28' GROUP BY 1 ORDER BY 1;")
+    same(con, text, True)
+    # a trailing ";" and blanks end the statement; a second statement is not the shape
+    same(con, "SELECT count(*) FROM (SELECT a.v FROM {a} AS a, {b} AS b WHERE a.k = b.k) AS d "
+         "WHERE v > 1; ", True)
+    e = explain(con, "SELECT count(*) FROM (SELECT a.v FROM a, b WHERE a.k = b.k) AS d; SELECT 1")
+    assert e["plan"] == "host", e
+
+
 def test_zz_cleanup():
     if _state.get("work"):
         shutil.rmtree(_state["work"], ignore_errors=True)
