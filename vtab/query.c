@@ -26,6 +26,7 @@
 #include "planner/join.h"
 #include "planner/hashjoin.h"
 #include "planner/joinfilter.h"
+#include "planner/derived.h"
 
 typedef struct q_tab {
   sqlite3_vtab base; /* must be first */
@@ -666,6 +667,79 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
   return rc;
 }
 
+/* Plan zSql as a derived table over a join (planner/derived.h): "SELECT
+** ... FROM (SELECT ... FROM a, b ...) [AS x] ...". The inner SELECT plans
+** through plan_join; its host part, a SELECT over the joined rows, is
+** spliced where the inner SELECT stood, so SQLite runs the outer query over
+** it, and becomes the plan's zHost. SQLITE_OK with *ppJoin NULL when zSql
+** is not of the shape (or has parameters); with *ppJoin whose bPlan is 0
+** (zWhy says why) when the inner SELECT is not a join the planner takes or
+** the spliced text does not prepare to nCol columns (nCol < 0: any); else
+** the plan, its tables in apTab. SQLITE_NOMEM. */
+static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, vt_tab **apTab) {
+  *ppJoin = NULL;
+  pl_derived d;
+  if (pl_derived_find(zSql, &d) != PL_OK) return SQLITE_OK;
+  char *zInner = NULL;
+  char zWhy[200];
+  int e = pl_derived_inner(zSql, &d, &zInner, zWhy, sizeof(zWhy));
+  if (e == PL_NOMEM) return SQLITE_NOMEM;
+  pl_join *j = NULL;
+  int rc = SQLITE_OK;
+  if (e == PL_OK) {
+    rc = plan_join(p, zInner, NULL, 0, &j, apTab);
+    free(zInner);
+    if (rc) {
+      pl_join_free(j);
+      return rc;
+    }
+  } else {
+    j = sqlite3_malloc64(sizeof(*j));
+    if (!j) return SQLITE_NOMEM;
+    memset(j, 0, sizeof(*j));
+    snprintf(j->zWhy, sizeof(j->zWhy), "%s", zWhy);
+  }
+  *ppJoin = j;
+  char *zOuter = NULL;
+  if (j->bPlan) {
+    char *zWith = sqlite3_mprintf("(%s)", j->zHost);
+    if (!zWith) return SQLITE_NOMEM;
+    e = pl_derived_splice(zSql, &d, zWith, &zOuter);
+    sqlite3_free(zWith);
+    if (e) return SQLITE_NOMEM;
+    /* SQLite must take the spliced text as it took the original: same
+    ** columns, only the row set as a parameter; else the query as written */
+    sqlite3_stmt *pStmt = NULL;
+    int rcPrep = sqlite3_prepare_v2(p->db, zOuter, -1, &pStmt, NULL);
+    if (rcPrep == SQLITE_NOMEM) {
+      free(zOuter);
+      return SQLITE_NOMEM;
+    }
+    if (rcPrep || !pStmt || (nCol >= 0 && sqlite3_column_count(pStmt) != nCol) ||
+        sqlite3_bind_parameter_count(pStmt) != j->iRows) {
+      j->bPlan = 0;
+      snprintf(j->zWhy, sizeof(j->zWhy),
+               "the outer query over the joined rows does not prepare: %s",
+               rcPrep ? sqlite3_errmsg(p->db) : "its columns or parameters differ");
+    }
+    sqlite3_finalize(pStmt);
+  }
+  if (j->bPlan) {
+    char *zHost = sqlite3_mprintf("%s", zOuter);
+    free(zOuter);
+    if (!zHost) return SQLITE_NOMEM;
+    sqlite3_free(j->zHost);
+    j->zHost = zHost;
+  } else {
+    free(zOuter);
+  }
+  char zInnerWhy[sizeof(j->zWhy)];
+  memcpy(zInnerWhy, j->zWhy, sizeof(zInnerWhy));
+  snprintf(j->zWhy, sizeof(j->zWhy), "a derived table over a %s%.256s",
+           j->bPlan ? "" : "query the planner does not take: ", zInnerWhy);
+  return SQLITE_OK;
+}
+
 /* Run the query: split between device and host when the planner can,
 ** otherwise as ordinary SQL. */
 static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) {
@@ -693,7 +767,18 @@ static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) 
     return rc;
   }
   if (!plan->bPush || plan->bEmpty || !l.pFound) {
+    int bTry = !plan->bPush;
     pl_plan_free(plan);
+    j = NULL;
+    rc = bTry ? plan_derived(p, p->zSql, p->nCol, &j, apTab) : SQLITE_OK;
+    if (rc == SQLITE_OK && j && j->bPlan) {
+      rc = run_join(c, p, j, apTab, aParam, nParam);
+      pl_join_free(j);
+      if (rc == SQLITE_MISMATCH) return run_plain(c, p, aParam, nParam);
+      return rc;
+    }
+    pl_join_free(j);
+    if (rc) return rc;
     return run_plain(c, p, aParam, nParam);
   }
   rc = run_device(c, p, l.pFound, plan);
@@ -937,6 +1022,7 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
     return SQLITE_OK;
   }
   pl_join_free(j);
+  j = NULL;
   if (rc) return rc;
   q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0};
   pl_plan *plan = NULL;
@@ -945,8 +1031,25 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   sqlite3_free(l.aAff);
   sqlite3_free(l.aColl);
   if (rc) return rc;
+  if (!plan->bPush) {
+    /* a derived table over a join: explained as that join, or why not */
+    rc = plan_derived(p, zSql, -1, &j, apTab);
+    if (rc == SQLITE_OK && j && j->bPlan) {
+      pl_plan_free(plan);
+      explain_join(c, p, j, apTab);
+      pl_join_free(j);
+      return SQLITE_OK;
+    }
+    if (rc) {
+      pl_join_free(j);
+      pl_plan_free(plan);
+      return rc;
+    }
+  }
   x_add(c, "plan", sqlite3_mprintf("%s", plan->bPush ? "device+host" : "host"));
-  x_add(c, "why", sqlite3_mprintf("%s", plan->zWhy));
+  x_add(c, "why", sqlite3_mprintf("%s", j ? j->zWhy : plan->zWhy));
+  pl_join_free(j);
+  j = NULL;
   if (plan->bPush) {
     int64_t nRows = l.pFound ? l.pFound->nRowEst : -1;
     x_add(c, "device", sqlite3_mprintf("%s", plan->zDevice));

@@ -1,0 +1,320 @@
+/*
+** planner/derived.c - derived tables: finding "SELECT ... FROM (SELECT ...)
+** [AS x] ..." in a statement's text, naming the inner SELECT's columns as
+** SQLite names them, and splicing other text in the inner SELECT's place
+** (planner/derived.h).
+**
+** The outer query is only read token by token here, never parsed: SQLite
+** parses it when the caller prepares the spliced text, and a text that
+** does not prepare goes back to SQLite unchanged. So the lexer below needs
+** to know only where tokens begin and end, parentheses, parameters and
+** words; it is not planner/parse.c's (which is private to the parser).
+*/
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+
+#include "planner/derived.h"
+#include "planner/parse.h"
+
+enum { D_EOF, D_WORD, D_QUOTED, D_STRING, D_NUMBER, D_PARAM, D_LP, D_RP, D_SEMI, D_OTHER };
+
+typedef struct dtok {
+  int type; /* D_* */
+  int i;    /* first byte */
+  int n;    /* bytes */
+} dtok;
+
+static int d_idchar(unsigned char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' ||
+         c == '$' || c >= 0x80;
+}
+
+static int d_space(unsigned char c) {
+  return c == ' ' || (c >= 0x09 && c <= 0x0d);
+}
+
+/* The token at or after byte i of z, past whitespace and comments. An
+** unterminated quote or comment runs to the end, as in SQLite (which then
+** rejects the statement; the caller's prepare says so). */
+static dtok d_lex(const char *zIn, int i) {
+  const unsigned char *z = (const unsigned char *)zIn;
+  for (;;) {
+    while (d_space(z[i])) i++;
+    if (z[i] == '-' && z[i + 1] == '-') {
+      while (z[i] && z[i] != '\n') i++;
+    } else if (z[i] == '/' && z[i + 1] == '*') {
+      i += 2;
+      while (z[i] && !(z[i] == '*' && z[i + 1] == '/')) i++;
+      if (z[i]) i += 2;
+    } else {
+      break;
+    }
+  }
+  dtok t = {D_OTHER, i, 1};
+  unsigned char c = z[i];
+  int j = i + 1;
+  if (c == 0) {
+    t.type = D_EOF;
+    j = i;
+  } else if (c == '(') {
+    t.type = D_LP;
+  } else if (c == ')') {
+    t.type = D_RP;
+  } else if (c == ';') {
+    t.type = D_SEMI;
+  } else if (c == '\'' || c == '"' || c == '`' || c == '[' ||
+             ((c == 'x' || c == 'X') && z[i + 1] == '\'')) {
+    unsigned char q = c == '[' ? ']' : c;
+    if (c == 'x' || c == 'X') {
+      q = '\'';
+      j++;
+    }
+    for (;; j++) {
+      if (!z[j]) break;
+      if (z[j] == q) {
+        if (q != ']' && z[j + 1] == q) {
+          j++;
+          continue;
+        }
+        j++;
+        break;
+      }
+    }
+    t.type = c == '\'' || q == '\'' ? D_STRING : D_QUOTED;
+  } else if (c == '?' || c == ':' || c == '@' || c == '$' || c == '#') {
+    while (d_idchar(z[j])) j++;
+    /* a lone ':' or '@' is not a parameter but is no valid SQL either */
+    t.type = D_PARAM;
+  } else if (c >= '0' && c <= '9') {
+    while (d_idchar(z[j]) || z[j] == '.' ||
+           ((z[j] == '+' || z[j] == '-') && (z[j - 1] == 'e' || z[j - 1] == 'E')))
+      j++;
+    t.type = D_NUMBER;
+  } else if (c == '.' && z[i + 1] >= '0' && z[i + 1] <= '9') {
+    while (d_idchar(z[j]) || z[j] == '.') j++;
+    t.type = D_NUMBER;
+  } else if (d_idchar(c)) {
+    while (d_idchar(z[j])) j++;
+    t.type = D_WORD;
+  }
+  t.n = j - i;
+  return t;
+}
+
+static int d_is(const char *z, const dtok *t, const char *zWord) {
+  return t->type == D_WORD && (int)strlen(zWord) == t->n && strncasecmp(z + t->i, zWord, t->n) == 0;
+}
+
+static int d_is_any(const char *z, const dtok *t, const char *const *azWord) {
+  for (int k = 0; azWord[k]; k++)
+    if (d_is(z, t, azWord[k])) return 1;
+  return 0;
+}
+
+static int d_refuse(pl_derived *p, const char *zFmt, ...) __attribute__((format(printf, 2, 3)));
+static int d_refuse(pl_derived *p, const char *zFmt, ...) {
+  va_list ap;
+  va_start(ap, zFmt);
+  vsnprintf(p->zWhy, sizeof(p->zWhy), zFmt, ap);
+  va_end(ap);
+  return PL_UNSUPPORTED;
+}
+
+/* Clauses that may follow the derived table. */
+static const char *const azAfter[] = {"WHERE", "GROUP", "HAVING", "WINDOW", "ORDER", "LIMIT", NULL};
+/* Words that after ")" begin a join, a compound or a table option, never an alias. */
+static const char *const azNotAlias[] = {
+    "WHERE", "GROUP",  "HAVING",    "WINDOW",  "ORDER",   "LIMIT", "JOIN", "LEFT",
+    "RIGHT", "FULL",   "INNER",     "CROSS",   "NATURAL", "OUTER", "ON",   "USING",
+    "UNION", "EXCEPT", "INTERSECT", "INDEXED", "NOT",     "AS",    NULL};
+static const char *const azCompound[] = {"UNION", "EXCEPT", "INTERSECT", NULL};
+
+int pl_derived_find(const char *zSql, pl_derived *p) {
+  memset(p, 0, sizeof(*p));
+  dtok t = d_lex(zSql, 0);
+  if (!d_is(zSql, &t, "SELECT")) return d_refuse(p, "the statement does not begin with SELECT");
+  /* the outer select list, up to its FROM */
+  int depth = 0;
+  for (t = d_lex(zSql, t.i + t.n);; t = d_lex(zSql, t.i + t.n)) {
+    if (t.type == D_EOF || t.type == D_SEMI) return d_refuse(p, "no FROM clause at the top level");
+    if (t.type == D_PARAM)
+      return d_refuse(p, "a bound parameter (%.*s): its number would change", t.n, zSql + t.i);
+    if (t.type == D_LP) depth++;
+    if (t.type == D_RP && --depth < 0) return d_refuse(p, "unbalanced parentheses");
+    if (depth > 0) continue;
+    if (d_is(zSql, &t, "FROM")) break;
+    if (d_is_any(zSql, &t, azCompound) || d_is(zSql, &t, "SELECT") || d_is(zSql, &t, "VALUES"))
+      return d_refuse(p, "a compound SELECT");
+  }
+  t = d_lex(zSql, t.i + t.n);
+  if (t.type != D_LP) return d_refuse(p, "the first FROM item is not a parenthesised SELECT");
+  p->iOpen = t.i;
+  t = d_lex(zSql, t.i + t.n);
+  if (!d_is(zSql, &t, "SELECT"))
+    return d_refuse(p, "the first FROM item is not a parenthesised SELECT");
+  p->iInner = t.i;
+  for (depth = 1; depth > 0;) {
+    t = d_lex(zSql, t.i + t.n);
+    if (t.type == D_EOF) return d_refuse(p, "unbalanced parentheses");
+    if (t.type == D_PARAM)
+      return d_refuse(p, "a bound parameter (%.*s): its number would change", t.n, zSql + t.i);
+    if (t.type == D_LP) depth++;
+    if (t.type == D_RP) depth--;
+  }
+  p->iClose = t.i;
+  p->nInner = t.i - p->iInner;
+  /* [[AS] alias] */
+  t = d_lex(zSql, t.i + t.n);
+  if (d_is(zSql, &t, "AS")) {
+    t = d_lex(zSql, t.i + t.n);
+    if (t.type != D_WORD && t.type != D_QUOTED && t.type != D_STRING)
+      return d_refuse(p, "AS without a name after the derived table");
+    t = d_lex(zSql, t.i + t.n);
+  } else if (t.type == D_QUOTED || t.type == D_STRING ||
+             (t.type == D_WORD && !d_is_any(zSql, &t, azNotAlias))) {
+    t = d_lex(zSql, t.i + t.n);
+  }
+  if (t.type != D_EOF && t.type != D_SEMI && !d_is_any(zSql, &t, azAfter))
+    return d_refuse(p, "the derived table is not the only FROM item");
+  /* the rest: no parameter, no compound, one statement */
+  for (depth = 0;; t = d_lex(zSql, t.i + t.n)) {
+    if (t.type == D_EOF) break;
+    if (t.type == D_PARAM)
+      return d_refuse(p, "a bound parameter (%.*s): its number would change", t.n, zSql + t.i);
+    if (t.type == D_LP) depth++;
+    if (t.type == D_RP && --depth < 0) return d_refuse(p, "unbalanced parentheses");
+    if (depth == 0 && d_is_any(zSql, &t, azCompound)) return d_refuse(p, "a compound SELECT");
+    if (depth == 0 && t.type == D_SEMI) {
+      do t = d_lex(zSql, t.i + t.n);
+      while (t.type == D_SEMI);
+      if (t.type != D_EOF) return d_refuse(p, "more than one statement");
+      break;
+    }
+  }
+  if (depth != 0) return d_refuse(p, "unbalanced parentheses");
+  return PL_OK;
+}
+
+/* A growing malloc'd string. */
+typedef struct dbuf {
+  char *z;
+  size_t n, nAlloc;
+  int bOom;
+} dbuf;
+
+static void dbuf_add(dbuf *b, const char *z, size_t n) {
+  if (b->bOom) return;
+  if (b->n + n + 1 > b->nAlloc) {
+    size_t nNew = (b->n + n + 1) * 2;
+    char *zNew = realloc(b->z, nNew);
+    if (!zNew) {
+      b->bOom = 1;
+      return;
+    }
+    b->z = zNew;
+    b->nAlloc = nNew;
+  }
+  memcpy(b->z + b->n, z, n);
+  b->n += n;
+  b->z[b->n] = 0;
+}
+
+/* ` AS "name"`, the name quoted as an identifier. */
+static void dbuf_alias(dbuf *b, const char *zName, size_t nName) {
+  dbuf_add(b, " AS \"", 5);
+  for (size_t k = 0; k < nName; k++)
+    dbuf_add(b, zName[k] == '"' ? "\"\"" : zName + k, zName[k] == '"' ? 2 : 1);
+  dbuf_add(b, "\"", 1);
+}
+
+int pl_derived_inner(const char *zSql, const pl_derived *d, char **pzInner, char *zWhy,
+                     size_t nWhy) {
+  *pzInner = NULL;
+  if (nWhy) zWhy[0] = 0;
+  pl_ast *a = NULL;
+  pl_err err;
+  int rc = pl_parse(zSql + d->iInner, d->nInner, &a, &err);
+  if (rc == PL_NOMEM) return PL_NOMEM;
+  if (rc != PL_OK) {
+    snprintf(zWhy, nWhy, "its SELECT is %s: %s",
+             rc == PL_SYNTAX ? "not parsed" : "outside the pushdown subset", err.zMsg);
+    return PL_UNSUPPORTED;
+  }
+  /* each column's name as SQLite gives it (select.c, sqlite3ColumnsFromExprList) */
+  const char **azName = calloc((size_t)a->nCol + 1, sizeof(char *));
+  int *anName = calloc((size_t)a->nCol + 1, sizeof(int));
+  char(*aNum)[24] = calloc((size_t)a->nCol + 1, sizeof(*aNum));
+  if (!azName || !anName || !aNum) rc = PL_NOMEM;
+  for (int i = 0; rc == PL_OK && i < a->nCol; i++) {
+    const pl_rescol *rc0 = &a->aCol[i];
+    const pl_expr *e = rc0->pExpr;
+    while (e->op == PL_E_COLLATE) e = e->pLeft;
+    if (rc0->zAlias) {
+      azName[i] = rc0->zAlias;
+      anName[i] = (int)strlen(rc0->zAlias);
+    } else if (e->op == PL_E_STAR) {
+      snprintf(zWhy, nWhy, "its select list has a *: its columns have no names to rewrite");
+      rc = PL_UNSUPPORTED;
+    } else if (e->op == PL_E_COLUMN) {
+      if (strcasecmp(e->zName, "rowid") == 0 || strcasecmp(e->zName, "oid") == 0 ||
+          strcasecmp(e->zName, "_rowid_") == 0) {
+        snprintf(zWhy, nWhy, "its select list has %s without an alias", e->zName);
+        rc = PL_UNSUPPORTED;
+      }
+      azName[i] = e->zName;
+      anName[i] = (int)strlen(e->zName);
+    } else {
+      azName[i] = pl_expr_text(a, rc0->pExpr, &anName[i]);
+    }
+    if (rc == PL_OK && ((anName[i] == 4 && strncasecmp(azName[i], "true", 4) == 0) ||
+                        (anName[i] == 5 && strncasecmp(azName[i], "false", 5) == 0))) {
+      anName[i] = snprintf(aNum[i], sizeof(aNum[i]), "column%d", i + 1);
+      azName[i] = aNum[i];
+    }
+  }
+  for (int i = 0; rc == PL_OK && i < a->nCol; i++)
+    for (int k = 0; rc == PL_OK && k < i; k++)
+      if (anName[i] == anName[k] && strncasecmp(azName[i], azName[k], (size_t)anName[i]) == 0) {
+        snprintf(zWhy, nWhy, "two of its columns are named %.*s", anName[i], azName[i]);
+        rc = PL_UNSUPPORTED;
+      }
+  dbuf b = {0};
+  if (rc == PL_OK) {
+    int at = 0;
+    for (int i = 0; i < a->nCol; i++) {
+      if (a->aCol[i].zAlias) continue;
+      dbuf_add(&b, a->zSql + at, (size_t)(a->aCol[i].iEnd - at));
+      dbuf_alias(&b, azName[i], (size_t)anName[i]);
+      at = a->aCol[i].iEnd;
+    }
+    dbuf_add(&b, a->zSql + at, (size_t)(a->nSql - at));
+    if (b.bOom || !b.z) rc = PL_NOMEM;
+  }
+  if (rc == PL_OK) {
+    *pzInner = b.z;
+    b.z = NULL;
+  }
+  free(b.z);
+  free(azName);
+  free(anName);
+  free(aNum);
+  pl_ast_free(a);
+  return rc;
+}
+
+int pl_derived_splice(const char *zSql, const pl_derived *d, const char *zWith, char **pzOut) {
+  dbuf b = {0};
+  dbuf_add(&b, zSql, (size_t)d->iOpen);
+  dbuf_add(&b, zWith, strlen(zWith));
+  dbuf_add(&b, zSql + d->iClose + 1, strlen(zSql + d->iClose + 1));
+  if (b.bOom || !b.z) {
+    free(b.z);
+    *pzOut = NULL;
+    return PL_NOMEM;
+  }
+  *pzOut = b.z;
+  return PL_OK;
+}

@@ -1,0 +1,65 @@
+/*
+** planner/derived.h - derived tables: a SELECT whose only FROM item is a
+** parenthesised SELECT, the shape of TPC-H Q7, Q8 and Q9:
+**
+**   SELECT supp_nation, sum(volume) FROM (
+**     SELECT n1.n_name AS supp_nation, l_extendedprice AS volume
+**     FROM supplier, lineitem, nation n1 WHERE ...) AS shipping
+**   GROUP BY supp_nation ORDER BY supp_nation;
+**
+** The join planner (planner/join.h) plans the inner SELECT; its host part,
+** a SELECT over the joined rows, then stands where the inner SELECT stood,
+** and SQLite runs the outer query over it. This file only reads and
+** rewrites text: it finds the shape (pl_derived_find), names the inner
+** SELECT's result columns as SQLite names the derived table's columns, so
+** the outer query's references still resolve after the inner SELECT is
+** rewritten (pl_derived_inner), and puts other text in the inner SELECT's
+** place (pl_derived_splice).
+**
+** Memory: plain libc malloc/free, no SQLite calls, as planner/parse.h.
+*/
+#ifndef CSQ_PLANNER_DERIVED_H
+#define CSQ_PLANNER_DERIVED_H
+
+#include <stddef.h>
+
+#include "planner/parse.h" /* PL_OK, PL_UNSUPPORTED, PL_NOMEM */
+
+/* Where the derived table is in the statement text (byte offsets). */
+typedef struct pl_derived {
+  int iOpen;      /* the '(' before the inner SELECT */
+  int iClose;     /* the ')' after it */
+  int iInner;     /* the inner SELECT: zSql[iInner, iInner + nInner) */
+  int nInner;     /*   (from its SELECT keyword to the last byte before ')') */
+  char zWhy[200]; /* PL_UNSUPPORTED: why the statement is not of the shape */
+} pl_derived;
+
+/* Find the shape
+**   SELECT ... FROM ( SELECT ... ) [[AS] alias]
+**     [WHERE ...] [GROUP BY ...] [HAVING ...] [WINDOW ...] [ORDER BY ...]
+**     [LIMIT ...] [;]
+** in zSql (NUL-terminated): the parenthesised SELECT is the only FROM item
+** of the outer SELECT and nothing but those clauses follows it (no join, no
+** compound, no second statement). Returns PL_OK with *p filled, or
+** PL_UNSUPPORTED with p->zWhy: not that shape, or it has a bound parameter
+** (?, ?N, :x, @x, $x), whose numbering would shift when the text is
+** rewritten. Never fails otherwise; reads zSql only. */
+int pl_derived_find(const char *zSql, pl_derived *p);
+
+/* The inner SELECT of d (found in zSql by pl_derived_find) with every
+** result column that has no alias given the name SQLite gives that column
+** of the derived table: a column reference (under any COLLATE) its column
+** name, any other expression its text as written, "true"/"false" columnN.
+** PL_OK with *pzInner (malloc'd, caller frees); PL_UNSUPPORTED with
+** pzWhy[0..nWhy) saying why (the inner SELECT is outside the parser's
+** subset, has a * column, an unaliased rowid, or two columns of one name,
+** which SQLite would rename); PL_NOMEM. */
+int pl_derived_inner(const char *zSql, const pl_derived *d, char **pzInner, char *zWhy,
+                     size_t nWhy);
+
+/* zSql with "( inner SELECT )" replaced by zWith (a table name, or a
+** parenthesised SELECT): PL_OK with *pzOut (malloc'd, caller frees), or
+** PL_NOMEM. */
+int pl_derived_splice(const char *zSql, const pl_derived *d, const char *zWith, char **pzOut);
+
+#endif /* CSQ_PLANNER_DERIVED_H */
