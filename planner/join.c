@@ -8,7 +8,6 @@
 #include <string.h>
 #include "planner/join.h"
 #include "planner/filter.h"
-#include "planner/joinfilter.h"
 #include "planner/parse.h"
 #include "device/format/program.h"
 
@@ -18,6 +17,10 @@ extern const sqlite3_api_routines *sqlite3_api;
 
 #define JP_MAX_TERM 256
 #define JP_MAX_SUB  16 /* IN subqueries run first, as device filters */
+/* Values of one IN subquery pushed at most: a program's constants, less
+** room for its other filters; a join filter that no longer fits is left
+** out (joinfilter.h), which costs rows on the link, never an answer. */
+#define JP_SUB_MAX_VALUES (CSQ_PROG_MAX_CONSTS - 1024)
 
 enum { JT_RESIDUAL = 0, JT_FILTER, JT_KEY };
 
@@ -270,8 +273,8 @@ static void jp_check_subqueries(jp *s, const pl_expr *e) {
 
 /* The non-NULL values of uncorrelated subquery term e ("x IN (SELECT
 ** ...)"), run once per plan: *pap (owned by s) and *pn, *pbFit 0 when there
-** are more than a join filter's worth or the subquery does not give one
-** column. Returns SQLITE_OK or SQLite's error (s fails with its message). */
+** are more than JP_SUB_MAX_VALUES or the subquery does not give one column. Returns SQLITE_OK or
+*SQLite's error (s fails with its message). */
 static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn, int *pbFit) {
   for (int i = 0; i < s->nSub; i++)
     if (s->aSub[i] == e) {
@@ -294,7 +297,7 @@ static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn,
   while (bFit && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
     sqlite3_value *v = sqlite3_column_value(pStmt, 0);
     if (sqlite3_value_type(v) == SQLITE_NULL) continue; /* never makes IN true */
-    if (n >= PL_JOINFILTER_MAX_KEYS) {
+    if (n >= JP_SUB_MAX_VALUES) {
       bFit = 0;
       break;
     }
