@@ -70,8 +70,12 @@ static int is_csq_table(sqlite3 *db, const char *zDb, const char *zTable) {
 */
 static int worth_a_view(sqlite3 *db, const char *zSql, int n) {
   pl_ast *a = NULL;
-  if (pl_parse(zSql, n, &a, NULL) != PL_OK) return 0;
-  int bOk = a->zTable != NULL && (a->bAgg || a->nFrom > 1);
+  int bSub = 0; /* subqueries: the join planner takes uncorrelated ones */
+  if (pl_parse(zSql, n, &a, NULL) != PL_OK) {
+    if (pl_parse_opt(zSql, n, PL_PARSE_SUBQUERY, &a, NULL) != PL_OK) return 0;
+    bSub = 1;
+  }
+  int bOk = a->zTable != NULL && (bSub ? a->nFrom > 1 : a->bAgg || a->nFrom > 1);
   for (int i = 0; bOk && i < a->nParam; i++)
     if (a->azParam && a->azParam[i] && a->azParam[i][0] != '?') bOk = 0; /* :name, @name, $name */
   for (int i = 0; bOk && i < a->nFrom; i++) {

@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include "planner/join.h"
+#include "planner/filter.h"
 #include "planner/parse.h"
 #include "device/format/program.h"
 
@@ -15,6 +16,11 @@ extern const sqlite3_api_routines *sqlite3_api;
 #endif
 
 #define JP_MAX_TERM 256
+#define JP_MAX_SUB  16 /* IN subqueries run first, as device filters */
+/* Values of one IN subquery pushed at most: a program's constants, less
+** room for its other filters; a join filter that no longer fits is left
+** out (joinfilter.h), which costs rows on the link, never an answer. */
+#define JP_SUB_MAX_VALUES (CSQ_PROG_MAX_CONSTS - 1024)
 
 enum { JT_RESIDUAL = 0, JT_FILTER, JT_KEY };
 
@@ -37,6 +43,12 @@ typedef struct jp {
   int aUsed[JP_MAX_TERM];    /* JT_KEY: used as a hash key */
   int aTermTab[JP_MAX_TERM]; /* JT_FILTER: the table it filters */
   int nTerm;
+  const pl_expr *aSub[JP_MAX_SUB];      /* "x IN (SELECT ...)" terms run at planning ... */
+  sqlite3_value **aaSubVal[JP_MAX_SUB]; /* ... their values (not NULL) ... */
+  int anSubVal[JP_MAX_SUB];
+  int abSubFit[JP_MAX_SUB]; /* ... 0: too many to push, or not one column */
+  int nSub;
+  int nSubPushed;                  /* of them pushed as filters */
   uint8_t *aNeed[PL_JOIN_MAX_TAB]; /* column c of table t is read by the host part */
   int *aColOf[PL_JOIN_MAX_TAB];    /* row-set column of table t's column c, or -1 */
   sqlite3_str *pHost;
@@ -233,11 +245,127 @@ static int jp_or_list(const pl_expr *e, const pl_expr **pCol, const pl_expr **ap
   return n + 1;
 }
 
+/*
+** Subqueries. The join planner takes a subquery only when it is
+** uncorrelated: its text prepares on its own, so every name in it resolves
+** inside it, as it does in place (SQLite resolves the innermost scope
+** first). SQLite then evaluates it in the host part, which pastes its text
+** as written. Correlated ones leave the query to SQLite.
+*/
+static void jp_check_subqueries(jp *s, const pl_expr *e) {
+  if (!e || s->bFail) return;
+  if (e->op == PL_E_SUBQUERY) {
+    sqlite3_stmt *pStmt = NULL;
+    int rc = sqlite3_prepare_v2(s->db, e->z, e->n, &pStmt, NULL);
+    sqlite3_finalize(pStmt);
+    if (rc != SQLITE_OK) {
+      char *z = sqlite3_mprintf("%.60s%s", e->z, e->n > 60 ? "..." : "");
+      jp_fail(s, "a correlated subquery (%s): SQLite plans the query", z);
+      sqlite3_free(z);
+    }
+    return;
+  }
+  jp_check_subqueries(s, e->pLeft);
+  jp_check_subqueries(s, e->pRight);
+  jp_check_subqueries(s, e->pExtra);
+  for (int i = 0; i < e->nArg; i++) jp_check_subqueries(s, e->apArg[i]);
+}
+
+/* The non-NULL values of uncorrelated subquery term e ("x IN (SELECT
+** ...)"), run once per plan: *pap (owned by s) and *pn, *pbFit 0 when there
+** are more than JP_SUB_MAX_VALUES or the subquery does not give one column. Returns SQLITE_OK or
+*SQLite's error (s fails with its message). */
+static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn, int *pbFit) {
+  for (int i = 0; i < s->nSub; i++)
+    if (s->aSub[i] == e) {
+      *pap = s->aaSubVal[i];
+      *pn = s->anSubVal[i];
+      *pbFit = s->abSubFit[i];
+      return SQLITE_OK;
+    }
+  *pap = NULL;
+  *pn = 0;
+  *pbFit = 0;
+  if (s->nSub >= JP_MAX_SUB) return SQLITE_OK;
+  int iSub = s->nSub++;
+  s->aSub[iSub] = e;
+  sqlite3_stmt *pStmt = NULL;
+  const pl_expr *q = e->pRight;
+  int rc = sqlite3_prepare_v2(s->db, q->z, q->n, &pStmt, NULL);
+  sqlite3_value **ap = NULL;
+  int n = 0, bFit = rc == SQLITE_OK && sqlite3_column_count(pStmt) == 1;
+  while (bFit && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    sqlite3_value *v = sqlite3_column_value(pStmt, 0);
+    if (sqlite3_value_type(v) == SQLITE_NULL) continue; /* never makes IN true */
+    if (n >= JP_SUB_MAX_VALUES) {
+      bFit = 0;
+      break;
+    }
+    if (n % 64 == 0) {
+      sqlite3_value **apNew = sqlite3_realloc64(ap, sizeof(*ap) * (size_t)(n + 64));
+      if (!apNew) {
+        rc = SQLITE_NOMEM;
+        break;
+      }
+      ap = apNew;
+    }
+    if (!(ap[n] = sqlite3_value_dup(v))) {
+      rc = SQLITE_NOMEM;
+      break;
+    }
+    n++;
+  }
+  if (rc == SQLITE_DONE || (rc == SQLITE_ROW && !bFit)) rc = SQLITE_OK;
+  if (rc != SQLITE_OK && !s->bFail) {
+    s->bFail = 1;
+    snprintf(s->j->zWhy, sizeof(s->j->zWhy), "the subquery failed: %s", sqlite3_errmsg(s->db));
+  }
+  sqlite3_finalize(pStmt);
+  if (rc != SQLITE_OK || !bFit) {
+    for (int i = 0; i < n; i++) sqlite3_value_free(ap[i]);
+    sqlite3_free(ap);
+    ap = NULL;
+    n = 0;
+  }
+  s->aaSubVal[iSub] = ap;
+  s->anSubVal[iSub] = n;
+  s->abSubFit[iSub] = *pbFit = rc == SQLITE_OK && bFit;
+  *pap = ap;
+  *pn = n;
+  return rc;
+}
+
+/* A device filter for "x IN (SELECT ...)" over table t: the subquery's
+** values as an IN list. Exact when x has numeric affinity: SQLite then
+** compares with numeric affinity applied to the values (PL_AFF_NUMERIC
+** does the same), and a NULL among them cannot make a WHERE term true.
+** 1 pushed, 0 not (the term stays for SQLite), -1 the program is full. */
+static int jp_push_in_select(jp *s, int t, csq_pb *b, const pl_expr *e, int *pbEmpty) {
+  int c;
+  if ((e->flags & PL_F_NOT) || e->pLeft->op != PL_E_COLUMN ||
+      jp_resolve(s, e->pLeft, 0, &t, &c) != 1)
+    return 0;
+  char aff = c == s->aTi[t].iIpk ? 'D' : s->aAff[t][c];
+  if (aff < 'C') return 0;
+  sqlite3_value **ap = NULL;
+  int n = 0, bFit = 0;
+  if (jp_sub_values(s, e, &ap, &n, &bFit) != SQLITE_OK || !bFit) return 0;
+  pl_cons cons;
+  memset(&cons, 0, sizeof(cons));
+  cons.iChunk = c == s->aTi[t].iIpk ? 0 : c + 1;
+  cons.op = CSQ_OP_IN;
+  cons.aff = PL_AFF_NUMERIC;
+  cons.apVal = ap;
+  cons.nVal = n;
+  return pl_filter_add(b, &cons, pbEmpty) < 0 ? -1 : 1;
+}
+
 /* A device filter for term e over table t: the term itself, or, for an OR
 ** of equalities of one column with constants, the same as "c IN (k1, k2,
 ** ...)" (the same truth for every row: both compare with c's affinity and
 ** collation, and neither is true for a NULL). As pl_split_filter. */
 static int jp_push(jp *s, int t, csq_pb *b, const pl_expr *e, int *pbEmpty) {
+  if (e->op == PL_E_INSELECT) return jp_push_in_select(s, t, b, e, pbEmpty);
   const pl_expr *aK[64], *pCol = NULL;
   int n = e->op == PL_E_OR ? jp_or_list(e, &pCol, aK, 0, 64) : 0;
   if (n < 2)
@@ -339,9 +467,12 @@ static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
   int at = e->iStart;
   for (int i = 0; i < n; i++) {
     sqlite3_str_append(s->pHost, s->a->zSql + at, aChild[i]->iStart - at);
-    sqlite3_str_appendchar(s->pHost, 1, '(');
+    /* a subquery keeps its own parentheses: "x IN ((SELECT ...))" would
+    ** compare with its first row only */
+    int bParen = aChild[i]->op != PL_E_SUBQUERY;
+    if (bParen) sqlite3_str_appendchar(s->pHost, 1, '(');
     jp_emit(s, aChild[i], bOrder);
-    sqlite3_str_appendchar(s->pHost, 1, ')');
+    if (bParen) sqlite3_str_appendchar(s->pHost, 1, ')');
     at = aChild[i]->iEnd;
   }
   sqlite3_str_append(s->pHost, s->a->zSql + at, e->iEnd - at);
@@ -470,6 +601,15 @@ static void jp_plan(jp *s) {
   pl_join *j = s->j;
   int nTab = j->nTab;
   j->bStar = a->bStar;
+  for (int i = 0; i < a->nCol; i++) jp_check_subqueries(s, a->aCol[i].pExpr);
+  jp_check_subqueries(s, a->pWhere);
+  for (int t = 0; t < nTab; t++) jp_check_subqueries(s, a->aFrom[t].pOn);
+  for (int i = 0; i < a->nGroup; i++) jp_check_subqueries(s, a->aGroup[i].pExpr);
+  jp_check_subqueries(s, a->pHaving);
+  for (int i = 0; i < a->nOrder; i++) jp_check_subqueries(s, a->aOrder[i].pExpr);
+  jp_check_subqueries(s, a->pLimit);
+  jp_check_subqueries(s, a->pOffset);
+  if (s->bFail) return;
   if (a->pWhere) jp_add_term(s, a->pWhere);
   for (int t = 0; t < nTab; t++)
     if (a->aFrom[t].pOn) jp_add_term(s, a->aFrom[t].pOn);
@@ -493,7 +633,15 @@ static void jp_plan(jp *s) {
         s->aTermTab[k] = t;
         j->aTab[t].nFilter++;
         if (bEmpty) j->aTab[t].bEmpty = 1;
-        aEst[t] *= jp_selectivity(e);
+        if (e->op == PL_E_INSELECT) { /* about one row per value: a key, mostly */
+          sqlite3_value **ap;
+          int n = 0, bFit;
+          jp_sub_values(s, e, &ap, &n, &bFit);
+          if (aEst[t] > n) aEst[t] = n;
+          s->nSubPushed++;
+        } else {
+          aEst[t] *= jp_selectivity(e);
+        }
       }
     }
   }
@@ -596,7 +744,7 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
   s.aParam = aParam;
   s.nParam = nParam;
   pl_err err;
-  int rc = pl_parse(zSql, -1, &s.a, &err);
+  int rc = pl_parse_opt(zSql, -1, PL_PARSE_SUBQUERY, &s.a, &err);
   if (rc == PL_NOMEM) return SQLITE_NOMEM;
   if (rc != PL_OK) {
     snprintf(j->zWhy, sizeof(j->zWhy), "%s: %s",
@@ -637,10 +785,16 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
     zHost = NULL;
     snprintf(j->zWhy, sizeof(j->zWhy),
              "hash join of %d csq tables: filters and projections on the devices, %d residual "
-             "term(s) and the rest in SQLite",
-             j->nTab, j->nResidual);
+             "term(s) and the rest in SQLite%s",
+             j->nTab, j->nResidual,
+             s.nSubPushed ? "; IN subqueries run first, their values filtering on the devices"
+                          : "");
   }
   sqlite3_free(zHost);
+  for (int i = 0; i < s.nSub; i++) {
+    for (int k = 0; k < s.anSubVal[i]; k++) sqlite3_value_free(s.aaSubVal[i][k]);
+    sqlite3_free(s.aaSubVal[i]);
+  }
   for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
     csq_pb_free(s.aB[t]);
     free(s.aazCol[t]);

@@ -500,6 +500,7 @@ typedef struct Parser {
   int depth; /* recursion depth of the expression parser */
   int ctx;   /* X_*: the clause being parsed */
   int nAgg;  /* aggregate calls made so far */
+  int flags; /* PL_PARSE_* */
   pl_ast *a;
 } Parser;
 
@@ -1194,6 +1195,45 @@ static pl_expr *parse_column(Parser *p) {
   return e;
 }
 
+/* "(SELECT ...)" at the current token (a T_LP): with PL_PARSE_SUBQUERY a
+** PL_E_SUBQUERY node holding the text inside the parentheses, the tokens
+** skipped to the matching ")"; otherwise unsupported as zWhat. */
+static pl_expr *parse_subquery(Parser *p, const char *zWhat) {
+  Tok open = p->t;
+  if (!(p->flags & PL_PARSE_SUBQUERY)) {
+    unsupported(p, peek(p, &open).iStart, zWhat);
+    return NULL;
+  }
+  int depth = 0;
+  for (;;) {
+    if (p->t.type == T_EOF || p->t.type == T_ILLEGAL) {
+      syntax_err(p, &p->t);
+      return NULL;
+    }
+    if (p->t.type == T_VARIABLE) {
+      unsupported(p, p->t.iStart, "a parameter inside a subquery");
+      return NULL;
+    }
+    if (p->t.type == T_LP) depth++;
+    if (p->t.type == T_RP && --depth == 0) break;
+    advance(p);
+  }
+  int iEnd = tok_end(&p->t);
+  advance(p);
+  pl_expr *e = node(p, PL_E_SUBQUERY, open.iStart, iEnd);
+  if (!e) return NULL;
+  e->n = iEnd - open.iStart - 2;
+  e->z = pl_alloc((size_t)e->n + 1);
+  if (!e->z) {
+    pl_expr_free(e);
+    nomem(p);
+    return NULL;
+  }
+  memcpy(e->z, p->z + open.iStart + 1, (size_t)e->n);
+  e->z[e->n] = 0;
+  return e;
+}
+
 static pl_expr *parse_primary(Parser *p) {
   Tok t = p->t;
   switch (t.type) {
@@ -1209,10 +1249,8 @@ static pl_expr *parse_primary(Parser *p) {
     return parse_string(p);
   case T_LP: {
     Tok nx = peek(p, &t);
-    if (is_kw(&nx, K_SELECT) || is_kw(&nx, K_WITH) || is_kw(&nx, K_VALUES)) {
-      unsupported(p, nx.iStart, "subquery");
-      return NULL;
-    }
+    if (is_kw(&nx, K_SELECT) || is_kw(&nx, K_WITH) || is_kw(&nx, K_VALUES))
+      return parse_subquery(p, "subquery");
     advance(p);
     pl_expr *e = parse_expr(p, 0);
     if (!e) return NULL;
@@ -1240,9 +1278,28 @@ static pl_expr *parse_primary(Parser *p) {
       return parse_cast(p);
     case K_CASE:
       return parse_case(p);
-    case K_EXISTS:
-      unsupported(p, t.iStart, "EXISTS subquery");
-      return NULL;
+    case K_EXISTS: {
+      if (!(p->flags & PL_PARSE_SUBQUERY)) {
+        unsupported(p, t.iStart, "EXISTS subquery");
+        return NULL;
+      }
+      advance(p);
+      Tok nx = peek(p, &p->t);
+      if (p->t.type != T_LP ||
+          !(is_kw(&nx, K_SELECT) || is_kw(&nx, K_WITH) || is_kw(&nx, K_VALUES))) {
+        syntax_err(p, &p->t);
+        return NULL;
+      }
+      pl_expr *q = parse_subquery(p, "EXISTS subquery");
+      if (!q) return NULL;
+      pl_expr *e = node(p, PL_E_EXISTS, t.iStart, q->iEnd);
+      if (!e) {
+        pl_expr_free(q);
+        return NULL;
+      }
+      e->pLeft = q;
+      return finish(p, e);
+    }
     case K_RAISE:
       unsupported(p, t.iStart, "RAISE()");
       return NULL;
@@ -1503,8 +1560,17 @@ static pl_expr *parse_operator(Parser *p, pl_expr *lhs, int prec, int op) {
     }
     Tok nx = peek(p, &p->t);
     if (is_kw(&nx, K_SELECT) || is_kw(&nx, K_WITH) || is_kw(&nx, K_VALUES)) {
-      unsupported(p, nx.iStart, "IN subquery");
-      goto fail;
+      pl_expr *q = parse_subquery(p, "IN subquery");
+      if (!q) goto fail;
+      pl_expr *e = node(p, PL_E_INSELECT, iStart, q->iEnd);
+      if (!e) {
+        pl_expr_free(q);
+        goto fail;
+      }
+      e->pLeft = lhs;
+      e->pRight = q;
+      if (bNot) e->flags |= PL_F_NOT;
+      return finish(p, e);
     }
     advance(p);
     if (p->t.type != T_RP) {
@@ -2036,8 +2102,13 @@ static int parse_select(Parser *p) {
 }
 
 int pl_parse(const char *zSql, int nSql, pl_ast **ppAst, pl_err *pErr) {
+  return pl_parse_opt(zSql, nSql, 0, ppAst, pErr);
+}
+
+int pl_parse_opt(const char *zSql, int nSql, int flags, pl_ast **ppAst, pl_err *pErr) {
   Parser p;
   memset(&p, 0, sizeof p);
+  p.flags = flags;
   *ppAst = NULL;
   if (pErr) {
     pErr->iPos = 0;
@@ -2112,6 +2183,7 @@ int pl_expr_equal(const pl_expr *a, const pl_expr *b) {
     break;
   case PL_E_STR:
   case PL_E_BLOB:
+  case PL_E_SUBQUERY:
     if (a->n != b->n || memcmp(a->z, b->z, (size_t)a->n) != 0) return 0;
     break;
   case PL_E_CAST:
@@ -2262,7 +2334,10 @@ const char *pl_kind_name(int op) {
                                    [PL_E_BITNOT] = "~",
                                    [PL_E_COLLATE] = "COLLATE",
                                    [PL_E_CAST] = "CAST",
-                                   [PL_E_CASE] = "CASE"};
+                                   [PL_E_CASE] = "CASE",
+                                   [PL_E_SUBQUERY] = "SUBQUERY",
+                                   [PL_E_EXISTS] = "EXISTS",
+                                   [PL_E_INSELECT] = "INSELECT"};
   if (op <= 0 || op >= PL_E_MAX_ || !az[op]) return "?";
   return az[op];
 }
@@ -2316,6 +2391,9 @@ static void dump(Buf *b, const pl_expr *e) {
       buf_printf(b, "?#%lld", (long long)e->iVal);
     else
       buf_printf(b, "%s#%lld", e->zName, (long long)e->iVal);
+    return;
+  case PL_E_SUBQUERY:
+    buf_puts(b, "(SUBQUERY "), buf_append(b, e->z, (size_t)e->n), buf_puts(b, ")");
     return;
   case PL_E_COLUMN:
   case PL_E_STAR:

@@ -116,6 +116,15 @@
 **                   'A' blob, 'B' text, 'C' numeric, 'D' integer, 'E' real.
 **   PL_E_CASE       CASE [pLeft] WHEN apArg[0] THEN apArg[1] ...
 **                   [ELSE pRight] END; nArg is even.
+**
+** Only with PL_PARSE_SUBQUERY (pl_parse_opt), subqueries in expressions,
+** kept as text (their SELECT is not parsed; a parameter inside one is
+** PL_UNSUPPORTED, since its number depends on the text around it):
+**   PL_E_SUBQUERY   "(SELECT ...)": z/n the text inside the parentheses;
+**                   the span covers the parentheses. As an operand, a scalar
+**                   subquery.
+**   PL_E_EXISTS     EXISTS pLeft (a SUBQUERY); NOT EXISTS is NOT over it.
+**   PL_E_INSELECT   pLeft [NOT] IN pRight (a SUBQUERY); PL_F_NOT.
 */
 enum pl_kind {
   PL_E_INT = 1,
@@ -163,6 +172,9 @@ enum pl_kind {
   PL_E_COLLATE,
   PL_E_CAST,
   PL_E_CASE,
+  PL_E_SUBQUERY,
+  PL_E_EXISTS,
+  PL_E_INSELECT,
   PL_E_MAX_ /* one past the last kind */
 };
 
@@ -277,6 +289,12 @@ typedef struct pl_err {
 ** with pl_ast_free(); otherwise *ppAst is NULL and *pErr (if pErr is not
 ** NULL) says why. zSql is not kept. */
 int pl_parse(const char *zSql, int nSql, pl_ast **ppAst, pl_err *pErr);
+
+/* pl_parse with options: PL_PARSE_SUBQUERY accepts subqueries in
+** expressions as PL_E_SUBQUERY, PL_E_EXISTS and PL_E_INSELECT nodes, for
+** callers that hand them to SQLite as text. */
+#define PL_PARSE_SUBQUERY 1
+int pl_parse_opt(const char *zSql, int nSql, int flags, pl_ast **ppAst, pl_err *pErr);
 
 /* Free an AST (NULL is fine). */
 void pl_ast_free(pl_ast *p);

@@ -155,6 +155,11 @@ static const join_case aJoin[] = {
      1,
      1,
      {0, 2}},
+    {"SELECT d.g, count(*) FROM %s f JOIN %s d ON f.g = d.g WHERE f.x IN (SELECT x FROM n WHERE "
+     "y < 20.0) AND d.w < ?1 GROUP BY 1 ORDER BY 1",
+     1,
+     1,
+     {5, 2}},
     {"SELECT count(*), sum(d.w) FROM %s f LEFT JOIN %s d ON f.g = d.g", 0, 0, {0, 0}},
     {"SELECT count(*) FROM %s f JOIN n m ON f.x = m.x WHERE f.x < 30", 0, 0, {0, 0}},
 };

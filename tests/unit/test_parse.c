@@ -973,6 +973,50 @@ int main(void) {
     }
   }
 
+  /* subqueries: refused by default, kept as text with PL_PARSE_SUBQUERY */
+  {
+    static const struct {
+      const char *zSql, *zWant; /* the WHERE dump, or NULL: refused with the option too */
+      int iErr;                 /* the offset refused at without the option */
+    } aSub[] = {
+        {"select a from t where a in (select b from u where (c) > 1) and d", NULL, 28},
+        {"select a from t where not exists (select 1 from u)", NULL, 26},
+        {"select a from t where a > (select max(b) from u) + 1", NULL, 27},
+        {"select a from t where a not in (with w as (select 1) select * from w)", NULL, 32},
+        {"select a from t where a in (select b from u where c = ?)", NULL, 28},
+        {"select a from t where exists (select b from u", NULL, 22},
+    };
+    for (size_t i = 0; i < sizeof(aSub) / sizeof(aSub[0]); i++) {
+      pl_ast *a = NULL;
+      rc = pl_parse(aSub[i].zSql, -1, &a, &err);
+      CHECK(rc == PL_UNSUPPORTED && !a && err.iPos == aSub[i].iErr, "%s: rc %d at %d %s",
+            aSub[i].zSql, rc, err.iPos, err.zMsg);
+      rc = pl_parse_opt(aSub[i].zSql, -1, PL_PARSE_SUBQUERY, &a, &err);
+      if (i >= 4) {
+        CHECK(rc != PL_OK && !a, "%s: rc %d", aSub[i].zSql, rc);
+        continue;
+      }
+      CHECK(rc == PL_OK && a && a->pWhere, "%s: rc %d %s", aSub[i].zSql, rc, err.zMsg);
+      if (rc != PL_OK) continue;
+      char *d = pl_expr_dump(a->pWhere);
+      static const char *azWant[] = {
+          "(AND (INSELECT a (SUBQUERY select b from u where (c) > 1)) d)",
+          "(NOT (EXISTS (SUBQUERY select 1 from u)))",
+          "(> a (+ (SUBQUERY select max(b) from u) 1))",
+          "(NOT INSELECT a (SUBQUERY with w as (select 1) select * from w))"};
+      CHECK(d && strcmp(d, azWant[i]) == 0, "%s: %s", aSub[i].zSql, d);
+      CHECK(pl_expr_equal(a->pWhere, a->pWhere));
+      free(d);
+      pl_ast_free(a);
+    }
+    pl_ast *a = NULL, *b = NULL;
+    pl_parse_opt("select a from t where a in (select b from u)", -1, PL_PARSE_SUBQUERY, &a, NULL);
+    pl_parse_opt("select a from t where a in (select c from u)", -1, PL_PARSE_SUBQUERY, &b, NULL);
+    CHECK(a && b && !pl_expr_equal(a->pWhere, b->pWhere), "different subqueries compare equal");
+    pl_ast_free(a);
+    pl_ast_free(b);
+  }
+
   /* every allocation failing in turn: PL_NOMEM, no leak, no crash */
   {
     const char *zSql = stmt_with("l_returnflag");
