@@ -22,7 +22,8 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** out (joinfilter.h), which costs rows on the link, never an answer. */
 #define JP_SUB_MAX_VALUES (CSQ_PROG_MAX_CONSTS - 1024)
 
-enum { JT_RESIDUAL = 0, JT_FILTER, JT_KEY };
+enum { JT_RESIDUAL = 0, JT_FILTER, JT_KEY, JT_DROPPED };
+#define JP_MAX_IMPLIED 16 /* filters implied by an OR, per query */
 
 typedef struct jp {
   sqlite3 *db;
@@ -40,9 +41,12 @@ typedef struct jp {
   int aKind[JP_MAX_TERM];            /* JT_* */
   int aKeyTab[JP_MAX_TERM][2];       /* JT_KEY: the two (table, column) pairs */
   int aKeyCol[JP_MAX_TERM][2];
-  int aUsed[JP_MAX_TERM];    /* JT_KEY: used as a hash key */
-  int aTermTab[JP_MAX_TERM]; /* JT_FILTER: the table it filters */
+  int aUsed[JP_MAX_TERM];        /* JT_KEY: used as a hash key */
+  int aTermTab[JP_MAX_TERM];     /* JT_FILTER: the table it filters */
+  uint8_t aImplied[JP_MAX_TERM]; /* an implied filter: pushed, or dropped (JT_DROPPED) */
   int nTerm;
+  pl_expr *apImplied[JP_MAX_IMPLIED]; /* their nodes (children borrowed from the AST) */
+  int nImplied;
   const pl_expr *aSub[JP_MAX_SUB];      /* "x IN (SELECT ...)" terms run at planning ... */
   sqlite3_value **aaSubVal[JP_MAX_SUB]; /* ... their values (not NULL) ... */
   int anSubVal[JP_MAX_SUB];
@@ -191,6 +195,88 @@ static int jp_in_every(const pl_expr *e, const pl_expr *c) {
   return 0;
 }
 
+/* If e is "c = literal", "literal = c" or "c IN (literals)", its column c
+** and its literals appended to ap[*pn..nMax); else NULL. */
+static const pl_expr *jp_col_values(const pl_expr *e, const pl_expr **ap, int *pn, int nMax) {
+  const pl_expr *c = NULL, *aLit[64];
+  int n = 0;
+  if (e->op == PL_E_EQ) {
+    c = e->pLeft->op == PL_E_COLUMN ? e->pLeft : e->pRight;
+    aLit[n++] = c == e->pLeft ? e->pRight : e->pLeft;
+  } else if (e->op == PL_E_IN && !(e->flags & PL_F_NOT) && e->nArg > 0 && e->nArg <= 64) {
+    c = e->pLeft;
+    for (int i = 0; i < e->nArg; i++) aLit[n++] = e->apArg[i];
+  }
+  if (!c || c->op != PL_E_COLUMN || *pn + n > nMax) return NULL;
+  for (int i = 0; i < n; i++)
+    if (aLit[i]->op != PL_E_INT && aLit[i]->op != PL_E_REAL && aLit[i]->op != PL_E_STR) return NULL;
+  for (int i = 0; i < n; i++) ap[(*pn)++] = aLit[i];
+  return c;
+}
+
+/* Filters an OR implies: when every disjunct holds "c = literal" or "c IN
+** (literals)" for one column c, the OR is only true where c is IN the
+** union of those literals (TPC-H Q7's nations, Q19's brands): the same
+** comparison, c's affinity and collation applied to the literals alike. The
+** OR itself stays where it was; an implied filter the device does not take
+** is dropped, never handed to SQLite. */
+static void jp_implied(jp *s, const pl_expr *e) {
+  const pl_expr *aDis[32], *aConj[32], *stack[32];
+  int nDis = 0, nStack = 0;
+  stack[nStack++] = e;
+  while (nStack) { /* the disjuncts, in any order */
+    const pl_expr *d = stack[--nStack];
+    if (d->op == PL_E_OR && nStack + 2 <= 32) {
+      stack[nStack++] = d->pLeft;
+      stack[nStack++] = d->pRight;
+    } else if (d->op == PL_E_OR || nDis >= 32) {
+      return;
+    } else {
+      aDis[nDis++] = d;
+    }
+  }
+  int nConj = jp_conjuncts(aDis[0], aConj, 0, 32);
+  for (int i = 0; i < nConj && i < 32 && !s->bFail; i++) {
+    const pl_expr *aLit[64];
+    int nLit = 0;
+    const pl_expr *c = jp_col_values(aConj[i], aLit, &nLit, 64);
+    if (!c || jp_in_every(e, aConj[i])) continue;
+    int bAll = 1;
+    for (int d = 1; d < nDis && bAll; d++) {
+      const pl_expr *aOther[32];
+      int nOther = jp_conjuncts(aDis[d], aOther, 0, 32), bFound = 0;
+      for (int k = 0; k < nOther && k < 32 && !bFound; k++) {
+        int nBefore = nLit;
+        const pl_expr *c2 = jp_col_values(aOther[k], aLit, &nLit, 64);
+        if (c2 && pl_expr_equal(c, c2))
+          bFound = 1;
+        else
+          nLit = nBefore;
+      }
+      bAll = bFound;
+    }
+    if (!bAll || s->nImplied >= JP_MAX_IMPLIED || s->nTerm >= JP_MAX_TERM) continue;
+    pl_expr *in = calloc(1, sizeof(*in));
+    pl_expr **apArg = malloc(sizeof(*apArg) * (size_t)nLit);
+    if (!in || !apArg) {
+      free(in);
+      free(apArg);
+      return jp_fail(s, "out of memory%s", "");
+    }
+    in->op = PL_E_IN;
+    in->iStart = e->iStart; /* for messages: the OR it comes from */
+    in->iEnd = e->iEnd;
+    in->nHeight = 3;
+    in->pLeft = (pl_expr *)c;
+    for (int k = 0; k < nLit; k++) apArg[k] = (pl_expr *)aLit[k];
+    in->apArg = apArg;
+    in->nArg = nLit;
+    s->apImplied[s->nImplied++] = in;
+    s->aImplied[s->nTerm] = 1;
+    s->aTerm[s->nTerm++] = in;
+  }
+}
+
 static void jp_add_term(jp *s, const pl_expr *e) {
   if (s->bFail) return;
   if (e->op == PL_E_AND) {
@@ -209,6 +295,7 @@ static void jp_add_term(jp *s, const pl_expr *e) {
   int n = jp_conjuncts(d, ap, 0, 32);
   for (int i = 0; i < n && i < 32; i++)
     if (ap[i]->op != PL_E_OR && jp_in_every(e, ap[i])) jp_add_term(s, ap[i]);
+  jp_implied(s, e);
 }
 
 /* Is e "a.x = b.y" between two tables, both numeric and BINARY? Then 1 with
@@ -497,7 +584,9 @@ static void jp_host(jp *s) {
   sqlite3_str_appendf(s->pHost, " FROM csq_jrows(?%d) AS csq_j", j->iRows);
   int nRes = 0;
   for (int k = 0; k < s->nTerm; k++) {
-    if (s->aKind[k] == JT_FILTER || (s->aKind[k] == JT_KEY && s->aUsed[k])) continue;
+    if (s->aKind[k] == JT_FILTER || s->aKind[k] == JT_DROPPED ||
+        (s->aKind[k] == JT_KEY && s->aUsed[k]))
+      continue;
     sqlite3_str_appendall(s->pHost, nRes++ ? " AND (" : " WHERE (");
     jp_emit(s, s->aTerm[k], 0);
     sqlite3_str_appendchar(s->pHost, 1, ')');
@@ -620,7 +709,7 @@ static void jp_plan(jp *s) {
     const pl_expr *e = s->aTerm[k];
     int bAlias = 0, m = jp_tables(s, e, &bAlias);
     if (m < 0) break;
-    s->aKind[k] = JT_RESIDUAL;
+    s->aKind[k] = s->aImplied[k] ? JT_DROPPED : JT_RESIDUAL;
     if (bAlias) continue;
     if (jp_key_term(s, k)) {
       s->aKind[k] = JT_KEY;
@@ -791,6 +880,10 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
                           : "");
   }
   sqlite3_free(zHost);
+  for (int i = 0; i < s.nImplied; i++) {
+    free(s.apImplied[i]->apArg);
+    free(s.apImplied[i]);
+  }
   for (int i = 0; i < s.nSub; i++) {
     for (int k = 0; k < s.anSubVal[i]; k++) sqlite3_value_free(s.aaSubVal[i][k]);
     sqlite3_free(s.aaSubVal[i]);

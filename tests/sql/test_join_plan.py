@@ -420,3 +420,33 @@ def test_bloom_join_filter_past_the_in_list():
     # 5001 of 40000 keys join: about an eighth of the probe side's rows,
     # plus the filter's false positives, leave the device
     assert joined - build < probe / 3, (joined, build, probe)
+
+
+def test_an_or_implies_filters_on_each_table():
+    """TPC-H Q7's (n1 = A AND n2 = B) OR (n1 = B AND n2 = A): each nation
+    scan gets n_name IN (A, B) on its device, the OR stays for SQLite; an OR
+    where one branch does not name the column implies nothing, and a NOCASE
+    column's implied filter is dropped, not handed to SQLite."""
+    con = connect()
+    names = ["FRANCE", "GERMANY", "france", "PERU", None, 7, "GERMANY "]
+    make_pair(con, "nat", "k INTEGER, name TEXT, ci TEXT COLLATE NOCASE", [
+        (i, names[i % len(names)], names[(i + 3) % len(names)]) for i in range(40)])
+    make_pair(con, "sup", "mk INTEGER, nk INTEGER, v REAL", [(i % 40, i % 45, i / 3.0) for i in range(3000)])
+    cases = [
+        ("SELECT a.name, b.name, count(*), sum(s.v) FROM {sup} s, {nat} a, {nat} b WHERE s.nk = a.k AND "
+         "s.mk = b.k AND ((a.name = 'FRANCE' AND b.name = 'GERMANY') OR (a.name = 'GERMANY' AND "
+         "b.name IN ('FRANCE', 7))) GROUP BY 1, 2", 2),
+        ("SELECT count(*) FROM {sup} s, {nat} a WHERE s.nk = a.k AND (a.name = 'FRANCE' OR s.v > 900)", 0),
+        ("SELECT count(*), sum(s.v) FROM {sup} s, {nat} a WHERE s.nk = a.k AND (a.ci = 'france' OR "
+         "a.ci = 'PERU')", 0),
+    ]
+    for text, n_pushed in cases:
+        sql, native = text.format(sup="sup", nat="nat"), text.format(sup="nsup", nat="nnat")
+        e = explain(con, sql)
+        assert e["plan"].startswith("join"), e
+        pushed = sum(1 for p, d in con.execute("SELECT part, detail FROM csq_explain(?)", (sql,))
+                     if "AS a on" in d or "AS b on" in d or d.startswith("nat on")
+                     if "1 pushed filter" in d)
+        assert pushed == n_pushed, (text, pushed, list(con.execute("SELECT * FROM csq_explain(?)", (sql,))))
+        got, want = via_view(con, sql), answer(con, native)
+        assert got == want and want[0], (text, got, want)
