@@ -569,6 +569,36 @@ static double rows_per_key(const vt_tab *p, const int *aChunk, int nKey, double 
 }
 
 /*
+** What one lookup of a probe costs beyond its nHit rows: the chunks it
+** decodes again. A probe copies the columns the statement reads only while
+** they fit the connection's copy budget (vt_probe_expect); past it, it
+** reads them from row-group chunks it caches up to the chunk budget. When
+** the chunks do not fit either, each lookup of a key scattered over the
+** table sweeps its row groups and decodes again the share of their chunks
+** that the cache could not keep: SQLite should then rather scan this table
+** once as the outer table than probe it once per outer row. The rows of a
+** key are assumed scattered over the row groups (a foreign key in a fact
+** table); a row group holds about nRow / nRg rows, decoding one costs that.
+*/
+static double probe_reread_cost(const vt_tab *p, double nRow, double sel, int nKey,
+                                unsigned long long colUsed, double nHit) {
+  int nWant = 0;
+  for (int i = 0; i < p->s.nCol; i++)
+    if (i != p->s.iIpk && (i >= 63 ? (colUsed >> 63) & 1 : (colUsed >> i) & 1)) nWant++;
+  int nLazy = nWant - nKey;
+  if (nLazy <= 0) return 0;
+  double nCopy = nRow * sel * (nWant > nKey ? nWant : nKey) * VT_PROBE_VALUE_BYTES;
+  if (nCopy <= (double)p->pConn->nProbeCopy) return 0; /* every column copied */
+  double nChunk = nRow * nLazy * VT_PROBE_VALUE_BYTES;
+  double nKeep = (double)p->pConn->nProbeChunks;
+  if (nChunk <= nKeep) return nHit; /* each chunk decoded once; a lookup reads scattered rows */
+  double nRg = p->nZoneRg > 0 ? p->nZoneRg : ceil(nRow / VT_ROWGROUP_ROWS);
+  if (nRg < 1) nRg = 1;
+  double nTouched = nHit < nRg ? nHit : nRg;
+  return nHit + nTouched * nLazy * (1.0 - nKeep / nChunk) * (nRow / nRg);
+}
+
+/*
 ** The probe plan, if the table is the inner table of a join: its keys are
 ** the usable equalities (not IN) on numeric columns, BINARY, whose right
 ** side is not a literal (another table's column); the terms with literal
@@ -637,9 +667,9 @@ static int plan_probe(vt_tab *p, sqlite3_index_info *pInfo, double nRow,
   double nHit = rows_per_key(p, aKeyChunk, nKey, nRow) * sel;
   if (nHit < 1) nHit = 1;
   /* built once (about a scan), then a hash lookup per call: what a call
-  ** costs is its rows */
+  ** costs is its rows, and the chunks it must decode again */
   pInfo->idxNum = VT_PLAN_PROBE;
-  pInfo->estimatedCost = 2.0 + nHit;
+  pInfo->estimatedCost = 2.0 + nHit + probe_reread_cost(p, nRow, sel, nKey, colUsed, nHit);
   pInfo->estimatedRows = (sqlite3_int64)nHit;
   return 1;
 }

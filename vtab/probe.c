@@ -19,8 +19,8 @@
 ** budget (a dimension table: every read is an array access); past it, and
 ** for any column not copied, a value is read from its row group's chunk
 ** when SQLite asks for it, the chunk decoded once and cached, the cache
-** bounded by the chunk budget (chunks dropped at random: see chunk_evict).
-*csq_probe_memory(COPY_BYTES [,
+** bounded by the chunk budget (see chunk_evict for which are dropped).
+** csq_probe_memory(COPY_BYTES [,
 ** CHUNK_BYTES]) sets both budgets for the connection's later probes and
 ** returns the copy budget it replaced; the defaults are
 ** VT_PROBE_EAGER_BUDGET and VT_PROBE_CACHE_BUDGET. So a probe of
@@ -71,7 +71,7 @@ struct vt_probe {
   csq_vec **apChunk; /* [iVec * nSrc + s]: column iVec of source s, decoded, or NULL */
   uint32_t *aLoaded; /* the slots of apChunk that hold one */
   uint32_t nLoaded;
-  uint64_t tick; /* a random number generator's state (chunk_evict) */
+  uint32_t nPinned; /* aLoaded[0 .. nPinned) are kept while others can go (chunk_evict) */
   uint64_t nChunkBytes;
   uint64_t nCopyMax, nChunkMax; /* the connection's budgets when it was made */
   /* sharing (vt_probe_acquire) */
@@ -109,6 +109,7 @@ vt_probe *vt_probe_new(const vt_conn *pConn, int nVec, const uint8_t *aWant, con
   p->stamp = stamp;
   p->nCopyMax = pConn->nProbeCopy;
   p->nChunkMax = pConn->nProbeChunks;
+  p->nPinned = UINT32_MAX; /* set when the chunk budget is first reached */
   p->nRef = 1;
   p->epoch = pConn->stmtEpoch;
   return p;
@@ -502,16 +503,29 @@ int vt_probe_find(vt_probe *p, sqlite3_value **apVal, vt_probe_hits *pHits) {
   return SQLITE_OK;
 }
 
-/* Make room for nNew more bytes of chunks: drop cached ones until the cache fits its budget. Which
- *ones: a lookup of a
- ** key scattered over the table reads the row groups in table order, again
- ** for every key, and least-recently-used would then drop each chunk just
- ** before it is read again; a chunk chosen at random keeps about as much of
- ** such a sweep as fits, and costs nothing to choose. */
-static void chunk_evict(vt_probe *p, uint64_t nNew) {
+/*
+** Make room for nNew more bytes of chunks of source sKeep: drop cached ones
+** until the cache fits its budget. Which ones: a lookup of a key scattered
+** over the table reads the row groups in table order, again for every key
+** (a sweep). Least-recently-used would drop each chunk just before it is
+** read again, and chunks dropped at random still lose a share of the sweep
+** on every pass. So the chunks cached until the budget is first reached
+** stay (pinned) and later ones pass through the rest of the budget: a sweep
+** then decodes again only what never fit. The chunks of the row group
+** being read are not dropped (SQLite reads several columns of each row);
+** when only pinned chunks are left to drop, the last pinned one goes.
+*/
+static void chunk_evict(vt_probe *p, uint64_t nNew, uint32_t sKeep) {
+  if (p->nPinned == UINT32_MAX && p->nChunkBytes + nNew > p->nChunkMax) p->nPinned = p->nLoaded;
   while (p->nLoaded > 0 && p->nChunkBytes + nNew > p->nChunkMax) {
-    p->tick = p->tick * 6364136223846793005ull + 1442695040888963407ull;
-    uint32_t jOld = (uint32_t)((p->tick >> 33) % p->nLoaded);
+    uint32_t jOld = p->nLoaded;
+    for (uint32_t j = p->nPinned; j < p->nLoaded && jOld == p->nLoaded; j++)
+      if (p->aLoaded[j] % p->nSrc != sKeep) jOld = j;
+    if (jOld == p->nLoaded) {
+      if (p->nPinned == 0) break; /* only the row group being read: over budget by it */
+      p->nPinned--;
+      continue;
+    }
     uint32_t iSlot = p->aLoaded[jOld];
     p->nChunkBytes -= vec_bytes(p->apChunk[iSlot]);
     csq_vec_free(p->apChunk[iSlot]);
@@ -562,7 +576,7 @@ static int read_chunk(vt_probe *p, vt_tab *pTab, int iVec, uint32_t s, const csq
     return vt_err(&pTab->base, rc, zErr);
   }
   uint64_t nBytes = vec_bytes(v);
-  chunk_evict(p, nBytes);
+  chunk_evict(p, nBytes, s);
   p->apChunk[iSlot] = v;
   p->aLoaded[p->nLoaded++] = iSlot;
   p->nChunkBytes += nBytes;
