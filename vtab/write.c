@@ -124,6 +124,18 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   return SQLITE_OK;
 }
 
+/* The member the next row group goes to: the one holding the fewest row
+** groups in the transaction (round-robin over a stripe's members; 0 for
+** a one-device table). */
+static int next_member(vt_tab *p) {
+  int k = 0;
+  for (int j = 1; j < p->nMem; j++) {
+    store_table *a = member_table(p, j), *b = member_table(p, k);
+    if (a && b && a->nRg < b->nRg) k = j;
+  }
+  return k;
+}
+
 static uint32_t buf_rows(const vt_tab *p) {
   return p->aBuf ? p->aBuf[0].n : 0;
 }
@@ -156,7 +168,7 @@ static int add_span(vt_tab *p, store_rg *pRg, int iMem, int64_t seq0, uint32_t n
 }
 
 /* ---- The encode thread ----
-** A full row group of a single-device table without deleted rows goes to
+** A full row group without deleted rows goes to
 ** the table's encode queue (device/store/encq.c): its thread encodes it
 ** while SQLite goes on inserting, and this thread writes the encoded
 ** extent when it comes back (all device I/O of the transaction stays on
@@ -208,15 +220,18 @@ static void drain_queue(vt_tab *p, int bWait, int nMax) {
     uint32_t n = p->aQRows[p->iQHead];
     p->iQHead = (p->iQHead + 1) % VT_ENCQ_DEPTH;
     p->nQ--;
-    store_table *pTab = p->pDev->pTxn ? member_table(p, 0) : NULL;
+    /* the member is chosen now, as the synchronous path would have at this
+    ** point: row groups reach the members in the order they were filled */
+    int k = next_member(p);
+    store_table *pTab = member_table(p, k);
     if (rc == 0 && p->rcBroken && seq0 >= p->brokenSeq0) {
       /* after a failed one: nothing to keep, a rollback removes its rows */
     } else if (rc == 0 && !pTab) {
       rc = -ENOENT;
-      zErr = strdup("the table is no longer on its device");
+      zErr = dev_mprintf("the table is no longer on its device %s", p->apMem[k]->zKey);
     } else if (rc == 0) {
-      rc = store_txn_append_encoded(p->pDev->pTxn, pTab, pEnc, &zErr);
-      if (rc == 0 && add_span(p, pTab->apRg[pTab->nRg - 1], 0, seq0, n)) {
+      rc = store_txn_append_encoded(p->apMem[k]->pTxn, pTab, pEnc, &zErr);
+      if (rc == 0 && add_span(p, pTab->apRg[pTab->nRg - 1], k, seq0, n)) {
         /* written, but ROLLBACK TO could not find its rows */
         rc = -ENOMEM;
         zErr = strdup("out of memory");
@@ -306,10 +321,11 @@ static int queue_buffer(vt_tab *p, uint32_t n, int *pbDone) {
 ** row groups (round-robin over a stripe's members). bMerge: rewrite a small
 ** last row group of that member together with them (used at commit, when
 ** no savepoint can refer to the rows any more). bSync: encode them here,
-** else a full buffer of a single-device table goes to the encode thread. */
+** else a full buffer goes to the encode thread (its member is chosen when
+** the thread hands it back, in order). */
 static int flush_buffer(vt_tab *p, int bMerge, int bSync) {
   uint32_t n = buf_rows(p);
-  if (n > 0 && !bMerge && !bSync && p->nMem == 1 && !p->rcBroken && use_thread(p)) {
+  if (n > 0 && !bMerge && !bSync && !p->rcBroken && use_thread(p)) {
     int nDel = 0;
     for (uint32_t i = 0; i < n; i++) nDel += p->aBufDel[i];
     if (nDel == 0) {
@@ -321,11 +337,7 @@ static int flush_buffer(vt_tab *p, int bMerge, int bSync) {
   /* in order: what the thread holds goes first */
   int rcSettle = settle(p);
   if (rcSettle || n == 0) return rcSettle;
-  int k = 0;
-  for (int j = 1; j < p->nMem; j++) {
-    store_table *a = member_table(p, j), *b = member_table(p, k);
-    if (a && b && a->nRg < b->nRg) k = j;
-  }
+  int k = next_member(p);
   store_table *pTab = member_table(p, k);
   store_txn *t = p->apMem[k]->pTxn;
   if (!pTab) {
@@ -1113,11 +1125,7 @@ int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **p
 }
 
 int vt_import_member(vt_tab *p, int *piMem, store_txn **ppTxn, store_table **ppTab) {
-  int k = 0;
-  for (int j = 1; j < p->nMem; j++) {
-    store_table *a = member_table(p, j), *b = member_table(p, k);
-    if (a && b && a->nRg < b->nRg) k = j;
-  }
+  int k = next_member(p);
   *piMem = k;
   *ppTxn = p->apMem[k]->pTxn;
   *ppTab = member_table(p, k);
