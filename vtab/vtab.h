@@ -188,7 +188,7 @@ struct vt_tab {
   /* write state of the open transaction */
   csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
   csq_vec *aStage;  /* nCol + 1 vectors: the newest rows, after aBuf's, moved there in
-                       batches (vtab/write.c, "The stage"); empty outside xUpdate */
+                       batches and before anything looks at aBuf (vtab/write.c, "The stage") */
   uint8_t *aBufDel; /* deleted flags of buffered rows (aBuf's, then aStage's) */
   uint32_t nBufDelAlloc;
   int64_t bufSeq0; /* sequence number of aBuf row 0 */
