@@ -187,7 +187,9 @@ struct vt_tab {
   double *aNdv;     /* per chunk: distinct values estimated from the zone maps; 0 unknown */
   /* write state of the open transaction */
   csq_vec *aBuf;    /* nCol + 1 vectors, [0] = rowids: rows not yet written */
-  uint8_t *aBufDel; /* deleted flags of buffered rows */
+  csq_vec *aStage;  /* nCol + 1 vectors: the newest rows, after aBuf's, moved there in
+                       batches and before anything looks at aBuf (vtab/write.c, "The stage") */
+  uint8_t *aBufDel; /* deleted flags of buffered rows (aBuf's, then aStage's) */
   uint32_t nBufDelAlloc;
   int64_t bufSeq0; /* sequence number of aBuf row 0 */
   int64_t nSeq;    /* inserts so far in this transaction */

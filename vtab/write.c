@@ -43,6 +43,11 @@ void vt_tab_txn_reset(vt_tab *p) {
     sqlite3_free(p->aBuf);
     p->aBuf = NULL;
   }
+  if (p->aStage) {
+    for (int i = 0; i <= p->s.nCol; i++) csq_vec_free(&p->aStage[i]);
+    sqlite3_free(p->aStage);
+    p->aStage = NULL;
+  }
   sqlite3_free(p->aBufDel);
   p->aBufDel = NULL;
   p->nBufDelAlloc = 0;
@@ -108,6 +113,11 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
     if (!p->aBuf) return SQLITE_NOMEM;
     for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&p->aBuf[i]);
   }
+  if (!p->aStage) {
+    p->aStage = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(p->s.nCol + 1));
+    if (!p->aStage) return SQLITE_NOMEM;
+    for (int i = 0; i <= p->s.nCol; i++) csq_vec_init(&p->aStage[i]);
+  }
   if (!p->bInTxn) {
     store_table *pCoord = member_table(p, 0);
     p->nextRowid0 = pCoord ? pCoord->nextRowid : 1;
@@ -124,8 +134,91 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
   return SQLITE_OK;
 }
 
+/* The member the next row group goes to: the one holding the fewest row
+** groups in the transaction (round-robin over a stripe's members; 0 for
+** a one-device table). */
+static int next_member(vt_tab *p) {
+  int k = 0;
+  for (int j = 1; j < p->nMem; j++) {
+    store_table *a = member_table(p, j), *b = member_table(p, k);
+    if (a && b && a->nRg < b->nRg) k = j;
+  }
+  return k;
+}
+
+/* Rows in aBuf; those still in the stage come after them (stage_rows). */
 static uint32_t buf_rows(const vt_tab *p) {
   return p->aBuf ? p->aBuf[0].n : 0;
+}
+
+/* ---- The stage ----
+** A row group's buffer is large (nCol + 1 vectors of 64 Ki values, tens of
+** MB with the encode thread's two), so rows written into it one at a time
+** store into memory long out of cache, one cache line per column and
+** array, and push SQLite's own pages out of the cache as well. Rows are
+** therefore written into a small stage that stays in cache, and moved into
+** aBuf STAGE_ROWS at a time, one column after the other, as block copies.
+**
+** The stage is an extension of aBuf: its rows follow aBuf's in insert
+** order (aBufDel covers both). Only the insert path adds to it; everything
+** else in this file that looks at aBuf's rows, and every reader (through
+** vt_write_settle), first moves it (unstage), so that code sees aBuf
+** alone as before. */
+#define STAGE_ROWS 512
+
+static uint32_t stage_rows(const vt_tab *p) {
+  return p->aStage ? p->aStage[0].n : 0;
+}
+
+/* The larger of want and twice have (growth by doubling, so that a row
+** group filled by batches reallocates O(log n) times). */
+static uint64_t grown(uint64_t have, uint64_t want) {
+  return want > 2 * have ? want : 2 * have;
+}
+
+/* Move the stage's rows to the end of aBuf. Either all move or, out of
+** memory, none (SQLITE_NOMEM; aBuf may have grown). */
+static int unstage(vt_tab *p) {
+  uint32_t m = stage_rows(p);
+  if (m == 0) return SQLITE_OK;
+  /* room first, in every column, so that the copy below cannot fail half way */
+  for (int i = 0; i <= p->s.nCol; i++) {
+    csq_vec *v = &p->aBuf[i];
+    const csq_vec *w = &p->aStage[i];
+    uint32_t nCap = v->nCap;
+    uint64_t nHeapCap = v->nHeapCap;
+    if (v->n + m > nCap) {
+      uint64_t c = grown(nCap, (uint64_t)v->n + m);
+      if (c > (uint64_t)p->s.nRowGroup && v->n + m <= (uint32_t)p->s.nRowGroup)
+        c = (uint64_t)p->s.nRowGroup; /* a buffer never holds more than a row group */
+      if (c > UINT32_MAX) return SQLITE_NOMEM;
+      nCap = (uint32_t)c;
+    }
+    if (w->nHeap > 0 && v->nHeap + w->nHeap > nHeapCap)
+      nHeapCap = grown(nHeapCap, v->nHeap + w->nHeap);
+    if (csq_vec_reserve(v, nCap, nHeapCap)) return SQLITE_NOMEM;
+  }
+  for (int i = 0; i <= p->s.nCol; i++) {
+    csq_vec *v = &p->aBuf[i];
+    csq_vec *w = &p->aStage[i];
+    uint32_t d = v->n;
+    memcpy(v->aCls + d, w->aCls, m);
+    memcpy(v->aVal + d, w->aVal, (size_t)m * sizeof(csq_val));
+    memcpy(v->aLen + d, w->aLen, (size_t)m * sizeof(uint32_t));
+    if (w->nHeap > 0) {
+      /* the stage's bytes lie in row order from offset 0: one block, and
+      ** each TEXT or BLOB value's offset moves by where it lands */
+      uint64_t base = v->nHeap;
+      memcpy(v->aHeap + base, w->aHeap, w->nHeap);
+      for (uint32_t k = 0; k < m; k++)
+        if (w->aCls[k] == CSQ_TEXT || w->aCls[k] == CSQ_BLOB) v->aVal[d + k].off += base;
+      v->nHeap += w->nHeap;
+    }
+    v->n = d + m;
+    v->clsMask |= w->clsMask;
+    csq_vec_reset(w);
+  }
+  return SQLITE_OK;
 }
 
 static int grow(void **pa, int *pnAlloc, int n, size_t sz) {
@@ -156,7 +249,7 @@ static int add_span(vt_tab *p, store_rg *pRg, int iMem, int64_t seq0, uint32_t n
 }
 
 /* ---- The encode thread ----
-** A full row group of a single-device table without deleted rows goes to
+** A full row group without deleted rows goes to
 ** the table's encode queue (device/store/encq.c): its thread encodes it
 ** while SQLite goes on inserting, and this thread writes the encoded
 ** extent when it comes back (all device I/O of the transaction stays on
@@ -208,15 +301,18 @@ static void drain_queue(vt_tab *p, int bWait, int nMax) {
     uint32_t n = p->aQRows[p->iQHead];
     p->iQHead = (p->iQHead + 1) % VT_ENCQ_DEPTH;
     p->nQ--;
-    store_table *pTab = p->pDev->pTxn ? member_table(p, 0) : NULL;
+    /* the member is chosen now, as the synchronous path would have at this
+    ** point: row groups reach the members in the order they were filled */
+    int k = next_member(p);
+    store_table *pTab = member_table(p, k);
     if (rc == 0 && p->rcBroken && seq0 >= p->brokenSeq0) {
       /* after a failed one: nothing to keep, a rollback removes its rows */
     } else if (rc == 0 && !pTab) {
       rc = -ENOENT;
-      zErr = strdup("the table is no longer on its device");
+      zErr = dev_mprintf("the table is no longer on its device %s", p->apMem[k]->zKey);
     } else if (rc == 0) {
-      rc = store_txn_append_encoded(p->pDev->pTxn, pTab, pEnc, &zErr);
-      if (rc == 0 && add_span(p, pTab->apRg[pTab->nRg - 1], 0, seq0, n)) {
+      rc = store_txn_append_encoded(p->apMem[k]->pTxn, pTab, pEnc, &zErr);
+      if (rc == 0 && add_span(p, pTab->apRg[pTab->nRg - 1], k, seq0, n)) {
         /* written, but ROLLBACK TO could not find its rows */
         rc = -ENOMEM;
         zErr = strdup("out of memory");
@@ -231,6 +327,10 @@ static void drain_queue(vt_tab *p, int bWait, int nMax) {
 }
 
 int vt_write_settle(vt_tab *p, char **pzErr) {
+  if (unstage(p)) {
+    *pzErr = strdup("out of memory");
+    return -ENOMEM;
+  }
   drain_queue(p, 1, VT_ENCQ_DEPTH);
   if (!p->rcBroken) return 0;
   *pzErr = p->zBroken ? strdup(p->zBroken) : NULL;
@@ -306,10 +406,13 @@ static int queue_buffer(vt_tab *p, uint32_t n, int *pbDone) {
 ** row groups (round-robin over a stripe's members). bMerge: rewrite a small
 ** last row group of that member together with them (used at commit, when
 ** no savepoint can refer to the rows any more). bSync: encode them here,
-** else a full buffer of a single-device table goes to the encode thread. */
+** else a full buffer goes to the encode thread (its member is chosen when
+** the thread hands it back, in order). */
 static int flush_buffer(vt_tab *p, int bMerge, int bSync) {
+  int rcStage = unstage(p);
+  if (rcStage) return rcStage;
   uint32_t n = buf_rows(p);
-  if (n > 0 && !bMerge && !bSync && p->nMem == 1 && !p->rcBroken && use_thread(p)) {
+  if (n > 0 && !bMerge && !bSync && !p->rcBroken && use_thread(p)) {
     int nDel = 0;
     for (uint32_t i = 0; i < n; i++) nDel += p->aBufDel[i];
     if (nDel == 0) {
@@ -321,11 +424,7 @@ static int flush_buffer(vt_tab *p, int bMerge, int bSync) {
   /* in order: what the thread holds goes first */
   int rcSettle = settle(p);
   if (rcSettle || n == 0) return rcSettle;
-  int k = 0;
-  for (int j = 1; j < p->nMem; j++) {
-    store_table *a = member_table(p, j), *b = member_table(p, k);
-    if (a && b && a->nRg < b->nRg) k = j;
-  }
+  int k = next_member(p);
   store_table *pTab = member_table(p, k);
   store_txn *t = p->apMem[k]->pTxn;
   if (!pTab) {
@@ -380,7 +479,8 @@ static int locate(vt_tab *p, int64_t iRowid, int64_t *piBuf, int *piMem, int *pi
   *piBuf = -1;
   *piRg = -1;
   *piMem = 0;
-  int rcSettle = settle(p); /* rows with the encode thread are looked up on the device */
+  int rcSettle = unstage(p);
+  if (rcSettle == SQLITE_OK) rcSettle = settle(p); /* rows with the encode thread: on the device */
   if (rcSettle) return rcSettle;
   uint32_t n = buf_rows(p);
   for (uint32_t i = n; i-- > 0;) {
@@ -440,7 +540,8 @@ static int max_rowid(vt_tab *p, int64_t *pMax, int *pbAny) {
   if (!p->bMaxRowid) {
     int64_t best = 0;
     int bAny = 0;
-    int rcSettle = settle(p);
+    int rcSettle = unstage(p);
+    if (rcSettle == SQLITE_OK) rcSettle = settle(p);
     if (rcSettle) return rcSettle;
     for (int k = 0; k < p->nMem; k++) {
       store_table *pTab = member_table(p, k);
@@ -607,6 +708,15 @@ static int buffer_reserve(vt_tab *p) {
   return 0;
 }
 
+/* Room for STAGE_ROWS rows in the empty stage, and for their bytes as
+** many as the last batch had (the stage's vectors keep their buffers). */
+static int stage_reserve(vt_tab *p) {
+  for (int i = 0; i <= p->s.nCol; i++)
+    if (p->aStage[i].nCap < STAGE_ROWS && csq_vec_reserve(&p->aStage[i], STAGE_ROWS, 0))
+      return -ENOMEM;
+  return 0;
+}
+
 /* One value into its column's vector, as vt_push_value stores it (vtab/
 ** affinity.c): the classes that need no conversion are written straight
 ** into a vector with room (buffer_reserve); the rest, and a full vector,
@@ -738,7 +848,8 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   }
   if (!is_autoinc(s)) store_txn_saw_rowid(p->pDev->pTxn, pTab, iRowid);
   if (p->bMaxRowid && (!p->bMaxAny || iRowid > p->iMaxRowid)) p->iMaxRowid = iRowid, p->bMaxAny = 1;
-  uint32_t n = buf_rows(p);
+  uint32_t n0 = stage_rows(p);
+  uint32_t n = buf_rows(p) + n0; /* the row's index in the buffer */
   if (n + 1 > p->nBufDelAlloc) {
     uint32_t nNew = p->nBufDelAlloc ? p->nBufDelAlloc * 2 : 1024;
     uint8_t *a = sqlite3_realloc64(p->aBufDel, nNew);
@@ -748,16 +859,17 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   }
   if (n == 0) note_filler(p);
   int e = n == 0 && p->nSeq > 0 ? buffer_reserve(p) : 0;
-  if (e == 0) e = csq_vec_push_int(&p->aBuf[0], iRowid);
+  if (e == 0 && n0 == 0) e = stage_reserve(p);
+  if (e == 0) e = csq_vec_push_int(&p->aStage[0], iRowid);
   for (int i = 0; i < s->nCol && e == 0; i++) {
     if (i == s->iIpk)
-      e = csq_vec_push_null(&p->aBuf[i + 1]);
+      e = csq_vec_push_null(&p->aStage[i + 1]);
     else
-      e = append_value(&p->aBuf[i + 1], argv[2 + i], s->aCol[i].aff);
+      e = append_value(&p->aStage[i + 1], argv[2 + i], s->aCol[i].aff);
   }
   if (e) {
     /* keep the columns aligned: drop the partial row */
-    for (int i = 0; i <= s->nCol; i++) csq_vec_truncate(&p->aBuf[i], n);
+    for (int i = 0; i <= s->nCol; i++) csq_vec_truncate(&p->aStage[i], n0);
     return SQLITE_NOMEM;
   }
   p->aBufDel[n] = 0;
@@ -765,6 +877,7 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   p->nRowEst++; /* keeps xBestIndex's estimate current without reading the catalog */
   *pRowid = iRowid;
   if (n + 1 >= (uint32_t)s->nRowGroup) return flush_buffer(p, 0, 0);
+  if (n0 + 1 >= STAGE_ROWS) return unstage(p);
   return SQLITE_OK;
 }
 
@@ -1003,6 +1116,7 @@ int vt_release(sqlite3_vtab *pVtab, int iSavepoint) {
 ** inserted after it removed, the rowid counter as it was. */
 static int rollback_to_mark(vt_tab *p, const vt_mark *m) {
   p->bMaxRowid = 0;
+  if (unstage(p)) return SQLITE_NOMEM;
   /* the encode thread's row groups written first (spans for all rows) */
   drain_queue(p, 1, VT_ENCQ_DEPTH);
   if (p->rcBroken && m->seq <= p->brokenSeq0) {
@@ -1113,11 +1227,7 @@ int vt_import_join(vt_tab *p, vt_mark *pMark, store_txn **ppTxn, store_table **p
 }
 
 int vt_import_member(vt_tab *p, int *piMem, store_txn **ppTxn, store_table **ppTab) {
-  int k = 0;
-  for (int j = 1; j < p->nMem; j++) {
-    store_table *a = member_table(p, j), *b = member_table(p, k);
-    if (a && b && a->nRg < b->nRg) k = j;
-  }
+  int k = next_member(p);
   *piMem = k;
   *ppTxn = p->apMem[k]->pTxn;
   *ppTab = member_table(p, k);

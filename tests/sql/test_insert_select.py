@@ -262,3 +262,111 @@ print(n1, n2, threads(), c.execute("SELECT count(*), sum(a) FROM t").fetchone()[
     assert n1 == 1, "row-by-row inserts started a thread: %d" % n1
     assert n2 == 2, "INSERT ... SELECT of three row groups: %d threads" % n2
     assert n3 == 1 and rows == 5500, (n3, rows)
+
+
+def striped_pair(con, d, extra=""):
+    devs = ",".join(os.path.join(d, x) for x in ("m0.csd", "m1.csd", "m2.csd"))
+    con.execute("CREATE TABLE src(%s)" % COLS)
+    con.execute("CREATE TABLE nat(%s%s)" % (COLS, extra))
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s%s, rowgroup=%d, devices='%s')" % (COLS, extra, RG, devs))
+    return [os.path.join(d, x) for x in ("m0.csd", "m1.csd", "m2.csd")]
+
+
+def test_striped_insert_select_round_trips_and_undoes_failures():
+    """A table striped over three devices takes INSERT ... SELECT of several
+    row groups through the encode thread like a one-device table: values
+    and types as native, row groups on every member, and a statement that
+    fails half way (a constraint, a device fault), ROLLBACK TO and ROLLBACK
+    leave the table as before them."""
+    d = tmpdir()
+    db = os.path.join(d, "s.db")
+    con = connect(db)
+    extra = ", CHECK (a IS NULL OR typeof(a) != 'integer' OR a != -77)"
+    devs = striped_pair(con, d, extra)
+    rows = src_rows(7300, seed=11)
+    fill(con, "src", rows)
+    con.execute("CREATE TABLE src2(%s)" % COLS)
+    fill(con, "src2", [(-77,) + r[1:] if i == 4100 else r for i, r in enumerate(rows)])
+    size0 = [os.stat(m).st_blocks for m in devs]
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT * FROM src" % tab)
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "autocommit")
+    grown = [os.stat(m).st_blocks > s for m, s in zip(devs, size0)]
+    assert all(grown), "row groups did not reach every member: %r" % grown
+    before = rows_of(con, "t")
+    # a constraint failure at the 4101st row: four row groups went out first
+    for tab in ("nat", "t"):
+        expect_error(lambda: con.execute("INSERT INTO %s SELECT * FROM src2" % tab), "CHECK constraint failed")
+    same_rows(rows_of(con, "t"), before, "after the failed autocommit statement")
+    con.execute("BEGIN")
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT * FROM src WHERE rowid %% 4 != 1" % tab)
+        expect_error(lambda: con.execute("INSERT INTO %s SELECT * FROM src2" % tab), "CHECK constraint failed")
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after the failed statement in a transaction")
+    con.execute("SAVEPOINT s")
+    mark = rows_of(con, "t")
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT * FROM src WHERE rowid > 1000" % tab)
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "in the savepoint")
+    con.execute("ROLLBACK TO s")
+    same_rows(rows_of(con, "t"), mark, "after ROLLBACK TO")
+    same_rows(rows_of(con, "nat"), mark, "native after ROLLBACK TO")
+    con.execute("RELEASE s")
+    con.execute("COMMIT")
+    con.close()
+    con = connect(db)
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after COMMIT and reopening")
+    committed = rows_of(con, "t")
+    # a whole transaction of several row groups rolled back
+    con.execute("BEGIN")
+    con.execute("INSERT INTO t SELECT * FROM src")
+    con.execute("DELETE FROM t WHERE rowid % 5 = 0")
+    con.execute("ROLLBACK")
+    same_rows(rows_of(con, "t"), committed, "after ROLLBACK")
+    # a device fault on a member other than the coordinator while row
+    # groups come back from the thread
+    con.execute("SELECT csq_fault('op=nvm_write,nth=2,action=status:0x280', ?)", (devs[1],))
+    expect_error(lambda: con.execute("INSERT INTO t SELECT * FROM src"), "Write Fault")
+    con.execute("SELECT csq_fault(NULL, ?)", (devs[1],))
+    same_rows(rows_of(con, "t"), committed, "after the fault")
+    con.close()
+    con = connect(db)
+    same_rows(rows_of(con, "t"), committed, "after the fault and reopening")
+
+
+def test_striped_insert_select_uses_the_encode_thread():
+    """The encode thread serves striped tables too: an INSERT ... SELECT
+    filling row groups of a table over two devices starts it, and it ends
+    with the transaction."""
+    d = tmpdir()
+    code = """
+import os, sqlite3, sys
+def threads():  # io_uring's kernel workers (iou-*) aside
+    n = 0
+    for t in os.listdir('/proc/self/task'):
+        try:
+            with open('/proc/self/task/%s/comm' % t) as f:
+                n += not f.read().startswith('iou-')
+        except FileNotFoundError:
+            pass
+    return n
+c = sqlite3.connect(sys.argv[1], isolation_level=None)
+c.enable_load_extension(True)
+c.load_extension(sys.argv[2])
+c.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=1000, devices='%s,%s')"
+          % (sys.argv[3], sys.argv[4]))
+c.execute("BEGIN")
+n1 = threads()
+c.execute("WITH RECURSIVE s(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM s WHERE i < 4500) "
+          "INSERT INTO t SELECT i, 'x' || i FROM s")
+n2 = threads()
+c.execute("COMMIT")
+print(n1, n2, threads(), *c.execute("SELECT count(*), sum(a) FROM t").fetchone())
+"""
+    out = subprocess.run([sys.executable, "-c", code, os.path.join(d, "th.db"), EXT, os.path.join(d, "a.csd"),
+                          os.path.join(d, "b.csd")], capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    n1, n2, n3, rows, total = (int(x) for x in out.stdout.split())
+    assert n1 == 1, "threads before the statement: %d" % n1
+    assert n2 == 2, "striped INSERT ... SELECT of four row groups: %d threads" % n2
+    assert n3 == 1 and rows == 4500 and total == 4500 * 4501 // 2, (n3, rows, total)
