@@ -124,3 +124,21 @@ def test_in_process_device_gives_the_same_answers():
     # one Execute per piece against one per row group (60 of them)
     assert nRange < nOld and nOld >= 50, (nRange, nOld)
     con.close()
+
+
+def test_many_groups_outgrow_the_range_and_fall_back():
+    # 30000 distinct keys: the merged groups outgrow a slot's output area,
+    # the device faults the range and the scan starts over per row group
+    d = tmpdir()
+    con = connect(os.path.join(d, "t.db"))
+    con.execute("CREATE VIRTUAL TABLE t USING csq(k INTEGER, v INTEGER, device='%s', "
+                "rowgroup=1000)" % os.path.join(d, "e.csd"))
+    con.execute("CREATE TABLE n(k INTEGER, v INTEGER)")
+    rows = [(i * 7919 % 30011, i % 13) for i in range(30000)]
+    con.executemany("INSERT INTO t VALUES (?,?)", rows)
+    con.executemany("INSERT INTO n VALUES (?,?)", rows)
+    got, _, _ = view(con, "SELECT k, count(*), sum(v) FROM t GROUP BY k")
+    want = con.execute("SELECT k, count(*), sum(v) FROM n GROUP BY k").fetchall()
+    assert len(want) == 30000
+    assert sorted(got) == sorted(want)
+    con.close()
