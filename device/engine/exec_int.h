@@ -385,6 +385,10 @@ int ex_ev_one(const ex_term *et, const ex_val *v);
 /* ---- exec_compile.c: the program type's xVerify and xFree ---- */
 
 int ex_verify(const uint8_t *p, size_t n, void **ppCompiled, char *zErr, size_t nErr);
+/* xRun of the executor (exec_run.c): one row group, or with CSQ_EXEC_RANGE
+** a range of them (exec_range.c, which runs ex_run per row group). */
+int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet);
+int ex_run_range(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet);
 void ex_free(void *pv);
 
 /* ---- exec_col.c ---- */

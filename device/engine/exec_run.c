@@ -188,7 +188,8 @@ static int order_clauses(const ex_prog *ep, ex_col *aCol, uint32_t ab0, uint32_t
   return 0;
 }
 
-static int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
+int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
+  if (ctx->aParam[1] & CSQ_EXEC_RANGE) return ex_run_range(pCompiled, ctx, pRet);
   ex_prog *ep = pCompiled;
   const csq_prog *pp = &ep->p;
   ex_col *aCol = NULL;

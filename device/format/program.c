@@ -56,6 +56,10 @@ const char *csq_fault_name(uint64_t r) {
     return "arithmetic or a sum met a TEXT or BLOB value (run the aggregate on the host)";
   case CSQ_FAULT_BPF:
     return "an eBPF program failed while running";
+  case CSQ_FAULT_RANGE_STALE:
+    return "the catalog on the media differs from the host's (run row group by row group)";
+  case CSQ_FAULT_RANGE_FULL:
+    return "the merged result outgrew the output area (run row group by row group)";
   default:
     return "unknown fault";
   }

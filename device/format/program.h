@@ -223,6 +223,35 @@
 **   the result is partial without reading it).
 **   Faults: status CSQ_SC_PROGRAM_FAULT with DW0-DW1 = a CSQ_FAULT_* reason.
 **
+** RUNNING OVER A RANGE OF ROW GROUPS: aParam[1] bit 30 CSQ_EXEC_RANGE
+**   (aggregation programs only; bits 29:0 must be 0; bit 31 CSQ_EXEC_ACC
+**   and bits 63:32 as above). One Execute runs the program over nRg
+**   consecutive row groups of a table, merging them into one result, so
+**   the host sends the program's inputs once whatever the table's size:
+**   the device reads the row groups' records from the on-media catalog
+**   (device/store/FORMAT.md "Catalog": a table's records are back to back,
+**   CSQ_CATREC_HDR + CSQ_CATREC_CHUNK * nChunk bytes each), builds each
+**   job itself, reads the needed chunk blocks (and any delete bitmap) into
+**   the input area, and runs the program as above, each row group
+**   accumulating into the last one's result. Range 0 starts with:
+**     0  u32 magic    CSQ_RANGE_MAGIC ("CSQG")
+**     4  u32 nRg      row groups (records) to run, >= 1
+**     8  u64 catLba   first block of the catalog
+**    16  u64 recOff   byte offset of the first record from catLba's first byte
+**    24  u32 nChunk   chunks per record (every record must hold as many)
+**    28  u32 nScratch bytes from offset 4096 of range 0 where records and
+**                     delete bitmaps are read (a multiple of 4096, at least
+**                     the blocks one record or one bitmap spans)
+**    32  u64 recXxh3  XXH3-64 of the nRg records' bytes back to back: the
+**                     catalog the host planned with (checked, else
+**                     CSQ_FAULT_RANGE_STALE and no result)
+**    40  u32 jobOff   where in range 0 each job is built (>= 4096 + nScratch)
+**    44  20 zero bytes
+**   Range 0 must be 4096-aligned in SLM, as must range 1. The result, DW0
+**   and DW1 are those of the last row group's run. A merged result that
+**   no longer fits the output area faults with CSQ_FAULT_RANGE_FULL: the
+**   host then runs the row groups one Execute each.
+**
 ** ROW NUMBERS (version 2, header flag CSQ_PF_ROWNUM; not with CSQ_PF_AGG)
 **   The result ends with each returned row's number in its row group (its
 **   index in the chunks, ascending), and each job carries an omit mask.
@@ -358,6 +387,14 @@
 /* Execute's aParam[1] (see RUNNING A PROGRAM). */
 #define CSQ_EXEC_START_MASK 0x7FFFFFFFull
 #define CSQ_EXEC_ACC        0x80000000ull
+#define CSQ_EXEC_RANGE      0x40000000ull
+
+/* Execute over a range of row groups (see RUNNING OVER A RANGE). */
+#define CSQ_RANGE_MAGIC  0x47515343u /* "CSQG" */
+#define CSQ_RANGE_HDR    64
+#define CSQ_RANGE_SCR    4096 /* offset of the scratch area in range 0 */
+#define CSQ_CATREC_HDR   44   /* a catalog row group record, before its chunks */
+#define CSQ_CATREC_CHUNK 110  /* one chunk's entry in it (zone map included) */
 
 /* The heap holds up to two largest join filters (bloom.h) besides the
 ** constants; the rest of a program stays within 256 KiB. */
@@ -461,6 +498,8 @@ _Static_assert(CSQ_TF_BINARY == CSQ_COLL_BINARY && CSQ_TF_NOCASE == CSQ_COLL_NOC
 #define CSQ_FAULT_STALE_PROGRAM 9  /* aParam[0] is not this program's identifier */
 #define CSQ_FAULT_NOT_NUMERIC   10 /* arithmetic/SUM met a TEXT or BLOB value */
 #define CSQ_FAULT_BPF           11 /* an eBPF term's program failed (EBPF TERMS) */
+#define CSQ_FAULT_RANGE_STALE   12 /* range Execute: the catalog records are not the host's */
+#define CSQ_FAULT_RANGE_FULL    13 /* range Execute: the merged result outgrew the output area */
 const char *csq_fault_name(uint64_t reason);
 /* The reason of fault `reason` as a sentence in z[0..n): csq_fault_name,
 ** with the detail a CSQ_FAULT_BPF reason carries (EBPF TERMS). */

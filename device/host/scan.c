@@ -75,7 +75,15 @@ typedef struct scan_slot {
                ** that the slot's next Execute accumulates into */
   int bAccRun; /* the Execute in flight (or last) accumulated: its result may
                ** stop before any new row if the merged groups filled the area */
+  int bRange;  /* the Execute in flight covers a piece of row groups (range mode) */
 } scan_slot;
+
+/* Range mode: consecutive row groups [first, first + n) that one Execute
+** covers, and the XXH3 of their catalog records. */
+typedef struct scan_piece {
+  int first, n;
+  uint64_t recXxh3;
+} scan_piece;
 
 struct dev_scan {
   dev_queue *q;
@@ -118,6 +126,13 @@ struct dev_scan {
   uint64_t omit;     /* its first word for the jobs from now on (later ones are 0) */
   uint32_t *aRowNum; /* the last batch's row numbers */
   uint32_t nRowNumCap;
+  /* range mode (see "range mode" below): */
+  int bRange;         /* pieces are being run; results are read only at the end */
+  int bRangeFall;     /* a piece faulted: drain, then run row group by row group */
+  scan_piece *aPiece; /* the pieces, nPiece of them; iPiece the next to start */
+  int nPiece, iPiece;
+  uint64_t catLba, catOff; /* store_table_catpos */
+  uint32_t nChunkRec, nScratch, jobOff;
 };
 
 /* ---- registry of open scans (completion routing) ---- */
@@ -390,9 +405,10 @@ static int submit_exec(dev_scan *s, scan_slot *t) {
   e.cdw11 = 3;
   e.cdw12 = (uint32_t)s->id;
   e.cdw13 = (uint32_t)(s->id >> 32);
-  t->bAccRun = t->bAcc;
-  e.cdw14 = t->startRow | (t->bAcc ? (uint32_t)CSQ_EXEC_ACC : 0);
-  e.cdw15 = t->bAcc ? t->resCheck : s->nRowCap;
+  t->bAccRun = t->bAcc || t->bRange;
+  e.cdw14 = t->startRow | (t->bAcc ? (uint32_t)CSQ_EXEC_ACC : 0) |
+            (t->bRange ? (uint32_t)CSQ_EXEC_RANGE : 0);
+  e.cdw15 = t->bAcc ? t->resCheck : t->bRange ? 0 : s->nRowCap;
   e.prp1 = (uint64_t)(uintptr_t)t->aMr;
   t->nCid = 0;
   t->state = S_EXEC;
@@ -449,6 +465,7 @@ static int slot_start(dev_scan *s, scan_slot *t, int iRg) {
   t->nCid = 0;
   t->nPend = 0;
   t->nLba = n;
+  t->bRange = 0;
   uint32_t nJob = build_job(s, pRg, aOff, t->aJob);
   t->nJob = nJob;
   uint64_t offJob = 0;
@@ -539,6 +556,17 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
       if (rc2) return scan_fail(s, rc2, pRg, t->iRg, "Execute Program", dev_errmsg(s->q));
       return 0;
     }
+    if (t->bRange && sf == CSQ_SC_PROGRAM_FAULT &&
+        (ret == CSQ_FAULT_RANGE_STALE || ret == CSQ_FAULT_RANGE_FULL || ret == CSQ_FAULT_BAD_JOB ||
+         ret == CSQ_FAULT_BAD_RANGES)) {
+      /* the device cannot cover this piece in one run (or does not know
+      ** range Executes): nothing was handed out yet, start over per row
+      ** group once every command has completed */
+      s->bRangeFall = 1;
+      t->bAcc = 0;
+      t->state = S_FREE;
+      return 0;
+    }
     char zWhy[512];
     if (sf == CSQ_SC_PROGRAM_FAULT && !s->rcErr) s->fault = ret;
     if (sf == CSQ_SC_PROGRAM_FAULT) {
@@ -557,7 +585,10 @@ static int slot_complete(dev_scan *s, scan_slot *t, const csq_cqe *c) {
       return scan_fail(s, -EBADMSG, pRg, t->iRg, "Execute Program", "result size out of range");
     t->nRes = nBytes;
     t->resCheck = c->dw0;
-    if (s->bAcc && !bPartial && nBytes <= ACC_MAX_BYTES) {
+    if (t->bRange && bPartial)
+      return scan_fail(s, -EBADMSG, pRg, t->iRg, "Execute Program",
+                       "a range of row groups came back partial");
+    if (t->bRange || (s->bAcc && !bPartial && nBytes <= ACC_MAX_BYTES)) {
       /* keep it on the device: the slot's next row group merges into it */
       t->bAcc = 1;
       t->state = S_FREE;
@@ -784,9 +815,133 @@ static int order_free(const dev_scan *s) {
   return 1;
 }
 
+/* ---- range mode ----
+** An accumulating scan of a whole table as its committed catalog holds it
+** (store_table_catpos) runs Executes over pieces of consecutive row groups
+** (program.h, RUNNING OVER A RANGE): the device reads the catalog records,
+** the chunks and the delete bitmaps itself, so what crosses the link per
+** piece is a 64-byte header, the Execute and, at the end, one result per
+** slot, whatever the number of row groups. The row groups the zone maps
+** rule out split the pieces; the rest is cut into about one piece per slot
+** so that the device's engines work in parallel. Results are read only
+** once every piece has run: a piece the device cannot cover (the catalog
+** moved, the merged groups outgrew the output area, a device without range
+** Executes) then falls back to one Execute per row group from the start,
+** with nothing handed out twice. */
+
+static int fill_acc(dev_scan *s);
+
+static uint64_t rec_stride(const dev_scan *s) {
+  return CSQ_CATREC_HDR + (uint64_t)CSQ_CATREC_CHUNK * s->nChunkRec;
+}
+
+/* Cut the row groups the zone maps leave into pieces (counting the
+** skipped ones). 0 or -ENOMEM. */
+static int range_pieces(dev_scan *s) {
+  int nLive = 0;
+  for (int i = 0; i < s->nRg; i++) nLive += !store_rg_zone_skip(s->apRg[i], &s->prog);
+  int per = s->nSlot > 0 ? (nLive + s->nSlot - 1) / s->nSlot : nLive;
+  if (per < 1) per = 1;
+  s->aPiece = malloc(sizeof(scan_piece) * (size_t)(s->nRg + 1));
+  if (!s->aPiece) return -ENOMEM;
+  for (int i = 0; i < s->nRg;) {
+    if (store_rg_zone_skip(s->apRg[i], &s->prog)) {
+      dev_queue_stats(s->q)->row_groups_skipped++;
+      i++;
+      continue;
+    }
+    int n = 1;
+    while (i + n < s->nRg && n < per && !store_rg_zone_skip(s->apRg[i + n], &s->prog)) n++;
+    scan_piece *p = &s->aPiece[s->nPiece++];
+    p->first = i;
+    p->n = n;
+    if (store_rg_records_hash(s->apRg + i, n, &p->recXxh3)) return -ENOMEM;
+    i += n;
+  }
+  return 0;
+}
+
+/* Start piece iPiece in slot t (accumulating into what t holds): the
+** header by SLM Write, then the Execute. */
+static int slot_start_range(dev_scan *s, scan_slot *t, int iPiece) {
+  const scan_piece *p = &s->aPiece[iPiece];
+  int iLast = p->first + p->n - 1;
+  uint8_t *h = t->aJob;
+  memset(h, 0, CSQ_RANGE_HDR);
+  csq_put_le32(h, CSQ_RANGE_MAGIC);
+  csq_put_le32(h + 4, (uint32_t)p->n);
+  csq_put_le64(h + 8, s->catLba);
+  csq_put_le64(h + 16, s->catOff + rec_stride(s) * (uint64_t)p->first);
+  csq_put_le32(h + 24, s->nChunkRec);
+  csq_put_le32(h + 28, s->nScratch);
+  csq_put_le64(h + 32, p->recXxh3);
+  csq_put_le32(h + 40, s->jobOff);
+  t->iRg = iLast; /* the result's nextRow is the last row group's row count */
+  t->nRow = s->apRg[iLast]->nRow;
+  t->startRow = 0;
+  t->nRetry = 0;
+  t->nCid = 0;
+  t->nPend = 0;
+  t->bRange = 1;
+  t->aMr[0] = (csq_mrange){CSQ_NSID_SLM, 0, t->offIn, t->slm, 0};
+  t->aMr[1] = (csq_mrange){CSQ_NSID_SLM, 0, t->offOut - t->offIn, t->slm + t->offIn, 0};
+  t->aMr[2] = (csq_mrange){CSQ_NSID_SLM, 0, t->nOutCap, t->slm + t->offOut, 0};
+  t->state = S_COPY;
+  csq_sqe e;
+  sqe_init(&e, CSQ_SLM_WRITE, CSQ_NSID_SLM);
+  e.cdw10 = (uint32_t)t->slm;
+  e.cdw11 = (uint32_t)(t->slm >> 32);
+  e.cdw12 = CSQ_RANGE_HDR;
+  e.prp1 = (uint64_t)(uintptr_t)t->aJob;
+  int rc = submit(s, t, &e);
+  if (rc) return scan_fail(s, rc, s->apRg[iLast], iLast, "submitting commands", dev_errmsg(s->q));
+  return 0;
+}
+
+/* fill_acc in range mode: start pieces on free slots; once all have run,
+** read out what each slot accumulated; after a fault, drain and go back to
+** one Execute per row group. */
+static int fill_range(dev_scan *s) {
+  int bBusy = 0;
+  for (int i = 0; i < s->nSlot; i++)
+    if (s->aSlot[i].state != S_FREE) bBusy = 1;
+  if (s->bRangeFall) {
+    if (bBusy) return 0; /* the caller pumps */
+    for (int i = 0; i < s->nSlot; i++) {
+      s->aSlot[i].bAcc = 0;
+      s->aSlot[i].bRange = 0;
+    }
+    s->bRange = 0;
+    s->iNext = 0;
+    return fill_acc(s);
+  }
+  for (int i = 0; i < s->nSlot && !s->rcErr && s->iPiece < s->nPiece; i++) {
+    scan_slot *t = &s->aSlot[i];
+    if (t->state != S_FREE) continue;
+    int rc = slot_start_range(s, t, s->iPiece++);
+    if (rc) return rc;
+    bBusy = 1;
+  }
+  if (!bBusy && s->iPiece == s->nPiece) {
+    s->bRange = 0; /* every piece ran: read the results out */
+    for (int i = 0; i < s->nSlot && !s->rcErr; i++) {
+      scan_slot *t = &s->aSlot[i];
+      t->bRange = 0;
+      if (t->bAcc) {
+        t->bAcc = 0;
+        int rc = slot_read(s, t);
+        if (rc) return rc;
+      }
+    }
+    s->iNext = s->nRg; /* nothing left for fill_acc */
+  }
+  return s->rcErr;
+}
+
 /* Give every free slot its next row group, or, when none is left, read out
 ** what it accumulated. */
 static int fill_acc(dev_scan *s) {
+  if (s->bRange) return fill_range(s);
   for (int i = 0; i < s->nSlot && !s->rcErr; i++) {
     scan_slot *t = &s->aSlot[(s->iHead + i) % s->nSlot];
     if (t->state != S_FREE) continue;
@@ -815,6 +970,12 @@ static int dev_scan_next_acc(dev_scan *s, csq_vec *aOut, uint32_t *pnRows, char 
       scan_slot *u = &s->aSlot[i];
       if (u->state == S_READY && !t) t = u;
       if (u->state != S_FREE || u->bAcc) bBusy = 1;
+    }
+    if (s->bRange && !t) {
+      /* pieces still to start, or the fall back to take over: go round */
+      int bRun = 0;
+      for (int i = 0; i < s->nSlot; i++) bRun |= s->aSlot[i].state != S_FREE;
+      if (!bRun) continue;
     }
     if (!t) {
       if (!bBusy) return 0; /* the end */
@@ -1100,6 +1261,7 @@ void dev_scan_close(dev_scan *s) {
   free(s->aProg);
   free(s->aMail);
   free(s->aRowNum);
+  free(s->aPiece);
   free(s->zErr);
   free(s);
 }
@@ -1140,6 +1302,22 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   ** (host_next). With no room at all, every row group does. */
   uint64_t nLimit = UINT64_MAX, nSlm = 0, nJobMax = 8, nInMax = 8, nOutMax = 8;
   int nRanges = 1;
+  /* range mode needs the whole table as its catalog holds it (and room in
+  ** range 0 for the records and the largest delete bitmap) */
+  const char *zRange = getenv("CSQ_EXEC_RANGE"); /* "0": one Execute per row group */
+  int bRangeCand = s->prog.bAgg && nRg > 0 && apRg == pTab->apRg && nRg == pTab->nRg &&
+                   !(zRange && zRange[0] == '0') &&
+                   store_table_catpos(pTab, &s->catLba, &s->catOff) == 0;
+  if (bRangeCand) {
+    s->nChunkRec = (uint32_t)pTab->nCol + 1;
+    uint64_t nScr = pad4k(rec_stride(s)) + CSQ_LBA_SIZE;
+    for (int i = 0; i < nRg; i++) {
+      if (apRg[i]->nChunk != (int)s->nChunkRec) bRangeCand = 0;
+      if (apRg[i]->nDel && pad4k(apRg[i]->delBytes) > nScr) nScr = pad4k(apRg[i]->delBytes);
+    }
+    s->nScratch = (uint32_t)nScr;
+    s->jobOff = CSQ_RANGE_SCR + s->nScratch;
+  }
   for (;;) {
     int nFit = 0;
     nJobMax = nInMax = nOutMax = 8;
@@ -1164,6 +1342,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
       if (nIn > nInMax) nInMax = nIn;
       if (b > nOutMax) nOutMax = b;
     }
+    if (bRangeCand) nJobMax = s->jobOff + pad4k(nJobMax);
     nSlm = pad4k(nJobMax) + pad4k(nInMax) + pad4k(nOutMax);
     if (nFit == 0) {
       nSlm = 0; /* nothing to send (or nothing fits): no slot */
@@ -1209,6 +1388,12 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
   s->bAcc = s->prog.bAgg && s->nSlot > 0 && order_free(s);
   for (int i = 0; i < nRg && s->bAcc; i++)
     if (!store_rg_zone_skip(apRg[i], &s->prog) && !rg_fits(s, apRg[i])) s->bAcc = 0;
+  if (s->bAcc && bRangeCand && s->aSlot[0].offIn >= s->jobOff + CSQ_JOB_HDR) {
+    rc = range_pieces(s);
+    if (rc) goto fail;
+    s->bRange = s->nPiece > 0;
+    s->iNext = s->nRg; /* the pieces cover every row group (the fall back resets it) */
+  }
   char *zLoad = NULL;
   rc = dev_prog_load(q, s->aProg, nProg, &s->pind, &zLoad);
   s->bActivated = rc == 0;

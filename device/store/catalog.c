@@ -10,6 +10,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#define XXH_STATIC_LINKING_ONLY /* XXH3_state_t on the stack */
+#include <xxhash.h>
 #include "device/format/le.h"
 #include "device/store/store_int.h"
 
@@ -214,6 +216,50 @@ static void get_zone(store_rd *r, csq_zone *z) {
   if (z->nMinTxt > CSQ_ZONE_PREFIX || z->nMaxTxt > CSQ_ZONE_PREFIX) r->bad = 1;
 }
 
+/* One row group's record (FORMAT.md "Catalog"): CSQ_CATREC_HDR bytes,
+** then CSQ_CATREC_CHUNK per chunk, which the device reads for an Execute
+** over a range of row groups (device/engine/exec_range.c). */
+static void put_rg(store_buf *b, const store_rg *pRg) {
+  sbuf_u64(b, pRg->lba);
+  sbuf_u32(b, pRg->nblk);
+  sbuf_u32(b, pRg->nRow);
+  sbuf_u32(b, pRg->nDel);
+  sbuf_u64(b, pRg->delLba);
+  sbuf_u32(b, pRg->delBytes);
+  sbuf_u64(b, pRg->delXxh3);
+  sbuf_u32(b, (uint32_t)pRg->nChunk);
+  for (int c = 0; c < pRg->nChunk; c++) {
+    const store_chunk *pC = &pRg->aChunk[c];
+    sbuf_u32(b, pC->off);
+    sbuf_u32(b, pC->len);
+    sbuf_u64(b, pC->xxh3);
+    sbuf_u8(b, pC->enc);
+    put_zone(b, &pC->zone);
+  }
+}
+
+int store_rg_records_hash(store_rg *const *apRg, int n, uint64_t *pHash) {
+  store_buf b = {0};
+  XXH3_state_t st;
+  XXH3_64bits_reset(&st);
+  for (int g = 0; g < n && !b.oom; g++) {
+    b.n = 0;
+    put_rg(&b, apRg[g]);
+    if (!b.oom) XXH3_64bits_update(&st, b.a, b.n);
+  }
+  free(b.a);
+  if (b.oom) return -ENOMEM;
+  *pHash = XXH3_64bits_digest(&st);
+  return 0;
+}
+
+int store_table_catpos(const store_table *pTab, uint64_t *pLba, uint64_t *pOff) {
+  if (!pTab->catLba) return -ENOENT;
+  *pLba = pTab->catLba;
+  *pOff = pTab->catOff;
+  return 0;
+}
+
 int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOut, size_t *pnOut) {
   store_buf b = {0};
   sbuf_put(&b, CSQ_CAT_MAGIC, 8);
@@ -222,7 +268,7 @@ int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOu
   sbuf_u64(&b, pSnap->gen);
   sbuf_u32(&b, nextTabId);
   for (int t = 0; t < pSnap->nTab; t++) {
-    const store_table *pTab = pSnap->apTab[t];
+    store_table *pTab = pSnap->apTab[t];
     sbuf_u32(&b, pTab->id);
     sbuf_str(&b, pTab->zName);
     sbuf_u32(&b, (uint32_t)pTab->nCol);
@@ -233,25 +279,8 @@ int store_cat_encode(const store_snap *pSnap, uint32_t nextTabId, uint8_t **ppOu
     }
     sbuf_u64(&b, (uint64_t)pTab->nextRowid);
     sbuf_u32(&b, (uint32_t)pTab->nRg);
-    for (int g = 0; g < pTab->nRg; g++) {
-      const store_rg *pRg = pTab->apRg[g];
-      sbuf_u64(&b, pRg->lba);
-      sbuf_u32(&b, pRg->nblk);
-      sbuf_u32(&b, pRg->nRow);
-      sbuf_u32(&b, pRg->nDel);
-      sbuf_u64(&b, pRg->delLba);
-      sbuf_u32(&b, pRg->delBytes);
-      sbuf_u64(&b, pRg->delXxh3);
-      sbuf_u32(&b, (uint32_t)pRg->nChunk);
-      for (int c = 0; c < pRg->nChunk; c++) {
-        const store_chunk *pC = &pRg->aChunk[c];
-        sbuf_u32(&b, pC->off);
-        sbuf_u32(&b, pC->len);
-        sbuf_u64(&b, pC->xxh3);
-        sbuf_u8(&b, pC->enc);
-        put_zone(&b, &pC->zone);
-      }
-    }
+    pTab->catOff = b.n; /* the caller records catLba once the catalog is written */
+    for (int g = 0; g < pTab->nRg; g++) put_rg(&b, pTab->apRg[g]);
   }
   if (b.oom) {
     free(b.a);
@@ -298,6 +327,7 @@ int store_cat_decode(const uint8_t *p, size_t n, store_snap **ppSnap, uint32_t *
     pTab->nextRowid = (int64_t)srd_u64(&r);
     uint32_t nRg = srd_u32(&r);
     if (r.bad || nRg > n / 32) goto bad;
+    pTab->catOff = r.i; /* the caller sets catLba, where it read the catalog */
     pTab->apRg = calloc((size_t)nRg + 1, sizeof(store_rg *));
     if (!pTab->apRg) goto oom;
     pTab->nRgAlloc = (int)nRg + 1;

@@ -310,6 +310,7 @@ static int read_catalog(store *p, dev_queue *q, const store_sb *pSb, store_snap 
     free(zErr);
     return rc;
   }
+  for (int i = 0; i < (*ppSnap)->nTab; i++) (*ppSnap)->apTab[i]->catLba = pSb->catLba;
   if ((*ppSnap)->gen != pSb->gen) {
     store_snap_free_tables(*ppSnap);
     free(*ppSnap);
@@ -365,6 +366,7 @@ int store_write_catalog(store *p, dev_queue *q, store_snap *s, uint32_t nextTabI
     pSb->catBytes = n;
     pSb->catXxh3 = csq_checksum(buf, n);
   }
+  for (int i = 0; i < s->nTab; i++) s->apTab[i]->catLba = rc == 0 ? lba : 0;
   free(buf);
   return rc;
 }

@@ -81,6 +81,11 @@ struct store_table {
   int nRg;
   int nRgAlloc;
   store_rg **apRg;
+  /* Where this table's row group records are in the on-media catalog of
+  ** the snapshot it belongs to (see store_table_catpos); 0 = not known,
+  ** as for a transaction's working copy. */
+  uint64_t catLba; /* the catalog's first block */
+  uint64_t catOff; /* byte offset of row group record 0 in it */
 };
 
 struct store_snap {
@@ -120,6 +125,18 @@ int store_snapshot(store *p, dev_queue *pQ, store_snap **ppSnap, char **pzErr);
 void store_snap_unref(store_snap *pSnap);
 void store_snap_ref(store_snap *pSnap); /* one more reference */
 store_table *store_snap_table(const store_snap *pSnap, const char *zName);
+
+/* Where the catalog records of pTab's row groups lie on the media, for a
+** device that reads them itself (an Execute over a range of row groups,
+** device/format/program.h): the records of apRg[i] start at byte
+** *pOff + i * (CSQ_CATREC_HDR + CSQ_CATREC_CHUNK * nChunk) from block *pLba.
+** 0, or -ENOENT when pTab is not a committed snapshot's table as the
+** catalog holds it (a transaction's working copy, a clone). */
+int store_table_catpos(const store_table *pTab, uint64_t *pLba, uint64_t *pOff);
+/* XXH3-64 of the catalog records of row groups apRg[0..n), back to back,
+** as store_cat_encode writes them: what a device reading them must find.
+** 0 with *pHash, or -ENOMEM. */
+int store_rg_records_hash(store_rg *const *apRg, int n, uint64_t *pHash);
 
 /* Read chunks of a row group: aiCol[i] is a column index, or -1 for rowids;
 ** values are appended to aOut[i] (caller-initialised vectors). */
