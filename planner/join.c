@@ -175,14 +175,19 @@ static int jp_collated(jp *s, const pl_expr *e) {
   return 0;
 }
 
-/* The conjuncts of e into ap[n..nMax); the new count (nMax + 1 if they do
-** not fit). */
-static int jp_conjuncts(const pl_expr *e, const pl_expr **ap, int n, int nMax) {
-  if (e->op == PL_E_AND)
-    return jp_conjuncts(e->pRight, ap, jp_conjuncts(e->pLeft, ap, n, nMax), nMax);
+/* The operands of e's tree of op (PL_E_AND: its conjuncts, PL_E_OR: its
+** disjuncts) into ap[n..nMax); the new count (nMax + 1 if they do not
+** fit). */
+static int jp_operands(const pl_expr *e, int op, const pl_expr **ap, int n, int nMax) {
+  if (e->op == op)
+    return jp_operands(e->pRight, op, ap, jp_operands(e->pLeft, op, ap, n, nMax), nMax);
   if (n >= nMax) return nMax + 1;
   ap[n] = e;
   return n + 1;
+}
+
+static int jp_conjuncts(const pl_expr *e, const pl_expr **ap, int n, int nMax) {
+  return jp_operands(e, PL_E_AND, ap, n, nMax);
 }
 
 /* Is conjunct c one of every disjunct of e (an OR tree)? */
@@ -221,20 +226,9 @@ static const pl_expr *jp_col_values(const pl_expr *e, const pl_expr **ap, int *p
 ** OR itself stays where it was; an implied filter the device does not take
 ** is dropped, never handed to SQLite. */
 static void jp_implied(jp *s, const pl_expr *e) {
-  const pl_expr *aDis[32], *aConj[32], *stack[32];
-  int nDis = 0, nStack = 0;
-  stack[nStack++] = e;
-  while (nStack) { /* the disjuncts, in any order */
-    const pl_expr *d = stack[--nStack];
-    if (d->op == PL_E_OR && nStack + 2 <= 32) {
-      stack[nStack++] = d->pLeft;
-      stack[nStack++] = d->pRight;
-    } else if (d->op == PL_E_OR || nDis >= 32) {
-      return;
-    } else {
-      aDis[nDis++] = d;
-    }
-  }
+  const pl_expr *aDis[32], *aConj[32];
+  int nDis = jp_operands(e, PL_E_OR, aDis, 0, 32);
+  if (nDis > 32) return; /* every disjunct must hold the column */
   int nConj = jp_conjuncts(aDis[0], aConj, 0, 32);
   for (int i = 0; i < nConj && i < 32 && !s->bFail; i++) {
     const pl_expr *aLit[64];
@@ -360,8 +354,8 @@ static void jp_check_subqueries(jp *s, const pl_expr *e) {
 
 /* The non-NULL values of uncorrelated subquery term e ("x IN (SELECT
 ** ...)"), run once per plan: *pap (owned by s) and *pn, *pbFit 0 when there
-** are more than JP_SUB_MAX_VALUES or the subquery does not give one column. Returns SQLITE_OK or
-*SQLite's error (s fails with its message). */
+** are more than JP_SUB_MAX_VALUES or the subquery does not give one column.
+** Returns SQLITE_OK or SQLite's error (s fails with its message). */
 static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn, int *pbFit) {
   for (int i = 0; i < s->nSub; i++)
     if (s->aSub[i] == e) {
@@ -428,9 +422,9 @@ static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn,
 ** does the same), and a NULL among them cannot make a WHERE term true.
 ** 1 pushed, 0 not (the term stays for SQLite), -1 the program is full. */
 static int jp_push_in_select(jp *s, int t, csq_pb *b, const pl_expr *e, int *pbEmpty) {
-  int c;
+  int tCol, c;
   if ((e->flags & PL_F_NOT) || e->pLeft->op != PL_E_COLUMN ||
-      jp_resolve(s, e->pLeft, 0, &t, &c) != 1)
+      jp_resolve(s, e->pLeft, 0, &tCol, &c) != 1 || tCol != t)
     return 0;
   char aff = c == s->aTi[t].iIpk ? 'D' : s->aAff[t][c];
   if (aff < 'C') return 0;
