@@ -225,13 +225,9 @@ def test_rowid_lookups_see_rows_in_flight():
     same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after COMMIT")
 
 
-def test_encode_thread_only_for_one_statement_filling_a_row_group():
-    """In a process of one thread, row-by-row INSERTs (a shell's .import)
-    encode on the inserting thread, so stdio stays lock-free; an INSERT ...
-    SELECT that fills row groups starts the encode thread, which ends with
-    the transaction."""
-    db = os.path.join(tmpdir(), "th.db")
-    code = """
+# The start of a child program that counts its own threads (io_uring's kernel
+# workers aside) with csq loaded on a connection c to argv[1].
+COUNT_THREADS = """
 import os, sqlite3, sys
 def threads():  # io_uring's kernel workers (iou-*) aside
     n = 0
@@ -245,6 +241,16 @@ def threads():  # io_uring's kernel workers (iou-*) aside
 c = sqlite3.connect(sys.argv[1], isolation_level=None)
 c.enable_load_extension(True)
 c.load_extension(sys.argv[2])
+"""
+
+
+def test_encode_thread_only_for_one_statement_filling_a_row_group():
+    """In a process of one thread, row-by-row INSERTs (a shell's .import)
+    encode on the inserting thread, so stdio stays lock-free; an INSERT ...
+    SELECT that fills row groups starts the encode thread, which ends with
+    the transaction."""
+    db = os.path.join(tmpdir(), "th.db")
+    code = COUNT_THREADS + """
 c.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=1000)")
 c.execute("BEGIN")
 for i in range(2500):
@@ -339,20 +345,7 @@ def test_striped_insert_select_uses_the_encode_thread():
     filling row groups of a table over two devices starts it, and it ends
     with the transaction."""
     d = tmpdir()
-    code = """
-import os, sqlite3, sys
-def threads():  # io_uring's kernel workers (iou-*) aside
-    n = 0
-    for t in os.listdir('/proc/self/task'):
-        try:
-            with open('/proc/self/task/%s/comm' % t) as f:
-                n += not f.read().startswith('iou-')
-        except FileNotFoundError:
-            pass
-    return n
-c = sqlite3.connect(sys.argv[1], isolation_level=None)
-c.enable_load_extension(True)
-c.load_extension(sys.argv[2])
+    code = COUNT_THREADS + """
 c.execute("CREATE VIRTUAL TABLE t USING csq(a INTEGER, b TEXT, rowgroup=1000, devices='%s,%s')"
           % (sys.argv[3], sys.argv[4]))
 c.execute("BEGIN")
