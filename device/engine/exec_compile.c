@@ -104,14 +104,19 @@ static int double_exact(const csq_pconst *k, double *pr) {
 }
 
 static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t, char *zErr, size_t nErr) {
+  static const csq_pconst kNull = {CSQ_NULL, 0, 0, 0, NULL};
   const csq_prog *p = &ep->p;
   memset(et, 0, sizeof(*et));
   et->t = *t;
-  et->a = &p->aConst[t->op == CSQ_OP_ISNULL || t->op == CSQ_OP_NOTNULL ? 0 : t->k0];
-  if (p->nConst == 0) {
-    static const csq_pconst kNull = {CSQ_NULL, 0, 0, 0, NULL};
-    et->a = &kNull;
+  if (t->op == CSQ_OP_COLCMP) {
+    /* k0 is an input slot, not a constant: no plan over constants */
+    et->a = et->b = &kNull;
+    et->coll = t->flags & CSQ_TF_COLL_MASK;
+    et->ip = IP_GENERIC;
+    return 0;
   }
+  et->a = &p->aConst[t->op == CSQ_OP_ISNULL || t->op == CSQ_OP_NOTNULL ? 0 : t->k0];
+  if (p->nConst == 0) et->a = &kNull;
   et->b = t->op == CSQ_OP_BETWEEN ? &p->aConst[t->k1] : et->a;
   et->coll = t->flags & CSQ_TF_COLL_MASK;
   et->bNot = (t->flags & CSQ_TF_NOT) != 0;

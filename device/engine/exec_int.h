@@ -15,6 +15,7 @@
 **   exec_run.c      xRun: the job, the filter loop, and dev_ptype_csq
 **   exec_bpf.c      eBPF terms: a user's program (bpf_rt.c) over a selection
 **   exec_bloom.c    join filter terms over integer and real columns
+**   exec_colcmp.c   column comparison terms: two input columns of a row
 **
 ** Execution is batch at a time: CSQ_PROG_BATCH rows, a selection vector of
 ** row numbers, and per term a typed loop chosen once per chunk and term
@@ -32,6 +33,8 @@
 **     selected rows' values a vector at a time and probe the filter
 **     (exec_bloom.c); a dictionary's entries, and the codes of a narrow
 **     frame-of-reference chunk, are probed once each;
+**   - column comparisons (CSQ_OP_COLCMP): integer and real pairs as
+**     vectors of the batch, other pairs value by value (exec_colcmp.c);
 **   - plain text/blob and mixed (tagged) chunks: the generic evaluator.
 ** Qualifying rows are then written column by column into the output area in
 ** the result format of program.h. A grouped program (version 2, AGGREGATION
@@ -461,6 +464,13 @@ int ex_bpf_values(const ex_term *et, ex_col *aCol, uint32_t b0, uint32_t nb, con
 ** group, built on first use (the caller frees it). */
 int ex_bloom_eval(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                   uint32_t n, uint8_t *aM, uint8_t **ppDict, int *pRc);
+
+/* ---- exec_colcmp.c ---- */
+
+/* aM[k] = column comparison et (x in cx, y in cy) on row aSel[k] of
+** aligned batch [b0, b0+nb). 0 (it cannot fault). */
+int ex_colcmp_eval(const ex_term *et, ex_col *cx, ex_col *cy, uint32_t b0, uint32_t nb,
+                   const uint32_t *aSel, uint32_t n, uint8_t *aM);
 
 /* ---- exec_top.c ---- */
 

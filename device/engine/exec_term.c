@@ -178,7 +178,8 @@ static int dict_mask(const ex_term *et, const ex_col *c, uint8_t **ppDict) {
 **    usually form one run of codes (dict_mask). */
 int ex_term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr, int *pRc) {
   memset(pr, 0, sizeof(*pr));
-  if (et->t.op == CSQ_OP_BPF) return 0; /* reads several columns: never one range */
+  /* these read several columns: never one range of one's codes */
+  if (et->t.op == CSQ_OP_BPF || et->t.op == CSQ_OP_COLCMP) return 0;
   if (c->kind == K_INT && et->ip == IP_RANGE && !et->bEmpty && c->d.enc == CSQ_ENC_INT_FOR &&
       c->d.width < 64) {
     pr->top = ((uint64_t)1 << c->d.width) - 1;
@@ -237,8 +238,11 @@ int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const u
                  uint32_t n, uint8_t *aM, uint8_t **ppDict) {
   uint32_t k;
   ex_val v;
-  /* an eBPF term reads several inputs: every caller passes c as
-  ** &aCol[et->t.slot] of the execution's input columns, so c - slot is aCol */
+  /* an eBPF term or a column comparison reads several inputs: every caller
+  ** passes c as &aCol[et->t.slot] of the execution's input columns, so
+  ** c - slot is aCol */
+  if (et->t.op == CSQ_OP_COLCMP)
+    return ex_colcmp_eval(et, c, c - et->t.slot + et->t.k0, b0, nb, aSel, n, aM);
   if (et->t.op == CSQ_OP_BPF) {
     int rc = ex_bpf_eval(et, c - et->t.slot, b0, nb, aSel, n, aM);
     if (et->t.flags & CSQ_TF_NOT)

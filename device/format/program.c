@@ -113,7 +113,7 @@ void csq_prog_clear(csq_prog *p) {
 static const char *op_name(int op) {
   static const char *az[] = {"?",  "EQ",   "NE",    "LT",     "LE",      "GT",
                              "GE", "IS",   "ISNOT", "ISNULL", "NOTNULL", "BETWEEN",
-                             "IN", "LIKE", "GLOB",  "BPF",    "BLOOM"};
+                             "IN", "LIKE", "GLOB",  "BPF",    "BLOOM",   "COLCMP"};
   return op >= 0 && op <= CSQ_OP_MAX ? az[op] : "?";
 }
 
@@ -157,6 +157,21 @@ static int bloom_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, c
   return 0;
 }
 
+/* A column comparison (COLUMN COMPARISONS in program.h): the other input
+** slot in k0, the comparison in k1, flags a collation and an affinity. */
+static int colcmp_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, const csq_prog *pp,
+                             char *zErr, size_t nErr) {
+  if (t->k0 >= (uint32_t)pp->nIn)
+    return verr(zErr, nErr, "%s %u (COLCMP): second input slot %u out of range (%d inputs)", zWhat,
+                i, t->k0, pp->nIn);
+  if (t->k1 < CSQ_OP_EQ || t->k1 > CSQ_OP_ISNOT)
+    return verr(zErr, nErr, "%s %u (COLCMP): comparison %u is not one of EQ..ISNOT", zWhat, i,
+                t->k1);
+  if (t->flags & ~(CSQ_TF_COLL_MASK | CSQ_TF_AFF_MASK))
+    return verr(zErr, nErr, "%s %u (COLCMP): flags other than collation and affinity", zWhat, i);
+  return 0;
+}
+
 /* Check one 16-byte term at q (the i-th of its list, named zWhat in
 ** messages) against the program's inputs and constants, and decode it into
 ** *t. 0 or -EINVAL with a message. */
@@ -197,6 +212,7 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
     return verr(zErr, nErr, "%s %u (%s): ESCAPE code point %u invalid", zWhat, i, zOp, t->esc);
   if (t->op == CSQ_OP_BPF) return bpf_term_check(t, i, zWhat, pp, zErr, nErr);
   if (t->op == CSQ_OP_BLOOM) return bloom_term_check(t, i, zWhat, pp, zErr, nErr);
+  if (t->op == CSQ_OP_COLCMP) return colcmp_term_check(t, i, zWhat, pp, zErr, nErr);
   uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
   switch (t->op) {
   case CSQ_OP_ISNULL:
@@ -709,6 +725,16 @@ int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t
   return 0;
 }
 
+int csq_pb_colcmp(csq_pb *b, int cmp, int flags, int slot, int slot2) {
+  if (b->rc) return b->rc;
+  if (cmp < CSQ_OP_EQ || cmp > CSQ_OP_ISNOT || (flags & ~(CSQ_TF_COLL_MASK | CSQ_TF_AFF_MASK)) ||
+      (flags & CSQ_TF_COLL_MASK) == CSQ_TF_COLL_MASK ||
+      (flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK || slot < 0 || slot >= b->nIn || slot2 < 0 ||
+      slot2 >= b->nIn)
+    return pb_fail(b, -EINVAL);
+  return csq_pb_term(b, CSQ_OP_COLCMP, flags, slot, slot2, cmp, 0);
+}
+
 int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t nBytes) {
   if (b->rc) return b->rc;
   if ((flags & ~CSQ_TF_AFF_MASK) || (flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK || slot < 0 ||
@@ -990,6 +1016,8 @@ static int bloom_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) 
 static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
   if (t->op == CSQ_OP_BPF) return 1; /* a program may keep any row, NULLs too */
   if (t->op == CSQ_OP_BLOOM) return bloom_may(pp, t, z);
+  /* one zone bounds each column, not how a row pairs their values */
+  if (t->op == CSQ_OP_COLCMP) return 1;
   int bNull = z->nNull > 0, bVal = z->nNull < z->nVal;
   if (z->nVal == 0) return 0;
   const csq_pconst *a = &pp->aConst[t->k0];

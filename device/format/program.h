@@ -11,7 +11,8 @@
 **   the rows that are not deleted and satisfy a predicate, and return some of
 **   the inputs (the outputs) of those rows, in row order. The predicate is a
 **   conjunction (AND) of clauses; a clause is a disjunction (OR) of one or
-**   more terms; a term compares one input column with constants.
+**   more terms; a term compares one input column with constants, or with
+**   another input column of the same row (COLUMN COMPARISONS).
 **
 ** TERMINATION
 **   A program has no jumps and no loops: the executor runs every clause once
@@ -73,6 +74,8 @@
 **   GLOB               x GLOB a                a TEXT or NULL, esc = 0, k1 = 0
 **   BPF                a user's eBPF program over several inputs (below)
 **   BLOOM              x may be in a join's key set (JOIN FILTERS, below)
+**   COLCMP             x op y, y = the row's value of input slot k0
+**                      (COLUMN COMPARISONS, below)
 **   Flag CSQ_TF_NOT negates BETWEEN, IN, LIKE and GLOB (only those) with
 **   SQL's three-valued logic: the row qualifies only where the un-negated
 **   term is FALSE (not NULL). So NOT IN with a NULL in the list, or NOT LIKE a
@@ -150,6 +153,27 @@
 **   the limits below. Zone maps skip a row group whose column is all NULL,
 **   holds one value, or holds integers only within a range of at most
 **   4096 values, when the filter holds none of them.
+**
+** COLUMN COMPARISONS (op CSQ_OP_COLCMP)
+**   "x op y" for two input columns of one row, as in WHERE l_commitdate <
+**   l_receiptdate: slot is x's input slot, k0 is y's (< nIn; it may equal
+**   slot), k1 is the comparison op, one of CSQ_OP_EQ NE LT LE GT GE IS
+**   ISNOT, esc is 0, and flags hold no more than a collation and an
+**   affinity (CSQ_TF_COLL_MASK, CSQ_TF_AFF_*: informative): no NOT. The
+**   verifier refuses anything else (k0 out of range, another k1, a NOT or
+**   LIKE flag, an escape), each with its reason. Semantics are those of
+**   COMPARISON SEMANTICS above with y in the place of the constant: NULL on
+**   either side makes EQ..GE not true, IS is true when both are NULL or
+**   they compare equal, ISNOT is its negation; numbers compare exactly
+**   across INTEGER and REAL, TEXT by the term's collation. Neither value
+**   is converted: the planner sends such a term only where SQLite would
+**   not convert either column for the comparison (both of one affinity,
+**   or both numeric), so the stored values are what SQLite compares. A
+**   condition of CASE may be one too (the executor runs condition terms
+**   as filter terms). Zone maps never skip a row group for one. The op
+**   number is new in this version's readers; programs without it keep
+**   their bytes, so no version number changes (an older verifier refuses
+**   the opcode as unknown, never misreads it).
 **
 ** LIMITS: nTotal <= CSQ_PROG_MAX_BYTES, and the CSQ_PROG_MAX_* counts below;
 **   a LIKE or GLOB pattern holds at most CSQ_PROG_MAX_PATTERN bytes (so
@@ -467,7 +491,8 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_OP_GLOB    14
 #define CSQ_OP_BPF     15 /* a user's eBPF program (EBPF TERMS) */
 #define CSQ_OP_BLOOM   16 /* x may be in a join's key set (JOIN FILTERS) */
-#define CSQ_OP_MAX     16
+#define CSQ_OP_COLCMP  17 /* x op another input column (COLUMN COMPARISONS) */
+#define CSQ_OP_MAX     17
 
 /* Term flags. */
 #define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB / BPF */
@@ -641,6 +666,12 @@ int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t
 ** (copied into the program; nBytes: csq_bloom_size_ok). flags: 0 or a
 ** CSQ_TF_AFF_* only (-EINVAL for CSQ_TF_NOT or a collation). */
 int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t nBytes);
+/* Add a column comparison (COLUMN COMPARISONS) to the current clause:
+** input slot `slot` cmp input slot `slot2`, cmp one of CSQ_OP_EQ .. ISNOT,
+** flags a collation and an affinity only (-EINVAL otherwise). For a
+** condition of CASE: csq_pb_cond(b, CSQ_OP_COLCMP, flags, slot, slot2,
+** cmp, 0). */
+int csq_pb_colcmp(csq_pb *b, int cmp, int flags, int slot, int slot2);
 /* Ask for row numbers (CSQ_PF_ROWNUM) in the results of a program without
 ** aggregation. */
 void csq_pb_rownums(csq_pb *b);
