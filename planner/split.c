@@ -17,6 +17,14 @@
 **     slots the host function would use, so exact too. As a GROUP BY key or
 **     an aggregate's whole argument (sum(csq_bpf(...))), the same call is a
 **     CSQ_EX_BPF expression: an INTEGER per row.
+**     "column op column" over two columns of the table (the rowid too): a
+**     column comparison term (program.h, COLUMN COMPARISONS) when SQLite
+**     would convert neither value first (both columns of one affinity, or
+**     both numeric: sp_cmp_exact) and compares under BINARY, NOCASE or
+**     RTRIM (an explicit COLLATE; a column declaring a collation keeps the
+**     query on the host, as everywhere here). A query without aggregates
+**     whose WHERE holds one, like one that calls csq_bpf, gets a row plan
+**     (sp_plan_rows): SQLite could offer the table neither.
 **   GROUP BY keys and aggregate arguments: columns, numeric literals and
 **     + - * / and unary minus over columns of numeric affinity (the device
 **     does SQLite's integer/real arithmetic; text would need SQLite's
@@ -62,6 +70,7 @@ typedef struct sp {
   int nTerm;
   sqlite3_str *pHost;
   sqlite3_str *pBpf; /* the eBPF calls the program runs, for csq_explain */
+  sqlite3_str *pCmp; /* the column comparisons it runs, for csq_explain (or NULL) */
   /* a row plan (sp_plan_rows): output 0 is the rowid (aKey[0] NULL, nKey
   ** 1), output 1 + k column chunk aRowChunk[k] (aAgg[k], nAgg of them) */
   int bRows;
@@ -311,6 +320,81 @@ static int sp_bpf_term(sp *s, const pl_expr *eTerm) {
   return 1;
 }
 
+/* The collation flags (CSQ_TF_*) of collation zName, or -1 for one the
+** device does not have. */
+static int sp_coll_flags(const char *zName) {
+  if (sqlite3_stricmp(zName, "BINARY") == 0) return CSQ_TF_BINARY;
+  if (sqlite3_stricmp(zName, "NOCASE") == 0) return CSQ_TF_NOCASE;
+  if (sqlite3_stricmp(zName, "RTRIM") == 0) return CSQ_TF_RTRIM;
+  return -1;
+}
+
+/* e without its COLLATE operators; *pColl = the collation of the
+** outermost one (the one SQLite uses: sp_coll_flags), -2 if there is none. */
+static const pl_expr *sp_uncollate(const pl_expr *e, int *pColl) {
+  *pColl = -2;
+  for (; e && e->op == PL_E_COLLATE; e = e->pLeft)
+    if (*pColl == -2) *pColl = sp_coll_flags(e->zName);
+  return e;
+}
+
+/* Is a comparison between columns of affinities a and b (vtab.h letters:
+** 'A' none, 'B' TEXT, 'C' NUMERIC, 'D' INTEGER, 'E' REAL) one where SQLite
+** converts neither value? Then the stored values are what it compares
+** (datatype3.html, "Type Conversions Prior To Comparison": a numeric
+** affinity against TEXT or none applies NUMERIC to the other side, TEXT
+** against none applies TEXT; two numeric affinities, or equal ones, apply
+** nothing that changes a stored value). */
+static int sp_cmp_exact(char a, char b) {
+  return a == b || (a >= 'C' && b >= 'C');
+}
+
+/* A WHERE conjunct "x op y" over two columns of the table (op a CSQ_OP_*
+** comparison, the rowid counting as a column): a column comparison term
+** (program.h, COLUMN COMPARISONS) when SQLite converts neither value and
+** compares under BINARY, NOCASE or RTRIM; else s fails, as the term must
+** stay with SQLite. 0 if e is not of that shape (nothing done). */
+static int sp_colcmp_term(sp *s, const pl_expr *e, int op) {
+  int collL, collR;
+  const pl_expr *pL = sp_uncollate(e->pLeft, &collL), *pR = sp_uncollate(e->pRight, &collR);
+  if (!pL || !pR || pL->op != PL_E_COLUMN || pR->op != PL_E_COLUMN) return 0;
+  char affL = 0, affR = 0;
+  int iL = sp_column(s, pL, &affL), iR = sp_column(s, pR, &affR);
+  if (iL < 0 || iR < 0) return 0;
+  /* SQLite takes an explicit COLLATE of the left operand, then one of the
+  ** right; else a column's own, and sp_column refused every column that
+  ** declares one other than BINARY */
+  int coll = collL != -2 ? collL : collR != -2 ? collR : CSQ_TF_BINARY;
+  if (coll < 0) {
+    sp_fail_expr(s, "the WHERE term %s uses a collation the device does not have", e);
+    return 1;
+  }
+  if (!sp_cmp_exact(affL, affR)) {
+    sp_fail_expr(s,
+                 "the WHERE term %s compares columns whose affinities differ (SQLite converts "
+                 "one side first)",
+                 e);
+    return 1;
+  }
+  if (s->bFail) return 1;
+  int aff = affL >= 'C' ? CSQ_TF_AFF_NUMERIC : affL == 'B' ? CSQ_TF_AFF_TEXT : CSQ_TF_AFF_NONE;
+  s->nTerm++; /* from here on b changes */
+  int slotL = csq_pb_input(s->b, (uint32_t)iL);
+  int slotR = slotL < 0 ? slotL : csq_pb_input(s->b, (uint32_t)iR);
+  if (slotR < 0 || csq_pb_clause(s->b) < 0 ||
+      csq_pb_colcmp(s->b, op, coll | aff, slotL, slotR) < 0) {
+    sp_fail(s, "program limit reached%s", "");
+    return 1;
+  }
+  if (s->pCmp) {
+    char *z = sp_text(s, e);
+    if (sqlite3_str_length(s->pCmp)) sqlite3_str_appendall(s->pCmp, "; ");
+    sqlite3_str_appendall(s->pCmp, z ? z : "?");
+    sqlite3_free(z);
+  }
+  return 1;
+}
+
 /* One conjunct of WHERE. */
 static void sp_where_term(sp *s, const pl_expr *e) {
   char aff = 0;
@@ -322,6 +406,7 @@ static void sp_where_term(sp *s, const pl_expr *e) {
   }
   if ((e->op == PL_E_FUNC || e->op == PL_E_NOT) && sp_bpf_term(s, e)) return;
   int op = cmp_op(e->op);
+  if (op && sp_colcmp_term(s, e, op)) return;
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
     if ((iChunk = sp_column(s, pCol, &aff)) < 0) {
@@ -578,9 +663,22 @@ static void sp_host(sp *s);
 static int sp_has_bpf(const pl_expr *e);
 static void sp_plan_rows(sp *s);
 
+/* Is a conjunct of WHERE e a comparison of two columns (sp_colcmp_term's
+** shape; whether it runs exactly is its business)? */
+static int sp_has_colcmp(const pl_expr *e) {
+  if (!e) return 0;
+  if (e->op == PL_E_AND) return sp_has_colcmp(e->pLeft) || sp_has_colcmp(e->pRight);
+  int c1, c2;
+  const pl_expr *l = cmp_op(e->op) ? sp_uncollate(e->pLeft, &c1) : NULL;
+  const pl_expr *r = l ? sp_uncollate(e->pRight, &c2) : NULL;
+  return l && r && l->op == PL_E_COLUMN && r->op == PL_E_COLUMN;
+}
+
 static void sp_plan(sp *s) {
   pl_ast *a = s->a;
-  if (!a->bAgg && sp_has_bpf(a->pWhere)) return sp_plan_rows(s);
+  /* SQLite can offer a virtual table neither an eBPF call over several
+  ** columns nor a comparison of two columns, so every row would cross */
+  if (!a->bAgg && (sp_has_bpf(a->pWhere) || sp_has_colcmp(a->pWhere))) return sp_plan_rows(s);
   if (!a->bAgg)
     return sp_fail(s,
                    "cost: no aggregate, so the table's own filter pushdown moves only the rows "
@@ -631,8 +729,8 @@ static int sp_has_bpf(const pl_expr *e) {
   return 0;
 }
 
-/* A SELECT without aggregates whose WHERE calls csq_bpf: SQLite can offer
-** a virtual table no such call over several columns, so the planner takes
+/* A SELECT without aggregates whose WHERE calls csq_bpf or compares two
+** columns: SQLite can offer a virtual table neither, so the planner takes
 ** it. The device runs the filter and returns the matching rows (the rowid,
 ** then each column the query reads: pl_plan.bRows); the host reads them
 ** back in rowid order unless the query orders them. */
@@ -641,7 +739,7 @@ static void sp_plan_rows(sp *s) {
   if (a->bStar)
     return sp_fail(s,
                    "SELECT * without aggregates stays on the host (name the columns and csq "
-                   "pushes its eBPF filter)%s",
+                   "pushes its eBPF filter or column comparison)%s",
                    "");
   s->bRows = 1;
   sp_where_term(s, a->pWhere);
@@ -803,12 +901,14 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
   s.b = csq_pb_new();
   s.pHost = sqlite3_str_new(db);
   s.pBpf = sqlite3_str_new(db);
+  s.pCmp = sqlite3_str_new(db);
   if (!s.b)
     rc = SQLITE_NOMEM;
   else
     sp_plan(&s);
   char *zHost = sqlite3_str_finish(s.pHost);
   char *zBpf = sqlite3_str_finish(s.pBpf);
+  char *zCmp = sqlite3_str_finish(s.pCmp);
   if (rc == SQLITE_OK && !s.bFail) {
     uint8_t *pProg = NULL;
     size_t nProg = 0;
@@ -817,15 +917,23 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
     } else {
       p->pProg = sqlite3_malloc64(nProg);
       p->zTable = sqlite3_mprintf("%s", s.a->zTable);
+      /* the column comparisons by name: SQLite could not have run them on
+      ** the table's own scan, so they are worth seeing */
+      char *zCmpNote =
+          zCmp && zCmp[0] ? sqlite3_mprintf(" (comparing columns: %s)", zCmp) : sqlite3_mprintf("");
       if (s.bRows)
-        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), returns the rowid and %d "
+        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s)%s, returns the rowid and %d "
                                      "column(s) of each matching row; program of %lld bytes",
-                                     s.a->zTable, s.nTerm, s.nAgg, (long long)nProg);
+                                     s.a->zTable, s.nTerm, zCmpNote ? zCmpNote : "", s.nAgg,
+                                     (long long)nProg);
       else
-        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s), %d group key(s), %d "
+        p->zDevice = sqlite3_mprintf("scan %s, %d filter term(s)%s, %d group key(s), %d "
                                      "aggregate(s); program of %lld bytes",
-                                     s.a->zTable, s.nTerm, s.nKey, s.nAgg, (long long)nProg);
-      if (!p->pProg || !p->zTable || !p->zDevice || !zHost) {
+                                     s.a->zTable, s.nTerm, zCmpNote ? zCmpNote : "", s.nKey, s.nAgg,
+                                     (long long)nProg);
+      int bNoMem = !zCmpNote;
+      sqlite3_free(zCmpNote);
+      if (bNoMem || !p->pProg || !p->zTable || !p->zDevice || !zHost) {
         rc = SQLITE_NOMEM;
       } else {
         memcpy(p->pProg, pProg, nProg);
@@ -845,8 +953,9 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
               "engines (still vectorised, and SQLite merges only partial rows)");
         else if (s.bRows)
           snprintf(p->zWhy, sizeof(p->zWhy),
-                   "the filter on the device (its eBPF call is one SQLite cannot offer the "
-                   "table), the matching rows back to the host");
+                   "the filter on the device (its %s SQLite cannot offer the table), the "
+                   "matching rows back to the host",
+                   p->zBpf ? "eBPF call is one" : "column comparison is one");
         else
           snprintf(p->zWhy, sizeof(p->zWhy), "filter, GROUP BY and aggregates on the device");
       }
@@ -855,6 +964,7 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
   }
   sqlite3_free(zHost);
   sqlite3_free(zBpf);
+  sqlite3_free(zCmp);
   csq_pb_free(s.b);
   pl_ast_free(s.a);
   return rc;
