@@ -53,7 +53,25 @@ int ex_colcmp_eval(const ex_term *et, ex_col *cx, ex_col *cy, uint32_t b0, uint3
   uint32_t k;
   cmp_table(cmp, t);
   const int bAnyNull = cx->d.aNull || cy->d.aNull || cx->bAllNull || cy->bAllNull;
-  if (cx->kind == K_INT && cy->kind == K_INT) {
+  const int bNumX = cx->kind == K_INT || cx->kind == K_REAL;
+  const int bNumY = cy->kind == K_INT || cy->kind == K_REAL;
+  if (cx->bAllNull || cy->bAllNull) {
+    /* every row has a NULL on one side, so only the NULL answers below
+    ** count (and such a column may lack the arrays the loops read) */
+    memset(aS, 0, n);
+  } else if (!bNumX || !bNumY) {
+    const uint64_t *ux = cx->kind == K_DICT ? ex_col_codes(cx, b0, nb) : NULL;
+    const uint64_t *uy = cy->kind == K_DICT ? ex_col_codes(cy, b0, nb) : NULL;
+    ex_val vx, vy;
+    memset(&vx, 0, sizeof(vx));
+    memset(&vy, 0, sizeof(vy));
+    for (k = 0; k < n; k++) {
+      row_val(cx, ux, b0, aSel[k], &vx);
+      row_val(cy, uy, b0, aSel[k], &vy);
+      /* a NULL's sign is overwritten below */
+      aS[k] = (int8_t)csq_value_cmp(&vx, &vy, et->coll);
+    }
+  } else if (cx->kind == K_INT && cy->kind == K_INT) {
     ex_col_ints(cx, b0, nb);
     ex_col_ints(cy, b0, nb);
     const int64_t *x = cx->aI, *y = cy->aI;
@@ -70,31 +88,19 @@ int ex_colcmp_eval(const ex_term *et, ex_col *cx, ex_col *cy, uint32_t b0, uint3
       uint32_t r = aSel[k] - b0;
       aS[k] = (int8_t)((x[r] > y[r]) - (x[r] < y[r]));
     }
-  } else if (cx->kind == K_INT && cy->kind == K_REAL) {
+  } else if (cx->kind == K_INT) { /* and y REAL */
     ex_col_ints(cx, b0, nb);
     ex_col_reals(cy, b0, nb);
     for (k = 0; k < n; k++) {
       uint32_t r = aSel[k] - b0;
       aS[k] = (int8_t)csq_value_cmp_int_real(cx->aI[r], cy->aR[r]);
     }
-  } else if (cx->kind == K_REAL && cy->kind == K_INT) {
+  } else { /* x REAL, y INTEGER */
     ex_col_reals(cx, b0, nb);
     ex_col_ints(cy, b0, nb);
     for (k = 0; k < n; k++) {
       uint32_t r = aSel[k] - b0;
       aS[k] = (int8_t)-csq_value_cmp_int_real(cy->aI[r], cx->aR[r]);
-    }
-  } else {
-    const uint64_t *ux = cx->kind == K_DICT ? ex_col_codes(cx, b0, nb) : NULL;
-    const uint64_t *uy = cy->kind == K_DICT ? ex_col_codes(cy, b0, nb) : NULL;
-    ex_val vx, vy;
-    memset(&vx, 0, sizeof(vx));
-    memset(&vy, 0, sizeof(vy));
-    for (k = 0; k < n; k++) {
-      row_val(cx, ux, b0, aSel[k], &vx);
-      row_val(cy, uy, b0, aSel[k], &vy);
-      /* a NULL's sign is overwritten below */
-      aS[k] = (int8_t)csq_value_cmp(&vx, &vy, et->coll);
     }
   }
   for (k = 0; k < n; k++) aM[k] = t[aS[k] + 1];
