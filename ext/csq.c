@@ -17,13 +17,6 @@ __declspec(dllexport)
   SQLITE_EXTENSION_INIT2(pApi);
   vt_conn *pConn = vt_conn_new(db);
   if (!pConn) return SQLITE_NOMEM;
-  /* Builds differ on whether LIKE/GLOB see a BLOB's bytes as text
-  ** (SQLITE_LIKE_DOESNT_MATCH_BLOBS); the device must do as this one does. */
-  sqlite3_stmt *pStmt = NULL;
-  if (sqlite3_prepare_v2(db, "SELECT x'61' LIKE 'a'", -1, &pStmt, NULL) == SQLITE_OK &&
-      sqlite3_step(pStmt) == SQLITE_ROW)
-    pConn->bLikeBlob = sqlite3_column_int(pStmt, 0);
-  sqlite3_finalize(pStmt);
   /* the connection state is freed with the module, i.e. with the connection */
   int rc = sqlite3_create_module_v2(db, "csq", &vt_module, pConn, vt_conn_free);
   if (rc == SQLITE_OK) rc = vt_stats_register(db, pConn);

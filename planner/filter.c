@@ -141,6 +141,24 @@ int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
   }
 }
 
+int pl_like_flags(sqlite3 *db, int bGlob) {
+  static const char zProbe[] =
+      "SELECT 'a' LIKE 'A', 'ab' LIKE 'a_', '\xc3\x84' LIKE '\xc3\xa4', x'61' LIKE 'a', "
+      "'A' GLOB 'a', 'ab' GLOB 'a?', x'61' GLOB 'a'";
+  sqlite3_stmt *p = NULL;
+  int r = -1, c[7];
+  if (sqlite3_prepare_v2(db, zProbe, -1, &p, NULL) == SQLITE_OK && sqlite3_step(p) == SQLITE_ROW) {
+    for (int i = 0; i < 7; i++)
+      c[i] = sqlite3_column_type(p, i) == SQLITE_INTEGER ? sqlite3_column_int(p, i) : -1;
+    if (bGlob && c[4] == 0 && c[5] == 1 && c[6] >= 0)
+      r = c[6] ? CSQ_TF_BLOB_TEXT : 0;
+    else if (!bGlob && c[1] == 1 && c[2] == 0 && c[0] >= 0 && c[3] >= 0)
+      r = (c[0] ? 0 : CSQ_TF_LIKE_CASE) | (c[3] ? CSQ_TF_BLOB_TEXT : 0);
+  }
+  sqlite3_finalize(p);
+  return r;
+}
+
 int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum,
                       const pl_topn *pTop, uint8_t **pp, size_t *pn, int *pbEmpty, char **pzErr) {
   *pp = NULL;

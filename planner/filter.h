@@ -49,6 +49,15 @@ typedef struct pl_cons {
 struct csq_pb;
 int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
 
+/* The flags under which the device's LIKE (bGlob 0) or GLOB term gives what
+** db's operator gives, found by asking it: LIKE folds ASCII case unless
+** PRAGMA case_sensitive_like is on (CSQ_TF_LIKE_CASE), and a BLOB matches
+** as text only in a build without SQLITE_LIKE_DOESNT_MATCH_BLOBS
+** (CSQ_TF_BLOB_TEXT). -1 when the operator is not SQLite's own (an
+** application's like(), ICU's folding of other letters): then no device
+** term can stand for it, not even as a superset SQLite checks again. */
+int pl_like_flags(sqlite3 *db, int bGlob);
+
 /* Add a join filter (program.h, JOIN FILTERS) as a new AND clause: the
 ** rows whose input slot `slot` may hold one of the keys whose Bloom filter
 ** (device/format/bloom.h) is pFilter[0..nBytes), copied into the program.

@@ -63,8 +63,9 @@
 **     to SQLite; on a TEXT or untyped column only when every value is TEXT,
 **     BLOB or NULL (keep_term: SQLite may convert a number or the column's
 **     value where the device would not);
-**   LIKE, GLOB: pushed, not exact (LIKE runs case-insensitively, a superset
-**     when PRAGMA case_sensitive_like is on), so SQLite checks again;
+**   LIKE, GLOB: pushed, not exact, so SQLite checks again; under the flags
+**     pl_like_flags finds for the connection (case_sensitive_like, BLOBs),
+**     and not at all when like() or glob() is not SQLite's own;
 **   only with BINARY, NOCASE or RTRIM collation; anything else stays with
 **     SQLite.
 ** LIMIT/OFFSET (SQLite 3.38 on) are pushed only when SQLite will not drop
@@ -277,6 +278,12 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
   int bNumeric = aff >= VT_AFF_NUMERIC;
   int flags = 0;
   const char *zColl = sqlite3_vtab_collation(pInfo, i);
+  /* SQLite 3.40 names BINARY for the "<>" and IS NOT terms it offers over a
+  ** column that declares another collation, which the comparison uses:
+  ** such a term stays with SQLite */
+  if ((op == CSQ_OP_NE || op == CSQ_OP_ISNOT) && !bRowid && p->s.aCol[c->iColumn].bColl &&
+      (!zColl || sqlite3_stricmp(zColl, "BINARY") == 0))
+    return 0;
   if (zColl && sqlite3_stricmp(zColl, "NOCASE") == 0)
     flags = CSQ_TF_NOCASE;
   else if (zColl && sqlite3_stricmp(zColl, "RTRIM") == 0)
@@ -308,7 +315,8 @@ static int plan_term(vt_tab *p, sqlite3_index_info *pInfo, int i, sqlite3_str *p
   case CSQ_OP_LIKE:
   case CSQ_OP_GLOB:
     if (flags) return 0;
-    if (p->pConn->bLikeBlob) flags |= CSQ_TF_BLOB_TEXT;
+    flags = pl_like_flags(p->pConn->db, op == CSQ_OP_GLOB);
+    if (flags < 0) return 0;
     cAff = PL_AFF_TEXT;
     bOmit = 0;
     sel = 0.25;

@@ -77,7 +77,6 @@ struct vt_conn {
   vt_dev *pMem;       /* the connection's in-memory device (":memory:" dbs) */
   dev_stats closed;   /* counters of queues already closed */
   vt_tab *pTabs;      /* every open csq table of this connection */
-  int bLikeBlob;      /* this SQLite's LIKE/GLOB match a BLOB's bytes as text */
   uint64_t stmtKey;   /* the statement run whose cursors share snapshots (vtab/stmt.c) */
   int nStmtCur;       /* its cursors still open */
   uint64_t stmtEpoch; /* counts statement runs: never repeats, unlike stmtKey */

@@ -491,3 +491,38 @@ def test_group_by_with_more_groups_than_a_row_group_has_rows():
     want = sorted(con.execute(q % "n").fetchall())
     assert len(want) == 97 and got == want, (len(got), got[:3], want[:3])
     con.close()
+
+
+def test_collated_columns_match_native():
+    """Columns that declare NOCASE or RTRIM, every operator SQLite offers
+    (SQLite 3.40 names BINARY for "<>" and IS NOT over such a column, which
+    compare by its collation: those stay with SQLite), alone and as the
+    inner table of a join (the probe's filters)."""
+    rnd = random.Random(21)
+    con = connect()
+    con.execute("PRAGMA automatic_index = OFF")
+    decl = "k INTEGER, a TEXT COLLATE NOCASE, b TEXT COLLATE RTRIM, c TEXT"
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=64, pushdown='always')" % decl)
+    con.execute("CREATE TABLE n(%s)" % decl)
+    con.execute("CREATE VIRTUAL TABLE o USING csq(k INTEGER)")
+    con.execute("CREATE TABLE no(k INTEGER)")
+    words = [None, "b", "b ", "B", "B ", "a", "ab", "", " ", 5, 5.5, "5", b"b"]
+    rows = [(i % 9, rnd.choice(words), rnd.choice(words), rnd.choice(words)) for i in range(3000)]
+    for t in ("t", "n"):
+        con.executemany("INSERT INTO %s VALUES(?,?,?,?)" % t, rows)
+    for t in ("o", "no"):
+        con.executemany("INSERT INTO %s VALUES(?)" % t, [(i,) for i in range(0, 9, 2)])
+    ops = ["=", "<>", "!=", "IS", "IS NOT", "<", ">=", "LIKE", "GLOB"]
+    for i in range(600):
+        col = rnd.choice(["a", "b", "c"])
+        op = rnd.choice(ops)
+        val = rnd.choice(["'b'", "'B'", "'b '", "'a'", "5", "''", "NULL"])
+        coll = rnd.choice(["", "", " COLLATE BINARY", " COLLATE NOCASE", " COLLATE RTRIM"])
+        term = "x.%s %s %s%s" % (col, op, val, coll if op not in ("LIKE", "GLOB") else "")
+        if rnd.random() < 0.5:
+            q = "SELECT count(*), sum(x.k) FROM TBL AS x WHERE %s" % term
+        else:
+            q = "SELECT count(*), sum(x.k) FROM OTH AS y, TBL AS x WHERE x.k = y.k AND %s" % term
+        got = con.execute(q.replace("TBL", "t").replace("OTH", "o")).fetchall()
+        want = con.execute(q.replace("TBL", "n").replace("OTH", "no")).fetchall()
+        assert got == want, (q, got, want)
