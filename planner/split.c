@@ -194,12 +194,14 @@ static char sp_cmp_aff(char colAff) {
 }
 
 /* Add one filter constraint with its constant values; frees the values. */
-static void sp_add_cons(sp *s, int iChunk, int op, char colAff, sqlite3_value **ap, int n) {
+static void sp_add_cons_flags(sp *s, int iChunk, int op, int flags, char aff, sqlite3_value **ap,
+                              int n) {
   pl_cons c;
   memset(&c, 0, sizeof(c));
   c.iChunk = iChunk;
   c.op = op;
-  c.aff = sp_cmp_aff(colAff);
+  c.flags = flags;
+  c.aff = aff;
   c.apVal = ap;
   c.nVal = n;
   int bEmpty = 0;
@@ -210,6 +212,40 @@ static void sp_add_cons(sp *s, int iChunk, int op, char colAff, sqlite3_value **
   s->nTerm++;
   for (int i = 0; i < n; i++) sqlite3_value_free(ap[i]);
   sqlite3_free(ap);
+}
+
+static void sp_add_cons(sp *s, int iChunk, int op, char colAff, sqlite3_value **ap, int n) {
+  sp_add_cons_flags(s, iChunk, op, 0, sp_cmp_aff(colAff), ap, n);
+}
+
+/* "column [NOT] LIKE|GLOB 'pattern'" as a device term, exact (program.h:
+** the device matches the text of the value as SQLite's functions do); 0 if
+** e is not of that shape or the operator is not SQLite's own. */
+static int sp_like_term(sp *s, const pl_expr *e) {
+  char aff = 0;
+  int iChunk;
+  if ((e->op != PL_E_LIKE && e->op != PL_E_GLOB) || e->pExtra ||
+      (iChunk = sp_column(s, e->pLeft, &aff)) < 0 || !sp_is_const(e->pRight, 1))
+    return 0;
+  int flags = pl_like_flags(s->db, e->op == PL_E_GLOB);
+  if (flags < 0) return 0;
+  sqlite3_value **ap = sqlite3_malloc64(sizeof(*ap));
+  if (!ap) {
+    sp_fail(s, "out of memory%s", "");
+    return 1;
+  }
+  ap[0] = sp_const_value(s, e->pRight);
+  /* a number SQLite would render as text first; NULL, which its LIKE and
+  ** GLOB answer 0 for a BLOB value (before looking at the pattern), not NULL */
+  if (!ap[0] || sqlite3_value_type(ap[0]) != SQLITE_TEXT) {
+    sqlite3_value_free(ap[0]);
+    sqlite3_free(ap);
+    return 0;
+  }
+  if (e->flags & PL_F_NOT) flags |= CSQ_TF_NOT;
+  sp_add_cons_flags(s, iChunk, e->op == PL_E_LIKE ? CSQ_OP_LIKE : CSQ_OP_GLOB, flags, PL_AFF_NONE,
+                    ap, 1);
+  return 1;
 }
 
 static int flip_op(int op) {
@@ -407,6 +443,7 @@ static void sp_where_term(sp *s, const pl_expr *e) {
   if ((e->op == PL_E_FUNC || e->op == PL_E_NOT) && sp_bpf_term(s, e)) return;
   int op = cmp_op(e->op);
   if (op && sp_colcmp_term(s, e, op)) return;
+  if (sp_like_term(s, e)) return;
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
     if ((iChunk = sp_column(s, pCol, &aff)) < 0) {
@@ -426,15 +463,17 @@ static void sp_where_term(sp *s, const pl_expr *e) {
              (iChunk = sp_column(s, e->pLeft, &aff)) >= 0) {
     sp_add_cons(s, iChunk, e->op == PL_E_ISNULL ? CSQ_OP_ISNULL : CSQ_OP_NOTNULL, aff, NULL, 0);
     return;
-  } else if (e->op == PL_E_IN && !(e->flags & PL_F_NOT) && e->nArg > 0 &&
-             (iChunk = sp_column(s, e->pLeft, &aff)) >= 0) {
+  } else if (e->op == PL_E_IN && e->nArg > 0 && (iChunk = sp_column(s, e->pLeft, &aff)) >= 0) {
+    /* NOT IN: the device's negation is true only where IN is FALSE, so a
+    ** NULL value or a NULL in the list keeps the row out, as in SQLite */
     int bConst = 1;
     for (int i = 0; i < e->nArg; i++) bConst = bConst && sp_is_const(e->apArg[i], 1);
     if (bConst) {
       sqlite3_value **ap = sqlite3_malloc64(sizeof(*ap) * (size_t)e->nArg);
       if (!ap) return sp_fail(s, "out of memory%s", "");
       for (int i = 0; i < e->nArg; i++) ap[i] = sp_const_value(s, e->apArg[i]);
-      sp_add_cons(s, iChunk, CSQ_OP_IN, aff, ap, e->nArg);
+      sp_add_cons_flags(s, iChunk, CSQ_OP_IN, (e->flags & PL_F_NOT) ? CSQ_TF_NOT : 0,
+                        sp_cmp_aff(aff), ap, e->nArg);
       return;
     }
   } else if (e->op == PL_E_BETWEEN && !(e->flags & PL_F_NOT) &&

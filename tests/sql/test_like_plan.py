@@ -1,0 +1,110 @@
+"""LIKE, GLOB and NOT IN pushed by the planner (planner/split.c).
+
+"column [NOT] LIKE|GLOB 'pattern'" and "column NOT IN (constants)" run on
+the device, exactly: the planner asks the connection how its LIKE and GLOB
+behave (PRAGMA case_sensitive_like, whether a BLOB matches as text) and
+leaves the term to SQLite when the operator is not SQLite's own. Random
+terms over columns of every affinity holding every storage class and NULLs,
+through pushdown views (one table, and a join), must answer as native
+tables; the pushed ones must show in csq_explain.
+"""
+import random
+
+from harness import connect
+from test_join_plan import answer, explain, via_view
+
+VALUES = [None, "abc", "ABC", "a_c", "a%c", "xyz", "Abc ", "", "é", "É", 12, 12.5, -3, 0, "12",
+          b"abc", b"\x00a", "hello world", "Hello", "h_llo", "[x]", "a*b"]
+PATTERNS = ["a%", "A%", "%c", "_bc", "%", "", "a\\_c", "1%", "%.5", "h_llo", "%o%", "é", "É%",
+            "[x]", "a*b", None]
+GLOBS = ["a*", "A*", "*c", "?bc", "*", "1*", "[a-c]*", "*[xX]*", "h?llo", "a\\*b", None]
+
+
+def setup(con):
+    decl = "i INTEGER, r REAL, n NUMERIC, t TEXT, b BLOB, u"
+    con.execute("CREATE VIRTUAL TABLE a USING csq(%s, pushdown='always')" % decl)
+    con.execute("CREATE TABLE na(%s)" % decl)
+    con.execute("CREATE VIRTUAL TABLE j USING csq(i INTEGER, w TEXT)")
+    con.execute("CREATE TABLE nj(i INTEGER, w TEXT)")
+    rnd = random.Random(4)
+    rows = [tuple(rnd.choice(VALUES) for _ in range(6)) for _ in range(600)]
+    rows = [(i % 50,) + r[1:] for i, r in enumerate(rows)]
+    for t in ("a", "na"):
+        con.executemany("INSERT INTO %s VALUES(?,?,?,?,?,?)" % t, rows)
+    for t in ("j", "nj"):
+        con.executemany("INSERT INTO %s VALUES(?,?)" % t, [(i, "w%d" % i) for i in range(0, 50, 3)])
+
+
+def lit(v):
+    return "NULL" if v is None else "'%s'" % v.replace("'", "''")
+
+
+def term(rnd):
+    col = rnd.choice(["i", "r", "n", "t", "b", "u"])
+    kind = rnd.randrange(3)
+    neg = rnd.choice(["", "NOT "])
+    if kind == 0:
+        return "a.%s %sLIKE %s" % (col, neg, lit(rnd.choice(PATTERNS)))
+    if kind == 1:
+        return "a.%s %sGLOB %s" % (col, neg, lit(rnd.choice(GLOBS)))
+    vals = ", ".join(rnd.choice(["12", "12.5", "'12'", "'abc'", "NULL", "x'616263'", "0", "'ABC'"])
+                     for _ in range(rnd.randint(1, 3)))
+    return "a.%s NOT IN (%s)" % (col, vals)
+
+
+def check(con, rnd, n, pragma):
+    pushed = 0
+    for step in range(n):
+        w = " AND ".join(term(rnd) for _ in range(rnd.randint(1, 2)))
+        shape = rnd.randrange(3)
+        if shape == 0:
+            q = "SELECT a.t, count(*), sum(a.i) FROM {a} AS a WHERE %s GROUP BY 1" % w
+        elif shape == 1:
+            q = "SELECT a.i, a.t, a.b, a.u FROM {a} AS a WHERE %s" % w
+        else:
+            q = "SELECT j.w, count(*) FROM {a} AS a JOIN {j} AS j ON a.i = j.i WHERE %s GROUP BY 1" % w
+        mine, native = q.format(a="a", j="j"), q.format(a="na", j="nj")
+        got, gerr = via_view(con, mine)
+        want, werr = answer(con, native)
+        assert (gerr is None) == (werr is None) and got == want, (pragma, mine, got[:5] if got else gerr,
+                                                                  want[:5] if want else werr)
+        e = explain(con, mine)
+        pushed += e["plan"] != "host"
+    return pushed
+
+
+def test_like_glob_not_in_equal_native():
+    con = connect()
+    setup(con)
+    rnd = random.Random(11)
+    pushed = check(con, rnd, 150, "default")
+    assert pushed > 100, pushed
+    con.execute("PRAGMA case_sensitive_like = ON")
+    pushed = check(con, rnd, 80, "case_sensitive_like")
+    assert pushed > 50, pushed
+    con.execute("PRAGMA case_sensitive_like = OFF")
+    print("pushed: %d" % pushed)
+
+
+def test_a_like_of_its_own_stays_with_sqlite():
+    """Through the planner and through SQLite's own plan (xBestIndex)."""
+    con = connect()
+    setup(con)
+    # an application's like(): the device cannot know what it does
+    con.create_function("like", 2, lambda p, v: 1 if v is not None and str(p) in str(v) else 0)
+    q = "SELECT count(*) FROM {a} AS a WHERE a.t LIKE 'b'"
+    mine, native = q.format(a="a"), q.format(a="na")
+    assert via_view(con, mine) == answer(con, native)
+    e = explain(con, mine)
+    assert e["plan"] == "host" or "LIKE" in e["host"], e
+    # as written too: SQLite's own table scan must not pre-filter with the device's LIKE
+    plan = " ".join(r[-1] for r in con.execute("EXPLAIN QUERY PLAN " + mine))
+    assert ":like:" not in plan, plan
+    assert con.execute(mine).fetchall() == con.execute(native).fetchall()
+
+
+def test_pushed_like_is_in_the_device_program():
+    con = connect()
+    setup(con)
+    e = explain(con, "SELECT count(*) FROM a WHERE t LIKE 'a%' AND i NOT IN (1, 2)")
+    assert e["plan"] == "device+host" and "LIKE" not in e["host"] and "NOT IN" not in e["host"], e
