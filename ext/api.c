@@ -16,6 +16,7 @@
 #include <xxhash.h>
 
 #include "ext/csq.h"
+#include "planner/join.h"
 #include "planner/parse.h"
 #include "vtab/vtab.h"
 
@@ -63,10 +64,11 @@ static int is_csq_table(sqlite3 *db, const char *zDb, const char *zTable) {
 /*
 ** 1 if the statement text zSql[0..n) is worth a pushdown view: an aggregate
 ** over one csq table (the device computes partial aggregates), or a join
-** whose every FROM item is a csq table joined by inner joins (the view's
+** whose every FROM item is a csq table, inner or LEFT joined (the view's
 ** planner runs it as hash joins with join filters on the devices, where
-** SQLite would run nested loops). A LEFT join or a native table in the FROM
-** list stays with SQLite: the view would only hand it back.
+** SQLite would run nested loops), or one csq table with a [NOT] EXISTS
+** (a semi- or anti-join). A native table in the FROM list stays with
+** SQLite: the view would only hand it back.
 */
 static int worth_a_view(sqlite3 *db, const char *zSql, int n) {
   pl_ast *a = NULL;
@@ -75,15 +77,12 @@ static int worth_a_view(sqlite3 *db, const char *zSql, int n) {
     if (pl_parse_opt(zSql, n, PL_PARSE_SUBQUERY, &a, NULL) != PL_OK) return 0;
     bSub = 1;
   }
-  int bOk = a->zTable != NULL && (bSub ? a->nFrom > 1 : a->bAgg || a->nFrom > 1);
+  int bOk = a->zTable != NULL &&
+            (bSub ? a->nFrom > 1 || pl_join_has_exists(a->pWhere) : a->bAgg || a->nFrom > 1);
   for (int i = 0; bOk && i < a->nParam; i++)
     if (a->azParam && a->azParam[i] && a->azParam[i][0] != '?') bOk = 0; /* :name, @name, $name */
-  for (int i = 0; bOk && i < a->nFrom; i++) {
-    if (a->aFrom[i].eJoin == PL_JOIN_LEFT)
-      bOk = 0;
-    else
-      bOk = is_csq_table(db, a->aFrom[i].zDb, a->aFrom[i].zTable);
-  }
+  for (int i = 0; bOk && i < a->nFrom; i++)
+    bOk = is_csq_table(db, a->aFrom[i].zDb, a->aFrom[i].zTable);
   pl_ast_free(a);
   return bOk;
 }

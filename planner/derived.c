@@ -236,7 +236,7 @@ int pl_derived_inner(const char *zSql, const pl_derived *d, char **pzInner, char
   if (nWhy) zWhy[0] = 0;
   pl_ast *a = NULL;
   pl_err err;
-  int rc = pl_parse(zSql + d->iInner, d->nInner, &a, &err);
+  int rc = pl_parse_opt(zSql + d->iInner, d->nInner, PL_PARSE_SUBQUERY, &a, &err);
   if (rc == PL_NOMEM) return PL_NOMEM;
   if (rc != PL_OK) {
     snprintf(zWhy, nWhy, "its SELECT is %s: %s",

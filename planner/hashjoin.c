@@ -28,6 +28,9 @@ static int idx_push(hj_idx *p, uint32_t v) {
   return 0;
 }
 
+/* The row of a LEFT JOINed table that had no match: its columns are NULL. */
+#define HJ_NO_ROW UINT32_MAX
+
 /* Hash of the key of row r over outputs aKey[0..nKey) of d; 0 with *pbNull
 ** when a key value is NULL (such a row never joins). */
 static uint64_t key_hash(const pl_jdata *const *ad, const int *aOut, int nKey, const uint32_t *aRow,
@@ -35,7 +38,7 @@ static uint64_t key_hash(const pl_jdata *const *ad, const int *aOut, int nKey, c
   uint64_t h = 0x9e3779b97f4a7c15ull;
   for (int k = 0; k < nKey; k++) {
     const csq_vec *v = &ad[k]->aCol[aOut[k]];
-    if (v->aCls[aRow[k]] == CSQ_NULL) {
+    if (aRow[k] == HJ_NO_ROW || v->aCls[aRow[k]] == CSQ_NULL) {
       *pbNull = 1;
       return 0;
     }
@@ -53,8 +56,9 @@ uint64_t pl_jdata_bytes(const pl_jdata *d) {
   return n;
 }
 
-/* Append value r of src to dst. */
+/* Append value r of src to dst (NULL for HJ_NO_ROW). */
 static int vec_push_from(csq_vec *dst, const csq_vec *src, uint32_t r) {
+  if (r == HJ_NO_ROW) return csq_vec_push_null(dst);
   switch (src->aCls[r]) {
   case CSQ_INT:
     return csq_vec_push_int(dst, src->aVal[r].i);
@@ -153,9 +157,9 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
       for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
       int bNull;
       uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
-      if (bNull) continue;
-      for (uint32_t r = ht->aHead[x & (ht->nBucket - 1)]; e == 0 && r != UINT32_MAX;
-           r = ht->aChain[r]) {
+      uint32_t nBefore = aNext[t].n;
+      for (uint32_t r = bNull ? UINT32_MAX : ht->aHead[x & (ht->nBucket - 1)];
+           e == 0 && r != UINT32_MAX; r = ht->aChain[r]) {
         int bEq = 1;
         for (int k = 0; bEq && k < jt->nKey; k++) {
           csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
@@ -168,6 +172,13 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
           e = idx_push(&aNext[u], aCur[u].a[i]);
         }
         if (e == 0) e = idx_push(&aNext[t], r);
+      }
+      if (e == 0 && jt->bLeft && aNext[t].n == nBefore) { /* no match: kept, t's side NULL */
+        for (int s = 0; e == 0 && s < step; s++) {
+          int u = j->aOrder[s];
+          e = idx_push(&aNext[u], aCur[u].a[i]);
+        }
+        if (e == 0) e = idx_push(&aNext[t], HJ_NO_ROW);
       }
     }
     if (e) break;
@@ -196,5 +207,157 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
     }
   }
   if (e == 0) *pnRow += n;
+  return e;
+}
+
+struct pl_semi {
+  const pl_jsemi *q;
+  const csq_vec *aRow; /* the joined rows (not owned) */
+  uint32_t nRow;
+  hj_table ht;      /* over the joined rows' keys */
+  uint8_t *aMark;   /* per joined row: some row of the subquery matches it */
+  uint32_t nMarked; /* rows marked so far */
+};
+
+void pl_semi_free(pl_semi *h) {
+  if (!h) return;
+  free(h->ht.aHead);
+  free(h->ht.aChain);
+  free(h->aMark);
+  free(h);
+}
+
+int pl_semi_new(const pl_join *j, int iSemi, const csq_vec *aRow, uint32_t nRow, pl_semi **pp) {
+  pl_semi *h = calloc(1, sizeof(*h));
+  *pp = NULL;
+  if (!h) return -ENOMEM;
+  h->q = &j->aSemi[iSemi];
+  h->aRow = aRow;
+  h->nRow = nRow;
+  hj_table *ht = &h->ht;
+  ht->nBucket = 16;
+  while (ht->nBucket < nRow * 2u && ht->nBucket < (1u << 31)) ht->nBucket *= 2;
+  ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
+  ht->aChain = malloc(sizeof(uint32_t) * (size_t)(nRow ? nRow : 1));
+  h->aMark = calloc((size_t)(nRow ? nRow : 1), 1);
+  if (!ht->aHead || !ht->aChain || !h->aMark) {
+    pl_semi_free(h);
+    return -ENOMEM;
+  }
+  memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
+  pl_jdata d = {(csq_vec *)aRow, 0, nRow};
+  const pl_jdata *ad[PL_JOIN_MAX_KEY];
+  uint32_t aR[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < h->q->nKey; k++) ad[k] = &d;
+  for (uint32_t r = nRow; r-- > 0;) {
+    for (int k = 0; k < h->q->nKey; k++) aR[k] = r;
+    int bNull;
+    uint64_t x = key_hash(ad, h->q->aKeyCol, h->q->nKey, aR, &bNull);
+    if (bNull) continue; /* "=" with NULL: nothing matches the row */
+    uint32_t b = (uint32_t)(x & (ht->nBucket - 1));
+    ht->aChain[r] = ht->aHead[b];
+    ht->aHead[b] = r;
+  }
+  *pp = h;
+  return 0;
+}
+
+int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
+  const pl_jsemi *q = h->q;
+  const hj_table *ht = &h->ht;
+  const pl_jdata *ad[PL_JOIN_MAX_KEY];
+  uint32_t aR[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < q->nKey; k++) ad[k] = pBatch;
+  for (uint32_t i = 0; i < pBatch->nRow && h->nMarked < h->nRow; i++) {
+    for (int k = 0; k < q->nKey; k++) aR[k] = i;
+    int bNull;
+    uint64_t x = key_hash(ad, q->aKeyOut, q->nKey, aR, &bNull);
+    if (bNull) continue;
+    for (uint32_t r = ht->aHead[x & (ht->nBucket - 1)]; r != UINT32_MAX; r = ht->aChain[r]) {
+      if (h->aMark[r]) continue;
+      int bMatch = 1;
+      for (int k = 0; bMatch && k < q->nKey; k++) {
+        csq_value a = csq_value_of_vec(&pBatch->aCol[q->aKeyOut[k]], i);
+        csq_value b = csq_value_of_vec(&h->aRow[q->aKeyCol[k]], r);
+        bMatch = csq_value_eq(&a, &b);
+      }
+      for (int k = 0; bMatch && k < q->nNe; k++) { /* "<>": both non-NULL and not equal */
+        const csq_vec *va = &pBatch->aCol[q->aNeOut[k]], *vb = &h->aRow[q->aNeCol[k]];
+        if (va->aCls[i] == CSQ_NULL || vb->aCls[r] == CSQ_NULL) {
+          bMatch = 0;
+          break;
+        }
+        csq_value a = csq_value_of_vec(va, i);
+        csq_value b = csq_value_of_vec(vb, r);
+        bMatch = !csq_value_eq(&a, &b);
+      }
+      if (bMatch) {
+        h->aMark[r] = 1;
+        h->nMarked++;
+      }
+    }
+  }
+  return 0;
+}
+
+int pl_semi_keep(pl_semi *h, csq_vec *aRow, int nCol, uint32_t *pnRow) {
+  uint32_t *aSel = malloc(sizeof(uint32_t) * (size_t)(h->nRow ? h->nRow : 1)), n = 0;
+  if (!aSel) return -ENOMEM;
+  uint8_t want = h->q->bAnti ? 0 : 1;
+  for (uint32_t r = 0; r < h->nRow; r++)
+    if (h->aMark[r] == want) aSel[n++] = r;
+  for (int c = 0; c < nCol; c++)
+    if (aRow[c].n == h->nRow) csq_vec_select(&aRow[c], aSel, n);
+  free(aSel);
+  *pnRow = n;
+  return 0;
+}
+
+int pl_scalar_fill(const pl_join *j, int iScalar, const csq_vec *aGroupKey,
+                   const csq_vec *pGroupVal, uint32_t nGroup, const csq_vec *pEmpty,
+                   const csq_vec *aRow, uint32_t nRow, csq_vec *pOut) {
+  const pl_jscalar *q = &j->aScalar[iScalar];
+  int nKey = q->nKey, e = 0;
+  hj_table ht = {NULL, NULL, 16};
+  while (ht.nBucket < nGroup * 2u && ht.nBucket < (1u << 31)) ht.nBucket *= 2;
+  ht.aHead = malloc(sizeof(uint32_t) * (size_t)ht.nBucket);
+  ht.aChain = malloc(sizeof(uint32_t) * (size_t)(nGroup ? nGroup : 1));
+  if (!ht.aHead || !ht.aChain) e = -ENOMEM;
+  pl_jdata g = {(csq_vec *)aGroupKey, nKey, nGroup}, r = {(csq_vec *)aRow, 0, nRow};
+  const pl_jdata *adG[PL_JOIN_MAX_KEY], *adR[PL_JOIN_MAX_KEY];
+  int aOutG[PL_JOIN_MAX_KEY];
+  uint32_t aR[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < nKey; k++) adG[k] = &g, adR[k] = &r, aOutG[k] = k;
+  if (e == 0) {
+    memset(ht.aHead, 0xff, sizeof(uint32_t) * (size_t)ht.nBucket);
+    for (uint32_t i = nGroup; i-- > 0;) {
+      for (int k = 0; k < nKey; k++) aR[k] = i;
+      int bNull;
+      uint64_t x = key_hash(adG, aOutG, nKey, aR, &bNull);
+      if (bNull) continue; /* a NULL key equals no row's */
+      uint32_t b = (uint32_t)(x & (ht.nBucket - 1));
+      ht.aChain[i] = ht.aHead[b];
+      ht.aHead[b] = i;
+    }
+  }
+  for (uint32_t i = 0; e == 0 && i < nRow; i++) {
+    for (int k = 0; k < nKey; k++) aR[k] = i;
+    int bNull;
+    uint64_t x = key_hash(adR, q->aKeyCol, nKey, aR, &bNull);
+    uint32_t hit = UINT32_MAX;
+    for (uint32_t gi = bNull ? UINT32_MAX : ht.aHead[x & (ht.nBucket - 1)];
+         gi != UINT32_MAX && hit == UINT32_MAX; gi = ht.aChain[gi]) {
+      int bEq = 1;
+      for (int k = 0; bEq && k < nKey; k++) {
+        csq_value a = csq_value_of_vec(&aGroupKey[k], gi);
+        csq_value b = csq_value_of_vec(&aRow[q->aKeyCol[k]], i);
+        bEq = csq_value_eq(&a, &b);
+      }
+      if (bEq) hit = gi;
+    }
+    e = hit == UINT32_MAX ? vec_push_from(pOut, pEmpty, 0) : vec_push_from(pOut, pGroupVal, hit);
+  }
+  free(ht.aHead);
+  free(ht.aChain);
   return e;
 }

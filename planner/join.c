@@ -22,8 +22,25 @@ extern const sqlite3_api_routines *sqlite3_api;
 ** out (joinfilter.h), which costs rows on the link, never an answer. */
 #define JP_SUB_MAX_VALUES (CSQ_PROG_MAX_CONSTS - 1024)
 
-enum { JT_RESIDUAL = 0, JT_FILTER, JT_KEY, JT_DROPPED };
-#define JP_MAX_IMPLIED 16 /* filters implied by an OR, per query */
+enum { JT_RESIDUAL = 0, JT_FILTER, JT_KEY, JT_DROPPED, JT_SEMI };
+#define JP_MAX_SEMI_TERM 64 /* conjuncts of one [NOT] EXISTS subquery */
+#define JP_MAX_IMPLIED   16 /* filters implied by an OR, per query */
+
+/* A correlated subquery over one table, taken as a table of the plan. */
+typedef struct jp_sub {
+  pl_ast *sub; /* the subquery, parsed (its nodes are the filters') */
+  const char *zQual;
+  const pl_expr *aFilter[JP_MAX_SEMI_TERM]; /* its terms pushed to the scan */
+  int nFilter;
+  int nKey;                     /* "s.x = o.y": the scan's output aKeyOut[k] equals ... */
+  int aKeyOut[PL_JOIN_MAX_KEY]; /* ... column aKeyCol[k] of outer table aKeyTab[k] */
+  int aKeyTab[PL_JOIN_MAX_KEY];
+  int aKeyCol[PL_JOIN_MAX_KEY];
+  int nNe; /* "s.x <> o.y", the same way */
+  int aNeOut[PL_JOIN_MAX_KEY];
+  int aNeTab[PL_JOIN_MAX_KEY];
+  int aNeCol[PL_JOIN_MAX_KEY];
+} jp_sub;
 
 typedef struct jp {
   sqlite3 *db;
@@ -43,6 +60,8 @@ typedef struct jp {
   int aKeyCol[JP_MAX_TERM][2];
   int aUsed[JP_MAX_TERM];        /* JT_KEY: used as a hash key */
   int aTermTab[JP_MAX_TERM];     /* JT_FILTER: the table it filters */
+  int aOnOf[JP_MAX_TERM];        /* 1 + t: a term of the ON of table t, LEFT JOINed; 0 else */
+  int iAddOn;                    /* the aOnOf of the terms being added */
   uint8_t aImplied[JP_MAX_TERM]; /* an implied filter: pushed, or dropped (JT_DROPPED) */
   int nTerm;
   pl_expr *apImplied[JP_MAX_IMPLIED]; /* their nodes (children borrowed from the AST) */
@@ -52,9 +71,14 @@ typedef struct jp {
   int anSubVal[JP_MAX_SUB];
   int abSubFit[JP_MAX_SUB]; /* ... 0: too many to push, or not one column */
   int nSub;
-  int nSubPushed;                  /* of them pushed as filters */
-  uint8_t *aNeed[PL_JOIN_MAX_TAB]; /* column c of table t is read by the host part */
-  int *aColOf[PL_JOIN_MAX_TAB];    /* row-set column of table t's column c, or -1 */
+  int nSubPushed;       /* of them pushed as filters */
+  pl_lookup_fn xLookup; /* how tables are looked up */
+  pl_coll_fn xColl;
+  void *pLookupArg;
+  jp_sub aCorr[PL_JOIN_MAX_TAB];               /* table nTab + x: subquery aCorr[x] */
+  const pl_expr *apScalar[PL_JOIN_MAX_SCALAR]; /* the scalar subqueries decorrelated */
+  uint8_t *aNeed[PL_JOIN_MAX_TAB];             /* column c of table t is read by the host part */
+  int *aColOf[PL_JOIN_MAX_TAB];                /* row-set column of table t's column c, or -1 */
   sqlite3_str *pHost;
 } jp;
 
@@ -64,12 +88,17 @@ static void jp_fail(jp *s, const char *zFmt, const char *zArg) {
   snprintf(s->j->zWhy, sizeof(s->j->zWhy), zFmt, zArg ? zArg : "");
 }
 
-static void jp_fail_expr(jp *s, const char *zFmt, const pl_expr *e) {
+/* Fail with the text of e, a node of AST a. */
+static void jp_fail_in(jp *s, const pl_ast *a, const char *zFmt, const pl_expr *e) {
   int n = 0;
-  const char *z = pl_expr_text(s->a, e, &n);
+  const char *z = pl_expr_text(a, e, &n);
   char *zText = sqlite3_mprintf("%.*s", n, z);
   jp_fail(s, zFmt, zText);
   sqlite3_free(zText);
+}
+
+static void jp_fail_expr(jp *s, const char *zFmt, const pl_expr *e) {
+  jp_fail_in(s, s->a, zFmt, e);
 }
 
 /* The name FROM item i goes by. */
@@ -267,6 +296,7 @@ static void jp_implied(jp *s, const pl_expr *e) {
     in->nArg = nLit;
     s->apImplied[s->nImplied++] = in;
     s->aImplied[s->nTerm] = 1;
+    s->aOnOf[s->nTerm] = s->iAddOn;
     s->aTerm[s->nTerm++] = in;
   }
 }
@@ -279,6 +309,7 @@ static void jp_add_term(jp *s, const pl_expr *e) {
     return;
   }
   if (s->nTerm >= JP_MAX_TERM) return jp_fail(s, "more than 256 WHERE and ON terms%s", "");
+  s->aOnOf[s->nTerm] = s->iAddOn;
   s->aTerm[s->nTerm++] = e;
   if (e->op != PL_E_OR) return;
   /* (A AND B1) OR (A AND B2): A is true wherever the OR is, so A is a term
@@ -335,6 +366,8 @@ static int jp_or_list(const pl_expr *e, const pl_expr **pCol, const pl_expr **ap
 */
 static void jp_check_subqueries(jp *s, const pl_expr *e) {
   if (!e || s->bFail) return;
+  for (int i = 0; i < s->j->nScalar; i++)
+    if (s->apScalar[i] == e) return; /* decorrelated (jp_scalars) */
   if (e->op == PL_E_SUBQUERY) {
     sqlite3_stmt *pStmt = NULL;
     int rc = sqlite3_prepare_v2(s->db, e->z, e->n, &pStmt, NULL);
@@ -499,26 +532,63 @@ static int jp_output(jp *s, int t, int c) {
   return jt->nOut++;
 }
 
-/* The host text of e, column references replaced by row-set columns. */
-static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
+static int jp_semi_resolve(jp *s, int t, const char *zQual, const pl_expr *e, int *piTab,
+                           int *piCol);
+
+/* Append the name of row-set column k to p. */
+static void jp_colname(jp *s, sqlite3_str *p, int k) {
+  sqlite3_str_appendf(p, "csq_j." PL_JROWS_NAME_FMT, s->j->aColAff[k] - 'A' + 'a',
+                      s->j->aColColl[k], k);
+}
+
+/* The output of the subquery table t's scan that reads column c, or -1. */
+static int jp_find_output(jp *s, int t, int c) {
+  int iChunk = c == s->aTi[t].iIpk ? 0 : c + 1;
+  for (int o = 0; o < s->j->aTab[t].nOut; o++)
+    if (s->j->aTab[t].aChunk[o] == iChunk) return o;
+  return -1;
+}
+
+/* The text of e (a node of AST a) into p, each column reference replaced:
+** tSub < 0, by its row-set column (the host part); else by the column of
+** the rows of subquery table tSub's scan (a scalar subquery's aggregate,
+** run over them). */
+static void jp_emit_to(jp *s, sqlite3_str *p, const pl_ast *a, const pl_expr *e, int bOrder,
+                       int tSub) {
   if (s->bFail) return;
+  if (e->op == PL_E_COLUMN && tSub >= 0) {
+    int u, c, o = -1;
+    if (jp_semi_resolve(s, tSub, s->aCorr[tSub - s->j->nTab].zQual, e, &u, &c) == 1)
+      o = jp_find_output(s, tSub, c);
+    if (o < 0) return jp_fail_in(s, a, "internal: column %s of a subquery not planned", e);
+    sqlite3_str_appendf(p, "csq_j." PL_JROWS_NAME_FMT,
+                        c == s->aTi[tSub].iIpk ? 'd' : s->aAff[tSub][c] - 'A' + 'a', 'x', o);
+    return;
+  }
   if (e->op == PL_E_COLUMN) {
     int t, c, r = jp_resolve(s, e, bOrder, &t, &c);
     if (r < 0) return;
     if (r == 0) { /* an alias, as written */
       int n = 0;
-      const char *z = pl_expr_text(s->a, e, &n);
-      sqlite3_str_append(s->pHost, z, n);
+      const char *z = pl_expr_text(a, e, &n);
+      sqlite3_str_append(p, z, n);
       return;
     }
     int k = s->aColOf[t][c];
     if (k < 0) return jp_fail_expr(s, "internal: column %s not planned", e);
-    sqlite3_str_appendf(s->pHost, "csq_j." PL_JROWS_NAME_FMT, s->j->aColAff[k] - 'A' + 'a',
-                        s->j->aColColl[k], k);
-    return;
+    return jp_colname(s, p, k);
+  }
+  if (e->op == PL_E_SUBQUERY && tSub < 0) { /* a scalar subquery decorrelated: its column */
+    for (int i = 0; i < s->j->nScalar; i++)
+      if (s->apScalar[i] == e) {
+        sqlite3_str_appendchar(p, 1, '(');
+        jp_colname(s, p, s->j->aScalar[i].iCol);
+        sqlite3_str_appendchar(p, 1, ')');
+        return;
+      }
   }
   if (e->op == PL_E_PARAM) {
-    sqlite3_str_appendf(s->pHost, "?%d", (int)e->iVal);
+    sqlite3_str_appendf(p, "?%d", (int)e->iVal);
     return;
   }
   if (e->op == PL_E_STAR) { /* its columns in order, as SQLite expands it */
@@ -527,8 +597,8 @@ static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
       for (int c = 0; c < s->aTi[t].nCol; c++) {
         int k = s->aColOf[t][c];
         if (k < 0) return jp_fail(s, "internal: a column of * not planned%s", "");
-        sqlite3_str_appendf(s->pHost, "%scsq_j." PL_JROWS_NAME_FMT, n++ ? ", " : "",
-                            s->j->aColAff[k] - 'A' + 'a', s->j->aColColl[k], k);
+        if (n++) sqlite3_str_appendall(p, ", ");
+        jp_colname(s, p, k);
       }
     return;
   }
@@ -547,16 +617,21 @@ static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
     }
   int at = e->iStart;
   for (int i = 0; i < n; i++) {
-    sqlite3_str_append(s->pHost, s->a->zSql + at, aChild[i]->iStart - at);
+    sqlite3_str_append(p, a->zSql + at, aChild[i]->iStart - at);
     /* a subquery keeps its own parentheses: "x IN ((SELECT ...))" would
     ** compare with its first row only */
     int bParen = aChild[i]->op != PL_E_SUBQUERY;
-    if (bParen) sqlite3_str_appendchar(s->pHost, 1, '(');
-    jp_emit(s, aChild[i], bOrder);
-    if (bParen) sqlite3_str_appendchar(s->pHost, 1, ')');
+    if (bParen) sqlite3_str_appendchar(p, 1, '(');
+    jp_emit_to(s, p, a, aChild[i], bOrder, tSub);
+    if (bParen) sqlite3_str_appendchar(p, 1, ')');
     at = aChild[i]->iEnd;
   }
-  sqlite3_str_append(s->pHost, s->a->zSql + at, e->iEnd - at);
+  sqlite3_str_append(p, a->zSql + at, e->iEnd - at);
+}
+
+/* The host text of e, column references replaced by row-set columns. */
+static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
+  jp_emit_to(s, s->pHost, s->a, e, bOrder, -1);
 }
 
 static void jp_host(jp *s) {
@@ -578,7 +653,7 @@ static void jp_host(jp *s) {
   sqlite3_str_appendf(s->pHost, " FROM csq_jrows(?%d) AS csq_j", j->iRows);
   int nRes = 0;
   for (int k = 0; k < s->nTerm; k++) {
-    if (s->aKind[k] == JT_FILTER || s->aKind[k] == JT_DROPPED ||
+    if (s->aKind[k] == JT_FILTER || s->aKind[k] == JT_DROPPED || s->aKind[k] == JT_SEMI ||
         (s->aKind[k] == JT_KEY && s->aUsed[k]))
       continue;
     sqlite3_str_appendall(s->pHost, nRes++ ? " AND (" : " WHERE (");
@@ -621,61 +696,388 @@ static void jp_host(jp *s) {
   }
 }
 
-/* Look up every FROM item; copy what planning needs. */
-static int jp_tables_info(jp *s, pl_lookup_fn xLookup, pl_coll_fn xColl, void *pArg) {
+/* Look up table zTable as table t of the plan, known to the query as zName;
+** copy what planning needs. 1 if it is no csq table, 0, or SQLITE_NOMEM
+** as a negative number. */
+static int jp_table_info(jp *s, int t, const char *zDb, const char *zTable, const char *zName) {
+  pl_tabinfo *ti = &s->aTi[t];
+  ti->ePush = PL_PUSH_AUTO;
+  ti->nRows = -1;
+  ti->nEngines = -1;
+  if (s->xLookup(s->pLookupArg, zDb, zTable, ti) != 0) return 1;
+  int n = ti->nCol;
+  s->aazCol[t] = malloc(sizeof(char *) * (size_t)(n ? n : 1));
+  s->aAff[t] = malloc((size_t)n + 1);
+  s->aColl[t] = malloc((size_t)n + 1);
+  s->aNeed[t] = calloc((size_t)n + 1, 1);
+  s->aColOf[t] = malloc(sizeof(int) * (size_t)(n + 1));
+  if (!s->aazCol[t] || !s->aAff[t] || !s->aColl[t] || !s->aNeed[t] || !s->aColOf[t])
+    return -SQLITE_NOMEM;
+  for (int c = 0; c < n; c++) {
+    s->aazCol[t][c] = ti->azCol[c];
+    s->aAff[t][c] = ti->aAff[c];
+    s->aColOf[t][c] = -1;
+    s->aColl[t][c] = 'x';
+    if (ti->aColl && ti->aColl[c]) {
+      const char *z = s->xColl ? s->xColl(s->pLookupArg, zDb, zTable, c) : NULL;
+      s->aColl[t][c] = !z                                  ? '?'
+                       : sqlite3_stricmp(z, "BINARY") == 0 ? 'x'
+                       : sqlite3_stricmp(z, "NOCASE") == 0 ? 'n'
+                       : sqlite3_stricmp(z, "RTRIM") == 0  ? 'r'
+                                                           : '?';
+    }
+  }
+  ti->azCol = s->aazCol[t];
+  ti->aAff = s->aAff[t];
+  ti->aColl = NULL; /* the lookup's buffer is reused by the next lookup */
+  pl_jtab *jt = &s->j->aTab[t];
+  jt->zDb = zDb ? sqlite3_mprintf("%s", zDb) : NULL;
+  jt->zTable = sqlite3_mprintf("%s", zTable);
+  jt->zName = sqlite3_mprintf("%s", zName);
+  if ((zDb && !jt->zDb) || !jt->zTable || !jt->zName) return -SQLITE_NOMEM;
+  jt->nRows = ti->nRows;
+  if (!(s->aB[t] = csq_pb_new())) return -SQLITE_NOMEM;
+  return 0;
+}
+
+/* Look up every FROM item. */
+static int jp_tables_info(jp *s) {
   pl_ast *a = s->a;
   for (int t = 0; t < a->nFrom && !s->bFail; t++) {
     const pl_from *f = &a->aFrom[t];
-    pl_tabinfo *ti = &s->aTi[t];
-    ti->ePush = PL_PUSH_AUTO;
-    ti->nRows = -1;
-    ti->nEngines = -1;
-    if (f->eJoin == PL_JOIN_LEFT) {
-      jp_fail(s, "LEFT JOIN %s: outer joins stay with SQLite", f->zTable);
-      break;
-    }
-    if (xLookup(pArg, f->zDb, f->zTable, ti) != 0) {
+    s->j->aTab[t].bLeft = f->eJoin == PL_JOIN_LEFT;
+    int r = jp_table_info(s, t, f->zDb, f->zTable, jp_qual(s, t));
+    if (r < 0) return SQLITE_NOMEM;
+    if (r) {
       jp_fail(s, "%s is not a csq table: a join with a native table stays with SQLite", f->zTable);
       break;
     }
-    if (ti->ePush == PL_PUSH_NEVER) {
+    if (s->aTi[t].ePush == PL_PUSH_NEVER) {
       jp_fail(s, "%s says pushdown='never'", f->zTable);
       break;
     }
-    int n = ti->nCol;
-    s->aazCol[t] = malloc(sizeof(char *) * (size_t)(n ? n : 1));
-    s->aAff[t] = malloc((size_t)n + 1);
-    s->aColl[t] = malloc((size_t)n + 1);
-    s->aNeed[t] = calloc((size_t)n + 1, 1);
-    s->aColOf[t] = malloc(sizeof(int) * (size_t)(n + 1));
-    if (!s->aazCol[t] || !s->aAff[t] || !s->aColl[t] || !s->aNeed[t] || !s->aColOf[t])
-      return SQLITE_NOMEM;
-    for (int c = 0; c < n; c++) {
-      s->aazCol[t][c] = ti->azCol[c];
-      s->aAff[t][c] = ti->aAff[c];
-      s->aColOf[t][c] = -1;
-      s->aColl[t][c] = 'x';
-      if (ti->aColl && ti->aColl[c]) {
-        const char *z = xColl ? xColl(pArg, f->zDb, f->zTable, c) : NULL;
-        s->aColl[t][c] = !z                                  ? '?'
-                         : sqlite3_stricmp(z, "BINARY") == 0 ? 'x'
-                         : sqlite3_stricmp(z, "NOCASE") == 0 ? 'n'
-                         : sqlite3_stricmp(z, "RTRIM") == 0  ? 'r'
-                                                             : '?';
-      }
-    }
-    ti->azCol = s->aazCol[t];
-    ti->aAff = s->aAff[t];
-    ti->aColl = NULL; /* the lookup's buffer is reused by the next lookup */
-    pl_jtab *jt = &s->j->aTab[t];
-    jt->zDb = f->zDb ? sqlite3_mprintf("%s", f->zDb) : NULL;
-    jt->zTable = sqlite3_mprintf("%s", f->zTable);
-    jt->zName = sqlite3_mprintf("%s", jp_qual(s, t));
-    if ((f->zDb && !jt->zDb) || !jt->zTable || !jt->zName) return SQLITE_NOMEM;
-    jt->nRows = ti->nRows;
-    if (!(s->aB[t] = csq_pb_new())) return SQLITE_NOMEM;
   }
   return SQLITE_OK;
+}
+
+/*
+** Semi- and anti-joins (join.h). A column reference inside the subquery
+** resolves as SQLite resolves it, the innermost scope first: to the
+** subquery's table t (qualified zQual), 1; else to exactly one column of
+** the outer tables, 2 (not to an alias of the outer select list, which
+** SQLite does not offer there); else 0, a reference the planner leaves.
+*/
+static int jp_semi_resolve(jp *s, int t, const char *zQual, const pl_expr *e, int *piTab,
+                           int *piCol) {
+  if (e->zDb) return 0;
+  if (!e->zTab || sqlite3_stricmp(e->zTab, zQual) == 0) {
+    for (int c = 0; c < s->aTi[t].nCol; c++)
+      if (sqlite3_stricmp(s->aTi[t].azCol[c], e->zName) == 0) {
+        *piTab = t;
+        *piCol = c;
+        return 1;
+      }
+    if (e->zTab) return 0;
+  }
+  if (!e->zTab && pl_ast_alias(s->a, e->zName)) return 0;
+  int nFound = 0;
+  for (int u = 0; u < s->j->nTab; u++) {
+    if (e->zTab && sqlite3_stricmp(e->zTab, jp_qual(s, u)) != 0) continue;
+    for (int c = 0; c < s->aTi[u].nCol; c++)
+      if (sqlite3_stricmp(s->aTi[u].azCol[c], e->zName) == 0) {
+        *piTab = u;
+        *piCol = c;
+        nFound++;
+        break;
+      }
+  }
+  return nFound == 1 ? 2 : 0;
+}
+
+/* Does e read only columns of the subquery's table t, of BINARY collation,
+** with no COLLATE and no subquery? */
+static int jp_semi_local(jp *s, int t, const char *zQual, const pl_expr *e) {
+  if (!e) return 1;
+  if (e->op == PL_E_COLUMN) {
+    int u, c;
+    return jp_semi_resolve(s, t, zQual, e, &u, &c) == 1 && s->aColl[t][c] == 'x';
+  }
+  if (e->op == PL_E_COLLATE || e->op == PL_E_STAR || e->op == PL_E_AGG || e->op == PL_E_SUBQUERY ||
+      e->op == PL_E_EXISTS || e->op == PL_E_INSELECT)
+    return 0;
+  if (!jp_semi_local(s, t, zQual, e->pLeft) || !jp_semi_local(s, t, zQual, e->pRight) ||
+      !jp_semi_local(s, t, zQual, e->pExtra))
+    return 0;
+  for (int i = 0; i < e->nArg; i++)
+    if (!jp_semi_local(s, t, zQual, e->apArg[i])) return 0;
+  return 1;
+}
+
+/* The affinity of column c of table t as a join compares it: the rowid
+** alias is INTEGER. */
+static char jp_aff(jp *s, int t, int c) {
+  return c == s->aTi[t].iIpk ? 'D' : s->aAff[t][c];
+}
+
+int pl_join_has_exists(const pl_expr *e) {
+  if (!e) return 0;
+  if (e->op == PL_E_AND) return pl_join_has_exists(e->pLeft) || pl_join_has_exists(e->pRight);
+  if (e->op == PL_E_NOT) e = e->pLeft;
+  return e->op == PL_E_EXISTS;
+}
+
+/*
+** A correlated subquery over one csq table q (PL_E_SUBQUERY), as a table
+** of the plan: t = nTab + nExtra, its keys "s.x = o.y" (and, bNe, "s.x <>
+** o.y") against the outer tables, its other terms pushed to its scan. bAgg:
+** a scalar subquery, its one result an aggregate expression. 1 taken
+** (pl_join.nExtra grows), 0 not such a subquery (uncorrelated: it prepares
+** on its own; jp_check_subqueries then decides), or s fails with why.
+*/
+static int jp_corr(jp *s, const pl_expr *q, int bNe, int bAgg) {
+  pl_join *j = s->j;
+  /* one that prepares on its own is not correlated: SQLite runs it once */
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(s->db, q->z, q->n, &pStmt, NULL);
+  sqlite3_finalize(pStmt);
+  if (rc == SQLITE_OK) return 0;
+  pl_ast *sub = NULL;
+  if (pl_parse(q->z, q->n, &sub, NULL) != PL_OK) return 0;
+  const char *zWhy = NULL;
+  int x = j->nExtra, t = j->nTab + x;
+  if (t >= PL_JOIN_MAX_TAB)
+    zWhy = "too many tables with its subqueries";
+  else if (sub->nFrom != 1 || sub->nGroup || sub->pHaving || sub->pLimit || sub->aFrom[0].zDb ||
+           !sub->pWhere || sub->bAgg != bAgg || (bAgg && (sub->nCol != 1 || sub->bStar)))
+    zWhy = bAgg ? "not one aggregate over one table filtered by its WHERE"
+                : "not one table filtered by its WHERE";
+  for (int c = 0; !zWhy && !bAgg && c < sub->nCol; c++) {
+    int op = sub->aCol[c].pExpr->op;
+    if (op != PL_E_STAR && op != PL_E_COLUMN && op != PL_E_INT && op != PL_E_STR &&
+        op != PL_E_NULL && op != PL_E_REAL)
+      zWhy = "its select list is more than columns or constants";
+  }
+  if (zWhy) {
+    pl_ast_free(sub);
+    char *z = sqlite3_mprintf("%.60s%s", q->z, q->n > 60 ? "..." : "");
+    char *zMsg = sqlite3_mprintf("a correlated subquery (%%s), %s: SQLite plans the query", zWhy);
+    jp_fail(s, zMsg ? zMsg : "a correlated subquery (%s): SQLite plans the query", z);
+    sqlite3_free(zMsg);
+    sqlite3_free(z);
+    return 0;
+  }
+  jp_sub *c0 = &s->aCorr[x];
+  memset(c0, 0, sizeof(*c0));
+  c0->sub = sub; /* freed with the plan: its nodes are referred to */
+  const pl_from *f = &sub->aFrom[0];
+  c0->zQual = f->zAlias ? f->zAlias : f->zTable;
+  int r = jp_table_info(s, t, NULL, f->zTable, c0->zQual);
+  if (r < 0) {
+    jp_fail(s, "out of memory%s", "");
+    return 0;
+  }
+  if (r || s->aTi[t].ePush == PL_PUSH_NEVER) {
+    jp_fail(s, "a correlated subquery reads %s, not a csq table that pushes: SQLite plans it",
+            f->zTable);
+    return 0;
+  }
+  j->nExtra++;
+  pl_jtab *jt = &j->aTab[t];
+  double nEst = s->aTi[t].nRows >= 0 ? (double)s->aTi[t].nRows : 1e6;
+  for (int c = 0; !bAgg && c < sub->nCol; c++) {
+    int u, col;
+    if (sub->aCol[c].pExpr->op == PL_E_COLUMN &&
+        !jp_semi_resolve(s, t, c0->zQual, sub->aCol[c].pExpr, &u, &col)) {
+      jp_fail_in(s, sub, "%s in a subquery names no column: SQLite plans the query",
+                 sub->aCol[c].pExpr);
+      return 0;
+    }
+  }
+  const pl_expr *ap[JP_MAX_SEMI_TERM + 1];
+  int n = jp_conjuncts(sub->pWhere, ap, 0, JP_MAX_SEMI_TERM);
+  if (n > JP_MAX_SEMI_TERM) {
+    jp_fail(s, "a subquery has too many terms%s", "");
+    return 0;
+  }
+  for (int k = 0; k < n && !s->bFail; k++) {
+    const pl_expr *c = ap[k];
+    if ((c->op == PL_E_EQ || (bNe && c->op == PL_E_NE)) && c->pLeft->op == PL_E_COLUMN &&
+        c->pRight->op == PL_E_COLUMN) {
+      int t1, c1, t2, c2;
+      int r1 = jp_semi_resolve(s, t, c0->zQual, c->pLeft, &t1, &c1);
+      int r2 = jp_semi_resolve(s, t, c0->zQual, c->pRight, &t2, &c2);
+      if (r1 + r2 == 3) { /* the subquery's column against an outer one */
+        if (r1 == 2) {
+          int xt = t1, xc = c1;
+          t1 = t2, c1 = c2, t2 = xt, c2 = xc;
+        }
+        if (jp_aff(s, t1, c1) < 'C' || jp_aff(s, t2, c2) < 'C' || s->aColl[t1][c1] != 'x' ||
+            s->aColl[t2][c2] != 'x') {
+          jp_fail_in(s, sub,
+                     "a subquery correlates by %s, not numeric BINARY columns: SQLite "
+                     "plans the query",
+                     c);
+          return 0;
+        }
+        int bEq = c->op == PL_E_EQ;
+        int *pn = bEq ? &c0->nKey : &c0->nNe;
+        if (*pn >= PL_JOIN_MAX_KEY) {
+          jp_fail(s, "a subquery has too many keys%s", "");
+          return 0;
+        }
+        int o = jp_output(s, t, c1);
+        if (o < 0) return 0;
+        (bEq ? c0->aKeyOut : c0->aNeOut)[*pn] = o;
+        (bEq ? c0->aKeyTab : c0->aNeTab)[*pn] = t2;
+        (bEq ? c0->aKeyCol : c0->aNeCol)[*pn] = c2;
+        (*pn)++;
+        s->aNeed[t2][c2] = 1;
+        continue;
+      }
+    }
+    int bEmpty = 0;
+    if (!jp_semi_local(s, t, c0->zQual, c) ||
+        pl_split_filter(s->db, sub, &s->aTi[t], c0->zQual, NULL, 0, s->aB[t], c, &bEmpty) != 1) {
+      jp_fail_in(s, sub,
+                 "the correlated subquery's term %s is neither a device filter nor a key: SQLite "
+                 "plans the query",
+                 c);
+      return 0;
+    }
+    c0->aFilter[c0->nFilter++] = c;
+    jt->nFilter++;
+    if (bEmpty) jt->bEmpty = 1;
+    nEst *= jp_selectivity(c);
+  }
+  if (s->bFail) return 0;
+  if (c0->nKey == 0) {
+    jp_fail(s, "a subquery correlated other than by \"=\": SQLite plans the query%s", "");
+    return 0;
+  }
+  jt->nEst = nEst < 1 ? 1 : (int64_t)nEst;
+  return 1;
+}
+
+/* Term e of WHERE as a semi-join (EXISTS) or anti-join (NOT EXISTS): 1
+** taken, 0 not (see jp_corr). */
+static int jp_semi(jp *s, const pl_expr *e) {
+  pl_join *j = s->j;
+  int bAnti = e->op == PL_E_NOT;
+  const pl_expr *x = bAnti ? e->pLeft : e;
+  if (x->op != PL_E_EXISTS || !x->pLeft || x->pLeft->op != PL_E_SUBQUERY) return 0;
+  if (j->nSemi >= PL_JOIN_MAX_SEMI) return 0;
+  if (!jp_corr(s, x->pLeft, 1, 0)) return 0;
+  pl_jsemi *qs = &j->aSemi[j->nSemi++];
+  memset(qs, 0, sizeof(*qs));
+  qs->bAnti = bAnti;
+  qs->iTab = j->nTab + j->nExtra - 1;
+  return 1;
+}
+
+/* Is a column of the subquery's table t that the aggregate reads of a
+** collation other than BINARY, or no column it resolves? */
+static int jp_scalar_cols_bad(jp *s, const jp_sub *c0, int t, const pl_expr *e) {
+  if (!e) return 0;
+  if (e->op == PL_E_COLUMN) {
+    int u, c;
+    return jp_semi_resolve(s, t, c0->zQual, e, &u, &c) != 1 || s->aColl[t][c] != 'x';
+  }
+  if (e->op == PL_E_COLLATE || e->op == PL_E_STAR || e->op == PL_E_SUBQUERY ||
+      e->op == PL_E_EXISTS || e->op == PL_E_INSELECT || e->op == PL_E_PARAM)
+    return 1;
+  if (jp_scalar_cols_bad(s, c0, t, e->pLeft) || jp_scalar_cols_bad(s, c0, t, e->pRight) ||
+      jp_scalar_cols_bad(s, c0, t, e->pExtra))
+    return 1;
+  for (int i = 0; i < e->nArg; i++)
+    if (jp_scalar_cols_bad(s, c0, t, e->apArg[i])) return 1;
+  return 0;
+}
+
+/* The columns of subquery table t that e reads, as outputs of its scan. */
+static void jp_scalar_outputs(jp *s, const jp_sub *c0, int t, const pl_expr *e) {
+  if (!e || s->bFail) return;
+  if (e->op == PL_E_COLUMN) {
+    int u, c;
+    if (jp_semi_resolve(s, t, c0->zQual, e, &u, &c) == 1) jp_output(s, t, c);
+    return;
+  }
+  jp_scalar_outputs(s, c0, t, e->pLeft);
+  jp_scalar_outputs(s, c0, t, e->pRight);
+  jp_scalar_outputs(s, c0, t, e->pExtra);
+  for (int i = 0; i < e->nArg; i++) jp_scalar_outputs(s, c0, t, e->apArg[i]);
+}
+
+/* Scalar subquery i's keys, row-set column and the SQL of its groups. */
+static void jp_scalar_plan(jp *s, int i) {
+  pl_join *j = s->j;
+  pl_jscalar *qs = &j->aScalar[i];
+  const jp_sub *c0 = &s->aCorr[qs->iTab - j->nTab];
+  const pl_jtab *jt = &j->aTab[qs->iTab];
+  qs->nKey = c0->nKey;
+  for (int k = 0; k < qs->nKey; k++) {
+    qs->aKeyOut[k] = c0->aKeyOut[k];
+    qs->aKeyCol[k] = s->aColOf[c0->aKeyTab[k]][c0->aKeyCol[k]];
+  }
+  if (j->nCol >= PL_JOIN_MAX_OUT) return jp_fail(s, "more than 64 columns%s", "");
+  qs->iCol = j->nCol++;
+  j->aColAff[qs->iCol] = 'A'; /* a subquery's value has no affinity */
+  j->aColColl[qs->iCol] = 'x';
+  sqlite3_str *pG = sqlite3_str_new(s->db), *pE = sqlite3_str_new(s->db);
+  sqlite3_str_appendall(pG, "SELECT ");
+  for (int k = 0; k < qs->nKey; k++) {
+    int o = qs->aKeyOut[k], iChunk = jt->aChunk[o];
+    char aff = iChunk == 0 ? 'D' : jp_aff(s, qs->iTab, iChunk - 1);
+    sqlite3_str_appendf(pG, "csq_j." PL_JROWS_NAME_FMT ", ", aff - 'A' + 'a', 'x', o);
+  }
+  sqlite3_str_appendall(pG, "(");
+  jp_emit_to(s, pG, c0->sub, c0->sub->aCol[0].pExpr, 0, qs->iTab);
+  sqlite3_str_appendall(pG, ") FROM csq_jrows(?1) AS csq_j GROUP BY ");
+  for (int k = 0; k < qs->nKey; k++) sqlite3_str_appendf(pG, "%s%d", k ? ", " : "", k + 1);
+  sqlite3_str_appendall(pE, "SELECT (");
+  jp_emit_to(s, pE, c0->sub, c0->sub->aCol[0].pExpr, 0, qs->iTab);
+  sqlite3_str_appendall(pE, ") FROM csq_jrows(?1) AS csq_j WHERE 0");
+  qs->zGroup = sqlite3_str_finish(pG);
+  qs->zEmpty = sqlite3_str_finish(pE);
+  if (!qs->zGroup || !qs->zEmpty) jp_fail(s, "out of memory%s", "");
+}
+
+/* Each scalar subquery inside term e (not inside EXISTS or IN (SELECT ...))
+** that jp_corr takes as an aggregate grouped by its keys. */
+static void jp_scalars(jp *s, const pl_expr *e) {
+  if (!e || s->bFail) return;
+  pl_join *j = s->j;
+  if (e->op == PL_E_SUBQUERY) {
+    if (j->nScalar >= PL_JOIN_MAX_SCALAR || !jp_corr(s, e, 0, 1)) return;
+    int t = j->nTab + j->nExtra - 1;
+    jp_sub *c0 = &s->aCorr[t - j->nTab];
+    if (jp_scalar_cols_bad(s, c0, t, c0->sub->aCol[0].pExpr))
+      return jp_fail_in(s, c0->sub,
+                        "a correlated subquery's result %s reads a collated column or more than "
+                        "its table's columns: SQLite plans the query",
+                        c0->sub->aCol[0].pExpr);
+    pl_jscalar *qs = &j->aScalar[j->nScalar++];
+    memset(qs, 0, sizeof(*qs));
+    qs->iTab = t;
+    s->apScalar[j->nScalar - 1] = e;
+    /* the columns its aggregate reads, as outputs of the scan */
+    jp_scalar_outputs(s, c0, t, c0->sub->aCol[0].pExpr);
+    return;
+  }
+  if (e->op == PL_E_EXISTS) return;
+  if (e->op == PL_E_INSELECT) return jp_scalars(s, e->pLeft);
+  jp_scalars(s, e->pLeft);
+  jp_scalars(s, e->pRight);
+  jp_scalars(s, e->pExtra);
+  for (int i = 0; i < e->nArg; i++) jp_scalars(s, e->apArg[i]);
+}
+
+/* Are the tables every ON key of LEFT JOINed table t joins with in aIn? */
+static int jp_on_keys_in(jp *s, int t, const int *aIn) {
+  for (int k = 0; k < s->nTerm; k++)
+    if (s->aKind[k] == JT_KEY && s->aOnOf[k] - 1 == t &&
+        !aIn[s->aKeyTab[k][s->aKeyTab[k][0] == t ? 1 : 0]])
+      return 0;
+  return 1;
 }
 
 /* Push, key or leave each term; the join order; the outputs. */
@@ -684,27 +1086,68 @@ static void jp_plan(jp *s) {
   pl_join *j = s->j;
   int nTab = j->nTab;
   j->bStar = a->bStar;
+  if (a->pWhere) jp_add_term(s, a->pWhere);
+  for (int t = 0; t < nTab; t++) {
+    s->iAddOn = j->aTab[t].bLeft ? t + 1 : 0;
+    if (a->aFrom[t].pOn) jp_add_term(s, a->aFrom[t].pOn);
+  }
+  s->iAddOn = 0;
+  int mLeft = 0; /* the LEFT JOINed tables */
+  for (int t = 0; t < nTab; t++) mLeft |= j->aTab[t].bLeft << t;
+  /* [NOT] EXISTS terms as semi- and anti-joins; the other subqueries must
+  ** be uncorrelated */
+  for (int k = 0; k < s->nTerm && !s->bFail; k++)
+    if (!s->aOnOf[k] && jp_semi(s, s->aTerm[k])) s->aKind[k] = JT_SEMI;
+  for (int k = 0; k < s->nTerm && !s->bFail; k++)
+    if (!s->aOnOf[k] && s->aKind[k] != JT_SEMI) jp_scalars(s, s->aTerm[k]);
   for (int i = 0; i < a->nCol; i++) jp_check_subqueries(s, a->aCol[i].pExpr);
-  jp_check_subqueries(s, a->pWhere);
-  for (int t = 0; t < nTab; t++) jp_check_subqueries(s, a->aFrom[t].pOn);
+  for (int k = 0; k < s->nTerm; k++)
+    if (s->aKind[k] != JT_SEMI) jp_check_subqueries(s, s->aTerm[k]);
   for (int i = 0; i < a->nGroup; i++) jp_check_subqueries(s, a->aGroup[i].pExpr);
   jp_check_subqueries(s, a->pHaving);
   for (int i = 0; i < a->nOrder; i++) jp_check_subqueries(s, a->aOrder[i].pExpr);
   jp_check_subqueries(s, a->pLimit);
   jp_check_subqueries(s, a->pOffset);
   if (s->bFail) return;
-  if (a->pWhere) jp_add_term(s, a->pWhere);
-  for (int t = 0; t < nTab; t++)
-    if (a->aFrom[t].pOn) jp_add_term(s, a->aFrom[t].pOn);
+  if (nTab == 1 && j->nSemi == 0 && j->nScalar == 0)
+    return jp_fail(s, "one table: not a join%s", "");
   /* classify */
   double aEst[PL_JOIN_MAX_TAB];
   for (int t = 0; t < nTab; t++) aEst[t] = s->aTi[t].nRows >= 0 ? (double)s->aTi[t].nRows : 1e6;
   for (int k = 0; k < s->nTerm && !s->bFail; k++) {
     const pl_expr *e = s->aTerm[k];
+    if (s->aKind[k] == JT_SEMI) continue;
     int bAlias = 0, m = jp_tables(s, e, &bAlias);
     if (m < 0) break;
     s->aKind[k] = s->aImplied[k] ? JT_DROPPED : JT_RESIDUAL;
-    if (bAlias) continue;
+    int tOn = s->aOnOf[k] - 1;
+    if (tOn >= 0) {
+      /* the ON of a LEFT JOIN decides which rows of tOn match, never which
+      ** rows of the others stay: keys of tOn, and filters of tOn alone */
+      if (jp_key_term(s, k) && (s->aKeyTab[k][0] == tOn || s->aKeyTab[k][1] == tOn)) {
+        s->aKind[k] = JT_KEY;
+        continue;
+      }
+      if (!bAlias && m == 1 << tOn && !jp_collated(s, e)) {
+        int bEmpty = 0, r = jp_push(s, tOn, s->aB[tOn], e, &bEmpty);
+        if (r < 0) return jp_fail_expr(s, "the filter %s did not fit the device program", e);
+        if (r == 1) {
+          s->aKind[k] = JT_FILTER;
+          s->aTermTab[k] = tOn;
+          j->aTab[tOn].nFilter++;
+          if (bEmpty) j->aTab[tOn].bEmpty = 1;
+          aEst[tOn] *= jp_selectivity(e);
+          continue;
+        }
+      }
+      if (s->aImplied[k]) continue; /* implied: needed nowhere */
+      return jp_fail_expr(s,
+                          "the ON of a LEFT JOIN holds %s, neither a key of its table nor a "
+                          "device filter of it: SQLite plans the query",
+                          e);
+    }
+    /* a WHERE term over a LEFT JOINed table sees its NULLs: after the join */
+    if (bAlias || (m & mLeft)) continue;
     if (jp_key_term(s, k)) {
       s->aKind[k] = JT_KEY;
     } else if (m && !(m & (m - 1)) && !jp_collated(s, e)) {
@@ -731,9 +1174,10 @@ static void jp_plan(jp *s) {
   if (s->bFail) return;
   for (int t = 0; t < nTab; t++) j->aTab[t].nEst = aEst[t] < 1 ? 1 : (int64_t)aEst[t];
   /* the order: the biggest probes; then the smallest connected, in turn */
-  int aIn[PL_JOIN_MAX_TAB] = {0}, iProbe = 0;
-  for (int t = 1; t < nTab; t++)
-    if (aEst[t] > aEst[iProbe]) iProbe = t;
+  int aIn[PL_JOIN_MAX_TAB] = {0}, iProbe = -1;
+  for (int t = 0; t < nTab; t++) /* a LEFT JOINed table is never the probe side */
+    if (!j->aTab[t].bLeft && (iProbe < 0 || aEst[t] > aEst[iProbe])) iProbe = t;
+  if (iProbe < 0) return jp_fail(s, "internal: no table to probe with%s", "");
   j->aOrder[0] = iProbe;
   aIn[iProbe] = 1;
   for (int step = 1; step < nTab; step++) {
@@ -742,7 +1186,10 @@ static void jp_plan(jp *s) {
       if (s->aKind[k] != JT_KEY) continue;
       for (int side = 0; side < 2; side++) {
         int t = s->aKeyTab[k][side], o = s->aKeyTab[k][1 - side];
-        if (!aIn[t] && aIn[o] && (best < 0 || aEst[t] < aEst[best])) best = t;
+        if (aIn[t] || !aIn[o] || (best >= 0 && aEst[t] >= aEst[best])) continue;
+        if (s->aOnOf[k] && s->aOnOf[k] - 1 != t) continue; /* its table joins by it */
+        if (j->aTab[t].bLeft && !jp_on_keys_in(s, t, aIn)) continue;
+        best = t;
       }
     }
     if (best < 0)
@@ -756,6 +1203,7 @@ static void jp_plan(jp *s) {
       for (int side = 0; side < 2; side++) {
         int t = s->aKeyTab[k][side], o = s->aKeyTab[k][1 - side];
         if (t != best || !aIn[o] || jt->nKey >= PL_JOIN_MAX_KEY) continue;
+        if (s->aOnOf[k] && s->aOnOf[k] - 1 != t) continue;
         int x = jp_output(s, t, s->aKeyCol[k][side]);
         int y = x < 0 ? -1 : jp_output(s, o, s->aKeyCol[k][1 - side]);
         if (y < 0) return;
@@ -769,6 +1217,10 @@ static void jp_plan(jp *s) {
     j->aOrder[step] = best;
     aIn[best] = 1;
   }
+  for (int k = 0; k < s->nTerm; k++) /* a LEFT JOIN's ON has no residual */
+    if (s->aOnOf[k] && s->aKind[k] == JT_KEY && !s->aUsed[k])
+      return jp_fail_expr(s, "the LEFT JOIN key %s was not used as a key: SQLite plans the query",
+                          s->aTerm[k]);
   /* the columns the host part reads */
   for (int i = 0; i < a->nCol; i++) jp_need(s, a->aCol[i].pExpr, 0);
   for (int k = 0; k < s->nTerm; k++)
@@ -796,6 +1248,21 @@ static void jp_plan(jp *s) {
     }
   }
   if (s->bFail) return;
+  for (int i = 0; i < j->nSemi; i++) { /* the semi-joins' outer columns, in the row set */
+    pl_jsemi *qs = &j->aSemi[i];
+    const jp_sub *c0 = &s->aCorr[qs->iTab - nTab];
+    qs->nKey = c0->nKey;
+    for (int k = 0; k < qs->nKey; k++) {
+      qs->aKeyOut[k] = c0->aKeyOut[k];
+      qs->aKeyCol[k] = s->aColOf[c0->aKeyTab[k]][c0->aKeyCol[k]];
+    }
+    qs->nNe = c0->nNe;
+    for (int k = 0; k < qs->nNe; k++) {
+      qs->aNeOut[k] = c0->aNeOut[k];
+      qs->aNeCol[k] = s->aColOf[c0->aNeTab[k]][c0->aNeCol[k]];
+    }
+  }
+  for (int i = 0; i < j->nScalar && !s->bFail; i++) jp_scalar_plan(s, i);
   jp_host(s);
   /* every table's program again, left open for join filters */
   for (int t = 0; t < nTab; t++) {
@@ -806,6 +1273,20 @@ static void jp_plan(jp *s) {
       if (jp_push(s, t, j->apB[t], s->aTerm[k], &bEmpty) != 1)
         return jp_fail(s, "internal: the filters of %s changed", j->aTab[t].zTable);
     }
+    for (int o = 0; o < j->aTab[t].nOut; o++) {
+      int slot = csq_pb_input(j->apB[t], (uint32_t)j->aTab[t].aChunk[o]);
+      if (slot < 0 || csq_pb_output(j->apB[t], slot) < 0)
+        return jp_fail(s, "program limit reached%s", "");
+    }
+  }
+  for (int x = 0; x < j->nExtra; x++) {
+    int t = nTab + x, bEmpty = 0;
+    const jp_sub *c0 = &s->aCorr[x];
+    if (!(j->apB[t] = csq_pb_new())) return jp_fail(s, "out of memory%s", "");
+    for (int k = 0; k < c0->nFilter; k++)
+      if (pl_split_filter(s->db, c0->sub, &s->aTi[t], c0->zQual, NULL, 0, j->apB[t], c0->aFilter[k],
+                          &bEmpty) != 1)
+        return jp_fail(s, "internal: the filters of %s changed", j->aTab[t].zTable);
     for (int o = 0; o < j->aTab[t].nOut; o++) {
       int slot = csq_pb_input(j->apB[t], (uint32_t)j->aTab[t].aChunk[o]);
       if (slot < 0 || csq_pb_output(j->apB[t], slot) < 0)
@@ -835,18 +1316,21 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
     return SQLITE_OK;
   }
   rc = SQLITE_OK;
-  if (s.a->nFrom < 2) {
+  s.xLookup = xLookup;
+  s.xColl = xColl;
+  s.pLookupArg = pArg;
+  if (s.a->nFrom < 2 && !pl_join_has_exists(s.a->pWhere)) {
     jp_fail(&s, "one table: not a join%s", "");
   } else if (s.a->nFrom > PL_JOIN_MAX_TAB) {
     jp_fail(&s, "more than 8 tables%s", "");
   } else {
     j->nTab = s.a->nFrom;
-    rc = jp_tables_info(&s, xLookup, xColl, pArg);
+    rc = jp_tables_info(&s);
     s.pHost = sqlite3_str_new(db);
     if (rc == SQLITE_OK && !s.bFail) jp_plan(&s);
   }
   char *zHost = s.pHost ? sqlite3_str_finish(s.pHost) : NULL;
-  for (int t = 0; rc == SQLITE_OK && !s.bFail && t < j->nTab; t++) {
+  for (int t = 0; rc == SQLITE_OK && !s.bFail && t < j->nTab + j->nExtra; t++) {
     uint8_t *pProg = NULL;
     size_t nProg = 0;
     if (csq_pb_finish(s.aB[t], &pProg, &nProg) < 0) {
@@ -866,12 +1350,13 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
     j->bPlan = 1;
     j->zHost = zHost;
     zHost = NULL;
-    snprintf(j->zWhy, sizeof(j->zWhy),
-             "hash join of %d csq tables: filters and projections on the devices, %d residual "
-             "term(s) and the rest in SQLite%s",
-             j->nTab, j->nResidual,
-             s.nSubPushed ? "; IN subqueries run first, their values filtering on the devices"
-                          : "");
+    snprintf(
+        j->zWhy, sizeof(j->zWhy),
+        "hash join of %d csq table(s)%s%s: filters and projections on the devices, %d "
+        "residual term(s) and the rest in SQLite%s",
+        j->nTab, j->nSemi ? " with semi- and anti-joins for [NOT] EXISTS" : "",
+        j->nScalar ? " with correlated scalar subqueries as grouped aggregates" : "", j->nResidual,
+        s.nSubPushed ? "; IN subqueries run first, their values filtering on the devices" : "");
   }
   sqlite3_free(zHost);
   for (int i = 0; i < s.nImplied; i++) {
@@ -882,6 +1367,7 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
     for (int k = 0; k < s.anSubVal[i]; k++) sqlite3_value_free(s.aaSubVal[i][k]);
     sqlite3_free(s.aaSubVal[i]);
   }
+  for (int x = 0; x < PL_JOIN_MAX_TAB; x++) pl_ast_free(s.aCorr[x].sub);
   for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
     csq_pb_free(s.aB[t]);
     free(s.aazCol[t]);
@@ -896,6 +1382,10 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
 
 void pl_join_free(pl_join *p) {
   if (!p) return;
+  for (int i = 0; i < p->nScalar; i++) {
+    sqlite3_free(p->aScalar[i].zGroup);
+    sqlite3_free(p->aScalar[i].zEmpty);
+  }
   for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
     sqlite3_free(p->aTab[t].zDb);
     sqlite3_free(p->aTab[t].zTable);

@@ -27,6 +27,19 @@
 ** and WHERE by the residual: GROUP BY, aggregates, HAVING, the select list,
 ** ORDER BY and LIMIT keep SQLite's semantics exactly.
 **
+** A WHERE conjunct "[NOT] EXISTS (SELECT ... FROM s WHERE ...)" whose
+** subquery reads one csq table s, correlated with the outer tables only by
+** "s.x = o.y" (and "s.x <> o.y") between columns of numeric affinity and
+** BINARY collation, its other terms filters s's device program takes, is a
+** semi-join (EXISTS) or an anti-join (NOT EXISTS): once the inner joins
+** have given their rows, s is scanned with a join filter of their keys
+** (planner/joinfilter.h), each row of s marks the joined rows it matches
+** (pl_semi in hashjoin.h), and the joined rows are kept where marked
+** (EXISTS) or unmarked (NOT EXISTS). That is the truth of the subquery for
+** each outer row: it has a row exactly when some row of s passes its
+** filters and matches the keys, and "=" / "<>" with a NULL is never true,
+** so a NULL key marks nothing. The outer query may then be one table.
+**
 ** What the planner does not take it says (pl_join.zWhy), and the query
 ** runs as ordinary SQL.
 */
@@ -39,9 +52,11 @@
 
 #include "planner/split.h"
 
-#define PL_JOIN_MAX_TAB 8  /* tables in one join */
-#define PL_JOIN_MAX_OUT 64 /* columns a table's scan returns; also row-set columns */
-#define PL_JOIN_MAX_KEY 8  /* key columns of one build side */
+#define PL_JOIN_MAX_TAB    8  /* tables in one join */
+#define PL_JOIN_MAX_OUT    64 /* columns a table's scan returns; also row-set columns */
+#define PL_JOIN_MAX_KEY    8  /* key columns of one build side */
+#define PL_JOIN_MAX_SEMI   4  /* [NOT] EXISTS subqueries taken as semi- and anti-joins */
+#define PL_JOIN_MAX_SCALAR 4  /* scalar subqueries taken as aggregates grouped by their keys */
 
 /* One table of the join, in FROM order. */
 typedef struct pl_jtab {
@@ -57,17 +72,53 @@ typedef struct pl_jtab {
   int nFilter;                    /* filter terms pushed */
   int64_t nRows;                  /* rows of the table, -1 unknown */
   int64_t nEst;                   /* estimated rows after the filters */
+  int bLeft;                      /* LEFT JOINed: rows without a match keep going, with NULLs */
   int nKey;                       /* a build side: its key outputs ... */
   int aKeyOut[PL_JOIN_MAX_KEY];   /* ... output aKeyOut[j] equals ... */
   int aKeyTab[PL_JOIN_MAX_KEY];   /* ... output aKeyProbe[j] of table aKeyTab[j], joined */
   int aKeyProbe[PL_JOIN_MAX_KEY]; /*     earlier in aOrder */
 } pl_jtab;
 
+/* A semi-join (EXISTS) or anti-join (NOT EXISTS) over the joined rows; its
+** table is pl_join.aTab[iTab] (pl_jtab: its scan, outputs, estimate). */
+typedef struct pl_jsemi {
+  int iTab;
+  int bAnti;                    /* NOT EXISTS: keep the rows nothing matches */
+  int nKey;                     /* the subquery's table's output aKeyOut[k] ... */
+  int aKeyOut[PL_JOIN_MAX_KEY]; /* ... equals ... */
+  int aKeyCol[PL_JOIN_MAX_KEY]; /* ... row-set column aKeyCol[k] */
+  int nNe;                      /* and its output aNeOut[k] differs (<>) from ... */
+  int aNeOut[PL_JOIN_MAX_KEY];  /* ... row-set column aNeCol[k] */
+  int aNeCol[PL_JOIN_MAX_KEY];
+} pl_jsemi;
+
+/* A correlated scalar subquery "(SELECT agg(...) FROM s WHERE s.x = o.y
+** AND filters)": s (pl_join.aTab[iTab]) is scanned with a join filter of
+** the joined rows' keys, SQLite runs zGroup over those rows (csq_jrows(?1),
+** the scan's outputs), giving the keys and the subquery's value per group,
+** and each joined row gets its group's value in row-set column iCol, or
+** zEmpty's (the aggregate over no rows: count 0, sum NULL) when no row of s
+** has its keys; the host part reads that column where the subquery was. */
+typedef struct pl_jscalar {
+  int iTab;
+  int nKey;                     /* the scan's output aKeyOut[k] (column k of zGroup) ... */
+  int aKeyOut[PL_JOIN_MAX_KEY]; /* ... equals row-set column aKeyCol[k] */
+  int aKeyCol[PL_JOIN_MAX_KEY];
+  int iCol;     /* the row-set column of its value (affinity none, BINARY) */
+  char *zGroup; /* "SELECT keys..., value FROM csq_jrows(?1) ... GROUP BY ..." (sqlite3_malloc'd) */
+  char *zEmpty; /* "SELECT value FROM csq_jrows(?1) ... WHERE 0" (sqlite3_malloc'd) */
+} pl_jscalar;
+
 typedef struct pl_join {
   int bPlan;      /* 1: run as planned; 0: the query stays ordinary SQL */
   char zWhy[320]; /* bPlan 0: why; else a short description */
-  int nTab;
+  int nTab;       /* tables of the inner joins */
   pl_jtab aTab[PL_JOIN_MAX_TAB];
+  int nExtra; /* tables of subqueries: aTab[nTab .. nTab + nExtra), in lookup order */
+  int nSemi;  /* semi- and anti-joins, applied in turn to the joined rows */
+  pl_jsemi aSemi[PL_JOIN_MAX_SEMI];
+  int nScalar; /* scalar subqueries, whose row-set columns are filled after the semi-joins */
+  pl_jscalar aScalar[PL_JOIN_MAX_SCALAR];
   int aOrder[PL_JOIN_MAX_TAB];    /* aOrder[0] probes; aOrder[1..] build and join in turn */
   int nCol;                       /* row-set columns */
   char aColAff[PL_JOIN_MAX_OUT];  /* affinity of each ('A'..'E') */
@@ -77,7 +128,8 @@ typedef struct pl_join {
   int iRows;                      /* parameter number of the row set in zHost */
   int bStar;                      /* the select list has * or t.* (every column) */
   /* Each table's program as aTab[t].pProg, still open, for the join
-  ** filters of the tables read before it (planner/joinfilter.h); owned. */
+  ** filters of the tables read before it (planner/joinfilter.h); owned.
+  ** The subqueries' tables too. */
   struct csq_pb *apB[PL_JOIN_MAX_TAB];
 } pl_join;
 
@@ -90,10 +142,17 @@ typedef struct pl_join {
 typedef const char *(*pl_coll_fn)(void *pArg, const char *zDb, const char *zTable, int iCol);
 
 /* Plan zSql (parameters aParam[0..nParam), NULL = not given) as a join.
+** The tables it reads are looked up in FROM order, then each semi-join's.
 ** Returns SQLITE_OK with *ppJoin (bPlan 0 with zWhy when it is not one the
 ** planner takes), or SQLITE_NOMEM. Free with pl_join_free(). */
 int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
                  pl_lookup_fn xLookup, pl_coll_fn xColl, void *pArg, pl_join **ppJoin);
 void pl_join_free(pl_join *p);
+
+/* 1 if a conjunct of WHERE expression e (an AST of pl_parse_opt with
+** PL_PARSE_SUBQUERY) is "[NOT] EXISTS (...)": a query over one table the
+** planner may still take, as a semi- or anti-join. */
+struct pl_expr;
+int pl_join_has_exists(const struct pl_expr *e);
 
 #endif /* CSQ_PLANNER_JOIN_H */

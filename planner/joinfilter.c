@@ -108,6 +108,39 @@ static int add_bloom(csq_pb *b, int iChunk, const csq_vec *v) {
   return e < 0 ? e : 0;
 }
 
+/* What the join filters of one program hold so far. */
+typedef struct jf_room {
+  uint32_t nTotal, nHeap; /* IN lists: values, bytes */
+  int nBloom;
+  uint32_t *aPick; /* PL_JOINFILTER_MAX_KEYS indices */
+} jf_room;
+
+/* Add to b a join filter on chunk iChunk holding the values of v: an IN list
+** of the distinct ones, or a Bloom filter when they are too many, while the
+** program has room for it. 0 or a negative errno. */
+static int add_filter(csq_pb *b, int iChunk, const csq_vec *v, jf_room *pRoom, int *pnFilter) {
+  uint32_t n = 0;
+  int rc = distinct(v, pRoom->aPick, PL_JOINFILTER_MAX_KEYS, &n);
+  if (rc == -E2BIG) { /* too many keys for a list: a Bloom filter of them */
+    if (pRoom->nBloom >= PL_JOINFILTER_MAX_BLOOMS) return 0;
+    rc = add_bloom(b, iChunk, v);
+    if (rc < 0) return rc;
+    if (rc == 0) pRoom->nBloom++, (*pnFilter)++;
+    return 0;
+  }
+  if (rc) return rc;
+  uint32_t nBytes = 0;
+  for (uint32_t i = 0; i < n; i++) nBytes += v->aLen[pRoom->aPick[i]];
+  if (n == 0 || pRoom->nTotal + n > 2 * PL_JOINFILTER_MAX_KEYS || pRoom->nHeap + nBytes > 64 * 1024)
+    return 0;
+  rc = add_in(b, iChunk, v, pRoom->aPick, n);
+  if (rc < 0) return rc;
+  pRoom->nTotal += n;
+  pRoom->nHeap += nBytes;
+  (*pnFilter)++;
+  return 0;
+}
+
 int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn,
                            int *pnFilter) {
   csq_pb *b = j->apB[t];
@@ -118,42 +151,37 @@ int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **p
   if (!b) return -EINVAL;
   int iStep = 0, e = 0;
   while (iStep < j->nTab && j->aOrder[iStep] != t) iStep++;
-  uint32_t nTotal = 0, nHeap = 0;
-  int nBloom = 0;
-  uint32_t *aPick = malloc(sizeof(uint32_t) * PL_JOINFILTER_MAX_KEYS);
-  if (!aPick) e = -ENOMEM;
+  jf_room room = {0, 0, 0, malloc(sizeof(uint32_t) * PL_JOINFILTER_MAX_KEYS)};
+  if (!room.aPick) e = -ENOMEM;
   for (int s = iStep + 1; e == 0 && s < j->nTab; s++) {
     int u = j->aOrder[s];
     const pl_jtab *ju = &j->aTab[u];
-    for (int k = 0; e == 0 && k < ju->nKey; k++) {
-      if (ju->aKeyTab[k] != t) continue;
-      const csq_vec *v = &aData[u].aCol[ju->aKeyOut[k]];
-      uint32_t n = 0;
-      int rc = distinct(v, aPick, PL_JOINFILTER_MAX_KEYS, &n);
-      if (rc == -E2BIG) { /* too many keys for a list: a Bloom filter of them */
-        if (nBloom >= PL_JOINFILTER_MAX_BLOOMS) continue;
-        rc = add_bloom(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], v);
-        if (rc < 0) {
-          e = rc;
-          break;
-        }
-        if (rc == 0) nBloom++, (*pnFilter)++;
-        continue;
-      }
-      if (rc) {
-        e = rc;
-        break;
-      }
-      uint32_t nBytes = 0;
-      for (uint32_t i = 0; i < n; i++) nBytes += v->aLen[aPick[i]];
-      if (n == 0 || nTotal + n > 2 * PL_JOINFILTER_MAX_KEYS || nHeap + nBytes > 64 * 1024) continue;
-      e = add_in(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], v, aPick, n);
-      nTotal += n;
-      nHeap += nBytes;
-      (*pnFilter)++;
-    }
+    if (ju->bLeft) continue; /* a LEFT JOIN keeps the rows it does not match */
+    for (int k = 0; e == 0 && k < ju->nKey; k++)
+      if (ju->aKeyTab[k] == t)
+        e = add_filter(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], &aData[u].aCol[ju->aKeyOut[k]],
+                       &room, pnFilter);
   }
-  free(aPick);
+  free(room.aPick);
+  if (e == 0) e = csq_pb_finish(b, pp, pn);
+  csq_pb_free(b);
+  return e < 0 ? e : 0;
+}
+
+int pl_join_filter_sub(pl_join *j, int t, int nKey, const int *aKeyOut, const int *aKeyCol,
+                       const csq_vec *aRow, uint8_t **pp, size_t *pn, int *pnFilter) {
+  csq_pb *b = j->apB[t];
+  j->apB[t] = NULL;
+  *pp = NULL;
+  *pn = 0;
+  *pnFilter = 0;
+  if (!b) return -EINVAL;
+  int e = 0;
+  jf_room room = {0, 0, 0, malloc(sizeof(uint32_t) * PL_JOINFILTER_MAX_KEYS)};
+  if (!room.aPick) e = -ENOMEM;
+  for (int k = 0; e == 0 && k < nKey; k++)
+    e = add_filter(b, j->aTab[t].aChunk[aKeyOut[k]], &aRow[aKeyCol[k]], &room, pnFilter);
+  free(room.aPick);
   if (e == 0) e = csq_pb_finish(b, pp, pn);
   csq_pb_free(b);
   return e < 0 ? e : 0;

@@ -43,4 +43,13 @@
 int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn,
                            int *pnFilter);
 
+/* Finish the program of a subquery's table t (j->apB[t], consumed: a
+** semi-join's or a scalar subquery's) with join filters of the keys of
+** the joined rows aRow (row-set columns aKeyCol[k], which its outputs
+** aKeyOut[k] equal): a row of t whose keys no joined row has matches
+** nothing, so leaving it on the device changes neither EXISTS, NOT EXISTS
+** nor any joined row's aggregate. As pl_join_filter_program. */
+int pl_join_filter_sub(pl_join *j, int t, int nKey, const int *aKeyOut, const int *aKeyCol,
+                       const csq_vec *aRow, uint8_t **pp, size_t *pn, int *pnFilter);
+
 #endif /* CSQ_PLANNER_JOINFILTER_H */

@@ -566,6 +566,132 @@ static void join_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp,
   }
 }
 
+/* xBatch of a semi-join's table: mark the joined rows its rows match. */
+static int semi_batch(void *pArg, const pl_jdata *b) {
+  return pl_semi_mark((pl_semi *)pArg, b);
+}
+
+/* Apply semi-join iSemi (table t) to the joined rows in c->rows: scan t
+** with a join filter of their keys, mark, keep. 0 or a negative errno. */
+static int run_semi(pl_join *j, int iSemi, vt_tab *t, q_cursor *c, char **pzErr) {
+  const pl_jsemi *q = &j->aSemi[iSemi];
+  const pl_jtab *jt = &j->aTab[q->iTab];
+  vt_rowset *r = &c->rows;
+  if (r->nRow == 0) return 0;
+  pl_semi *h = NULL;
+  int e = pl_semi_new(j, iSemi, r->aCol, r->nRow, &h);
+  uint8_t *pFiltered = NULL;
+  size_t nFiltered = 0;
+  int nFilter = 0;
+  if (e == 0 && !jt->bEmpty) {
+    if (pl_join_filter_sub(j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, &pFiltered,
+                           &nFiltered, &nFilter) != 0) {
+      free(pFiltered);
+      pFiltered = NULL;
+    }
+    e = scan_batches(t, pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
+                     jt->nOut, semi_batch, h, pzErr);
+  }
+  free(pFiltered);
+  if (e == 0) e = pl_semi_keep(h, r->aCol, r->nCol, &r->nRow);
+  pl_semi_free(h);
+  return e;
+}
+
+/* xBatch of a scalar subquery's table: append the batch to its rows. */
+static int rowset_batch(void *pArg, const pl_jdata *b) {
+  vt_rowset *r = pArg;
+  if ((uint64_t)r->nRow + b->nRow > UINT32_MAX) return -7; /* -E2BIG */
+  for (int i = 0; i < r->nCol; i++) {
+    int e = csq_vec_append(&r->aCol[i], &b->aCol[i], 0, b->nRow);
+    if (e) return e;
+  }
+  r->nRow += b->nRow;
+  return 0;
+}
+
+/* The rows of SQL zSql over the row set r (csq_jrows(?1)): their first
+** nOut columns appended to aOut. SQLITE_OK or SQLite's error (*pzErr). */
+static int rows_of(sqlite3 *db, const char *zSql, vt_rowset *r, csq_vec *aOut, int nOut,
+                   char **pzErr) {
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(pStmt, 1, r, "csq_rowset", NULL);
+  while (rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
+    rc = SQLITE_OK;
+    for (int k = 0; rc == SQLITE_OK && k < nOut; k++) {
+      sqlite3_value *v = sqlite3_column_value(pStmt, k);
+      int e;
+      switch (sqlite3_value_type(v)) {
+      case SQLITE_INTEGER:
+        e = csq_vec_push_int(&aOut[k], sqlite3_value_int64(v));
+        break;
+      case SQLITE_FLOAT:
+        e = csq_vec_push_real(&aOut[k], sqlite3_value_double(v));
+        break;
+      case SQLITE_TEXT:
+        e = csq_vec_push_bytes(&aOut[k], CSQ_TEXT, sqlite3_value_text(v),
+                               (uint32_t)sqlite3_value_bytes(v));
+        break;
+      case SQLITE_BLOB:
+        e = csq_vec_push_bytes(&aOut[k], CSQ_BLOB, sqlite3_value_blob(v),
+                               (uint32_t)sqlite3_value_bytes(v));
+        break;
+      default:
+        e = csq_vec_push_null(&aOut[k]);
+      }
+      if (e) rc = SQLITE_NOMEM;
+    }
+  }
+  if (rc == SQLITE_DONE) rc = SQLITE_OK;
+  if (rc != SQLITE_OK && !*pzErr) {
+    const char *z = sqlite3_errmsg(db);
+    size_t n = strlen(z) + 64;
+    if ((*pzErr = malloc(n))) snprintf(*pzErr, n, "csq_query: a subquery's groups failed: %s", z);
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
+/* Fill scalar subquery iScalar's row-set column (table t): scan t with a
+** join filter of the joined rows' keys, let SQLite group its rows, and give
+** each joined row its group's value. 0 or a negative errno. */
+static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c, char **pzErr) {
+  const pl_jscalar *q = &j->aScalar[iScalar];
+  const pl_jtab *jt = &j->aTab[q->iTab];
+  vt_rowset *r = &c->rows, sRows = {jt->nOut, NULL, 0};
+  csq_vec aG[PL_JOIN_MAX_KEY + 1], vEmpty;
+  for (int k = 0; k <= q->nKey; k++) csq_vec_init(&aG[k]);
+  csq_vec_init(&vEmpty);
+  int e = 0;
+  sRows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(jt->nOut ? jt->nOut : 1));
+  if (!sRows.aCol) e = -12;
+  for (int i = 0; e == 0 && i < jt->nOut; i++) csq_vec_init(&sRows.aCol[i]);
+  if (e == 0 && r->nRow > 0 && !jt->bEmpty) {
+    uint8_t *pFiltered = NULL;
+    size_t nFiltered = 0;
+    int nFilter = 0;
+    if (pl_join_filter_sub(j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, &pFiltered,
+                           &nFiltered, &nFilter) != 0) {
+      free(pFiltered);
+      pFiltered = NULL;
+    }
+    e = scan_batches(t, pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
+                     jt->nOut, rowset_batch, &sRows, pzErr);
+    free(pFiltered);
+  }
+  if (e == 0 && sRows.nRow > 0 && rows_of(p->db, q->zGroup, &sRows, aG, q->nKey + 1, pzErr)) e = -5;
+  if (e == 0 && rows_of(p->db, q->zEmpty, &sRows, &vEmpty, 1, pzErr)) e = -5;
+  if (e == 0 && vEmpty.n != 1) e = -5;
+  if (e == 0)
+    e = pl_scalar_fill(j, iScalar, aG, &aG[q->nKey], aG[0].n, &vEmpty, r->aCol, r->nRow,
+                       &r->aCol[q->iCol]);
+  for (int k = 0; k <= q->nKey; k++) csq_vec_free(&aG[k]);
+  csq_vec_free(&vEmpty);
+  vt_rowset_clear(&sRows);
+  return e;
+}
+
 /* Run a join plan: every table's scan on its devices (build sides first,
 ** so a build side over the budget stops before the probe side is read),
 ** the hash joins, and SQLite's part over the joined rows. SQLITE_MISMATCH:
@@ -578,7 +704,7 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   int e = 0, bEmpty = 0;
   uint64_t nBuild = 0;
   pl_hj *h = NULL;
-  for (int t = 0; t < j->nTab; t++) bEmpty |= j->aTab[t].bEmpty;
+  for (int t = 0; t < j->nTab; t++) bEmpty |= j->aTab[t].bEmpty && !j->aTab[t].bLeft;
   for (int s = j->nTab - 1; e == 0 && !bEmpty && s > 0; s--) {
     int t = j->aOrder[s];
     const pl_jtab *jt = &j->aTab[t];
@@ -588,6 +714,7 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
       e = -12;
       break;
     }
+    if (jt->bLeft && jt->bEmpty) continue; /* no row matches: every row keeps NULLs */
     collect x = {&aData[t], &nBuild, join_budget(p)};
     uint8_t *pFiltered = NULL;
     size_t nFiltered = 0;
@@ -595,7 +722,7 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
     e = scan_batches(apTab[t], pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
                      jt->nOut, collect_batch, &x, &zErr);
     free(pFiltered);
-    if (e == 0 && aData[t].nRow == 0) bEmpty = 1; /* an inner join with no rows */
+    if (e == 0 && aData[t].nRow == 0 && !jt->bLeft) bEmpty = 1; /* an inner join with no rows */
   }
   if (e == 0) {
     c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(j->nCol ? j->nCol : 1));
@@ -619,6 +746,10 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   }
   pl_hj_free(h);
   for (int t = 0; t < j->nTab; t++) free_jdata(&aData[t]);
+  for (int i = 0; e == 0 && i < j->nSemi; i++)
+    e = run_semi(j, i, apTab[j->aSemi[i].iTab], c, &zErr);
+  for (int i = 0; e == 0 && i < j->nScalar; i++)
+    e = run_scalar(p, j, i, apTab[j->aScalar[i].iTab], c, &zErr);
   if (e == -7 || e == -33) {
     free(zErr);
     vt_rowset_clear(&c->rows);
@@ -651,7 +782,7 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
   l.pConn = p->pConn;
   int rc = pl_join_plan(p->db, zSql, aParam, nParam, q_lookup_table, q_coll, &l, ppJoin);
   q_lookup_free(&l);
-  if (rc == SQLITE_OK && (*ppJoin)->bPlan && l.nFound != (*ppJoin)->nTab) {
+  if (rc == SQLITE_OK && (*ppJoin)->bPlan && l.nFound != (*ppJoin)->nTab + (*ppJoin)->nExtra) {
     (*ppJoin)->bPlan = 0; /* cannot happen: every table was looked up once */
     snprintf((*ppJoin)->zWhy, sizeof((*ppJoin)->zWhy), "internal: table lookups do not match");
   }
@@ -942,6 +1073,18 @@ static const char *chunk_name(const vt_tab *t, int iChunk) {
   return t && iChunk - 1 < t->s.nCol ? t->s.aCol[iChunk - 1].zName : "?";
 }
 
+/* Append the table column that row-set column k of j holds, as t.c. */
+static void rowcol_name(sqlite3_str *z, const pl_join *j, vt_tab **apTab, int k) {
+  for (int t = 0; t < j->nTab; t++)
+    for (int o = 0; o < j->aTab[t].nOut; o++)
+      if (j->aTab[t].aRowCol[o] == k) {
+        sqlite3_str_appendf(z, "%s.%s", j->aTab[t].zName,
+                            chunk_name(apTab[t], j->aTab[t].aChunk[o]));
+        return;
+      }
+  sqlite3_str_appendf(z, "row-set column %d", k);
+}
+
 /* The rows of a join's plan, as a tree: each scan on its device(s), each
 ** hash join, the host part. */
 static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab) {
@@ -971,6 +1114,7 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
     const pl_jtab *jt = &j->aTab[t];
     sqlite3_str *z = sqlite3_str_new(p->db);
     sqlite3_str_appendf(z, "build %s, probe with the rows of ", jt->zName);
+    if (jt->bLeft) sqlite3_str_appendall(z, "(LEFT JOIN: rows without a match kept) ");
     for (int u = 0; u < s; u++)
       sqlite3_str_appendf(z, "%s%s", u ? " x " : "", j->aTab[j->aOrder[u]].zName);
     sqlite3_str_appendall(z, " on ");
@@ -998,6 +1142,60 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                                 ju->zName, jt->zName, PL_JOINFILTER_MAX_KEYS));
     }
   }
+  for (int i = 0; i < j->nSemi; i++) {
+    const pl_jsemi *q = &j->aSemi[i];
+    int t = q->iTab;
+    const pl_jtab *jt = &j->aTab[t];
+    x_add(c, "  scan (subquery)",
+          sqlite3_mprintf("%s%s%s on %s: %d pushed filter(s), %d column(s) returned, est %lld of "
+                          "%lld rows; program of %lld bytes",
+                          jt->zTable, sqlite3_stricmp(jt->zName, jt->zTable) ? " AS " : "",
+                          sqlite3_stricmp(jt->zName, jt->zTable) ? jt->zName : "",
+                          apTab[t] && apTab[t]->nMem > 1 ? "its member devices" : "its device",
+                          jt->nFilter, jt->nOut, (long long)jt->nEst, (long long)jt->nRows,
+                          (long long)jt->nProg));
+    sqlite3_str *z = sqlite3_str_new(p->db);
+    sqlite3_str_appendf(z, "keep the joined rows %s row of %s matches on ",
+                        q->bAnti ? "that no" : "that some", jt->zName);
+    for (int k = 0; k < q->nKey; k++) {
+      sqlite3_str_appendf(z, "%s%s.%s = ", k ? " AND " : "", jt->zName,
+                          chunk_name(apTab[t], jt->aChunk[q->aKeyOut[k]]));
+      rowcol_name(z, j, apTab, q->aKeyCol[k]);
+    }
+    for (int k = 0; k < q->nNe; k++) {
+      sqlite3_str_appendf(z, " AND %s.%s <> ", jt->zName,
+                          chunk_name(apTab[t], jt->aChunk[q->aNeOut[k]]));
+      rowcol_name(z, j, apTab, q->aNeCol[k]);
+    }
+    sqlite3_str_appendf(z, "; its scan gets a join filter of their keys");
+    x_add(c, q->bAnti ? "    anti-join (NOT EXISTS)" : "    semi-join (EXISTS)",
+          sqlite3_str_finish(z));
+  }
+  for (int i = 0; i < j->nScalar; i++) {
+    const pl_jscalar *q = &j->aScalar[i];
+    int t = q->iTab;
+    const pl_jtab *jt = &j->aTab[t];
+    x_add(c, "  scan (subquery)",
+          sqlite3_mprintf("%s%s%s on %s: %d pushed filter(s), %d column(s) returned, est %lld of "
+                          "%lld rows; program of %lld bytes",
+                          jt->zTable, sqlite3_stricmp(jt->zName, jt->zTable) ? " AS " : "",
+                          sqlite3_stricmp(jt->zName, jt->zTable) ? jt->zName : "",
+                          apTab[t] && apTab[t]->nMem > 1 ? "its member devices" : "its device",
+                          jt->nFilter, jt->nOut, (long long)jt->nEst, (long long)jt->nRows,
+                          (long long)jt->nProg));
+    sqlite3_str *z = sqlite3_str_new(p->db);
+    sqlite3_str_appendf(z, "the correlated subquery over %s as groups on ", jt->zName);
+    for (int k = 0; k < q->nKey; k++) {
+      sqlite3_str_appendf(z, "%s%s.%s = ", k ? " AND " : "", jt->zName,
+                          chunk_name(apTab[t], jt->aChunk[q->aKeyOut[k]]));
+      rowcol_name(z, j, apTab, q->aKeyCol[k]);
+    }
+    sqlite3_str_appendf(z,
+                        " (its scan gets a join filter of their keys), its value in row-set "
+                        "column %d: %s",
+                        q->iCol, q->zGroup);
+    x_add(c, "    scalar subquery", sqlite3_str_finish(z));
+  }
   x_add(c, "memory",
         sqlite3_mprintf("build sides over %llu bytes (csq_probe_memory) give the "
                         "query back to SQLite",
@@ -1016,11 +1214,13 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   pl_join *j = NULL;
   vt_tab *apTab[PL_JOIN_MAX_TAB];
   int rc = plan_join(p, zSql, NULL, 0, &j, apTab);
-  if (rc == SQLITE_OK && j->nTab > 1) {
+  if (rc == SQLITE_OK && (j->nTab > 1 || j->bPlan)) {
     explain_join(c, p, j, apTab);
     pl_join_free(j);
     return SQLITE_OK;
   }
+  /* one table with a correlated [NOT] EXISTS: why it is no semi-join */
+  char *zSemiWhy = rc == SQLITE_OK && j->nTab == 1 ? sqlite3_mprintf("%s", j->zWhy) : NULL;
   pl_join_free(j);
   j = NULL;
   if (rc) return rc;
@@ -1030,24 +1230,33 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   sqlite3_free(l.azCol);
   sqlite3_free(l.aAff);
   sqlite3_free(l.aColl);
-  if (rc) return rc;
+  if (rc) {
+    sqlite3_free(zSemiWhy);
+    return rc;
+  }
   if (!plan->bPush) {
     /* a derived table over a join: explained as that join, or why not */
     rc = plan_derived(p, zSql, -1, &j, apTab);
     if (rc == SQLITE_OK && j && j->bPlan) {
+      sqlite3_free(zSemiWhy);
       pl_plan_free(plan);
       explain_join(c, p, j, apTab);
       pl_join_free(j);
       return SQLITE_OK;
     }
     if (rc) {
+      sqlite3_free(zSemiWhy);
       pl_join_free(j);
       pl_plan_free(plan);
       return rc;
     }
   }
   x_add(c, "plan", sqlite3_mprintf("%s", plan->bPush ? "device+host" : "host"));
-  x_add(c, "why", sqlite3_mprintf("%s", j ? j->zWhy : plan->zWhy));
+  x_add(c, "why",
+        sqlite3_mprintf("%s", zSemiWhy && !plan->bPush ? zSemiWhy
+                              : j                      ? j->zWhy
+                                                       : plan->zWhy));
+  sqlite3_free(zSemiWhy);
   pl_join_free(j);
   j = NULL;
   if (plan->bPush) {

@@ -10,7 +10,7 @@ mixed storage classes (test_join_plan's tables: random inner joins and
 filters inside, outer WHERE, GROUP BY, ORDER BY, LIMIT, references to
 unaliased columns by the names SQLite gives them) equals the same SQL over
 native tables, and most of it is planned. The shapes the planner must
-refuse (LEFT JOIN inside, parameters, a native table, a * or duplicate
+refuse (a LEFT JOIN's ON over its preserved side, parameters, a native table, a * or duplicate
 names inside, a join or compound outside) answer as native does.
 """
 import os
@@ -244,7 +244,10 @@ def test_refused_shapes_fall_back_and_answer_right():
     con = pair_db()
     inner = "SELECT a.k AS k, a.v AS v, b.w FROM {a} AS a %s {b} AS b ON a.k = b.k"
     same(con, "SELECT w, sum(v) FROM (%s) AS x GROUP BY w" % (inner % "JOIN"), True, "a derived table over a hash")
-    same(con, "SELECT w, count(*) FROM (%s) AS x GROUP BY w" % (inner % "LEFT JOIN"), False, "LEFT JOIN")
+    same(con, "SELECT w, count(*) FROM (%s) AS x GROUP BY w" % (inner % "LEFT JOIN"), True,
+         "a derived table over a hash")
+    same(con, "SELECT w, count(*) FROM (%s AND a.v > 3) AS x GROUP BY w" % (inner % "LEFT JOIN"), False,
+         "the ON of a LEFT JOIN")
     # parameters: ?N, ?, :x, @x and $x in the inner or the outer query
     for p in ("?1", "?", ":lim", "@lim", "$lim"):
         same(con, "SELECT w, sum(v) FROM (%s WHERE a.v > %s) AS x GROUP BY w" % (inner % "JOIN", p), False,

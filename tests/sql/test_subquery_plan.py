@@ -108,7 +108,7 @@ def test_in_subquery_values_filter_the_device_scan():
     assert via_view(con, empty)[0] == answer(con, empty.replace(" o,", " no AS o,").replace(" l ", " nl AS l "))[0]
 
 
-def test_correlated_subqueries_stay_with_sqlite():
+def test_correlated_subqueries_stay_with_sqlite_or_become_semi_joins():
     con = connect()
     con.execute("CREATE VIRTUAL TABLE a USING csq(k INTEGER, v INTEGER)")
     con.execute("CREATE VIRTUAL TABLE b USING csq(k INTEGER, w INTEGER)")
@@ -118,12 +118,16 @@ def test_correlated_subqueries_stay_with_sqlite():
             ("SELECT a.k, count(*) FROM a, b WHERE a.k = b.k AND a.v > (SELECT avg(w) FROM b b2 "
              "WHERE b2.k = a.k) GROUP BY 1 ORDER BY 1", "correlated"),
             ("SELECT count(*) FROM a, b WHERE a.k = b.k AND EXISTS (SELECT 1 FROM b b2 WHERE b2.w = a.v)",
+             "semi-join"),  # test_semi_plan.py has more
+            ("SELECT count(*) FROM a, b WHERE a.k = b.k AND EXISTS (SELECT 1 FROM b b2 WHERE b2.w > a.v)",
              "correlated"),
             ("SELECT count(*) FROM a, b WHERE a.k = b.k AND a.v IN (SELECT w FROM b WHERE w < ?1)",
              "parameter inside a subquery")):
         e = explain(con, sql.replace("?1", "40"))
         if shape == "correlated":
             assert not e["plan"].startswith("join") and "correlated" in e["why"], e
+        if shape == "semi-join":
+            assert e["plan"].startswith("join") and "semi-join (EXISTS)" in e, e
         want = con.execute(sql, (40,) if "?1" in sql else ()).fetchall()
         con.execute("CREATE VIRTUAL TABLE temp.v USING csq_query('%s')" % sql.replace("'", "''"))
         got = con.execute("SELECT * FROM v" + ("(40)" if "?1" in sql else "")).fetchall()

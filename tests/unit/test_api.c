@@ -134,8 +134,10 @@ static void rollback_to_after_a_pushed_read(sqlite3 *db) {
 }
 
 /* Joins: an inner join of csq tables is pushed (the view hashes it, so the
-** devices run a handful of programs, not one per outer row); a LEFT join or
-** a join with a native table is prepared as written. Every answer equals the
+** devices run a handful of programs, not one per outer row), and so is a
+** correlated [NOT] EXISTS over one csq table (a semi- or anti-join), and a
+** LEFT join on numeric keys; a join with a native table is prepared as written. Every answer equals
+*the
 ** same query over native tables, parameters bound through both. */
 typedef struct join_case {
   const char *zSql; /* the fact table, then the dimension table (%s each) */
@@ -160,7 +162,21 @@ static const join_case aJoin[] = {
      1,
      1,
      {5, 2}},
-    {"SELECT count(*), sum(d.w) FROM %s f LEFT JOIN %s d ON f.g = d.g", 0, 0, {0, 0}},
+    {"SELECT count(*), sum(f.y), min(f.x) FROM %s f WHERE f.x < ?1 AND NOT EXISTS (SELECT 1 "
+     "FROM %s d WHERE d.w = f.x)",
+     1,
+     1,
+     {5000, 4}},
+    {"SELECT f.g, count(*) FROM %s f WHERE f.x > ?1 AND EXISTS (SELECT * FROM %s d WHERE d.w = "
+     "f.x AND d.g IS NOT NULL) GROUP BY 1 ORDER BY 1",
+     1,
+     1,
+     {0, 2}},
+    {"SELECT f.g, count(*), count(d.w), sum(d.w) FROM %s f LEFT JOIN %s d ON f.x = d.w WHERE f.x < "
+     "?1 GROUP BY 1 ORDER BY 1",
+     1,
+     1,
+     {9, 3}},
     {"SELECT count(*) FROM %s f JOIN n m ON f.x = m.x WHERE f.x < 30", 0, 0, {0, 0}},
 };
 
