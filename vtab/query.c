@@ -1085,6 +1085,17 @@ static void rowcol_name(sqlite3_str *z, const pl_join *j, vt_tab **apTab, int k)
   sqlite3_str_appendf(z, "row-set column %d", k);
 }
 
+/* The row of one table's device scan in a join's plan. */
+static void explain_scan(x_cursor *c, const char *zPart, const pl_jtab *jt, const vt_tab *vt) {
+  int bAlias = sqlite3_stricmp(jt->zName, jt->zTable) != 0;
+  x_add(c, zPart,
+        sqlite3_mprintf("%s%s%s on %s: %d pushed filter(s), %d column(s) returned, est %lld of "
+                        "%lld rows; program of %lld bytes",
+                        jt->zTable, bAlias ? " AS " : "", bAlias ? jt->zName : "",
+                        vt && vt->nMem > 1 ? "its member devices" : "its device", jt->nFilter,
+                        jt->nOut, (long long)jt->nEst, (long long)jt->nRows, (long long)jt->nProg));
+}
+
 /* The rows of a join's plan, as a tree: each scan on its device(s), each
 ** hash join, the host part. */
 static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab) {
@@ -1100,14 +1111,7 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
     int t = j->aOrder[s];
     const pl_jtab *jt = &j->aTab[t];
     const vt_tab *vt = apTab[t];
-    x_add(c, s == 0 ? "scan (probe side)" : "  scan (build side)",
-          sqlite3_mprintf("%s%s%s on %s: %d pushed filter(s), %d column(s) returned, est %lld of "
-                          "%lld rows; program of %lld bytes",
-                          jt->zTable, sqlite3_stricmp(jt->zName, jt->zTable) ? " AS " : "",
-                          sqlite3_stricmp(jt->zName, jt->zTable) ? jt->zName : "",
-                          vt && vt->nMem > 1 ? "its member devices" : "its device", jt->nFilter,
-                          jt->nOut, (long long)jt->nEst, (long long)jt->nRows,
-                          (long long)jt->nProg));
+    explain_scan(c, s == 0 ? "scan (probe side)" : "  scan (build side)", jt, vt);
   }
   for (int s = 1; s < j->nTab; s++) {
     int t = j->aOrder[s];
@@ -1146,14 +1150,7 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
     const pl_jsemi *q = &j->aSemi[i];
     int t = q->iTab;
     const pl_jtab *jt = &j->aTab[t];
-    x_add(c, "  scan (subquery)",
-          sqlite3_mprintf("%s%s%s on %s: %d pushed filter(s), %d column(s) returned, est %lld of "
-                          "%lld rows; program of %lld bytes",
-                          jt->zTable, sqlite3_stricmp(jt->zName, jt->zTable) ? " AS " : "",
-                          sqlite3_stricmp(jt->zName, jt->zTable) ? jt->zName : "",
-                          apTab[t] && apTab[t]->nMem > 1 ? "its member devices" : "its device",
-                          jt->nFilter, jt->nOut, (long long)jt->nEst, (long long)jt->nRows,
-                          (long long)jt->nProg));
+    explain_scan(c, "  scan (subquery)", jt, apTab[t]);
     sqlite3_str *z = sqlite3_str_new(p->db);
     sqlite3_str_appendf(z, "keep the joined rows %s row of %s matches on ",
                         q->bAnti ? "that no" : "that some", jt->zName);
@@ -1175,14 +1172,7 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
     const pl_jscalar *q = &j->aScalar[i];
     int t = q->iTab;
     const pl_jtab *jt = &j->aTab[t];
-    x_add(c, "  scan (subquery)",
-          sqlite3_mprintf("%s%s%s on %s: %d pushed filter(s), %d column(s) returned, est %lld of "
-                          "%lld rows; program of %lld bytes",
-                          jt->zTable, sqlite3_stricmp(jt->zName, jt->zTable) ? " AS " : "",
-                          sqlite3_stricmp(jt->zName, jt->zTable) ? jt->zName : "",
-                          apTab[t] && apTab[t]->nMem > 1 ? "its member devices" : "its device",
-                          jt->nFilter, jt->nOut, (long long)jt->nEst, (long long)jt->nRows,
-                          (long long)jt->nProg));
+    explain_scan(c, "  scan (subquery)", jt, apTab[t]);
     sqlite3_str *z = sqlite3_str_new(p->db);
     sqlite3_str_appendf(z, "the correlated subquery over %s as groups on ", jt->zName);
     for (int k = 0; k < q->nKey; k++) {
