@@ -598,16 +598,24 @@ static int run_semi(pl_join *j, int iSemi, vt_tab *t, q_cursor *c, char **pzErr)
   return e;
 }
 
-/* xBatch of a scalar subquery's table: append the batch to its rows. */
+/* xBatch of a scalar subquery's table: append the batch to its rows;
+** -E2BIG past the memory budget (as collect_batch). */
+typedef struct rows_ctx {
+  vt_rowset *r;
+  uint64_t nBudget;
+} rows_ctx;
+
 static int rowset_batch(void *pArg, const pl_jdata *b) {
-  vt_rowset *r = pArg;
+  rows_ctx *x = pArg;
+  vt_rowset *r = x->r;
   if ((uint64_t)r->nRow + b->nRow > UINT32_MAX) return -7; /* -E2BIG */
   for (int i = 0; i < r->nCol; i++) {
     int e = csq_vec_append(&r->aCol[i], &b->aCol[i], 0, b->nRow);
     if (e) return e;
   }
   r->nRow += b->nRow;
-  return 0;
+  pl_jdata d = {r->aCol, r->nCol, r->nRow};
+  return pl_jdata_bytes(&d) > x->nBudget ? -7 : 0;
 }
 
 /* The rows of SQL zSql over the row set r (csq_jrows(?1)): their first
@@ -655,7 +663,8 @@ static int rows_of(sqlite3 *db, const char *zSql, vt_rowset *r, csq_vec *aOut, i
 
 /* Fill scalar subquery iScalar's row-set column (table t): scan t with a
 ** join filter of the joined rows' keys, let SQLite group its rows, and give
-** each joined row its group's value. 0 or a negative errno. */
+** each joined row its group's value. 0 or a negative errno; -E2BIG when
+** t's rows pass the build sides' budget (the query then runs as SQL). */
 static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c, char **pzErr) {
   const pl_jscalar *q = &j->aScalar[iScalar];
   const pl_jtab *jt = &j->aTab[q->iTab];
@@ -676,8 +685,9 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
       free(pFiltered);
       pFiltered = NULL;
     }
+    rows_ctx x = {&sRows, join_budget(p)};
     e = scan_batches(t, pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
-                     jt->nOut, rowset_batch, &sRows, pzErr);
+                     jt->nOut, rowset_batch, &x, pzErr);
     free(pFiltered);
   }
   if (e == 0 && sRows.nRow > 0 && rows_of(p->db, q->zGroup, &sRows, aG, q->nKey + 1, pzErr)) e = -5;

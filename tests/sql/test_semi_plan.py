@@ -264,3 +264,21 @@ def test_tpch_q17_shape_is_planned_and_equal_native():
     before = stats(con)["rows_returned"]
     via_view(con, mine)
     assert stats(con)["rows_returned"] - before < 6000
+
+
+def test_scalar_subquery_rows_over_the_budget_run_as_sql():
+    con = connect()
+    rnd = random.Random(18)
+    pair(con, "part", "p_partkey INTEGER, p_brand TEXT, p_container TEXT",
+         [(i, "Brand#%d" % rnd.choice([23, 12]), rnd.choice(["MED BOX", "SM CASE"])) for i in range(40)])
+    pair(con, "lineitem", "l_partkey INTEGER, l_quantity REAL, l_extendedprice REAL",
+         [(rnd.randrange(40), float(rnd.randrange(1, 51)), rnd.randrange(100000) / 100.0)
+          for _ in range(20000)])
+    mine, native = Q17.format(l="lineitem", p="part"), Q17.format(l="nlineitem", p="npart")
+    want, _ = answer(con, native)
+    for budget in (64 << 20, 60000):  # the parts fit 60,000 bytes, their lines do not
+        con.execute("SELECT csq_probe_memory(?)", (budget,))
+        got, gerr = via_view(con, mine)
+        assert gerr is None and got, gerr
+        g, w = float(got[0].split("'")[3]), float(want[0].split("'")[3])
+        assert abs(g - w) <= 1e-9 * abs(w), (budget, got, want)
