@@ -117,6 +117,7 @@ int vt_stripe_catalog(vt_tab *p, vt_catalog_fn fn, void *pArg, char **pzErr) {
   int rc = 0;
   note_txn_ddl(p);
   for (int k = p->nMem - 1; k >= 0 && rc == 0; k--) rc = member_txn(p->apMem[k], fn, pArg, pzErr);
+  p->pConn->txnEpoch++; /* tables were added, dropped or renamed (vtab/write.c, ensure_txn) */
   vt_stmt_forget(p->pConn);
   return rc;
 }
@@ -141,6 +142,7 @@ static int do_create_member(store_txn *t, void *pArg, char **pzErr) {
 
 int vt_stripe_create(vt_tab *p, vt_catalog_fn fnCreate, void *pArg, char **pzErr) {
   note_txn_ddl(p);
+  p->pConn->txnEpoch++; /* a table is added (vtab/write.c, ensure_txn) */
   if (p->nMem == 1) {
     int rc = member_txn(p->pDev, fnCreate, pArg, pzErr);
     vt_stmt_forget(p->pConn); /* the statements after it must see the new table */

@@ -82,6 +82,9 @@ struct vt_conn {
   uint64_t stmtEpoch; /* counts statement runs: never repeats, unlike stmtKey */
   int busyMs;         /* the busy timeout at the last device transaction's start (vtab/lock.c) */
   int bTxnDdl;        /* a catalog change went into the open device transactions */
+  uint64_t txnEpoch;  /* counts changes of the set of store tables the open device
+                         transactions hold: each begin, end and catalog change (a
+                         table's pTxnTab is valid while this has not moved) */
   int bOrphanTxn;     /* they outlived every table in them (vtab/drop.c) */
   vt_tab *pDropped;   /* tables dropped inside a transaction, not yet settled (vtab/drop.c) */
   vt_bpf *pBpf;       /* eBPF programs loaded by csq_bpf_load, newest first (vtab/bpf.c) */
@@ -222,6 +225,8 @@ struct vt_tab {
   uint64_t replacedKey; /* ... in the statement run of this stmtEpoch */
   vt_mark stmtMark;     /* the table before the writes of the statement run... */
   uint64_t markEpoch;   /* ... of this stmtEpoch (0: none) */
+  store_table *pTxnTab; /* the coordinator's view in the open transaction, for writes ... */
+  uint64_t txnEpoch;    /* ... while pConn->txnEpoch is this (vtab/write.c, ensure_txn) */
   int64_t iMaxRowid;    /* the largest rowid of a live row (new rowids follow it) */
   int bMaxAny;          /* ... or 0: the table has no row */
   int bStripeTxn;       /* a striped table written in the open transaction: its commit

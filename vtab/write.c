@@ -28,6 +28,7 @@
 
 void vt_tab_txn_reset(vt_tab *p) {
   p->markEpoch = 0;
+  p->pTxnTab = NULL;
   /* row groups still with the encode thread are dropped with the
   ** transaction (a commit has written them all in xSync) */
   store_encq_free(p->pEncq);
@@ -83,6 +84,14 @@ static store_table *member_table(vt_tab *p, int k) {
 ** for each other instead of deadlocking. *ppTab: the coordinator's view,
 ** whose next-rowid counter numbers the rows of every member. */
 static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
+  /* every row of an INSERT comes here: once the table has written in the
+  ** open transaction, nothing below changes until the connection's device
+  ** transactions or their catalogs do (pConn->txnEpoch), so the view found
+  ** then serves without looking the table up by name again */
+  if (bWrite && p->pTxnTab && p->txnEpoch == p->pConn->txnEpoch && p->bInTxn == 1 && p->bWrote) {
+    *ppTab = p->pTxnTab;
+    return SQLITE_OK;
+  }
   char *zErr = NULL;
   /* read-only: refused before any lock (vtab/lock.c); a table that wrote
   ** in the open transaction passed this check then */
@@ -96,6 +105,7 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
     }
     if (!d) break;
     int rc = store_txn_begin(d->pStore, d->pQ, vt_busy_ms(p->pConn), &d->pTxn, &zErr);
+    p->pConn->txnEpoch++;
     if (rc) return vt_err(&p->base, rc, zErr);
   }
   if (bWrite && !p->bMembersChecked && p->nMem > 1) {
@@ -130,6 +140,10 @@ static int ensure_txn(vt_tab *p, int bWrite, store_table **ppTab) {
                    p->apMem[k]->zKey);
       return SQLITE_ERROR;
     }
+  }
+  if (bWrite) {
+    p->pTxnTab = *ppTab;
+    p->txnEpoch = p->pConn->txnEpoch;
   }
   return SQLITE_OK;
 }
@@ -986,6 +1000,7 @@ void vt_txn_drop_idle(vt_tab *p) {
     if (d->pTxn) store_txn_rollback(d->pTxn);
     d->pTxn = NULL;
   }
+  p->pConn->txnEpoch++;
   vt_tab_txn_reset(p);
 }
 
@@ -1008,6 +1023,7 @@ static int commit_all(vt_conn *pConn, char **pzErr) {
   ** cannot have it fails here, with the devices untouched */
   int rc = vt_lock_for_commit(pConn, pzErr);
   if (rc) return rc;
+  pConn->txnEpoch++; /* transactions end below, also when it fails */
   rc = vt_stripe_prepare_commit(pConn, pzErr);
   for (int pass = 0; pass < 2; pass++) {
     for (vt_dev *d = pConn->pDevs; d; d = d->pNext) {
@@ -1037,6 +1053,7 @@ void vt_txn_rollback_all(vt_conn *pConn) {
     if (d->pTxn) store_txn_rollback(d->pTxn);
     d->pTxn = NULL;
   }
+  pConn->txnEpoch++;
   pConn->bTxnDdl = pConn->bOrphanTxn = 0;
 }
 

@@ -363,3 +363,71 @@ print(n1, n2, threads(), *c.execute("SELECT count(*), sum(a) FROM t").fetchone()
     assert n1 == 1, "threads before the statement: %d" % n1
     assert n2 == 2, "striped INSERT ... SELECT of four row groups: %d threads" % n2
     assert n3 == 1 and rows == 4500 and total == 4500 * 4501 // 2, (n3, rows, total)
+
+
+def test_two_tables_interleaved_with_savepoints_and_ddl():
+    """Rows reach two csq tables of one transaction in turn: INSERT ... SELECT
+    into one while a SELECT kept open feeds a prepared INSERT into the other,
+    a savepoint rolled back in between, a table created, written and dropped
+    beside them, the transaction rolled back and done again.
+    Each csq table ends as its native twin (rows, rowids, types), inside the
+    transaction and after COMMIT. The write path keeps each table's view of
+    the device transaction from row to row; every change of the
+    transactions or their catalogs in between must be seen."""
+    db = os.path.join(tmpdir(), "i.db")
+    con = connect(db)
+    con.execute("CREATE TABLE src(%s)" % COLS)
+    fill(con, "src", src_rows(6000, seed=5))
+    for n in ("1", "2"):
+        con.execute("CREATE TABLE nat%s(%s)" % (n, COLS))
+        con.execute("CREATE VIRTUAL TABLE t%s USING csq(%s, rowgroup=%d)" % (n, COLS, RG))
+    ins = "INSERT INTO %s VALUES(?,?,?,?,?,?)"
+    feed = con.cursor()  # stays open across the statements below
+
+    def both(sql, *args):
+        for pre in ("nat", "t"):
+            con.execute(sql.replace("@", pre), *args)
+
+    def check(what):
+        for n in ("1", "2"):
+            same_rows(rows_of(con, "t" + n), rows_of(con, "nat" + n), "%s: t%s" % (what, n))
+
+    for attempt in ("rolled back", "committed"):
+        con.execute("BEGIN")
+        both("INSERT INTO @1 SELECT * FROM src WHERE rowid <= 2500")
+        feed.execute("SELECT * FROM src ORDER BY rowid DESC")
+        con.execute("SAVEPOINT a")
+        for i in range(1200):
+            r = feed.fetchone()
+            both(ins % "@2", r)
+            if i % 300 == 0:
+                both("INSERT INTO @1 SELECT * FROM src WHERE rowid > 2500 LIMIT 50 OFFSET %d" % i)
+        check("before ROLLBACK TO")
+        con.execute("ROLLBACK TO a")
+        check("after ROLLBACK TO")
+        for i in range(1500):
+            r = feed.fetchone()
+            both(ins % "@2", r)
+            if i == 700:
+                con.execute("CREATE VIRTUAL TABLE t3 USING csq(%s, rowgroup=%d)" % (COLS, RG))
+                con.execute("INSERT INTO t3 SELECT * FROM src WHERE rowid < 1500")
+                both("INSERT INTO @1 SELECT * FROM src WHERE rowid % 7 = 0")
+                con.execute("DROP TABLE t3")
+            if i % 400 == 0:
+                both("INSERT INTO @1 SELECT * FROM src WHERE rowid % 5 = 1 LIMIT 1100")
+        con.execute("RELEASE a")
+        check("after RELEASE")
+        for i in range(1300):
+            both(ins % "@2", feed.fetchone())
+        both("INSERT INTO @1 SELECT * FROM src WHERE rowid > 5000")
+        check("at the end")
+        if attempt == "rolled back":
+            con.execute("ROLLBACK")
+            check("after ROLLBACK")
+        else:
+            con.execute("COMMIT")
+    feed.close()
+    check("after COMMIT")
+    con.close()
+    con = connect(db)
+    check("after reopening")
