@@ -663,8 +663,13 @@ int vt_check_row(vt_tab *p, sqlite3_value ***pArgv, int bUpdate, int bGiven, int
                  s->zRefused, p->zName);
     return SQLITE_ERROR;
   }
-  int bDflt = 0;
-  for (int i = 0; i < s->nCol && !bDflt; i++) bDflt = has_default(s, i);
+  if (p->eDflt == 0) {
+    /* looked at once: every row of an INSERT comes here */
+    int bAny = 0;
+    for (int i = 0; i < s->nCol && !bAny; i++) bAny = has_default(s, i);
+    p->eDflt = bAny ? 2 : 1;
+  }
+  int bDflt = p->eDflt == 2;
   if (s->nCheck == 0 && !bDflt) return SQLITE_OK;
   sqlite3 *db = p->pConn->db;
   char *zErr = NULL;

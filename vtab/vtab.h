@@ -232,6 +232,9 @@ struct vt_tab {
   int bStripeTxn;       /* a striped table written in the open transaction: its commit
                            sequence is raised at commit (kept until then, unlike bInTxn) */
   vt_rowcheck *pCheck;  /* compiled DEFAULT and CHECK (vtab/check.c), or NULL */
+  int eDflt;            /* a column has a DEFAULT xUpdate applies (vtab/check.c), and ... */
+  int eNotNull;         /* ... one besides the rowid alias is NOT NULL (vtab/write.c): 0 not
+                           yet looked at, 1 no, 2 yes; the schema never changes after open */
   vt_probe *pProbes;    /* join probes the running statement's cursors share (probe.c) */
   vt_tab *pNextTab;
 };

@@ -821,7 +821,6 @@ static inline int append_value(csq_vec *v, sqlite3_value *pVal, char aff) {
 static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv, int bUpdate,
                              int64_t iOld, sqlite3_int64 *pRowid) {
   vt_schema *s = &p->s;
-  int eConflict = sqlite3_vtab_on_conflict(p->pConn->db);
   int64_t iRowid;
   int bGiven;
   int rc = given_rowid(p, argv, bUpdate, &iRowid, &bGiven);
@@ -846,7 +845,13 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   }
   rc = vt_check_row(p, &argv, bUpdate, bGiven, iRowid); /* DEFAULT, CHECK: vtab/check.c */
   if (rc) return rc;
-  for (int i = 0; i < s->nCol; i++) {
+  if (p->eNotNull == 0) {
+    /* looked at once: every row of an INSERT comes here */
+    int bAny = 0;
+    for (int i = 0; i < s->nCol && !bAny; i++) bAny = s->aCol[i].bNotNull && i != s->iIpk;
+    p->eNotNull = bAny ? 2 : 1;
+  }
+  for (int i = 0; p->eNotNull == 2 && i < s->nCol; i++) {
     if (s->aCol[i].bNotNull && i != s->iIpk && sqlite3_value_type(argv[2 + i]) == SQLITE_NULL) {
       vt_set_error(&p->base, "NOT NULL constraint failed: %s.%s", p->zName, s->aCol[i].zName);
       return SQLITE_CONSTRAINT_NOTNULL;
@@ -857,7 +862,7 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
     rc = rowid_exists(p, pTab, iRowid, &bExists);
     if (rc) return rc;
     if (bExists) {
-      if (eConflict != SQLITE_REPLACE) {
+      if (sqlite3_vtab_on_conflict(p->pConn->db) != SQLITE_REPLACE) {
         vt_set_error(&p->base, "UNIQUE constraint failed: %s.%s", p->zName,
                      s->iIpk >= 0 ? s->aCol[s->iIpk].zName : "rowid");
         return s->iIpk >= 0 ? SQLITE_CONSTRAINT_PRIMARYKEY : SQLITE_CONSTRAINT_ROWID;
