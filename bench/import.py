@@ -21,6 +21,7 @@ wait4; DuckDB's from its own report) into a fresh database. The loads run
 interleaved, run 1 of every load before run 2 of any, so a change in the
 machine's load hits them alike; the median of --runs runs (default 1) is
 shown, with its ratio to the native load of the same source (wall and CPU).
+--only runs a subset (and the native loads they are compared with).
 The load average and the CPU time stolen by the hypervisor during the run
 are printed with the table. The file is TPC-H lineitem from build/bench/gen
 (',' separated, 6 M rows and 754 MB at SF 1); the native source table is
@@ -28,6 +29,7 @@ that file .imported once before the timed loads. Results also go to
 DIR/import_sf<SF>.csv (default bench/results).
 
   /usr/bin/python3 bench/import.py build 1 --runs 3
+  /usr/bin/python3 bench/import.py build 1 --runs 3 --only INSERT   (the two INSERT ... SELECT loads)
 """
 import argparse
 import json
@@ -85,6 +87,9 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--out", default=os.path.join(HERE, "results"))
     ap.add_argument("--no-duckdb", action="store_true")
+    ap.add_argument("--only", default="",
+                    help="comma-separated words: run only the loads whose name holds one of them "
+                         "(and the native load each is compared with; no DuckDB), e.g. --only INSERT")
     args = ap.parse_args()
     build = os.path.abspath(args.build)
     gen, ext, csq = (os.path.join(build, "bench", "gen"), os.path.join(build, "csq"),
@@ -142,17 +147,24 @@ def main():
             ("csq_import(SELECT)", lambda: shell("csq_qbulk", "%s%s%s;\nSELECT csq_import('lineitem', 'SELECT * "
                                                  "FROM src.lineitem');\n" % (load, attach, vcsq)), 4),
         ]
-        runs = [[] for _ in engines]
+        words = [w.strip().lower() for w in args.only.split(",") if w.strip()]
+        chosen = [i for i, (name, _, _) in enumerate(engines)
+                  if not words or any(w in name.lower() for w in words)]
+        chosen = sorted(set(chosen) | {engines[i][2] for i in chosen})
+        if not chosen:
+            sys.exit("bench/import.py: --only %s matches no load" % args.only)
+        runs = {i: [] for i in chosen}
         ticks0, load0 = cpu_ticks(), os.getloadavg()[0]
         for _ in range(args.runs):
-            for i, (name, fn, _) in enumerate(engines):
-                runs[i].append(fn())
+            for i in chosen:
+                runs[i].append(engines[i][1]())
         ticks1, load1 = cpu_ticks(), os.getloadavg()[0]
         results = []
-        for i, (name, _, base) in enumerate(engines):
+        for i in chosen:  # a load's baseline comes before it in engines
+            name, _, base = engines[i]
             r = sorted(runs[i], key=lambda x: x[0])
-            results.append([name, base] + list(r[len(r) // 2]))
-        ddir = None if args.no_duckdb else duckdb_ready(False)
+            results.append([name, chosen.index(base)] + list(r[len(r) // 2]))
+        ddir = None if args.no_duckdb or words else duckdb_ready(False)
         if ddir:
             cols = [[c, duck_type("tpch", c, ty)] for c, ty in columns(native)]
             job = {"threads": 2, "runs": 1, "tables": [{"name": "lineitem", "csv": path, "columns": cols}],
@@ -170,7 +182,7 @@ def main():
             if secs:
                 secs.sort(key=lambda x: x[0])
                 results.append(["duckdb COPY (2 threads)", 0] + list(secs[len(secs) // 2]))
-        else:
+        elif not words:
             print("note: DuckDB not measured (not installed where bench/run.py installs it)")
         steal = ""
         if ticks0 and ticks1 and ticks1[0] > ticks0[0]:
@@ -190,7 +202,9 @@ def main():
                   (name, sec, vs, "%.2f" % cpu if cpu is not None else "n/a",
                    "%.2fx" % vcpu if vcpu is not None else "n/a", mbs, kb / 1024, n))
         os.makedirs(args.out, exist_ok=True)
-        with open(os.path.join(args.out, "import_sf%s.csv" % args.sf), "w") as f:
+        # a partial run (--only) does not overwrite the whole table's file
+        fname = "import_sf%s%s.csv" % (args.sf, "_only" if words else "")
+        with open(os.path.join(args.out, fname), "w") as f:
             f.write("load,seconds,vs_native,cpu_seconds,cpu_vs_native,mb_per_s,peak_rss_kb,rows\n")
             for name, sec, vs, cpu, vcpu, mbs, kb, n in rows:
                 f.write("%s,%.3f,%.3f,%s,%s,%.1f,%d,%d\n" % (name, sec, vs, "%.3f" % cpu if cpu is not None else "",
