@@ -191,6 +191,27 @@ static uint64_t grown(uint64_t have, uint64_t want) {
   return want > 2 * have ? want : 2 * have;
 }
 
+/* Map the pages of n bytes at z now, in one call, instead of one page fault
+** per page as the first rows reach them: a row group's buffer is tens of MB
+** of fresh memory, and a fault costs most in a virtual machine. Only the
+** pages z covers whole are asked for (the allocator's own header shares the
+** first). A kernel without MADV_POPULATE_WRITE (before Linux 5.14) refuses
+** it, and then the pages fault in as before: nothing is lost, so the
+** outcome is not looked at. */
+static void prefault(void *z, size_t n) {
+  uintptr_t a = ((uintptr_t)z + 4095) & ~(uintptr_t)4095;
+  uintptr_t e = ((uintptr_t)z + n) & ~(uintptr_t)4095;
+  if (e > a) (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
+}
+
+/* Every array of v, as prefault does. */
+static void vec_prefault(csq_vec *v) {
+  prefault(v->aCls, v->nCap);
+  prefault(v->aVal, (size_t)v->nCap * sizeof(csq_val));
+  prefault(v->aLen, (size_t)v->nCap * sizeof(uint32_t));
+  prefault(v->aHeap, v->nHeapCap);
+}
+
 /* Move the stage's rows to the end of aBuf. Either all move or, out of
 ** memory, none (SQLITE_NOMEM; aBuf may have grown). */
 static int unstage(vt_tab *p) {
@@ -202,16 +223,33 @@ static int unstage(vt_tab *p) {
     const csq_vec *w = &p->aStage[i];
     uint32_t nCap = v->nCap;
     uint64_t nHeapCap = v->nHeapCap;
-    if (v->n + m > nCap) {
-      uint64_t c = grown(nCap, (uint64_t)v->n + m);
-      if (c > (uint64_t)p->s.nRowGroup && v->n + m <= (uint32_t)p->s.nRowGroup)
-        c = (uint64_t)p->s.nRowGroup; /* a buffer never holds more than a row group */
+    uint64_t nRow = (uint64_t)v->n + m, nByte = v->nHeap + w->nHeap;
+    int bWhole = 0; /* grown to a whole row group at once */
+    if (nRow > nCap) {
+      uint64_t c = grown(nCap, nRow);
+      /* a buffer never holds more than a row group, and one that grew past
+      ** VT_SMALL_ROWGROUP rows is taken to be a bulk load that will fill
+      ** it: room for all at once, not three more doublings, each copying
+      ** the rows and touching new pages */
+      if (c > (uint64_t)p->s.nRowGroup && nRow <= (uint64_t)p->s.nRowGroup) {
+        c = (uint64_t)p->s.nRowGroup;
+      } else if (c > VT_SMALL_ROWGROUP && c < (uint64_t)p->s.nRowGroup) {
+        c = (uint64_t)p->s.nRowGroup;
+        bWhole = 1;
+      }
       if (c > UINT32_MAX) return SQLITE_NOMEM;
       nCap = (uint32_t)c;
     }
-    if (w->nHeap > 0 && v->nHeap + w->nHeap > nHeapCap)
-      nHeapCap = grown(nHeapCap, v->nHeap + w->nHeap);
+    if (w->nHeap > 0 && nByte > nHeapCap) nHeapCap = grown(nHeapCap, nByte);
+    if (bWhole && nByte > 0) {
+      /* the bytes the rows so far had, per row, for the whole row group
+      ** (with slack: sizes vary) */
+      uint64_t nWant = nByte / nRow * nCap;
+      nWant += nWant / 8;
+      if (nWant > nHeapCap) nHeapCap = nWant;
+    }
     if (csq_vec_reserve(v, nCap, nHeapCap)) return SQLITE_NOMEM;
+    if (bWhole) vec_prefault(v);
   }
   for (int i = 0; i <= p->s.nCol; i++) {
     csq_vec *v = &p->aBuf[i];
@@ -706,19 +744,6 @@ static int was_replaced(vt_tab *p, int64_t iRowid) {
   return 0;
 }
 
-/* Map the pages of n bytes at z now, in one call, instead of one page fault
-** per page as the first rows reach them: a row group's buffer is tens of MB
-** of fresh memory, and a fault costs most in a virtual machine. Only the
-** pages z covers whole are asked for (the allocator's own header shares the
-** first). A kernel without MADV_POPULATE_WRITE (before Linux 5.14) refuses
-** it, and then the pages fault in as before: nothing is lost, so the
-** outcome is not looked at. */
-static void prefault(void *z, size_t n) {
-  uintptr_t a = ((uintptr_t)z + 4095) & ~(uintptr_t)4095;
-  uintptr_t e = ((uintptr_t)z + n) & ~(uintptr_t)4095;
-  if (e > a) (void)madvise((void *)a, e - a, MADV_POPULATE_WRITE);
-}
-
 /* Room for a whole row group in every vector of the empty buffer, so that
 ** filling it never copies what it holds (a vector that grows by doubling
 ** moves itself at each step), and the column's bytes of the last row group
@@ -732,10 +757,7 @@ static int buffer_reserve(vt_tab *p) {
     if (v->n > 0 || (v->nCap >= nCap && v->nHeapCap >= nHeap)) continue;
     if (v->nCap < nCap) csq_vec_free(v);                             /* empty: nothing to move */
     if (csq_vec_reserve(v, nCap, nHeap + nHeap / 8)) return -ENOMEM; /* slack: sizes vary */
-    prefault(v->aCls, v->nCap);
-    prefault(v->aVal, (size_t)v->nCap * sizeof(csq_val));
-    prefault(v->aLen, (size_t)v->nCap * sizeof(uint32_t));
-    prefault(v->aHeap, v->nHeapCap);
+    vec_prefault(v);
   }
   return 0;
 }

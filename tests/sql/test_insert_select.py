@@ -431,3 +431,32 @@ def test_two_tables_interleaved_with_savepoints_and_ddl():
     con.close()
     con = connect(db)
     check("after reopening")
+
+
+def test_first_row_group_of_default_size_round_trips():
+    """The buffer of a table of the default row-group size grows to a whole
+    row group at once once it holds more than a small one (vtab/write.c,
+    unstage): rows before and after that step, values longer than those
+    its heap was sized by, a savepoint rolled back across it and a full
+    row group after it read back as the native table's."""
+    db = os.path.join(tmpdir(), "g.db")
+    con = connect(db)
+    con.execute("CREATE TABLE src(%s)" % COLS)
+    con.execute("CREATE TABLE nat(%s)" % COLS)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s)" % COLS)
+    fill(con, "src", src_rows(9000, seed=3))
+    con.execute("BEGIN")
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT * FROM src WHERE rowid <= 8000" % tab)
+    con.execute("SAVEPOINT a")
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT a, b, c || printf('%%.400c', 'x'), d, e, f FROM src" % tab)
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "past the step")
+    con.execute("ROLLBACK TO a")
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "rolled back across the step")
+    for tab in ("nat", "t"):
+        for _ in range(7):
+            con.execute("INSERT INTO %s SELECT * FROM src" % tab)
+    con.execute("COMMIT")
+    assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 8000 + 7 * 9000
+    same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after COMMIT")
