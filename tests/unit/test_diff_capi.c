@@ -5,7 +5,8 @@
 ** same names, each with a fixed set of parameterised statements prepared
 ** once and re-stepped thousands of times with random binds: inserts in
 ** every conflict mode, updates (of the rowid too), deletes, reads kept
-** prepared and re-run after writes, aggregate and join reads through
+** prepared and re-run after writes, aggregate and join reads (semi-, anti-
+** and LEFT joins and a correlated count among them) through
 ** csq_prepare (pushdown views), transactions and savepoints, a SELECT left unfinished
 ** while writes happen, statements finalized and re-prepared (the same SQL,
 ** or swapped, so that a new statement gets a finished one's address), and
@@ -95,6 +96,17 @@ static const op aOp[] = {
     {"SELECT u.v, count(*), sum(t.c) FROM t JOIN u ON t.a = u.k GROUP BY u.v ORDER BY 1", "", 'p'},
     {"SELECT t.id, t.b, u.rowid, u.v FROM t, u WHERE t.a = u.k AND t.id > ?1 ORDER BY 1, 3", "i",
      'p'},
+    /* semi-, anti- and LEFT joins and a correlated count, planned the same way */
+    {"SELECT count(*), max(t.id) FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.a AND u.v IS "
+     "NOT NULL)",
+     "", 'p'},
+    {"SELECT count(*), min(t.id) FROM t WHERE NOT EXISTS (SELECT * FROM u WHERE u.k = t.a)", "",
+     'p'},
+    {"SELECT count(*), count(u.v), max(t.id) FROM t LEFT JOIN u ON u.k = t.a AND u.v > ?1", "v",
+     'p'},
+    {"SELECT count(*), max(t.id), count(w.v) FROM t, u AS w WHERE w.k = t.a AND t.a >= (SELECT "
+     "count(*) FROM u WHERE u.k = t.a)",
+     "", 'p'},
     {"SELECT last_insert_rowid(), changes(), total_changes()", "", 'r'},
     {"SELECT t.id, u.rowid FROM t JOIN u ON t.a = u.k ORDER BY 1, 2", "", 'r'},
     {"SELECT * FROM t WHERE id BETWEEN ?1 AND ?2 ORDER BY id", "ii", 'r'},
