@@ -78,6 +78,32 @@ typedef struct hj_table {
   uint32_t nBucket;
 } hj_table;
 
+/* Build ht over the nRow rows of d keyed on its outputs aOut[0..nKey): a
+** bucket head per hash, a chain through the rows in row order; a row with
+** a NULL key is in no chain (it equals nothing). 0 or -ENOMEM (ht's arrays
+** are the caller's to free either way). */
+static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) {
+  ht->nBucket = 16;
+  while (ht->nBucket < d->nRow * 2u && ht->nBucket < (1u << 31)) ht->nBucket *= 2;
+  ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
+  ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
+  if (!ht->aHead || !ht->aChain) return -ENOMEM;
+  memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
+  const pl_jdata *ad[PL_JOIN_MAX_KEY];
+  uint32_t aRow[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < nKey; k++) ad[k] = d;
+  for (uint32_t r = d->nRow; r-- > 0;) {
+    for (int k = 0; k < nKey; k++) aRow[k] = r;
+    int bNull;
+    uint64_t x = key_hash(ad, aOut, nKey, aRow, &bNull);
+    if (bNull) continue;
+    uint32_t b = (uint32_t)(x & (ht->nBucket - 1));
+    ht->aChain[r] = ht->aHead[b];
+    ht->aHead[b] = r;
+  }
+  return 0;
+}
+
 struct pl_hj {
   const pl_join *j;
   pl_jdata aData[PL_JOIN_MAX_TAB]; /* the build sides' rows (not owned) */
@@ -105,29 +131,9 @@ int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
   for (int step = 1; step < j->nTab; step++) {
     int t = j->aOrder[step];
     const pl_jtab *jt = &j->aTab[t];
-    const pl_jdata *d = &aData[t];
-    hj_table *ht = &h->aTab[t];
-    /* a bucket head per hash, a chain through the rows */
-    ht->nBucket = 16;
-    while (ht->nBucket < d->nRow * 2u && ht->nBucket < (1u << 31)) ht->nBucket *= 2;
-    ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
-    ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
-    if (!ht->aHead || !ht->aChain) {
+    if (hj_build(&h->aTab[t], &aData[t], jt->aKeyOut, jt->nKey) != 0) {
       pl_hj_free(h);
       return -ENOMEM;
-    }
-    memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
-    const pl_jdata *adB[PL_JOIN_MAX_KEY];
-    uint32_t aRow[PL_JOIN_MAX_KEY];
-    for (int k = 0; k < jt->nKey; k++) adB[k] = d;
-    for (uint32_t r = d->nRow; r-- > 0;) { /* chains in row order */
-      for (int k = 0; k < jt->nKey; k++) aRow[k] = r;
-      int bNull;
-      uint64_t x = key_hash(adB, jt->aKeyOut, jt->nKey, aRow, &bNull);
-      if (bNull) continue;
-      uint32_t b = (uint32_t)(x & (ht->nBucket - 1));
-      ht->aChain[r] = ht->aHead[b];
-      ht->aHead[b] = r;
     }
   }
   *pp = h;
@@ -234,29 +240,12 @@ int pl_semi_new(const pl_join *j, int iSemi, const csq_vec *aRow, uint32_t nRow,
   h->q = &j->aSemi[iSemi];
   h->aRow = aRow;
   h->nRow = nRow;
-  hj_table *ht = &h->ht;
-  ht->nBucket = 16;
-  while (ht->nBucket < nRow * 2u && ht->nBucket < (1u << 31)) ht->nBucket *= 2;
-  ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
-  ht->aChain = malloc(sizeof(uint32_t) * (size_t)(nRow ? nRow : 1));
   h->aMark = calloc((size_t)(nRow ? nRow : 1), 1);
-  if (!ht->aHead || !ht->aChain || !h->aMark) {
+  pl_jdata d = {(csq_vec *)aRow, 0, nRow};
+  /* "=" with a NULL key: nothing matches the row */
+  if (!h->aMark || hj_build(&h->ht, &d, h->q->aKeyCol, h->q->nKey) != 0) {
     pl_semi_free(h);
     return -ENOMEM;
-  }
-  memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
-  pl_jdata d = {(csq_vec *)aRow, 0, nRow};
-  const pl_jdata *ad[PL_JOIN_MAX_KEY];
-  uint32_t aR[PL_JOIN_MAX_KEY];
-  for (int k = 0; k < h->q->nKey; k++) ad[k] = &d;
-  for (uint32_t r = nRow; r-- > 0;) {
-    for (int k = 0; k < h->q->nKey; k++) aR[k] = r;
-    int bNull;
-    uint64_t x = key_hash(ad, h->q->aKeyCol, h->q->nKey, aR, &bNull);
-    if (bNull) continue; /* "=" with NULL: nothing matches the row */
-    uint32_t b = (uint32_t)(x & (ht->nBucket - 1));
-    ht->aChain[r] = ht->aHead[b];
-    ht->aHead[b] = r;
   }
   *pp = h;
   return 0;
@@ -318,28 +307,13 @@ int pl_scalar_fill(const pl_join *j, int iScalar, const csq_vec *aGroupKey,
                    const csq_vec *aRow, uint32_t nRow, csq_vec *pOut) {
   const pl_jscalar *q = &j->aScalar[iScalar];
   int nKey = q->nKey, e = 0;
-  hj_table ht = {NULL, NULL, 16};
-  while (ht.nBucket < nGroup * 2u && ht.nBucket < (1u << 31)) ht.nBucket *= 2;
-  ht.aHead = malloc(sizeof(uint32_t) * (size_t)ht.nBucket);
-  ht.aChain = malloc(sizeof(uint32_t) * (size_t)(nGroup ? nGroup : 1));
-  if (!ht.aHead || !ht.aChain) e = -ENOMEM;
+  hj_table ht = {NULL, NULL, 0};
   pl_jdata g = {(csq_vec *)aGroupKey, nKey, nGroup}, r = {(csq_vec *)aRow, 0, nRow};
-  const pl_jdata *adG[PL_JOIN_MAX_KEY], *adR[PL_JOIN_MAX_KEY];
+  const pl_jdata *adR[PL_JOIN_MAX_KEY];
   int aOutG[PL_JOIN_MAX_KEY];
   uint32_t aR[PL_JOIN_MAX_KEY];
-  for (int k = 0; k < nKey; k++) adG[k] = &g, adR[k] = &r, aOutG[k] = k;
-  if (e == 0) {
-    memset(ht.aHead, 0xff, sizeof(uint32_t) * (size_t)ht.nBucket);
-    for (uint32_t i = nGroup; i-- > 0;) {
-      for (int k = 0; k < nKey; k++) aR[k] = i;
-      int bNull;
-      uint64_t x = key_hash(adG, aOutG, nKey, aR, &bNull);
-      if (bNull) continue; /* a NULL key equals no row's */
-      uint32_t b = (uint32_t)(x & (ht.nBucket - 1));
-      ht.aChain[i] = ht.aHead[b];
-      ht.aHead[b] = i;
-    }
-  }
+  for (int k = 0; k < nKey; k++) adR[k] = &r, aOutG[k] = k;
+  e = hj_build(&ht, &g, aOutG, nKey); /* a NULL key equals no row's */
   for (uint32_t i = 0; e == 0 && i < nRow; i++) {
     for (int k = 0; k < nKey; k++) aR[k] = i;
     int bNull;
