@@ -566,6 +566,27 @@ static void join_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp,
   }
 }
 
+/* Scan subquery table iTab (t) of j, its program given a join filter of
+** the keys of the joined rows aRow (row-set columns aKeyCol, which its
+** outputs aKeyOut equal), each batch to xBatch. As scan_batches. */
+static int scan_sub(vt_tab *t, pl_join *j, int iTab, int nKey, const int *aKeyOut,
+                    const int *aKeyCol, const csq_vec *aRow,
+                    int (*xBatch)(void *, const pl_jdata *), void *pArg, char **pzErr) {
+  const pl_jtab *jt = &j->aTab[iTab];
+  uint8_t *pFiltered = NULL;
+  size_t nFiltered = 0;
+  int nFilter = 0;
+  if (pl_join_filter_sub(j, iTab, nKey, aKeyOut, aKeyCol, aRow, &pFiltered, &nFiltered, &nFilter) !=
+      0) {
+    free(pFiltered);
+    pFiltered = NULL;
+  }
+  int e = scan_batches(t, pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
+                       jt->nOut, xBatch, pArg, pzErr);
+  free(pFiltered);
+  return e;
+}
+
 /* xBatch of a semi-join's table: mark the joined rows its rows match. */
 static int semi_batch(void *pArg, const pl_jdata *b) {
   return pl_semi_mark((pl_semi *)pArg, b);
@@ -580,42 +601,11 @@ static int run_semi(pl_join *j, int iSemi, vt_tab *t, q_cursor *c, char **pzErr)
   if (r->nRow == 0) return 0;
   pl_semi *h = NULL;
   int e = pl_semi_new(j, iSemi, r->aCol, r->nRow, &h);
-  uint8_t *pFiltered = NULL;
-  size_t nFiltered = 0;
-  int nFilter = 0;
-  if (e == 0 && !jt->bEmpty) {
-    if (pl_join_filter_sub(j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, &pFiltered,
-                           &nFiltered, &nFilter) != 0) {
-      free(pFiltered);
-      pFiltered = NULL;
-    }
-    e = scan_batches(t, pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
-                     jt->nOut, semi_batch, h, pzErr);
-  }
-  free(pFiltered);
+  if (e == 0 && !jt->bEmpty)
+    e = scan_sub(t, j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, semi_batch, h, pzErr);
   if (e == 0) e = pl_semi_keep(h, r->aCol, r->nCol, &r->nRow);
   pl_semi_free(h);
   return e;
-}
-
-/* xBatch of a scalar subquery's table: append the batch to its rows;
-** -E2BIG past the memory budget (as collect_batch). */
-typedef struct rows_ctx {
-  vt_rowset *r;
-  uint64_t nBudget;
-} rows_ctx;
-
-static int rowset_batch(void *pArg, const pl_jdata *b) {
-  rows_ctx *x = pArg;
-  vt_rowset *r = x->r;
-  if ((uint64_t)r->nRow + b->nRow > UINT32_MAX) return -7; /* -E2BIG */
-  for (int i = 0; i < r->nCol; i++) {
-    int e = csq_vec_append(&r->aCol[i], &b->aCol[i], 0, b->nRow);
-    if (e) return e;
-  }
-  r->nRow += b->nRow;
-  pl_jdata d = {r->aCol, r->nCol, r->nRow};
-  return pl_jdata_bytes(&d) > x->nBudget ? -7 : 0;
 }
 
 /* The rows of SQL zSql over the row set r (csq_jrows(?1)): their first
@@ -668,28 +658,18 @@ static int rows_of(sqlite3 *db, const char *zSql, vt_rowset *r, csq_vec *aOut, i
 static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c, char **pzErr) {
   const pl_jscalar *q = &j->aScalar[iScalar];
   const pl_jtab *jt = &j->aTab[q->iTab];
-  vt_rowset *r = &c->rows, sRows = {jt->nOut, NULL, 0};
+  vt_rowset *r = &c->rows;
   csq_vec aG[PL_JOIN_MAX_KEY + 1], vEmpty;
   for (int k = 0; k <= q->nKey; k++) csq_vec_init(&aG[k]);
   csq_vec_init(&vEmpty);
   int e = 0;
-  sRows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(jt->nOut ? jt->nOut : 1));
-  if (!sRows.aCol) e = -12;
-  for (int i = 0; e == 0 && i < jt->nOut; i++) csq_vec_init(&sRows.aCol[i]);
-  if (e == 0 && r->nRow > 0 && !jt->bEmpty) {
-    uint8_t *pFiltered = NULL;
-    size_t nFiltered = 0;
-    int nFilter = 0;
-    if (pl_join_filter_sub(j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, &pFiltered,
-                           &nFiltered, &nFilter) != 0) {
-      free(pFiltered);
-      pFiltered = NULL;
-    }
-    rows_ctx x = {&sRows, join_budget(p)};
-    e = scan_batches(t, pFiltered ? pFiltered : jt->pProg, pFiltered ? nFiltered : jt->nProg,
-                     jt->nOut, rowset_batch, &x, pzErr);
-    free(pFiltered);
-  }
+  pl_jdata d = {calloc((size_t)(jt->nOut ? jt->nOut : 1), sizeof(csq_vec)), jt->nOut, 0};
+  if (!d.aCol) e = -12;
+  uint64_t nBytes = 0;
+  collect x = {&d, &nBytes, join_budget(p)};
+  if (e == 0 && r->nRow > 0 && !jt->bEmpty)
+    e = scan_sub(t, j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, collect_batch, &x, pzErr);
+  vt_rowset sRows = {d.nCol, d.aCol, d.nRow}; /* csq_jrows' view of them (d owns them) */
   if (e == 0 && sRows.nRow > 0 && rows_of(p->db, q->zGroup, &sRows, aG, q->nKey + 1, pzErr)) e = -5;
   if (e == 0 && rows_of(p->db, q->zEmpty, &sRows, &vEmpty, 1, pzErr)) e = -5;
   if (e == 0 && vEmpty.n != 1) e = -5;
@@ -698,7 +678,7 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
                        &r->aCol[q->iCol]);
   for (int k = 0; k <= q->nKey; k++) csq_vec_free(&aG[k]);
   csq_vec_free(&vEmpty);
-  vt_rowset_clear(&sRows);
+  free_jdata(&d);
   return e;
 }
 
