@@ -8,10 +8,11 @@
 ** columns, as vectors), numbers the groups by value.h's GROUP BY rules
 ** through a csq_group table (NULL equals NULL, 1 equals 1.0), sorts the
 ** groups by their keys (value.h's order, BINARY) and hands the rows over
-** group by group (an order of positions: the rows are not moved). SQLite 3.40 asks only for grouped
-*rows
-** (sqlite3_vtab_distinct() == 1) but then takes them as sorted for an ORDER
-** BY on the same keys, so the groups must come sorted too.
+** group by group (an order of positions: the rows are not moved). SQLite
+** 3.40 asks only for grouped rows (sqlite3_vtab_distinct() == 1) but then
+** takes them as sorted for an ORDER BY on the same keys, so the groups must
+** come sorted too. The order itself (vt_group_order) also serves the
+** joined rows of csq_jrows (vtab/joinrows.c).
 **
 ** The whole result is held: the plan consumes the GROUP BY only when the
 ** table's used columns fit VT_GROUP_BUDGET (vtab/plan.c).
@@ -21,12 +22,6 @@
 
 #include "vtab/vtab.h"
 #include "device/format/group.h"
-
-struct vt_grouper;
-struct sort_ctx {
-  const struct vt_grouper *g;
-  const struct csq_group *t;
-};
 
 struct vt_grouper {
   int nOut;      /* vectors per row */
@@ -87,30 +82,43 @@ int vt_grouper_add(vt_grouper *g, const csq_vec *const *apSrc, const uint32_t *a
 }
 
 /* qsort_r's order of two group numbers: their keys in the ORDER BY's. */
+struct sort_ctx {
+  const csq_group *t;
+  const uint8_t *aDesc;
+};
+
 static int cmp_groups(const void *pa, const void *pb, void *pCtx) {
-  const vt_grouper *g = ((const struct sort_ctx *)pCtx)->g;
-  const csq_group *t = ((const struct sort_ctx *)pCtx)->t;
-  const csq_value *ka = csq_group_keys(t, *(const uint32_t *)pa);
-  const csq_value *kb = csq_group_keys(t, *(const uint32_t *)pb);
-  for (int k = 0; k < g->nKey; k++) {
+  const struct sort_ctx *x = pCtx;
+  const csq_value *ka = csq_group_keys(x->t, *(const uint32_t *)pa);
+  const csq_value *kb = csq_group_keys(x->t, *(const uint32_t *)pb);
+  for (int k = 0; k < x->t->nKey; k++) {
     int c = csq_value_cmp(&ka[k], &kb[k], CSQ_COLL_BINARY);
-    if (c) return g->aDesc[k] ? -c : c;
+    if (c) return x->aDesc[k] ? -c : c;
   }
   return 0;
 }
 
-int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_t **paPos) {
-  uint32_t n = g->aSet[0].n;
+int vt_group_order(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, uint32_t n,
+                   uint32_t **paPos) {
+  *paPos = NULL;
+  if (nKey < 1 || nKey > VT_GROUP_MAXKEY) return SQLITE_MISUSE;
   uint32_t *aGid = malloc(sizeof(uint32_t) * (n ? n : 1));
   uint32_t *aPos = malloc(sizeof(uint32_t) * (n ? n : 1));
   uint32_t *aStart = NULL;
   csq_group t;
-  csq_group_init(&t, g->nKey, 16);
+  csq_group_init(&t, nKey, 16);
   int rc = aGid && aPos ? SQLITE_OK : SQLITE_NOMEM;
   for (uint32_t r = 0; rc == SQLITE_OK && r < n; r++) {
     csq_value aK[VT_GROUP_MAXKEY];
-    for (int k = 0; k < g->nKey; k++) aK[k] = csq_value_of_vec(&g->aSet[g->aKey[k]], r);
-    uint64_t h = csq_group_hash(aK, g->nKey);
+    for (int k = 0; k < nKey; k++) {
+      if (r < apKey[k]->n) {
+        aK[k] = csq_value_of_vec(apKey[k], r);
+      } else { /* a vector shorter than the rows holds NULLs past its end */
+        memset(&aK[k], 0, sizeof(aK[k]));
+        aK[k].cls = CSQ_NULL;
+      }
+    }
+    uint64_t h = csq_group_hash(aK, nKey);
     uint32_t pos = 0;
     if (csq_group_reserve(&t)) {
       rc = SQLITE_NOMEM;
@@ -128,17 +136,35 @@ int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_
     if (!aStart || !aOrder) rc = SQLITE_NOMEM;
   }
   if (rc == SQLITE_OK) {
-    struct sort_ctx ctx = {g, &t};
+    struct sort_ctx ctx = {&t, aDesc};
     for (uint32_t k = 0; k < t.nGroup; k++) aOrder[k] = k;
     qsort_r(aOrder, t.nGroup, sizeof(uint32_t), cmp_groups, &ctx);
     for (uint32_t k = 0; k < t.nGroup; k++) aStart[aOrder[k]] = k; /* aStart as scratch */
     for (uint32_t k = 0; k < t.nGroup; k++) aOrder[k] = aStart[k];
     memset(aStart, 0, sizeof(uint32_t) * ((size_t)t.nGroup + 1));
     for (uint32_t r = 0; r < n; r++) aGid[r] = aOrder[aGid[r]];
-    /* a counting sort by rank, rows in scan order within each group */
+    /* a counting sort by rank, rows in their order within each group */
     for (uint32_t r = 0; r < n; r++) aStart[aGid[r] + 1]++;
     for (uint32_t k = 0; k < t.nGroup; k++) aStart[k + 1] += aStart[k];
     for (uint32_t r = 0; r < n; r++) aPos[aStart[aGid[r]]++] = r;
+    *paPos = aPos;
+    aPos = NULL;
+  }
+  csq_group_free(&t);
+  free(aGid);
+  free(aPos);
+  free(aStart);
+  free(aOrder);
+  return rc;
+}
+
+int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_t **paPos) {
+  uint32_t n = g->aSet[0].n;
+  const csq_vec *apKey[VT_GROUP_MAXKEY];
+  for (int k = 0; k < g->nKey; k++) apKey[k] = &g->aSet[g->aKey[k]];
+  uint32_t *aPos = NULL;
+  int rc = vt_group_order(apKey, g->aDesc, g->nKey, n, &aPos);
+  if (rc == SQLITE_OK) {
     /* the rows stay where they are (moving them costs more than reading
     ** them in this order): hand the vectors over, the output's buffers
     ** take their place */
@@ -149,14 +175,8 @@ int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_
     }
     free(g->aPos);
     g->aPos = aPos;
-    aPos = NULL;
   }
   *pnRow = rc == SQLITE_OK ? n : 0;
   *paPos = g->aPos;
-  csq_group_free(&t);
-  free(aGid);
-  free(aPos);
-  free(aStart);
-  free(aOrder);
   return rc;
 }

@@ -17,7 +17,14 @@
 ** so comparisons, GROUP BY and ORDER BY over it behave as over that table
 ** column (values keep their storage class: no affinity is applied to them,
 ** the base table applied it when they were written).
+**
+** Under a GROUP BY over BINARY columns the rows come grouped, the groups
+** sorted on their keys (vt_group_order, vtab/group.c), so that SQLite
+** aggregates them as they stream by instead of sorting them first: the
+** orderByConsumed of sqlite3_vtab_distinct() == 1. SQLite may then also
+** skip an ORDER BY on the same keys, which the sorted groups satisfy.
 */
+#include <stdlib.h>
 #include <string.h>
 #include "vtab/vtab.h"
 
@@ -28,8 +35,14 @@
 typedef struct jrows_cursor {
   sqlite3_vtab_cursor base; /* must be first */
   const vt_rowset *pSet;
-  uint32_t iRow;
+  uint32_t iRow;  /* position in the order served */
+  uint32_t *aPos; /* grouped: the row at each position (malloc'd); NULL: row order */
 } jrows_cursor;
+
+/* Row-set column and collation (0 BINARY, 1 NOCASE, 2 RTRIM) of declared
+** column i, one of the names "<a><c>_<k>". */
+#define JROWS_COL(i)  ((i) % JROWS_MAX_COL)
+#define JROWS_COLL(i) (((i) / JROWS_MAX_COL) % 3)
 
 static int jrows_connect(sqlite3 *db, void *pAux, int argc, const char *const *argv,
                          sqlite3_vtab **ppVtab, char **pzErr) {
@@ -61,7 +74,9 @@ static int jrows_disconnect(sqlite3_vtab *pVtab) {
   return SQLITE_OK;
 }
 
-/* The row set argument is required: without it there is nothing to read. */
+/* The row set argument is required: without it there is nothing to read.
+** A GROUP BY over BINARY columns is consumed: idxStr lists the
+** key columns, "k+" or "k-" (descending) each, for jrows_filter. */
 static int jrows_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
   (void)pVtab;
   for (int i = 0; i < pInfo->nConstraint; i++) {
@@ -72,6 +87,24 @@ static int jrows_best_index(sqlite3_vtab *pVtab, sqlite3_index_info *pInfo) {
       pInfo->aConstraintUsage[i].omit = 1;
       pInfo->estimatedCost = 10;
       pInfo->estimatedRows = 1000;
+      int nOb = pInfo->nOrderBy, bGroup = nOb > 0 && nOb <= VT_GROUP_MAXKEY &&
+                                          sqlite3_libversion_number() >= 3038000 &&
+                                          sqlite3_vtab_distinct(pInfo) == 1;
+      for (int k = 0; bGroup && k < nOb; k++) {
+        int iCol = pInfo->aOrderBy[k].iColumn;
+        bGroup = iCol >= 0 && iCol < JROWS_NAMES * JROWS_MAX_COL && JROWS_COLL(iCol) == 0;
+      }
+      if (bGroup) {
+        sqlite3_str *z = sqlite3_str_new(NULL);
+        for (int k = 0; k < nOb; k++)
+          sqlite3_str_appendf(z, "%d%c", JROWS_COL(pInfo->aOrderBy[k].iColumn),
+                              pInfo->aOrderBy[k].desc ? '-' : '+');
+        char *zIdx = sqlite3_str_finish(z);
+        if (!zIdx) return SQLITE_NOMEM;
+        pInfo->idxStr = zIdx;
+        pInfo->needToFreeIdxStr = 1;
+        pInfo->orderByConsumed = 1;
+      }
       return SQLITE_OK;
     }
   }
@@ -88,17 +121,34 @@ static int jrows_open(sqlite3_vtab *pVtab, sqlite3_vtab_cursor **ppCur) {
 }
 
 static int jrows_close(sqlite3_vtab_cursor *pCur) {
+  free(((jrows_cursor *)pCur)->aPos);
   sqlite3_free(pCur);
   return SQLITE_OK;
 }
 
 static int jrows_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
                         sqlite3_value **argv) {
-  (void)idxNum, (void)idxStr;
+  (void)idxNum;
   jrows_cursor *c = (jrows_cursor *)pCur;
   c->pSet = argc > 0 ? sqlite3_value_pointer(argv[0], JROWS_PTR_TYPE) : NULL;
   c->iRow = 0;
-  return SQLITE_OK;
+  free(c->aPos);
+  c->aPos = NULL;
+  if (!c->pSet || !idxStr || c->pSet->nRow < 2) return SQLITE_OK;
+  /* the keys named by jrows_best_index; a column the row set lacks is NULL
+  ** in every row, one group */
+  static const csq_vec vNull; /* no values: reads as NULL */
+  const csq_vec *apKey[VT_GROUP_MAXKEY];
+  uint8_t aDesc[VT_GROUP_MAXKEY];
+  int nKey = 0;
+  for (const char *z = idxStr; *z && nKey < VT_GROUP_MAXKEY;) {
+    int k = 0;
+    while (*z >= '0' && *z <= '9') k = k * 10 + (*z++ - '0');
+    aDesc[nKey] = *z == '-';
+    if (*z) z++;
+    apKey[nKey++] = k < c->pSet->nCol ? &c->pSet->aCol[k] : &vNull;
+  }
+  return nKey ? vt_group_order(apKey, aDesc, nKey, c->pSet->nRow, &c->aPos) : SQLITE_OK;
 }
 
 static int jrows_next(sqlite3_vtab_cursor *pCur) {
@@ -113,15 +163,16 @@ static int jrows_eof(sqlite3_vtab_cursor *pCur) {
 
 static int jrows_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   jrows_cursor *c = (jrows_cursor *)pCur;
-  int k = i % JROWS_MAX_COL;
-  if (i >= 0 && i < JROWS_NAMES * JROWS_MAX_COL && k < c->pSet->nCol &&
-      c->iRow < c->pSet->aCol[k].n)
-    vt_result_value(ctx, &c->pSet->aCol[k], c->iRow);
+  int k = JROWS_COL(i);
+  uint32_t r = c->aPos ? c->aPos[c->iRow] : c->iRow;
+  if (i >= 0 && i < JROWS_NAMES * JROWS_MAX_COL && k < c->pSet->nCol && r < c->pSet->aCol[k].n)
+    vt_result_value(ctx, &c->pSet->aCol[k], r);
   return SQLITE_OK;
 }
 
 static int jrows_rowid(sqlite3_vtab_cursor *pCur, sqlite3_int64 *pRowid) {
-  *pRowid = ((jrows_cursor *)pCur)->iRow;
+  jrows_cursor *c = (jrows_cursor *)pCur;
+  *pRowid = c->aPos ? c->aPos[c->iRow] : c->iRow;
   return SQLITE_OK;
 }
 

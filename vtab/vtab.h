@@ -477,6 +477,13 @@ int vt_grouper_add(vt_grouper *g, const csq_vec *const *apSrc, const uint32_t *a
 /* The rows into aOut[0..nOut) (buffers swapped), and in *paPos (owned by g)
 ** their positions group by group, the groups in key order. */
 int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_t **paPos);
+/* The order that serves rows 0..n grouped on key vectors apKey[0..nKey)
+** (a vector shorter than n rows reads as NULL past its end), the groups
+** sorted by their keys, key k descending when aDesc[k], the rows of a
+** group in their own order: *paPos (malloc'd, n entries) lists the rows in
+** that order. SQLITE_OK or SQLITE_NOMEM. */
+int vt_group_order(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, uint32_t n,
+                   uint32_t **paPos);
 
 /* plan.c: xBestIndex (decoding a plan for xFilter: vtab/plan.h) */
 /* Note what a scan found of the table's committed rows: the row count and
