@@ -549,6 +549,41 @@ static int jp_find_output(jp *s, int t, int c) {
   return -1;
 }
 
+/* Does e, or anything under it, name a collation? */
+static int jp_has_collate(const pl_expr *e) {
+  if (!e) return 0;
+  if (e->op == PL_E_COLLATE) return 1;
+  if (jp_has_collate(e->pLeft) || jp_has_collate(e->pRight) || jp_has_collate(e->pExtra)) return 1;
+  for (int i = 0; i < e->nArg; i++)
+    if (jp_has_collate(e->apArg[i])) return 1;
+  return 0;
+}
+
+/* Is uncorrelated subquery e (PL_E_SUBQUERY) one whose value the host
+** part may take as a parameter (join.h)? If so it becomes the next of
+** pl_join.azValue: 1; else 0, and SQLite runs it in place. */
+static int jp_value_sub(jp *s, const pl_expr *e) {
+  pl_join *j = s->j;
+  if (j->nValue >= PL_JOIN_MAX_VALUE) return 0;
+  pl_ast *q = NULL;
+  if (pl_parse_opt(e->z, e->n, PL_PARSE_SUBQUERY, &q, NULL) != PL_OK) return 0;
+  const pl_expr *r = q->nCol == 1 && !q->bStar ? q->aCol[0].pExpr : NULL;
+  int bOk = r && q->bAgg && q->nGroup == 0 && !q->pLimit && !q->pOffset && q->nParam == 0;
+  /* no affinity (sqlite3ExprAffinity): not a column, CAST or subquery; no
+  ** function, which could be likely() and pass its argument's on */
+  bOk = bOk && r->op != PL_E_COLUMN && r->op != PL_E_CAST && r->op != PL_E_SUBQUERY &&
+        r->op != PL_E_FUNC && !jp_has_collate(r);
+  pl_ast_free(q);
+  if (!bOk) return 0;
+  char *z = sqlite3_mprintf("%.*s", e->n, e->z);
+  if (!z) {
+    jp_fail(s, "out of memory%s", "");
+    return 0;
+  }
+  j->azValue[j->nValue++] = z;
+  return 1;
+}
+
 /* The text of e (a node of AST a) into p, each column reference replaced:
 ** tSub < 0, by its row-set column (the host part); else by the column of
 ** the rows of subquery table tSub's scan (a scalar subquery's aggregate,
@@ -587,6 +622,10 @@ static void jp_emit_to(jp *s, sqlite3_str *p, const pl_ast *a, const pl_expr *e,
         return;
       }
   }
+  if (e->op == PL_E_SUBQUERY && tSub < 0 && jp_value_sub(s, e)) {
+    sqlite3_str_appendf(p, "?%d", s->j->iRows + s->j->nValue);
+    return;
+  }
   if (e->op == PL_E_PARAM) {
     sqlite3_str_appendf(p, "?%d", (int)e->iVal);
     return;
@@ -622,7 +661,11 @@ static void jp_emit_to(jp *s, sqlite3_str *p, const pl_ast *a, const pl_expr *e,
     ** compare with its first row only */
     int bParen = aChild[i]->op != PL_E_SUBQUERY;
     if (bParen) sqlite3_str_appendchar(p, 1, '(');
-    jp_emit_to(s, p, a, aChild[i], bOrder, tSub);
+    if (aChild[i]->op == PL_E_SUBQUERY && (e->op == PL_E_INSELECT || e->op == PL_E_EXISTS))
+      /* a table, not a value: never a parameter */
+      sqlite3_str_append(p, a->zSql + aChild[i]->iStart, aChild[i]->iEnd - aChild[i]->iStart);
+    else
+      jp_emit_to(s, p, a, aChild[i], bOrder, tSub);
     if (bParen) sqlite3_str_appendchar(p, 1, ')');
     at = aChild[i]->iEnd;
   }
@@ -1382,6 +1425,7 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
 
 void pl_join_free(pl_join *p) {
   if (!p) return;
+  for (int i = 0; i < p->nValue; i++) sqlite3_free(p->azValue[i]);
   for (int i = 0; i < p->nScalar; i++) {
     sqlite3_free(p->aScalar[i].zGroup);
     sqlite3_free(p->aScalar[i].zEmpty);

@@ -40,6 +40,15 @@
 ** filters and matches the keys, and "=" / "<>" with a NULL is never true,
 ** so a NULL key marks nothing. The outer query may then be one table.
 **
+** An uncorrelated scalar subquery of the host part whose answer is one
+** aggregate row ("(SELECT sum(x) * 0.1 FROM a, b WHERE ...)", no GROUP
+** BY, LIMIT or parameters) becomes a parameter of the host part: the
+** caller runs it first, through the planner, and binds its value, where
+** SQLite would run it as written over the base tables. Exact when its
+** result expression has no affinity and no collation (an aggregate or
+** arithmetic, no column, CAST or COLLATE): a bound value compares as the
+** subquery's value does.
+**
 ** What the planner does not take it says (pl_join.zWhy), and the query
 ** runs as ordinary SQL.
 */
@@ -57,6 +66,7 @@
 #define PL_JOIN_MAX_KEY    8  /* key columns of one build side */
 #define PL_JOIN_MAX_SEMI   4  /* [NOT] EXISTS subqueries taken as semi- and anti-joins */
 #define PL_JOIN_MAX_SCALAR 4  /* scalar subqueries taken as aggregates grouped by their keys */
+#define PL_JOIN_MAX_VALUE  8  /* uncorrelated scalar subqueries run first, their values bound */
 
 /* One table of the join, in FROM order. */
 typedef struct pl_jtab {
@@ -126,7 +136,12 @@ typedef struct pl_join {
   int nResidual;                  /* terms SQLite evaluates after the join */
   char *zHost;                    /* SELECT ... FROM csq_jrows(?iRows) ... (sqlite3_malloc'd) */
   int iRows;                      /* parameter number of the row set in zHost */
-  int bStar;                      /* the select list has * or t.* (every column) */
+  /* Uncorrelated scalar subqueries of one aggregate row, run before the
+  ** host part (through the planner, by the caller) and bound as parameter
+  ** iRows + 1 + i of zHost where they stood (sqlite3_malloc'd texts). */
+  int nValue;
+  char *azValue[PL_JOIN_MAX_VALUE];
+  int bStar; /* the select list has * or t.* (every column) */
   /* Each table's program as aTab[t].pProg, still open, for the join
   ** filters of the tables read before it (planner/joinfilter.h); owned.
   ** The subqueries' tables too. */

@@ -682,6 +682,34 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
   return e;
 }
 
+static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam);
+
+/* The value of scalar subquery zSql (pl_join.azValue), run as a query of
+** its own through the planner: its first row's first column into *ppVal
+** (the caller frees), left NULL without a row. SQLite's error code when
+** it fails; the caller then leaves the whole query to SQLite, which runs
+** the subquery where it stands, only if it needs it, and says why. */
+static int run_value(q_tab *p, const char *zSql, sqlite3_value **ppVal) {
+  q_tab sub;
+  memset(&sub, 0, sizeof(sub));
+  sub.db = p->db;
+  sub.pConn = p->pConn;
+  sub.zSql = (char *)zSql;
+  sub.nCol = 1;
+  q_cursor c;
+  memset(&c, 0, sizeof(c));
+  c.bEof = 1;
+  int rc = run_query(&c, &sub, NULL, 0);
+  if (rc == SQLITE_OK) rc = q_step(&c, &sub);
+  if (rc == SQLITE_OK && !c.bEof) {
+    *ppVal = sqlite3_value_dup(sqlite3_column_value(c.pStmt, 0));
+    if (!*ppVal) rc = SQLITE_NOMEM;
+  }
+  q_reset(&c);
+  sqlite3_free(sub.base.zErrMsg);
+  return rc;
+}
+
 /* Run a join plan: every table's scan on its devices (build sides first,
 ** so a build side over the budget stops before the probe side is read),
 ** the hash joins, and SQLite's part over the joined rows. SQLITE_MISMATCH:
@@ -752,10 +780,25 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
     free(zErr);
     return vt_rc_from(e < 0 ? e : -5);
   }
-  int rc = sqlite3_prepare_v2(p->db, j->zHost, -1, &c->pStmt, NULL);
+  sqlite3_value *apValue[PL_JOIN_MAX_VALUE] = {0};
+  int rc = SQLITE_OK;
+  for (int i = 0; rc == SQLITE_OK && i < j->nValue; i++)
+    rc = run_value(p, j->azValue[i], &apValue[i]);
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) rc = SQLITE_MISMATCH;
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, j->zHost, -1, &c->pStmt, NULL);
   for (int k = 0; rc == SQLITE_OK && k < nParam; k++)
     if (aParam[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aParam[k]);
   if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, j->iRows, &c->rows, "csq_rowset", NULL);
+  for (int i = 0; rc == SQLITE_OK && i < j->nValue; i++)
+    rc = apValue[i] ? sqlite3_bind_value(c->pStmt, j->iRows + 1 + i, apValue[i])
+                    : sqlite3_bind_null(c->pStmt, j->iRows + 1 + i);
+  for (int i = 0; i < j->nValue; i++) sqlite3_value_free(apValue[i]);
+  if (rc == SQLITE_MISMATCH) { /* a subquery failed: SQLite runs the query, and says why */
+    sqlite3_finalize(c->pStmt);
+    c->pStmt = NULL;
+    vt_rowset_clear(&c->rows);
+    return rc;
+  }
   if (rc) {
     sqlite3_free(p->base.zErrMsg);
     p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
@@ -837,7 +880,7 @@ static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, 
       return SQLITE_NOMEM;
     }
     if (rcPrep || !pStmt || (nCol >= 0 && sqlite3_column_count(pStmt) != nCol) ||
-        sqlite3_bind_parameter_count(pStmt) != j->iRows) {
+        sqlite3_bind_parameter_count(pStmt) != j->iRows + j->nValue) {
       j->bPlan = 0;
       snprintf(j->zWhy, sizeof(j->zWhy),
                "the outer query over the joined rows does not prepare: %s",
@@ -1176,6 +1219,12 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                         q->iCol, q->zGroup);
     x_add(c, "    scalar subquery", sqlite3_str_finish(z));
   }
+  for (int i = 0; i < j->nValue; i++)
+    x_add(
+        c, "  subquery value",
+        sqlite3_mprintf("?%d of the host part: (%s), run first as a query of its own, through the "
+                        "planner",
+                        j->iRows + 1 + i, j->azValue[i]));
   x_add(c, "memory",
         sqlite3_mprintf("build sides over %llu bytes (csq_probe_memory) give the "
                         "query back to SQLite",

@@ -1,0 +1,157 @@
+"""Uncorrelated scalar subqueries of a join's host part, run first through
+the planner (planner/join.c, jp_value_sub; vtab/query.c, run_value).
+
+"(SELECT agg ... FROM ...)" with one aggregate row and a result with no
+affinity or collation becomes a parameter of the host part, bound to the
+value the subquery gives as a query of its own (TPC-H Q11's HAVING). Random
+joins with such subqueries in WHERE, HAVING, the select list and IN lists,
+over keys and values of mixed classes with NULLs, must answer as native.
+Subqueries whose result has an affinity (a bare column, CAST) or that feed
+IN / EXISTS stay SQLite's; one that fails when run first leaves the whole
+query to SQLite, which raises its error only where it would.
+"""
+import random
+import subprocess
+
+from harness import connect
+from test_join_plan import NTAB, Db, explain, same_as_native
+from test_group_rows import BUILD
+
+
+def value_subquery(rnd, n_tab):
+    """The text of a random uncorrelated scalar subquery over t0..t3."""
+    t = rnd.randrange(n_tab)
+    agg = rnd.choice(["sum(q.r)", "avg(q.k1)", "max(q.k2)", "min(q.r) + 1", "count(*) / 3",
+                      "total(q.r) * 0.5", "count(q.v)", "max(q.v)", "min(q.k1) - 0.5"])
+    where = rnd.choice(["", " WHERE q.r > 3", " WHERE q.k1 < 0", " WHERE q.v = 'a'"])
+    if rnd.random() < 0.3:  # over a join of its own
+        u = rnd.randrange(n_tab)
+        return "(SELECT %s FROM {t%d} AS q, {t%d} AS q2 WHERE q.k1 = q2.k2%s)" % (
+            agg, t, u, where.replace(" WHERE", " AND"))
+    if rnd.random() < 0.15:  # no row: HAVING false
+        return "(SELECT %s FROM {t%d} AS q%s HAVING count(*) < 0)" % (agg, t, where)
+    return "(SELECT %s FROM {t%d} AS q%s)" % (agg, t, where)
+
+
+def statement(rnd):
+    n = rnd.randint(2, 3)
+    tabs = rnd.sample(range(NTAB), n)
+    frm = ", ".join("{t%d} AS x%d" % (t, i) for i, t in enumerate(tabs))
+    where = ["x%d.k1 = x%d.k2" % (rnd.randrange(i), i) for i in range(1, n)]
+    sub = lambda: value_subquery(rnd, NTAB)  # noqa: E731
+    col = lambda: "x%d.%s" % (rnd.randrange(n), rnd.choice(["k1", "k2", "r", "v"]))  # noqa: E731
+    place = rnd.randrange(4)
+    if place == 0:
+        where.append("%s %s %s" % (col(), rnd.choice(["<", ">=", "=", "<>"]), sub()))
+    elif place == 3:
+        where.append("%s IN (%s, 2)" % (col(), sub()))
+    w = " WHERE " + " AND ".join(where)
+    if place == 1:
+        g = "x0.k1"
+        return "SELECT %s, count(*), sum(x%d.r) FROM %s%s GROUP BY %s HAVING sum(x%d.r) %s %s" % (
+            g, rnd.randrange(n), frm, w, g, rnd.randrange(n), rnd.choice([">", "<="]), sub())
+    if place == 2:
+        return "SELECT %s, %s, %s FROM %s%s" % (col(), sub(), col(), frm, w)
+    return "SELECT %s, %s FROM %s%s" % (col(), col(), frm, w)
+
+
+def test_random_value_subqueries_equal_native():
+    planned = total = 0
+    for seed in range(6):
+        rnd = random.Random(7100 + seed)
+        db = Db(rnd)
+        for step in range(60):
+            sql = statement(rnd)
+            mine = sql.format(**{"t%d" % t: "t%d" % t for t in range(NTAB)})
+            native = sql.format(**{"t%d" % t: "n%d" % t for t in range(NTAB)})
+            same_as_native(db.con, mine, native, "seed %d step %d" % (seed, step))
+            total += 1
+            e = explain(db.con, mine)
+            planned += e["plan"].startswith("join") and "subquery value" in e
+        db.con.close()
+    assert planned > total // 3, "%d of %d queries bound a subquery's value" % (planned, total)
+    print("%d of %d queries planned with a subquery's value bound" % (planned, total))
+
+
+def make(con):
+    con.execute("CREATE VIRTUAL TABLE a USING csq(k INTEGER, t TEXT, x REAL)")
+    con.execute("CREATE VIRTUAL TABLE b USING csq(k INTEGER, n NUMERIC, big INTEGER)")
+    con.execute("CREATE TABLE na(k INTEGER, t TEXT, x REAL)")
+    con.execute("CREATE TABLE nb(k INTEGER, n NUMERIC, big INTEGER)")
+    ra = [(i % 20, ["1", "2", "10", "abc", None][i % 5], i / 2) for i in range(100)]
+    rb = [(i, ["5", 5, 7.5, None][i % 4], 9223372036854775807 - i) for i in range(20)]
+    for t, rows in (("a", ra), ("na", ra), ("b", rb), ("nb", rb)):
+        con.executemany("INSERT INTO %s VALUES(%s)" % (t, ",".join("?" * len(rows[0]))), rows)
+    return con
+
+
+def test_affinity_and_refused_shapes():
+    """A value keeps the subquery's meaning: text against numbers compares
+    as SQLite compares a subquery without affinity; a bare column's
+    subquery (it has one) and IN (SELECT ...) stay SQLite's."""
+    con = make(connect())
+    cases = [
+        ("SELECT a.k, a.t FROM {a} AS a, {b} AS b WHERE a.k = b.k AND a.t > (SELECT max(x) FROM {a})", True),
+        ("SELECT a.k, b.n FROM {a} AS a, {b} AS b WHERE a.k = b.k AND b.n = (SELECT min(t) FROM {a})", True),
+        ("SELECT a.k, a.t FROM {a} AS a, {b} AS b WHERE a.k = b.k AND a.t < (SELECT count(*) FROM {b})", True),
+        ("SELECT a.k FROM {a} AS a, {b} AS b WHERE a.k = b.k AND b.n = (SELECT t FROM {a} WHERE k = 3)", False),
+        ("SELECT a.k FROM {a} AS a, {b} AS b WHERE a.k = b.k AND b.n = (SELECT CAST(max(x) AS TEXT) FROM {a})",
+         False),
+        ("SELECT a.k FROM {a} AS a, {b} AS b WHERE a.k = b.k AND a.k IN (SELECT max(k) FROM {b})", False),
+        ("SELECT a.k, (SELECT avg(x) FROM {a} WHERE t = 'none') FROM {a} AS a, {b} AS b WHERE a.k = b.k", True),
+        ("SELECT a.k, count(*) FROM {a} AS a, {b} AS b WHERE a.k = b.k GROUP BY a.k "
+         "HAVING count(*) > (SELECT count(*) / 10 FROM {a} AS a2, {b} AS b2 WHERE a2.k = b2.k)", True),
+    ]
+    for q, bound in cases:
+        mine, native = q.format(a="a", b="b"), q.format(a="na", b="nb")
+        same_as_native(con, mine, native, q)
+        e = explain(con, mine)
+        assert e["plan"].startswith("join"), (q, e["why"])
+        assert ("subquery value" in e) == bound, (q, e)
+
+
+def test_a_failing_subquery_fails_only_where_sqlite_fails():
+    con = make(connect())
+    # sum() overflows: SQLite raises it when it runs the subquery ...
+    q = ("SELECT a.k FROM {a} AS a, {b} AS b WHERE a.k = b.k AND a.x > (SELECT sum(big) FROM {b})")
+    same_as_native(con, q.format(a="a", b="b"), q.format(a="na", b="nb"), q)
+    # ... and never when no row needs it: the join is empty
+    q2 = ("SELECT a.k FROM {a} AS a, {b} AS b WHERE a.k = b.k AND a.k < 0 AND a.x > (SELECT sum(big) FROM {b})")
+    same_as_native(con, q2.format(a="a", b="b"), q2.format(a="na", b="nb"), q2)
+    rows = con.execute("CREATE VIRTUAL TABLE temp.fv USING csq_query('%s')"
+                       % q.format(a="a", b="b").replace("'", "''"))
+    try:
+        list(con.execute("SELECT * FROM fv"))
+        raise AssertionError("no error")
+    except Exception as e:  # noqa: BLE001
+        assert "integer overflow" in str(e), e
+    del rows
+
+
+def test_q11_shape_in_the_shell():
+    """build/csq: TPC-H Q11's shape as a view, against the native answer."""
+    import tempfile
+    db = tempfile.mkdtemp() + "/q11.db"
+    setup = ("CREATE VIRTUAL TABLE ps USING csq(pk INTEGER, sk INTEGER, cost REAL, qty INTEGER);\n"
+             "CREATE VIRTUAL TABLE s USING csq(sk INTEGER, nk INTEGER);\n"
+             "CREATE TABLE nps(pk INTEGER, sk INTEGER, cost REAL, qty INTEGER);\n"
+             "CREATE TABLE ns(sk INTEGER, nk INTEGER);\n"
+             "WITH RECURSIVE r(i) AS (SELECT 1 UNION ALL SELECT i + 1 FROM r WHERE i < 4000)\n"
+             "  INSERT INTO ps SELECT i % 300, i % 40, (i % 17) * 1.25, i % 9 FROM r;\n"
+             "WITH RECURSIVE r(i) AS (SELECT 0 UNION ALL SELECT i + 1 FROM r WHERE i < 39)\n"
+             "  INSERT INTO s SELECT i, i % 5 FROM r;\n"
+             "INSERT INTO nps SELECT * FROM ps; INSERT INTO ns SELECT * FROM s;\n")
+    q = ("SELECT pk, sum(cost * qty) AS v FROM %(ps)s, %(s)s WHERE %(ps)s.sk = %(s)s.sk AND nk = 2 "
+         "GROUP BY pk HAVING sum(cost * qty) > (SELECT sum(cost * qty) * 0.01 FROM %(ps)s, %(s)s "
+         "WHERE %(ps)s.sk = %(s)s.sk AND nk = 2) ORDER BY v DESC, pk")
+    out = subprocess.run([BUILD + "/csq", db], input=setup, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    mine = q % {"ps": "ps", "s": "s"}
+    script = ("CREATE VIRTUAL TABLE temp.v USING csq_query('%s');\nSELECT * FROM v;\nSELECT '--';\n%s;\n"
+              % (mine, q % {"ps": "nps", "s": "ns"}))
+    out = subprocess.run([BUILD + "/csq", db], input=script, capture_output=True, text=True, timeout=120)
+    assert out.returncode == 0, out.stderr
+    got, want = out.stdout.split("--\n")
+    assert got.strip() and got == want, (got, want)
+    con = connect(db)
+    assert "subquery value" in explain(con, mine)
