@@ -74,6 +74,7 @@ typedef struct jp {
   int nSubPushed;       /* of them pushed as filters */
   pl_lookup_fn xLookup; /* how tables are looked up */
   pl_coll_fn xColl;
+  pl_rows_fn xRows; /* how uncorrelated subqueries run, or NULL */
   void *pLookupArg;
   jp_sub aCorr[PL_JOIN_MAX_TAB];               /* table nTab + x: subquery aCorr[x] */
   const pl_expr *apScalar[PL_JOIN_MAX_SCALAR]; /* the scalar subqueries decorrelated */
@@ -385,9 +386,41 @@ static void jp_check_subqueries(jp *s, const pl_expr *e) {
   for (int i = 0; i < e->nArg; i++) jp_check_subqueries(s, e->apArg[i]);
 }
 
+/* The values of a subquery as jp_sub_values collects them. */
+typedef struct jp_subrows {
+  sqlite3_value **ap;
+  int n;
+  int bFit; /* 0: more than JP_SUB_MAX_VALUES */
+  int rc;
+} jp_subrows;
+
+static int jp_sub_row(void *pCtx, sqlite3_value *v) {
+  jp_subrows *x = pCtx;
+  if (sqlite3_value_type(v) == SQLITE_NULL) return 0; /* never makes IN true */
+  if (x->n >= JP_SUB_MAX_VALUES) {
+    x->bFit = 0;
+    return 1;
+  }
+  if (x->n % 64 == 0) {
+    sqlite3_value **apNew = sqlite3_realloc64(x->ap, sizeof(*x->ap) * (size_t)(x->n + 64));
+    if (!apNew) {
+      x->rc = SQLITE_NOMEM;
+      return 1;
+    }
+    x->ap = apNew;
+  }
+  if (!(x->ap[x->n] = sqlite3_value_dup(v))) {
+    x->rc = SQLITE_NOMEM;
+    return 1;
+  }
+  x->n++;
+  return 0;
+}
+
 /* The non-NULL values of uncorrelated subquery term e ("x IN (SELECT
-** ...)"), run once per plan: *pap (owned by s) and *pn, *pbFit 0 when there
-** are more than JP_SUB_MAX_VALUES or the subquery does not give one column.
+** ...)"), run once per plan (through s->xRows: the planner, when the
+** caller gives one): *pap (owned by s) and *pn, *pbFit 0 when there are
+** more than JP_SUB_MAX_VALUES or the subquery does not give one column.
 ** Returns SQLITE_OK or SQLite's error (s fails with its message). */
 static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn, int *pbFit) {
   for (int i = 0; i < s->nSub; i++)
@@ -405,47 +438,35 @@ static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn,
   s->aSub[iSub] = e;
   sqlite3_stmt *pStmt = NULL;
   const pl_expr *q = e->pRight;
+  jp_subrows x = {NULL, 0, 1, SQLITE_OK};
   int rc = sqlite3_prepare_v2(s->db, q->z, q->n, &pStmt, NULL);
-  sqlite3_value **ap = NULL;
-  int n = 0, bFit = rc == SQLITE_OK && sqlite3_column_count(pStmt) == 1;
-  while (bFit && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-    sqlite3_value *v = sqlite3_column_value(pStmt, 0);
-    if (sqlite3_value_type(v) == SQLITE_NULL) continue; /* never makes IN true */
-    if (n >= JP_SUB_MAX_VALUES) {
-      bFit = 0;
-      break;
-    }
-    if (n % 64 == 0) {
-      sqlite3_value **apNew = sqlite3_realloc64(ap, sizeof(*ap) * (size_t)(n + 64));
-      if (!apNew) {
-        rc = SQLITE_NOMEM;
-        break;
-      }
-      ap = apNew;
-    }
-    if (!(ap[n] = sqlite3_value_dup(v))) {
-      rc = SQLITE_NOMEM;
-      break;
-    }
-    n++;
+  x.bFit = rc == SQLITE_OK && pStmt && sqlite3_column_count(pStmt) == 1;
+  if (x.bFit && s->xRows && sqlite3_bind_parameter_count(pStmt) == 0) {
+    sqlite3_finalize(pStmt);
+    pStmt = NULL;
+    rc = s->xRows(s->pLookupArg, q->z, q->n, jp_sub_row, &x);
+  } else {
+    while (x.bFit && x.rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW)
+      if (jp_sub_row(&x, sqlite3_column_value(pStmt, 0))) break;
+    if (rc == SQLITE_DONE || rc == SQLITE_ROW) rc = SQLITE_OK;
   }
-  if (rc == SQLITE_DONE || (rc == SQLITE_ROW && !bFit)) rc = SQLITE_OK;
+  if (rc == SQLITE_OK) rc = x.rc;
   if (rc != SQLITE_OK && !s->bFail) {
     s->bFail = 1;
     snprintf(s->j->zWhy, sizeof(s->j->zWhy), "the subquery failed: %s", sqlite3_errmsg(s->db));
   }
   sqlite3_finalize(pStmt);
-  if (rc != SQLITE_OK || !bFit) {
-    for (int i = 0; i < n; i++) sqlite3_value_free(ap[i]);
-    sqlite3_free(ap);
-    ap = NULL;
-    n = 0;
+  if (rc != SQLITE_OK || !x.bFit) {
+    for (int i = 0; i < x.n; i++) sqlite3_value_free(x.ap[i]);
+    sqlite3_free(x.ap);
+    x.ap = NULL;
+    x.n = 0;
   }
-  s->aaSubVal[iSub] = ap;
-  s->anSubVal[iSub] = n;
-  s->abSubFit[iSub] = *pbFit = rc == SQLITE_OK && bFit;
-  *pap = ap;
-  *pn = n;
+  s->aaSubVal[iSub] = x.ap;
+  s->anSubVal[iSub] = x.n;
+  s->abSubFit[iSub] = *pbFit = rc == SQLITE_OK && x.bFit;
+  *pap = x.ap;
+  *pn = x.n;
   return rc;
 }
 
@@ -860,6 +881,17 @@ static int jp_semi_local(jp *s, int t, const char *zQual, const pl_expr *e) {
 ** alias is INTEGER. */
 static char jp_aff(jp *s, int t, int c) {
   return c == s->aTi[t].iIpk ? 'D' : s->aAff[t][c];
+}
+
+/* Does WHERE expression e hold a scalar subquery (not one of EXISTS or IN),
+** which a query of one table may take as a grouped aggregate? */
+static int jp_has_scalar(const pl_expr *e) {
+  if (!e || e->op == PL_E_EXISTS || e->op == PL_E_INSELECT) return 0;
+  if (e->op == PL_E_SUBQUERY) return 1;
+  if (jp_has_scalar(e->pLeft) || jp_has_scalar(e->pRight) || jp_has_scalar(e->pExtra)) return 1;
+  for (int i = 0; i < e->nArg; i++)
+    if (jp_has_scalar(e->apArg[i])) return 1;
+  return 0;
 }
 
 int pl_join_has_exists(const pl_expr *e) {
@@ -1339,7 +1371,8 @@ static void jp_plan(jp *s) {
 }
 
 int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
-                 pl_lookup_fn xLookup, pl_coll_fn xColl, void *pArg, pl_join **ppJoin) {
+                 pl_lookup_fn xLookup, pl_coll_fn xColl, pl_rows_fn xRows, void *pArg,
+                 pl_join **ppJoin) {
   pl_join *j = sqlite3_malloc64(sizeof(*j));
   *ppJoin = j;
   if (!j) return SQLITE_NOMEM;
@@ -1361,8 +1394,9 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
   rc = SQLITE_OK;
   s.xLookup = xLookup;
   s.xColl = xColl;
+  s.xRows = xRows;
   s.pLookupArg = pArg;
-  if (s.a->nFrom < 2 && !pl_join_has_exists(s.a->pWhere)) {
+  if (s.a->nFrom < 2 && !pl_join_has_exists(s.a->pWhere) && !jp_has_scalar(s.a->pWhere)) {
     jp_fail(&s, "one table: not a join%s", "");
   } else if (s.a->nFrom > PL_JOIN_MAX_TAB) {
     jp_fail(&s, "more than 8 tables%s", "");

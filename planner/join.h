@@ -156,12 +156,22 @@ typedef struct pl_join {
 ** of column i ("BINARY", "NOCASE", "RTRIM", or another name), or NULL. */
 typedef const char *(*pl_coll_fn)(void *pArg, const char *zDb, const char *zTable, int iCol);
 
+/* How the planner runs an uncorrelated subquery without parameters (the
+** text zSql[0..nSql)) whose rows it needs while planning ("x IN (SELECT
+** ...)"): as the caller runs a query of its own, through the planner.
+** xRow(pCtx, v) is called with the first column of each row until it
+** returns non-zero. Returns SQLite's result code. NULL: SQLite runs it
+** (sqlite3_prepare). */
+typedef int (*pl_rows_fn)(void *pArg, const char *zSql, int nSql,
+                          int (*xRow)(void *pCtx, sqlite3_value *v), void *pCtx);
+
 /* Plan zSql (parameters aParam[0..nParam), NULL = not given) as a join.
 ** The tables it reads are looked up in FROM order, then each semi-join's.
 ** Returns SQLITE_OK with *ppJoin (bPlan 0 with zWhy when it is not one the
 ** planner takes), or SQLITE_NOMEM. Free with pl_join_free(). */
 int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
-                 pl_lookup_fn xLookup, pl_coll_fn xColl, void *pArg, pl_join **ppJoin);
+                 pl_lookup_fn xLookup, pl_coll_fn xColl, pl_rows_fn xRows, void *pArg,
+                 pl_join **ppJoin);
 void pl_join_free(pl_join *p);
 
 /* 1 if a conjunct of WHERE expression e (an AST of pl_parse_opt with

@@ -226,6 +226,7 @@ typedef struct q_lookup {
   char *aColl;
   vt_tab *apFound[PL_JOIN_MAX_TAB]; /* every table found, in lookup order (joins) */
   int nFound;
+  q_tab *pTab; /* the view planning (q_rows) */
 } q_lookup;
 
 static vt_tab *find_tab(vt_conn *pConn, const char *zDb, const char *zTable) {
@@ -684,29 +685,56 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
 
 static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam);
 
-/* The value of scalar subquery zSql (pl_join.azValue), run as a query of
-** its own through the planner: its first row's first column into *ppVal
-** (the caller frees), left NULL without a row. SQLite's error code when
-** it fails; the caller then leaves the whole query to SQLite, which runs
-** the subquery where it stands, only if it needs it, and says why. */
-static int run_value(q_tab *p, const char *zSql, sqlite3_value **ppVal) {
+/* Subquery zSql[0..nSql) run as a query of its own through the planner,
+** xRow(pCtx, v) given the first column of each row until it returns
+** non-zero. SQLite's result code. */
+static int run_sub(q_tab *p, const char *zSql, int nSql, int (*xRow)(void *, sqlite3_value *),
+                   void *pCtx) {
   q_tab sub;
   memset(&sub, 0, sizeof(sub));
   sub.db = p->db;
   sub.pConn = p->pConn;
-  sub.zSql = (char *)zSql;
+  sub.zSql = sqlite3_mprintf("%.*s", nSql, zSql);
   sub.nCol = 1;
+  if (!sub.zSql) return SQLITE_NOMEM;
   q_cursor c;
   memset(&c, 0, sizeof(c));
   c.bEof = 1;
   int rc = run_query(&c, &sub, NULL, 0);
-  if (rc == SQLITE_OK) rc = q_step(&c, &sub);
-  if (rc == SQLITE_OK && !c.bEof) {
-    *ppVal = sqlite3_value_dup(sqlite3_column_value(c.pStmt, 0));
-    if (!*ppVal) rc = SQLITE_NOMEM;
-  }
+  for (rc = rc ? rc : q_step(&c, &sub); rc == SQLITE_OK && !c.bEof; rc = q_step(&c, &sub))
+    if (xRow(pCtx, sqlite3_column_value(c.pStmt, 0))) break;
   q_reset(&c);
   sqlite3_free(sub.base.zErrMsg);
+  sqlite3_free(sub.zSql);
+  return rc;
+}
+
+typedef struct first_row {
+  sqlite3_value *pVal;
+  int bRow;
+} first_row;
+
+static int first_value(void *pCtx, sqlite3_value *v) {
+  first_row *x = pCtx;
+  x->bRow = 1;
+  x->pVal = sqlite3_value_dup(v);
+  return 1;
+}
+
+/* The value of scalar subquery zSql (pl_join.azValue): its first row's
+** first column into *ppVal (the caller frees), left NULL without a row.
+** SQLite's error code when it fails; the caller then leaves the whole
+** query to SQLite, which runs the subquery where it stands, only if it
+** needs it, and says why. */
+static int run_value(q_tab *p, const char *zSql, sqlite3_value **ppVal) {
+  first_row x = {NULL, 0};
+  int rc = run_sub(p, zSql, (int)strlen(zSql), first_value, &x);
+  if (rc == SQLITE_OK && x.bRow && !x.pVal) rc = SQLITE_NOMEM;
+  if (rc != SQLITE_OK) {
+    sqlite3_value_free(x.pVal);
+    x.pVal = NULL;
+  }
+  *ppVal = x.pVal;
   return rc;
 }
 
@@ -806,6 +834,12 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   return rc;
 }
 
+/* pl_rows_fn: an uncorrelated subquery the planner needs the rows of. */
+static int q_rows(void *pArg, const char *zSql, int nSql, int (*xRow)(void *, sqlite3_value *),
+                  void *pCtx) {
+  return run_sub(((q_lookup *)pArg)->pTab, zSql, nSql, xRow, pCtx);
+}
+
 /* Plan zSql as a join: SQLITE_OK with *ppJoin (bPlan 0: not a join the
 ** planner takes) and the tables in FROM order in apTab. */
 static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nParam,
@@ -813,7 +847,8 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
   q_lookup l;
   memset(&l, 0, sizeof(l));
   l.pConn = p->pConn;
-  int rc = pl_join_plan(p->db, zSql, aParam, nParam, q_lookup_table, q_coll, &l, ppJoin);
+  l.pTab = p;
+  int rc = pl_join_plan(p->db, zSql, aParam, nParam, q_lookup_table, q_coll, q_rows, &l, ppJoin);
   q_lookup_free(&l);
   if (rc == SQLITE_OK && (*ppJoin)->bPlan && l.nFound != (*ppJoin)->nTab + (*ppJoin)->nExtra) {
     (*ppJoin)->bPlan = 0; /* cannot happen: every table was looked up once */
@@ -920,7 +955,7 @@ static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) 
   pl_join_free(j);
   if (rc0) return rc0;
   if (bJoin) return run_plain(c, p, aParam, nParam);
-  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0};
+  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0, p};
   pl_plan *plan = NULL;
   int rc = pl_plan_query(p->db, p->zSql, aParam, nParam, q_lookup_table, &l, &plan);
   sqlite3_free(l.azCol);
@@ -1253,7 +1288,7 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   pl_join_free(j);
   j = NULL;
   if (rc) return rc;
-  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0};
+  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0, p};
   pl_plan *plan = NULL;
   rc = pl_plan_query(p->db, zSql, NULL, 0, q_lookup_table, &l, &plan);
   sqlite3_free(l.azCol);

@@ -1,5 +1,8 @@
-"""Uncorrelated scalar subqueries of a join's host part, run first through
-the planner (planner/join.c, jp_value_sub; vtab/query.c, run_value).
+"""Subqueries run through the planner first (planner/join.c, jp_value_sub
+and jp_sub_values; vtab/query.c, run_value and q_rows), and correlated
+scalar subqueries over a query of one table.
+
+Uncorrelated scalar subqueries of a join's host part:
 
 "(SELECT agg ... FROM ...)" with one aggregate row and a result with no
 affinity or collation becomes a parameter of the host part, bound to the
@@ -9,13 +12,19 @@ over keys and values of mixed classes with NULLs, must answer as native.
 Subqueries whose result has an affinity (a bare column, CAST) or that feed
 IN / EXISTS stay SQLite's; one that fails when run first leaves the whole
 query to SQLite, which raises its error only where it would.
+
+"x IN (SELECT ...)" subqueries, whose values filter on the devices, run as
+queries of their own through the planner too (grouped ones as TPC-H Q18's,
+ones with a correlated scalar subquery as Q20's); a query of one table
+takes a correlated scalar subquery as a grouped aggregate, as a join does.
 """
 import random
 import subprocess
 
 from harness import connect
-from test_join_plan import NTAB, Db, explain, same_as_native
+from test_join_plan import NTAB, Db, explain, filter_term, same_as_native
 from test_group_rows import BUILD
+from test_semi_plan import scalar_term, single_table
 
 
 def value_subquery(rnd, n_tab):
@@ -155,3 +164,98 @@ def test_q11_shape_in_the_shell():
     assert got.strip() and got == want, (got, want)
     con = connect(db)
     assert "subquery value" in explain(con, mine)
+
+
+def test_one_table_with_correlated_scalar_subqueries():
+    planned = total = 0
+    for seed in range(4):
+        rnd = random.Random(7300 + seed)
+        db = Db(rnd)
+        for step in range(50):
+            sql = single_table(rnd, db.cols)
+            at = [k for k in (" GROUP BY ",) if k in sql]
+            cut = sql.index(at[0]) if at else len(sql)
+            term = scalar_term(rnd, ["x0"], "{t%d}" % rnd.randrange(NTAB))
+            sql = sql[:cut] + (" AND " if " WHERE " in sql[:cut] else " WHERE ") + term + sql[cut:]
+            mine = sql.format(**{"t%d" % t: "t%d" % t for t in range(NTAB)})
+            native = sql.format(**{"t%d" % t: "n%d" % t for t in range(NTAB)})
+            same_as_native(db.con, mine, native, "seed %d step %d" % (seed, step))
+            total += 1
+            e = explain(db.con, mine)
+            planned += e["plan"].startswith("join") and "scalar subqueries" in e["why"]
+        db.con.close()
+    assert planned > total // 3, "%d of %d one-table queries planned" % (planned, total)
+    print("%d of %d one-table queries with a correlated scalar subquery planned" % (planned, total))
+
+
+def in_subquery(rnd):
+    t = rnd.randrange(NTAB)
+    w = " WHERE " + filter_term(rnd, "q") if rnd.random() < 0.4 else ""
+    shape = rnd.randrange(3)
+    if shape == 0:  # grouped, as TPC-H Q18's
+        return "(SELECT q.k1 FROM {t%d} AS q%s GROUP BY q.k1 HAVING %s)" % (
+            t, w, rnd.choice(["count(*) > 1", "sum(q.r) > 10", "max(q.k2) < 5"]))
+    if shape == 1:  # a correlated scalar subquery inside, as Q20's
+        return "(SELECT q.k2 FROM {t%d} AS q WHERE q.r > (SELECT 0.5 * sum(u.r) FROM {t%d} AS u " \
+               "WHERE u.k1 = q.k1))" % (t, rnd.randrange(NTAB))
+    return "(SELECT q.k2 FROM {t%d} AS q%s)" % (t, w)
+
+
+def test_random_in_subqueries_through_the_planner():
+    planned = total = 0
+    for seed in range(5):
+        rnd = random.Random(7500 + seed)
+        db = Db(rnd)
+        for step in range(50):
+            n = rnd.randint(1, 3)
+            tabs = rnd.sample(range(NTAB), n)
+            frm = ", ".join("{t%d} AS x%d" % (t, i) for i, t in enumerate(tabs))
+            where = ["x%d.k1 = x%d.k2" % (rnd.randrange(i), i) for i in range(1, n)]
+            where.append("x%d.%s %sIN %s" % (rnd.randrange(n), rnd.choice(["k1", "k2", "r"]),
+                                             rnd.choice(["", "", "NOT "]), in_subquery(rnd)))
+            sql = "SELECT x0.k1, x%d.r FROM %s WHERE %s" % (n - 1, frm, " AND ".join(where))
+            if rnd.random() < 0.4:
+                sql = "SELECT x0.k1, count(*) FROM %s WHERE %s GROUP BY x0.k1" % (frm, " AND ".join(where))
+            mine = sql.format(**{"t%d" % t: "t%d" % t for t in range(NTAB)})
+            native = sql.format(**{"t%d" % t: "n%d" % t for t in range(NTAB)})
+            same_as_native(db.con, mine, native, "seed %d step %d" % (seed, step))
+            total += 1
+            planned += "IN subqueries run first" in explain(db.con, mine)["why"]
+        db.con.close()
+    assert planned > total // 4, "%d of %d queries ran an IN subquery first" % (planned, total)
+    print("%d of %d queries ran an IN subquery first" % (planned, total))
+
+
+def test_tpch_q20_shape_is_planned_and_equal_native():
+    con = connect()
+    rnd = random.Random(20)
+    tables = {
+        "supplier": ("s_suppkey INTEGER, s_name TEXT, s_nationkey INTEGER",
+                     [(i, "s%d" % i, i % 5) for i in range(100)]),
+        "nation": ("n_nationkey INTEGER, n_name TEXT", [(i, "N%d" % i) for i in range(5)]),
+        "partsupp": ("ps_partkey INTEGER, ps_suppkey INTEGER, ps_availqty INTEGER",
+                     [(p, (p * 7 + k) % 100, rnd.randrange(100)) for p in range(200) for k in range(4)]),
+        "part": ("p_partkey INTEGER, p_name TEXT", [(p, rnd.choice(["forest a", "green b", "forest c"]))
+                                                    for p in range(200)]),
+        "lineitem": ("l_partkey INTEGER, l_suppkey INTEGER, l_quantity REAL, l_shipdate TEXT",
+                     [(rnd.randrange(200), rnd.randrange(100), rnd.randrange(1, 50),
+                       "199%d-0%d-01" % (rnd.randrange(3, 6), rnd.randrange(1, 10))) for _ in range(6000)]),
+    }
+    for name, (decl, rows) in tables.items():
+        con.execute("CREATE VIRTUAL TABLE %s USING csq(%s)" % (name, decl))
+        con.execute("CREATE TABLE n%s(%s)" % (name, decl))
+        for t in (name, "n" + name):
+            con.executemany("INSERT INTO %s VALUES(%s)" % (t, ",".join("?" * len(rows[0]))), rows)
+    q20 = ("SELECT s_name FROM {supplier}, {nation} WHERE s_suppkey IN (SELECT ps_suppkey FROM {partsupp} "
+           "WHERE ps_partkey IN (SELECT p_partkey FROM {part} WHERE p_name LIKE 'forest%') AND ps_availqty > "
+           "(SELECT 0.5 * sum(l_quantity) FROM {lineitem} WHERE l_partkey = ps_partkey AND "
+           "l_suppkey = ps_suppkey AND l_shipdate >= '1994-01-01' AND l_shipdate < '1995-01-01')) "
+           "AND s_nationkey = n_nationkey AND n_name = 'N2' ORDER BY s_name")
+    names = list(tables)
+    mine = q20.format(**{t: t for t in names})
+    native = q20.format(**{t: "n" + t for t in names})
+    same_as_native(con, mine, native, "Q20")
+    inner = mine[mine.index("(SELECT ps_suppkey") + 1:mine.index(") AND s_nationkey")]
+    e = explain(con, inner)
+    assert e["plan"].startswith("join") and "scalar subqueries" in e["why"], e
+    assert "IN subqueries run first" in explain(con, mine)["why"]
