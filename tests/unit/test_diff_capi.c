@@ -107,6 +107,16 @@ static const op aOp[] = {
     {"SELECT count(*), max(t.id), count(w.v) FROM t, u AS w WHERE w.k = t.a AND t.a >= (SELECT "
      "count(*) FROM u WHERE u.k = t.a)",
      "", 'p'},
+    /* a subquery's value bound, an IN subquery run first, a one-table
+    ** correlated count: all run through the planner at each step */
+    {"SELECT u.v, count(*) FROM t JOIN u ON t.a = u.k GROUP BY u.v HAVING count(*) >= (SELECT "
+     "count(*) / 4 FROM t, u AS w WHERE t.a = w.k) ORDER BY 1",
+     "", 'p'},
+    {"SELECT count(*), max(t.id) FROM t, u WHERE t.a = u.k AND t.a IN (SELECT k FROM u GROUP BY k "
+     "HAVING count(*) > 1)",
+     "", 'p'},
+    {"SELECT count(*), max(t.id) FROM t WHERE t.c < (SELECT count(*) FROM u WHERE u.k = t.a)", "",
+     'p'},
     {"SELECT last_insert_rowid(), changes(), total_changes()", "", 'r'},
     {"SELECT t.id, u.rowid FROM t JOIN u ON t.a = u.k ORDER BY 1, 2", "", 'r'},
     {"SELECT * FROM t WHERE id BETWEEN ?1 AND ?2 ORDER BY id", "ii", 'r'},
