@@ -1,6 +1,7 @@
 /*
 ** planner/derived.c - derived tables: finding "SELECT ... FROM (SELECT ...)
-** [AS x] ..." in a statement's text, naming the inner SELECT's columns as
+** [AS x] ..." or "WITH x AS (SELECT ...) SELECT ..." in a statement's text, naming the inner
+*SELECT's columns as
 ** SQLite names them, and splicing other text in the inner SELECT's place
 ** (planner/derived.h).
 **
@@ -132,6 +133,29 @@ static const char *const azNotAlias[] = {
     "UNION", "EXCEPT", "INTERSECT", "INDEXED", "NOT",     "AS",    NULL};
 static const char *const azCompound[] = {"UNION", "EXCEPT", "INTERSECT", NULL};
 
+/* The rest of a statement from token t on: no parameter, balanced
+** parentheses, one statement, and no compound at the top when
+** bNoCompound. */
+static int d_rest(const char *zSql, dtok t, int bNoCompound, pl_derived *p) {
+  int depth = 0;
+  for (;; t = d_lex(zSql, t.i + t.n)) {
+    if (t.type == D_EOF) break;
+    if (t.type == D_PARAM)
+      return d_refuse(p, "a bound parameter (%.*s): its number would change", t.n, zSql + t.i);
+    if (t.type == D_LP) depth++;
+    if (t.type == D_RP && --depth < 0) return d_refuse(p, "unbalanced parentheses");
+    if (bNoCompound && depth == 0 && d_is_any(zSql, &t, azCompound))
+      return d_refuse(p, "a compound SELECT");
+    if (depth == 0 && t.type == D_SEMI) {
+      do t = d_lex(zSql, t.i + t.n);
+      while (t.type == D_SEMI);
+      if (t.type != D_EOF) return d_refuse(p, "more than one statement");
+      break;
+    }
+  }
+  return depth == 0 ? PL_OK : d_refuse(p, "unbalanced parentheses");
+}
+
 int pl_derived_find(const char *zSql, pl_derived *p) {
   memset(p, 0, sizeof(*p));
   dtok t = d_lex(zSql, 0);
@@ -180,22 +204,46 @@ int pl_derived_find(const char *zSql, pl_derived *p) {
   if (t.type != D_EOF && t.type != D_SEMI && !d_is_any(zSql, &t, azAfter))
     return d_refuse(p, "the derived table is not the only FROM item");
   /* the rest: no parameter, no compound, one statement */
-  for (depth = 0;; t = d_lex(zSql, t.i + t.n)) {
-    if (t.type == D_EOF) break;
+  return d_rest(zSql, t, 1, p);
+}
+
+int pl_derived_with(const char *zSql, pl_derived *p) {
+  memset(p, 0, sizeof(*p));
+  dtok t = d_lex(zSql, 0);
+  if (!d_is(zSql, &t, "WITH")) return d_refuse(p, "the statement does not begin with WITH");
+  t = d_lex(zSql, t.i + t.n);
+  if (d_is(zSql, &t, "RECURSIVE")) return d_refuse(p, "WITH RECURSIVE");
+  if (t.type != D_WORD && t.type != D_QUOTED) return d_refuse(p, "WITH without a name");
+  t = d_lex(zSql, t.i + t.n);
+  if (t.type == D_LP) { /* its column names */
+    do t = d_lex(zSql, t.i + t.n);
+    while (t.type == D_WORD || t.type == D_QUOTED || (t.type == D_OTHER && zSql[t.i] == ','));
+    if (t.type != D_RP) return d_refuse(p, "a WITH column list of other than names");
+    t = d_lex(zSql, t.i + t.n);
+  }
+  if (!d_is(zSql, &t, "AS")) return d_refuse(p, "WITH without AS");
+  t = d_lex(zSql, t.i + t.n);
+  if (d_is(zSql, &t, "NOT")) t = d_lex(zSql, t.i + t.n);
+  if (d_is(zSql, &t, "MATERIALIZED")) t = d_lex(zSql, t.i + t.n);
+  if (t.type != D_LP) return d_refuse(p, "WITH ... AS without a parenthesised SELECT");
+  p->iOpen = t.i;
+  t = d_lex(zSql, t.i + t.n);
+  if (!d_is(zSql, &t, "SELECT")) return d_refuse(p, "a WITH table that is not a SELECT");
+  p->iInner = t.i;
+  for (int depth = 1; depth > 0;) {
+    t = d_lex(zSql, t.i + t.n);
+    if (t.type == D_EOF) return d_refuse(p, "unbalanced parentheses");
     if (t.type == D_PARAM)
       return d_refuse(p, "a bound parameter (%.*s): its number would change", t.n, zSql + t.i);
     if (t.type == D_LP) depth++;
-    if (t.type == D_RP && --depth < 0) return d_refuse(p, "unbalanced parentheses");
-    if (depth == 0 && d_is_any(zSql, &t, azCompound)) return d_refuse(p, "a compound SELECT");
-    if (depth == 0 && t.type == D_SEMI) {
-      do t = d_lex(zSql, t.i + t.n);
-      while (t.type == D_SEMI);
-      if (t.type != D_EOF) return d_refuse(p, "more than one statement");
-      break;
-    }
+    if (t.type == D_RP) depth--;
   }
-  if (depth != 0) return d_refuse(p, "unbalanced parentheses");
-  return PL_OK;
+  p->iClose = t.i;
+  p->nInner = t.i - p->iInner;
+  t = d_lex(zSql, t.i + t.n);
+  if (t.type == D_OTHER && zSql[t.i] == ',') return d_refuse(p, "more than one WITH table");
+  if (!d_is(zSql, &t, "SELECT")) return d_refuse(p, "WITH before other than a SELECT");
+  return d_rest(zSql, t, 0, p);
 }
 
 /* A growing malloc'd string. */

@@ -1,16 +1,18 @@
 /*
 ** planner/derived.h - derived tables: a SELECT whose only FROM item is a
-** parenthesised SELECT, the shape of TPC-H Q7, Q8 and Q9:
+** parenthesised SELECT, the shape of TPC-H Q7, Q8 and Q9, or one table of
+** a WITH (TPC-H Q15):
 **
 **   SELECT supp_nation, sum(volume) FROM (
 **     SELECT n1.n_name AS supp_nation, l_extendedprice AS volume
 **     FROM supplier, lineitem, nation n1 WHERE ...) AS shipping
 **   GROUP BY supp_nation ORDER BY supp_nation;
 **
-** The join planner (planner/join.h) plans the inner SELECT; its host part,
-** a SELECT over the joined rows, then stands where the inner SELECT stood,
-** and SQLite runs the outer query over it. This file only reads and
-** rewrites text: it finds the shape (pl_derived_find), names the inner
+** The join planner (planner/join.h), or the one-table planner (split.h),
+** plans the inner SELECT; its host part, a SELECT over the joined or
+** merged rows, then stands where the inner SELECT stood, and SQLite runs
+** the outer query over it. This file only reads and rewrites text: it
+** finds the shape (pl_derived_find, pl_derived_with), names the inner
 ** SELECT's result columns as SQLite names the derived table's columns, so
 ** the outer query's references still resolve after the inner SELECT is
 ** rewritten (pl_derived_inner), and puts other text in the inner SELECT's
@@ -46,7 +48,17 @@ typedef struct pl_derived {
 ** rewritten. Never fails otherwise; reads zSql only. */
 int pl_derived_find(const char *zSql, pl_derived *p);
 
-/* The inner SELECT of d (found in zSql by pl_derived_find) with every
+/* Find the shape
+**   WITH name [(column, ...)] AS [[NOT] MATERIALIZED] ( SELECT ... )
+**     SELECT ... [;]
+** in zSql: one table of a WITH that is not RECURSIVE, before a SELECT (of
+** any shape: the outer query may read the WITH table anywhere, any number
+** of times), no bound parameter anywhere, one statement. Returns PL_OK with
+** *p filled (the inner SELECT is the WITH table's), or PL_UNSUPPORTED with
+** p->zWhy. Reads zSql only. */
+int pl_derived_with(const char *zSql, pl_derived *p);
+
+/* The inner SELECT of d (found in zSql by pl_derived_find or pl_derived_with) with every
 ** result column that has no alias given the name SQLite gives that column
 ** of the derived table: a column reference (under any COLLATE) its column
 ** name, any other expression its text as written, "true"/"false" columnN.

@@ -570,16 +570,6 @@ static int jp_find_output(jp *s, int t, int c) {
   return -1;
 }
 
-/* Does e, or anything under it, name a collation? */
-static int jp_has_collate(const pl_expr *e) {
-  if (!e) return 0;
-  if (e->op == PL_E_COLLATE) return 1;
-  if (jp_has_collate(e->pLeft) || jp_has_collate(e->pRight) || jp_has_collate(e->pExtra)) return 1;
-  for (int i = 0; i < e->nArg; i++)
-    if (jp_has_collate(e->apArg[i])) return 1;
-  return 0;
-}
-
 /* Is uncorrelated subquery e (PL_E_SUBQUERY) one whose value the host
 ** part may take as a parameter (join.h)? If so it becomes the next of
 ** pl_join.azValue: 1; else 0, and SQLite runs it in place. */
@@ -593,7 +583,7 @@ static int jp_value_sub(jp *s, const pl_expr *e) {
   /* no affinity (sqlite3ExprAffinity): not a column, CAST or subquery; no
   ** function, which could be likely() and pass its argument's on */
   bOk = bOk && r->op != PL_E_COLUMN && r->op != PL_E_CAST && r->op != PL_E_SUBQUERY &&
-        r->op != PL_E_FUNC && !jp_has_collate(r);
+        r->op != PL_E_FUNC && !pl_expr_has_op(r, PL_E_COLLATE);
   pl_ast_free(q);
   if (!bOk) return 0;
   char *z = sqlite3_mprintf("%.*s", e->n, e->z);

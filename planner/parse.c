@@ -2154,6 +2154,17 @@ const char *pl_expr_text(const pl_ast *a, const pl_expr *e, int *pn) {
   return a->zSql + e->iStart;
 }
 
+int pl_expr_has_op(const pl_expr *e, int op) {
+  if (!e) return 0;
+  if (e->op == op) return 1;
+  if (pl_expr_has_op(e->pLeft, op) || pl_expr_has_op(e->pRight, op) ||
+      pl_expr_has_op(e->pExtra, op))
+    return 1;
+  for (int i = 0; i < e->nArg; i++)
+    if (pl_expr_has_op(e->apArg[i], op)) return 1;
+  return 0;
+}
+
 int pl_ast_alias(const pl_ast *a, const char *zName) {
   for (int i = 0; i < a->nCol; i++)
     if (a->aCol[i].zAlias && strcasecmp(a->aCol[i].zAlias, zName) == 0) return i + 1;

@@ -303,6 +303,9 @@ void pl_ast_free(pl_ast *p);
 ** detached from an AST. */
 void pl_expr_free(pl_expr *p);
 
+/* 1 if e (NULL is fine) or any node under it is of kind op (PL_E_*). */
+int pl_expr_has_op(const pl_expr *e, int op);
+
 /* The source text of p: a pointer into a->zSql and its length *pn. */
 const char *pl_expr_text(const pl_ast *a, const pl_expr *p, int *pn);
 

@@ -61,7 +61,8 @@ typedef struct sp {
   int nParam;
   csq_pb *b;
   pl_plan *p;
-  int bFail; /* not splittable: p->zWhy says why */
+  int bFail;  /* not splittable: p->zWhy says why */
+  int bTyped; /* the host reads csq_jrows, each column with its affinity */
   const pl_expr *aKey[SP_MAX_KEY];
   char aKeyAff[SP_MAX_KEY];
   int nKey;
@@ -629,6 +630,14 @@ static void sp_add_agg(sp *s, const pl_expr *e) {
   s->aAgg[s->nAgg++] = e;
 }
 
+/* Merged-row column k, of affinity aff ('A'..'E'), in the host text. */
+static void sp_col(sp *s, int k, char aff) {
+  if (s->bTyped)
+    sqlite3_str_appendf(s->pHost, "csq_j.%cx_%d", aff - 'A' + 'a', k);
+  else
+    sqlite3_str_appendf(s->pHost, "c%d", k);
+}
+
 /* The host text of e: aggregates and keys replaced by csq_rows columns.
 ** bCmp: e is an operand of a comparison (affinity matters there). */
 static void sp_emit(sp *s, const pl_expr *e, int bCmp) {
@@ -637,23 +646,18 @@ static void sp_emit(sp *s, const pl_expr *e, int bCmp) {
   if (e->op == PL_E_AGG) {
     k = sp_find_agg(s, e);
     if (k < 0) return sp_fail_expr(s, "internal: aggregate %s not planned", e);
-    sqlite3_str_appendf(s->pHost, "c%d", s->nKey + k);
-    return;
+    return sp_col(s, s->nKey + k, 'A');
   }
   if ((k = sp_find_key(s, e)) >= 0) {
     if (bCmp && s->aKeyAff[k] != 'A')
       return sp_fail_expr(s, "the group key %s is compared after grouping (its affinity)", e);
-    sqlite3_str_appendf(s->pHost, "c%d", k);
-    return;
+    return sp_col(s, k, s->aKeyAff[k]);
   }
   if (e->op == PL_E_COLUMN && s->bRows) {
     char aff;
     int iChunk = sp_column(s, e, &aff);
     for (k = 0; k < s->nAgg; k++)
-      if (s->aRowChunk[k] == iChunk) {
-        sqlite3_str_appendf(s->pHost, "c%d", s->nKey + k);
-        return;
-      }
+      if (s->aRowChunk[k] == iChunk) return sp_col(s, s->nKey + k, aff);
     return sp_fail_expr(s, "internal: column %s not planned", e);
   }
   if (e->op == PL_E_COLUMN) return sp_fail_expr(s, "%s is neither grouped nor aggregated", e);
@@ -744,6 +748,10 @@ static void sp_plan(sp *s) {
     if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 8 GROUP BY keys%s", "");
     if (!sp_key_ok(s, e, 0))
       return sp_fail_expr(s, "the group key %s may hold one value in two forms (3 and 3.0)", e);
+    /* a CAST or COLLATE gives the key an affinity or a collation that a
+    ** typed host part (PL_PLAN_TYPED) would not carry */
+    if (s->bTyped && (pl_expr_has_op(e, PL_E_CAST) || pl_expr_has_op(e, PL_E_COLLATE)))
+      return sp_fail_expr(s, "the group key %s has a CAST or COLLATE", e);
     char aff;
     int x = sp_expr(s, e, &aff, 0);
     if (x < 0) return;
@@ -833,7 +841,10 @@ static void sp_host(sp *s) {
     sqlite3_str_appendchar(s->pHost, 1, ')');
     if (a->aCol[i].zAlias) sqlite3_str_appendf(s->pHost, " AS \"%w\"", a->aCol[i].zAlias);
   }
-  sqlite3_str_appendf(s->pHost, " FROM csq_rows(?%d)", s->p->iRows);
+  if (s->bTyped)
+    sqlite3_str_appendf(s->pHost, " FROM csq_jrows(?%d) AS csq_j", s->p->iRows);
+  else
+    sqlite3_str_appendf(s->pHost, " FROM csq_rows(?%d)", s->p->iRows);
   if (a->pHaving) {
     sqlite3_str_appendall(s->pHost, " WHERE (");
     sp_emit(s, a->pHaving, 0);
@@ -888,6 +899,11 @@ int pl_split_filter(sqlite3 *db, const pl_ast *a, const pl_tabinfo *ti, const ch
 
 int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
                   pl_lookup_fn xLookup, void *pArg, pl_plan **ppPlan) {
+  return pl_plan_query_opt(db, zSql, aParam, nParam, xLookup, pArg, 0, ppPlan);
+}
+
+int pl_plan_query_opt(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
+                      pl_lookup_fn xLookup, void *pArg, int flags, pl_plan **ppPlan) {
   pl_plan *p = sqlite3_malloc64(sizeof(*p));
   *ppPlan = NULL;
   if (!p) return SQLITE_NOMEM;
@@ -899,6 +915,7 @@ int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPa
   s.p = p;
   s.aParam = aParam;
   s.nParam = nParam;
+  s.bTyped = (flags & PL_PLAN_TYPED) != 0;
   pl_err err;
   int rc = pl_parse(zSql, -1, &s.a, &err);
   if (rc == PL_NOMEM) return SQLITE_NOMEM;

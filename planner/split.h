@@ -84,6 +84,16 @@ typedef struct pl_plan {
 ** which still beats SQLite's row-at-a-time aggregation, and zWhy says so. */
 int pl_plan_query(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
                   pl_lookup_fn xLookup, void *pArg, pl_plan **ppPlan);
+
+/* pl_plan_query with options. PL_PLAN_TYPED: zHost reads the merged rows
+** through csq_jrows (vtab/joinrows.c), each group key under the affinity
+** of its column and each aggregate under none, so that an expression over
+** them has the affinity and collation it has in zSql: the host part can
+** then stand for zSql as a derived table or WITH table, whose columns take
+** their expressions' affinities. */
+#define PL_PLAN_TYPED 1
+int pl_plan_query_opt(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nParam,
+                      pl_lookup_fn xLookup, void *pArg, int flags, pl_plan **ppPlan);
 void pl_plan_free(pl_plan *p);
 
 /* For the join planner (planner/join.c): add WHERE conjunct e of statement

@@ -866,8 +866,90 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
   return rc;
 }
 
+/* Is zSql a derived table or one WITH table of the shapes planner/derived.h
+** rewrites? */
+static int find_derived(const char *zSql, pl_derived *d) {
+  return pl_derived_find(zSql, d) == PL_OK || pl_derived_with(zSql, d) == PL_OK;
+}
+
+/* A derived table or WITH table over one csq table that the one-table
+** planner splits (typed: the host part's columns take the inner SELECT's
+** affinities): *ppPlan, its table *ppTab and the statement with the host
+** part in the inner SELECT's place (*pzOuter, sqlite3_malloc'd), which
+** prepares to nCol columns (nCol < 0: any) and reads the merged rows as
+** its only parameter. SQLITE_OK with *ppPlan NULL when it is not that;
+** SQLITE_NOMEM. */
+static int plan_derived_one(q_tab *p, const char *zSql, int nCol, pl_plan **ppPlan, vt_tab **ppTab,
+                            char **pzOuter) {
+  *ppPlan = NULL;
+  *ppTab = NULL;
+  *pzOuter = NULL;
+  pl_derived d;
+  if (!find_derived(zSql, &d)) return SQLITE_OK;
+  char *zInner = NULL;
+  char zWhy[200];
+  int e = pl_derived_inner(zSql, &d, &zInner, zWhy, sizeof(zWhy));
+  if (e == PL_NOMEM) return SQLITE_NOMEM;
+  if (e != PL_OK) return SQLITE_OK;
+  q_lookup l = {p->pConn, NULL, NULL, NULL, NULL, {0}, 0, p};
+  pl_plan *plan = NULL;
+  int rc = pl_plan_query_opt(p->db, zInner, NULL, 0, q_lookup_table, &l, PL_PLAN_TYPED, &plan);
+  free(zInner);
+  sqlite3_free(l.azCol);
+  sqlite3_free(l.aAff);
+  sqlite3_free(l.aColl);
+  char *zOuter = NULL;
+  if (rc == SQLITE_OK && plan->bPush && !plan->bEmpty && l.pFound) {
+    char *zWith = sqlite3_mprintf("(%s)", plan->zHost);
+    if (!zWith || pl_derived_splice(zSql, &d, zWith, &zOuter) != PL_OK) rc = SQLITE_NOMEM;
+    sqlite3_free(zWith);
+  }
+  if (zOuter) {
+    sqlite3_stmt *pStmt = NULL;
+    int rcPrep = sqlite3_prepare_v2(p->db, zOuter, -1, &pStmt, NULL);
+    if (rcPrep == SQLITE_NOMEM) rc = SQLITE_NOMEM;
+    int bOk = rcPrep == SQLITE_OK && pStmt && (nCol < 0 || sqlite3_column_count(pStmt) == nCol) &&
+              sqlite3_bind_parameter_count(pStmt) == plan->iRows;
+    sqlite3_finalize(pStmt);
+    if (bOk && rc == SQLITE_OK) {
+      *pzOuter = sqlite3_mprintf("%s", zOuter);
+      if (!*pzOuter) rc = SQLITE_NOMEM;
+    }
+    free(zOuter);
+  }
+  if (*pzOuter) {
+    *ppPlan = plan;
+    *ppTab = l.pFound;
+  } else {
+    pl_plan_free(plan);
+  }
+  return rc;
+}
+
+/* Run plan_derived_one's plan: the device part into c->rows, then SQLite
+** over zOuter. A device part that fails (an integer overflow, say) leaves
+** the statement to SQLite, which runs the inner SELECT only if it needs
+** it: SQLITE_MISMATCH. */
+static int run_derived_one(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan,
+                           const char *zOuter) {
+  int rc = run_device(c, p, t, plan);
+  if (rc != SQLITE_OK && rc != SQLITE_NOMEM) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = NULL;
+    vt_rowset_clear(&c->rows);
+    return SQLITE_MISMATCH;
+  }
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, zOuter, -1, &c->pStmt, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
+  if (rc && !p->base.zErrMsg)
+    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
+  return rc;
+}
+
 /* Plan zSql as a derived table over a join (planner/derived.h): "SELECT
-** ... FROM (SELECT ... FROM a, b ...) [AS x] ...". The inner SELECT plans
+** ... FROM (SELECT ... FROM a, b ...) [AS x] ..." or "WITH x AS (SELECT
+** ... FROM a, b ...) SELECT ...". The inner SELECT plans
 ** through plan_join; its host part, a SELECT over the joined rows, is
 ** spliced where the inner SELECT stood, so SQLite runs the outer query over
 ** it, and becomes the plan's zHost. SQLITE_OK with *ppJoin NULL when zSql
@@ -878,7 +960,7 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
 static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, vt_tab **apTab) {
   *ppJoin = NULL;
   pl_derived d;
-  if (pl_derived_find(zSql, &d) != PL_OK) return SQLITE_OK;
+  if (!find_derived(zSql, &d)) return SQLITE_OK;
   char *zInner = NULL;
   char zWhy[200];
   int e = pl_derived_inner(zSql, &d, &zInner, zWhy, sizeof(zWhy));
@@ -968,6 +1050,7 @@ static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) 
   if (!plan->bPush || plan->bEmpty || !l.pFound) {
     int bTry = !plan->bPush;
     pl_plan_free(plan);
+    plan = NULL;
     j = NULL;
     rc = bTry ? plan_derived(p, p->zSql, p->nCol, &j, apTab) : SQLITE_OK;
     if (rc == SQLITE_OK && j && j->bPlan) {
@@ -978,6 +1061,15 @@ static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) 
     }
     pl_join_free(j);
     if (rc) return rc;
+    if (bTry) { /* a derived table or WITH table over one table */
+      vt_tab *t = NULL;
+      char *zOuter = NULL;
+      rc = plan_derived_one(p, p->zSql, p->nCol, &plan, &t, &zOuter);
+      if (rc == SQLITE_OK && plan) rc = run_derived_one(c, p, t, plan, zOuter);
+      pl_plan_free(plan);
+      sqlite3_free(zOuter);
+      if (rc != SQLITE_MISMATCH && (rc || c->pStmt)) return rc;
+    }
     return run_plain(c, p, aParam, nParam);
   }
   rc = run_device(c, p, l.pFound, plan);
@@ -1309,6 +1401,30 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
       return SQLITE_OK;
     }
     if (rc) {
+      sqlite3_free(zSemiWhy);
+      pl_join_free(j);
+      pl_plan_free(plan);
+      return rc;
+    }
+    /* a derived table or WITH table over one table */
+    pl_plan *p1 = NULL;
+    vt_tab *t1 = NULL;
+    char *zOuter = NULL;
+    rc = plan_derived_one(p, zSql, -1, &p1, &t1, &zOuter);
+    if (rc == SQLITE_OK && p1) {
+      x_add(c, "plan", sqlite3_mprintf("derived: device+host"));
+      x_add(c, "why",
+            sqlite3_mprintf("a derived table or WITH table over one table: %s; SQLite "
+                            "runs the rest over its rows",
+                            p1->zWhy));
+      x_add(c, "device", sqlite3_mprintf("%s on %s", p1->zDevice, t1->zName));
+      x_add(c, "program_bytes", sqlite3_mprintf("%lld", (long long)p1->nProg));
+      x_add(c, "host", sqlite3_mprintf("%s", zOuter));
+    }
+    int bDone = p1 != NULL;
+    pl_plan_free(p1);
+    sqlite3_free(zOuter);
+    if (rc || bDone) {
       sqlite3_free(zSemiWhy);
       pl_join_free(j);
       pl_plan_free(plan);
