@@ -76,10 +76,12 @@ typedef struct jp {
   pl_coll_fn xColl;
   pl_rows_fn xRows; /* how uncorrelated subqueries run, or NULL */
   void *pLookupArg;
-  jp_sub aCorr[PL_JOIN_MAX_TAB];               /* table nTab + x: subquery aCorr[x] */
-  const pl_expr *apScalar[PL_JOIN_MAX_SCALAR]; /* the scalar subqueries decorrelated */
-  uint8_t *aNeed[PL_JOIN_MAX_TAB];             /* column c of table t is read by the host part */
-  int *aColOf[PL_JOIN_MAX_TAB];                /* row-set column of table t's column c, or -1 */
+  jp_sub aCorr[PL_JOIN_MAX_TAB];                      /* table nTab + x: subquery aCorr[x] */
+  const pl_expr *apScalar[PL_JOIN_MAX_SCALAR];        /* the scalar subqueries decorrelated */
+  int aJsKeyTab[PL_JOIN_MAX_SCALAR][PL_JOIN_MAX_KEY]; /* a scalar subquery over a join: its */
+  int aJsKeyCol[PL_JOIN_MAX_SCALAR][PL_JOIN_MAX_KEY]; /* keys' outer columns */
+  uint8_t *aNeed[PL_JOIN_MAX_TAB]; /* column c of table t is read by the host part */
+  int *aColOf[PL_JOIN_MAX_TAB];    /* row-set column of table t's column c, or -1 */
   sqlite3_str *pHost;
 } jp;
 
@@ -1076,6 +1078,15 @@ static void jp_scalar_outputs(jp *s, const jp_sub *c0, int t, const pl_expr *e) 
 static void jp_scalar_plan(jp *s, int i) {
   pl_join *j = s->j;
   pl_jscalar *qs = &j->aScalar[i];
+  if (qs->iTab < 0) { /* over a join: its text is made (jp_scalar_join) */
+    for (int k = 0; k < qs->nKey; k++)
+      qs->aKeyCol[k] = s->aColOf[s->aJsKeyTab[i][k]][s->aJsKeyCol[i][k]];
+    if (j->nCol >= PL_JOIN_MAX_OUT) return jp_fail(s, "more than 64 columns%s", "");
+    qs->iCol = j->nCol++;
+    j->aColAff[qs->iCol] = 'A';
+    j->aColColl[qs->iCol] = 'x';
+    return;
+  }
   const jp_sub *c0 = &s->aCorr[qs->iTab - j->nTab];
   const pl_jtab *jt = &j->aTab[qs->iTab];
   qs->nKey = c0->nKey;
@@ -1106,12 +1117,161 @@ static void jp_scalar_plan(jp *s, int i) {
   if (!qs->zGroup || !qs->zEmpty) jp_fail(s, "out of memory%s", "");
 }
 
+/* Does "SELECT <zExpr> FROM <zFrom> [WHERE <zWhere>]" prepare on its own
+** (every name resolves inside it)? *pStmt (if given) keeps the statement. */
+static int jp_prepares(jp *s, const char *zFrom, int nFrom, const char *zSel, int nSel,
+                       const char *zWhere, int nWhere, sqlite3_stmt **ppStmt) {
+  char *z = sqlite3_mprintf("SELECT %.*s FROM %.*s%s%.*s", nSel, zSel, nFrom, zFrom,
+                            zWhere ? " WHERE " : "", zWhere ? nWhere : 0, zWhere ? zWhere : "");
+  sqlite3_stmt *pStmt = NULL;
+  int rc = z ? sqlite3_prepare_v2(s->db, z, -1, &pStmt, NULL) : SQLITE_NOMEM;
+  sqlite3_free(z);
+  if (ppStmt)
+    *ppStmt = pStmt;
+  else
+    sqlite3_finalize(pStmt);
+  return rc == SQLITE_OK;
+}
+
+/* Is the column pStmt's one result names (a column of a table, through
+** SQLite's column metadata) of numeric affinity and BINARY collation? */
+static int jp_numeric_binary(jp *s, sqlite3_stmt *pStmt) {
+  const char *zDb = sqlite3_column_database_name(pStmt, 0);
+  const char *zTab = sqlite3_column_table_name(pStmt, 0);
+  const char *zCol = sqlite3_column_origin_name(pStmt, 0);
+  const char *zType = NULL, *zColl = NULL;
+  int bPk = 0;
+  if (!zTab || !zCol) return 0;
+  if (sqlite3_table_column_metadata(s->db, zDb, zTab, zCol, &zType, &zColl, NULL, &bPk, NULL) !=
+      SQLITE_OK)
+    return 0;
+  return pl_decl_affinity(zType) >= 'C' && (!zColl || sqlite3_stricmp(zColl, "BINARY") == 0);
+}
+
+/* A correlated scalar subquery over a join (join.h, pl_jscalar with iTab
+** -1): 1 taken (or s failed with why), 0 not such a subquery (one table,
+** or uncorrelated), left to jp_corr. Which names resolve inside the
+** subquery SQLite decides: a term that prepares inside its FROM is the
+** subquery's own; "a = b" where only a does is a key against outer
+** column b. */
+static int jp_scalar_join(jp *s, const pl_expr *e) {
+  pl_join *j = s->j;
+  sqlite3_stmt *pStmt = NULL;
+  int rc = sqlite3_prepare_v2(s->db, e->z, e->n, &pStmt, NULL);
+  sqlite3_finalize(pStmt);
+  if (rc == SQLITE_OK) return 0; /* uncorrelated */
+  pl_ast *sub = NULL;
+  if (pl_parse(e->z, e->n, &sub, NULL) != PL_OK) return 0;
+  if (sub->nFrom < 2) {
+    pl_ast_free(sub);
+    return 0;
+  }
+  const char *zWhy = NULL;
+  const char *zFrom = sub->zSql + sub->iFromStart;
+  int nFrom = sub->iFromEnd - sub->iFromStart, nKey = 0, nRes = 0;
+  const pl_expr *ap[JP_MAX_SEMI_TERM + 1];
+  int n = sub->pWhere ? jp_conjuncts(sub->pWhere, ap, 0, JP_MAX_SEMI_TERM) : 0;
+  int iScalar = j->nScalar;
+  sqlite3_str *pG = sqlite3_str_new(s->db), *pW = sqlite3_str_new(s->db);
+  if (iScalar >= PL_JOIN_MAX_SCALAR)
+    zWhy = "too many scalar subqueries";
+  else if (!sub->bAgg || sub->nGroup || sub->pHaving || sub->pLimit || sub->nCol != 1 ||
+           sub->bStar || n == 0)
+    zWhy = "not one aggregate over its FROM filtered by its WHERE";
+  else if (n > JP_MAX_SEMI_TERM)
+    zWhy = "too many terms";
+  sqlite3_str_appendall(pG, "SELECT ");
+  for (int k = 0; !zWhy && k < n; k++) {
+    int nT;
+    const char *zT = pl_expr_text(sub, ap[k], &nT);
+    if (jp_prepares(s, zFrom, nFrom, "1", 1, zT, nT, NULL)) { /* its own term */
+      sqlite3_str_appendf(pW, "%s(%.*s)", nRes++ ? " AND " : " WHERE ", nT, zT);
+      continue;
+    }
+    const pl_expr *x = ap[k]->pLeft, *y = ap[k]->pRight;
+    if (ap[k]->op != PL_E_EQ || x->op != PL_E_COLUMN || y->op != PL_E_COLUMN) {
+      zWhy = "correlated other than by equalities of columns";
+      break;
+    }
+    int nX, nY;
+    const char *zX = pl_expr_text(sub, x, &nX), *zY = pl_expr_text(sub, y, &nY);
+    if (!jp_prepares(s, zFrom, nFrom, zX, nX, NULL, 0, NULL)) {
+      const pl_expr *t0 = x;
+      const char *z0 = zX;
+      int n0 = nX;
+      x = y, zX = zY, nX = nY;
+      y = t0, zY = z0, nY = n0;
+    }
+    int t2 = -1, c2 = -1;
+    if (!jp_prepares(s, zFrom, nFrom, zX, nX, NULL, 0, &pStmt) ||
+        jp_prepares(s, zFrom, nFrom, zY, nY, NULL, 0, NULL) || jp_resolve(s, y, 0, &t2, &c2) != 1) {
+      zWhy = "correlated other than by a column of it equal to an outer column";
+    } else if (!jp_numeric_binary(s, pStmt) || jp_aff(s, t2, c2) < 'C' || s->aColl[t2][c2] != 'x') {
+      zWhy = "correlated by columns other than numeric BINARY ones";
+    } else if (nKey >= PL_JOIN_MAX_KEY) {
+      zWhy = "too many keys";
+    } else {
+      s->aJsKeyTab[iScalar][nKey] = t2;
+      s->aJsKeyCol[iScalar][nKey] = c2;
+      s->aNeed[t2][c2] = 1;
+      sqlite3_str_appendf(pG, "%.*s, ", nX, zX);
+      nKey++;
+    }
+    sqlite3_finalize(pStmt);
+    pStmt = NULL;
+  }
+  if (!zWhy && nKey == 0) zWhy = "correlated other than by equalities of columns";
+  int nV;
+  const char *zV = zWhy ? NULL : pl_expr_text(sub, sub->aCol[0].pExpr, &nV);
+  char *zWhere = sqlite3_str_finish(pW);
+  if (zV) {
+    sqlite3_str_appendf(pG, "(%.*s) FROM %.*s%s GROUP BY ", nV, zV, nFrom, zFrom,
+                        zWhere ? zWhere : "");
+    for (int k = 0; k < nKey; k++) sqlite3_str_appendf(pG, "%s%d", k ? ", " : "", k + 1);
+  }
+  char *zGroup = sqlite3_str_finish(pG);
+  char *zEmpty =
+      zV ? sqlite3_mprintf("SELECT (%.*s) FROM %.*s WHERE 0", nV, zV, nFrom, zFrom) : NULL;
+  sqlite3_free(zWhere);
+  /* the decorrelated text must stand on its own: its value reads no outer column */
+  if (zV && (!zGroup || !zEmpty)) zWhy = "out of memory";
+  if (!zWhy) {
+    rc = sqlite3_prepare_v2(s->db, zGroup, -1, &pStmt, NULL);
+    int nCol = pStmt ? sqlite3_column_count(pStmt) : 0;
+    sqlite3_finalize(pStmt);
+    if (rc != SQLITE_OK || nCol != nKey + 1) zWhy = "its value reads an outer column";
+  }
+  if (zWhy) {
+    sqlite3_free(zGroup);
+    sqlite3_free(zEmpty);
+    char *z = sqlite3_mprintf("%.60s%s", e->z, e->n > 60 ? "..." : "");
+    char *zMsg = sqlite3_mprintf("a correlated subquery over a join (%%s), %s: SQLite plans the "
+                                 "query",
+                                 zWhy);
+    jp_fail(s, zMsg ? zMsg : "a correlated subquery (%s): SQLite plans the query", z);
+    sqlite3_free(zMsg);
+    sqlite3_free(z);
+    pl_ast_free(sub);
+    return 1;
+  }
+  pl_ast_free(sub);
+  pl_jscalar *qs = &j->aScalar[j->nScalar++];
+  memset(qs, 0, sizeof(*qs));
+  qs->iTab = -1;
+  qs->nKey = nKey;
+  qs->zGroup = zGroup;
+  qs->zEmpty = zEmpty;
+  s->apScalar[iScalar] = e;
+  return 1;
+}
+
 /* Each scalar subquery inside term e (not inside EXISTS or IN (SELECT ...))
 ** that jp_corr takes as an aggregate grouped by its keys. */
 static void jp_scalars(jp *s, const pl_expr *e) {
   if (!e || s->bFail) return;
   pl_join *j = s->j;
   if (e->op == PL_E_SUBQUERY) {
+    if (jp_scalar_join(s, e)) return;
     if (j->nScalar >= PL_JOIN_MAX_SCALAR || !jp_corr(s, e, 0, 1)) return;
     int t = j->nTab + j->nExtra - 1;
     jp_sub *c0 = &s->aCorr[t - j->nTab];

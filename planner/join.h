@@ -110,7 +110,7 @@ typedef struct pl_jsemi {
 ** zEmpty's (the aggregate over no rows: count 0, sum NULL) when no row of s
 ** has its keys; the host part reads that column where the subquery was. */
 typedef struct pl_jscalar {
-  int iTab;
+  int iTab;                     /* or -1: a subquery over a join (see below) */
   int nKey;                     /* the scan's output aKeyOut[k] (column k of zGroup) ... */
   int aKeyOut[PL_JOIN_MAX_KEY]; /* ... equals row-set column aKeyCol[k] */
   int aKeyCol[PL_JOIN_MAX_KEY];
@@ -118,6 +118,14 @@ typedef struct pl_jscalar {
   char *zGroup; /* "SELECT keys..., value FROM csq_jrows(?1) ... GROUP BY ..." (sqlite3_malloc'd) */
   char *zEmpty; /* "SELECT value FROM csq_jrows(?1) ... WHERE 0" (sqlite3_malloc'd) */
 } pl_jscalar;
+/* A correlated scalar subquery over a join ("(SELECT min(ps_supplycost)
+** FROM partsupp, supplier, ... WHERE ps_partkey = p_partkey AND ...)",
+** TPC-H Q2), correlated only by equalities of its columns with the outer
+** tables' (numeric, BINARY), has iTab -1, and aKeyOut unused: zGroup is the
+** subquery decorrelated, its keys grouped ("SELECT ps_partkey, min(...) FROM
+** partsupp, ... WHERE <its other terms> GROUP BY 1"), an uncorrelated query
+** the caller runs through the planner; zEmpty is "SELECT value FROM ...
+** WHERE 0". GROUP BY puts 1 and 1.0 in one group, as "=" finds them equal. */
 
 typedef struct pl_join {
   int bPlan;      /* 1: run as planned; 0: the query stays ordinary SQL */

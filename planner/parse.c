@@ -939,6 +939,10 @@ static char affinity_of(const char *z) {
   return aff;
 }
 
+char pl_decl_affinity(const char *zType) {
+  return !zType || !zType[0] ? 'A' : affinity_of(zType);
+}
+
 /* CAST ( expr AS typetoken ): the current token is CAST. */
 static pl_expr *parse_cast(Parser *p) {
   int iStart = p->t.iStart;

@@ -303,6 +303,11 @@ void pl_ast_free(pl_ast *p);
 ** detached from an AST. */
 void pl_expr_free(pl_expr *p);
 
+/* The affinity of a column declared with type zType, by SQLite's rules
+** (datatype3 section 3.1): 'A' BLOB (also no type, NULL or ""), 'B' TEXT,
+** 'C' NUMERIC, 'D' INTEGER, 'E' REAL. */
+char pl_decl_affinity(const char *zType);
+
 /* 1 if e (NULL is fine) or any node under it is of kind op (PL_E_*). */
 int pl_expr_has_op(const pl_expr *e, int op);
 

@@ -611,37 +611,44 @@ static int run_semi(pl_join *j, int iSemi, vt_tab *t, q_cursor *c, char **pzErr)
 
 /* The rows of SQL zSql over the row set r (csq_jrows(?1)): their first
 ** nOut columns appended to aOut. SQLITE_OK or SQLite's error (*pzErr). */
+/* Append pStmt's current row, columns 0..nOut, to aOut[]: SQLITE_OK or
+** SQLITE_NOMEM. */
+static int push_row(sqlite3_stmt *pStmt, csq_vec *aOut, int nOut) {
+  int rc = SQLITE_OK;
+  for (int k = 0; rc == SQLITE_OK && k < nOut; k++) {
+    sqlite3_value *v = sqlite3_column_value(pStmt, k);
+    int e;
+    switch (sqlite3_value_type(v)) {
+    case SQLITE_INTEGER:
+      e = csq_vec_push_int(&aOut[k], sqlite3_value_int64(v));
+      break;
+    case SQLITE_FLOAT:
+      e = csq_vec_push_real(&aOut[k], sqlite3_value_double(v));
+      break;
+    case SQLITE_TEXT:
+      e = csq_vec_push_bytes(&aOut[k], CSQ_TEXT, sqlite3_value_text(v),
+                             (uint32_t)sqlite3_value_bytes(v));
+      break;
+    case SQLITE_BLOB:
+      e = csq_vec_push_bytes(&aOut[k], CSQ_BLOB, sqlite3_value_blob(v),
+                             (uint32_t)sqlite3_value_bytes(v));
+      break;
+    default:
+      e = csq_vec_push_null(&aOut[k]);
+    }
+    if (e) rc = SQLITE_NOMEM;
+  }
+  return rc;
+}
+
 static int rows_of(sqlite3 *db, const char *zSql, vt_rowset *r, csq_vec *aOut, int nOut,
                    char **pzErr) {
   sqlite3_stmt *pStmt = NULL;
   int rc = sqlite3_prepare_v2(db, zSql, -1, &pStmt, NULL);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(pStmt, 1, r, "csq_rowset", NULL);
-  while (rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW) {
-    rc = SQLITE_OK;
-    for (int k = 0; rc == SQLITE_OK && k < nOut; k++) {
-      sqlite3_value *v = sqlite3_column_value(pStmt, k);
-      int e;
-      switch (sqlite3_value_type(v)) {
-      case SQLITE_INTEGER:
-        e = csq_vec_push_int(&aOut[k], sqlite3_value_int64(v));
-        break;
-      case SQLITE_FLOAT:
-        e = csq_vec_push_real(&aOut[k], sqlite3_value_double(v));
-        break;
-      case SQLITE_TEXT:
-        e = csq_vec_push_bytes(&aOut[k], CSQ_TEXT, sqlite3_value_text(v),
-                               (uint32_t)sqlite3_value_bytes(v));
-        break;
-      case SQLITE_BLOB:
-        e = csq_vec_push_bytes(&aOut[k], CSQ_BLOB, sqlite3_value_blob(v),
-                               (uint32_t)sqlite3_value_bytes(v));
-        break;
-      default:
-        e = csq_vec_push_null(&aOut[k]);
-      }
-      if (e) rc = SQLITE_NOMEM;
-    }
-  }
+  if (rc == SQLITE_OK && sqlite3_bind_parameter_count(pStmt) > 0)
+    rc = sqlite3_bind_pointer(pStmt, 1, r, "csq_rowset", NULL);
+  while (rc == SQLITE_OK && (rc = sqlite3_step(pStmt)) == SQLITE_ROW)
+    rc = push_row(pStmt, aOut, nOut);
   if (rc == SQLITE_DONE) rc = SQLITE_OK;
   if (rc != SQLITE_OK && !*pzErr) {
     const char *z = sqlite3_errmsg(db);
@@ -686,9 +693,9 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
 static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam);
 
 /* Subquery zSql[0..nSql) run as a query of its own through the planner,
-** xRow(pCtx, v) given the first column of each row until it returns
-** non-zero. SQLite's result code. */
-static int run_sub(q_tab *p, const char *zSql, int nSql, int (*xRow)(void *, sqlite3_value *),
+** xRow(pCtx, pStmt) given each row until it returns non-zero. SQLite's
+** result code. */
+static int run_sub(q_tab *p, const char *zSql, int nSql, int (*xRow)(void *, sqlite3_stmt *),
                    void *pCtx) {
   q_tab sub;
   memset(&sub, 0, sizeof(sub));
@@ -702,7 +709,7 @@ static int run_sub(q_tab *p, const char *zSql, int nSql, int (*xRow)(void *, sql
   c.bEof = 1;
   int rc = run_query(&c, &sub, NULL, 0);
   for (rc = rc ? rc : q_step(&c, &sub); rc == SQLITE_OK && !c.bEof; rc = q_step(&c, &sub))
-    if (xRow(pCtx, sqlite3_column_value(c.pStmt, 0))) break;
+    if (xRow(pCtx, c.pStmt)) break;
   q_reset(&c);
   sqlite3_free(sub.base.zErrMsg);
   sqlite3_free(sub.zSql);
@@ -714,10 +721,10 @@ typedef struct first_row {
   int bRow;
 } first_row;
 
-static int first_value(void *pCtx, sqlite3_value *v) {
+static int first_value(void *pCtx, sqlite3_stmt *pStmt) {
   first_row *x = pCtx;
   x->bRow = 1;
-  x->pVal = sqlite3_value_dup(v);
+  x->pVal = sqlite3_value_dup(sqlite3_column_value(pStmt, 0));
   return 1;
 }
 
@@ -736,6 +743,47 @@ static int run_value(q_tab *p, const char *zSql, sqlite3_value **ppVal) {
   }
   *ppVal = x.pVal;
   return rc;
+}
+
+/* Rows of a statement appended to vectors (run_sub's xRow). */
+typedef struct push_rows {
+  csq_vec *aOut;
+  int nOut;
+  int rc;
+} push_rows;
+
+static int push_rows_row(void *pCtx, sqlite3_stmt *pStmt) {
+  push_rows *x = pCtx;
+  x->rc = push_row(pStmt, x->aOut, x->nOut);
+  return x->rc != SQLITE_OK;
+}
+
+/* Fill scalar subquery iScalar's row-set column when it reads a join
+** (pl_jscalar, iTab -1): its decorrelated, grouped text runs as a query of
+** its own through the planner, and each joined row takes its group's
+** value, or the value over no rows. 0 or a negative errno; -EDOM when the
+** subquery failed (the query then runs as SQL, where SQLite says why). */
+static int run_scalar_join(q_tab *p, pl_join *j, int iScalar, q_cursor *c, char **pzErr) {
+  const pl_jscalar *q = &j->aScalar[iScalar];
+  vt_rowset *r = &c->rows;
+  csq_vec aG[PL_JOIN_MAX_KEY + 1], vEmpty;
+  for (int k = 0; k <= q->nKey; k++) csq_vec_init(&aG[k]);
+  csq_vec_init(&vEmpty);
+  int e = 0;
+  push_rows x = {aG, q->nKey + 1, SQLITE_OK};
+  if (r->nRow > 0) {
+    int rc = run_sub(p, q->zGroup, (int)strlen(q->zGroup), push_rows_row, &x);
+    if (rc == SQLITE_OK) rc = x.rc;
+    if (rc != SQLITE_OK) e = rc == SQLITE_NOMEM ? -12 : -33;
+  }
+  if (e == 0 && rows_of(p->db, q->zEmpty, NULL, &vEmpty, 1, pzErr)) e = -33;
+  if (e == 0 && vEmpty.n != 1) e = -33;
+  if (e == 0)
+    e = pl_scalar_fill(j, iScalar, aG, &aG[q->nKey], aG[0].n, &vEmpty, r->aCol, r->nRow,
+                       &r->aCol[q->iCol]);
+  for (int k = 0; k <= q->nKey; k++) csq_vec_free(&aG[k]);
+  csq_vec_free(&vEmpty);
+  return e;
 }
 
 /* Run a join plan: every table's scan on its devices (build sides first,
@@ -795,7 +843,8 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   for (int i = 0; e == 0 && i < j->nSemi; i++)
     e = run_semi(j, i, apTab[j->aSemi[i].iTab], c, &zErr);
   for (int i = 0; e == 0 && i < j->nScalar; i++)
-    e = run_scalar(p, j, i, apTab[j->aScalar[i].iTab], c, &zErr);
+    e = j->aScalar[i].iTab < 0 ? run_scalar_join(p, j, i, c, &zErr)
+                               : run_scalar(p, j, i, apTab[j->aScalar[i].iTab], c, &zErr);
   if (e == -7 || e == -33) {
     free(zErr);
     vt_rowset_clear(&c->rows);
@@ -835,9 +884,20 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
 }
 
 /* pl_rows_fn: an uncorrelated subquery the planner needs the rows of. */
+typedef struct first_col {
+  int (*xRow)(void *, sqlite3_value *);
+  void *pCtx;
+} first_col;
+
+static int first_col_row(void *pCtx, sqlite3_stmt *pStmt) {
+  first_col *x = pCtx;
+  return x->xRow(x->pCtx, sqlite3_column_value(pStmt, 0));
+}
+
 static int q_rows(void *pArg, const char *zSql, int nSql, int (*xRow)(void *, sqlite3_value *),
                   void *pCtx) {
-  return run_sub(((q_lookup *)pArg)->pTab, zSql, nSql, xRow, pCtx);
+  first_col x = {xRow, pCtx};
+  return run_sub(((q_lookup *)pArg)->pTab, zSql, nSql, first_col_row, &x);
 }
 
 /* Plan zSql as a join: SQLITE_OK with *ppJoin (bPlan 0: not a join the
@@ -1331,6 +1391,20 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
   for (int i = 0; i < j->nScalar; i++) {
     const pl_jscalar *q = &j->aScalar[i];
     int t = q->iTab;
+    if (t < 0) {
+      sqlite3_str *z = sqlite3_str_new(p->db);
+      sqlite3_str_appendall(z, "the correlated subquery over a join, decorrelated: ");
+      sqlite3_str_appendall(z, q->zGroup);
+      sqlite3_str_appendall(z, ", run first as a query of its own through the planner, its groups "
+                               "matched on ");
+      for (int k = 0; k < q->nKey; k++) {
+        if (k) sqlite3_str_appendall(z, ", ");
+        rowcol_name(z, j, apTab, q->aKeyCol[k]);
+      }
+      sqlite3_str_appendf(z, "; its value in row-set column %d", q->iCol);
+      x_add(c, "    scalar subquery", sqlite3_str_finish(z));
+      continue;
+    }
     const pl_jtab *jt = &j->aTab[t];
     explain_scan(c, "  scan (subquery)", jt, apTab[t]);
     sqlite3_str *z = sqlite3_str_new(p->db);

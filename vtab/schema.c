@@ -31,25 +31,12 @@
 #include <string.h>
 #include "vtab/module_name.h" /* vt_sql_space */
 #include "vtab/vtab.h"
+#include "planner/parse.h"
 
-/* SQLite's affinity rules (section 3.1 of the datatype documentation). */
+/* SQLite's affinity rules (section 3.1 of the datatype documentation),
+** written once in the planner. */
 char vt_affinity(const char *zType) {
-  char aff = VT_AFF_NUMERIC;
-  if (!zType || !zType[0]) return VT_AFF_BLOB;
-  size_t n = strlen(zType);
-  char *z = sqlite3_malloc64(n + 1);
-  if (!z) return VT_AFF_NUMERIC;
-  for (size_t i = 0; i <= n; i++) z[i] = (char)toupper((unsigned char)zType[i]);
-  if (strstr(z, "INT"))
-    aff = VT_AFF_INTEGER;
-  else if (strstr(z, "CHAR") || strstr(z, "CLOB") || strstr(z, "TEXT"))
-    aff = VT_AFF_TEXT;
-  else if (strstr(z, "BLOB"))
-    aff = VT_AFF_BLOB;
-  else if (strstr(z, "REAL") || strstr(z, "FLOA") || strstr(z, "DOUB"))
-    aff = VT_AFF_REAL;
-  sqlite3_free(z);
-  return aff;
+  return pl_decl_affinity(zType);
 }
 
 static int is_id_char(unsigned char c) {

@@ -17,6 +17,10 @@ query to SQLite, which raises its error only where it would.
 queries of their own through the planner too (grouped ones as TPC-H Q18's,
 ones with a correlated scalar subquery as Q20's); a query of one table
 takes a correlated scalar subquery as a grouped aggregate, as a join does.
+
+A correlated scalar subquery over a join, correlated by equalities of its
+columns with outer ones (TPC-H Q2), runs decorrelated: grouped by its
+keys, through the planner, each joined row taking its group's value.
 """
 import random
 import subprocess
@@ -259,3 +263,107 @@ def test_tpch_q20_shape_is_planned_and_equal_native():
     e = explain(con, inner)
     assert e["plan"].startswith("join") and "scalar subqueries" in e["why"], e
     assert "IN subqueries run first" in explain(con, mine)["why"]
+
+
+def join_scalar_term(rnd, aliases):
+    """A comparison with a correlated scalar aggregate over a join of two
+    of {t0}..{t3}."""
+    a, b = rnd.sample(range(NTAB), 2)
+    o = rnd.choice(aliases)
+    keys = ["s.%s = %s.%s" % (rnd.choice(["k1", "k2"]), o, rnd.choice(["k1", "k2"]))]
+    if rnd.random() < 0.25:
+        keys.append("s2.k1 = %s.%s" % (rnd.choice(aliases), rnd.choice(["k1", "k2"])))
+    terms = ["s.%s = s2.%s" % (rnd.choice(["k1", "k2"]), rnd.choice(["k1", "k2"]))] + keys
+    terms += [filter_term(rnd, rnd.choice(["s", "s2"])) for _ in range(rnd.randrange(2))]
+    rnd.shuffle(terms)
+    agg = rnd.choice(["count(*)", "min(s.r)", "max(s2.k2)", "sum(s.k1)", "avg(s2.r)", "total(s.r) + 1",
+                      "count(s2.v)"])
+    sub = "(SELECT %s FROM {t%d} AS s, {t%d} AS s2 WHERE %s)" % (agg, a, b, " AND ".join(terms))
+    return rnd.choice(["%s.r <= %s" % (rnd.choice(aliases), sub), "%s = %s.k2" % (sub, rnd.choice(aliases)),
+                       "coalesce(%s, -1) > %s.k1" % (sub, rnd.choice(aliases)), "%s IS NOT NULL" % sub])
+
+
+def test_random_scalar_subqueries_over_joins_equal_native():
+    planned = total = 0
+    for seed in range(5):
+        rnd = random.Random(7700 + seed)
+        db = Db(rnd)
+        for step in range(50):
+            n = rnd.randint(1, 3)
+            tabs = rnd.sample(range(NTAB), n)
+            aliases = ["x%d" % i for i in range(n)]
+            frm = ", ".join("{t%d} AS x%d" % (t, i) for i, t in enumerate(tabs))
+            where = ["x%d.k1 = x%d.k2" % (rnd.randrange(i), i) for i in range(1, n)]
+            where.append(join_scalar_term(rnd, aliases))
+            sql = "SELECT x0.k1, x%d.r, x0.v FROM %s WHERE %s" % (n - 1, frm, " AND ".join(where))
+            mine = sql.format(**{"t%d" % t: "t%d" % t for t in range(NTAB)})
+            native = sql.format(**{"t%d" % t: "n%d" % t for t in range(NTAB)})
+            same_as_native(db.con, mine, native, "seed %d step %d" % (seed, step))
+            total += 1
+            e = explain(db.con, mine)
+            planned += "subquery over a join, decorrelated" in e.get("    scalar subquery", "") or any(
+                "over a join, decorrelated" in v for v in e.values())
+        db.con.close()
+    assert planned > total // 3, "%d of %d queries decorrelated a subquery over a join" % (planned, total)
+    print("%d of %d queries decorrelated a scalar subquery over a join" % (planned, total))
+
+
+def test_scalar_subqueries_over_joins_refused_shapes():
+    con = make(connect())
+    con.execute("CREATE VIRTUAL TABLE c USING csq(k INTEGER, t TEXT)")
+    con.execute("CREATE TABLE nc(k INTEGER, t TEXT)")
+    for t in ("c", "nc"):
+        con.executemany("INSERT INTO %s VALUES(?,?)" % t, [(i % 9, str(i % 4)) for i in range(40)])
+    cases = [
+        # decorrelated
+        ("SELECT a.k FROM {a} AS a, {b} AS b WHERE a.k = b.k AND a.x > (SELECT min(c.k) FROM {c} AS c, {b} AS b2 "
+         "WHERE c.k = b2.k AND b2.k = a.k)", True),
+        # correlated by "<": SQLite's
+        ("SELECT a.k FROM {a} AS a WHERE a.x > (SELECT count(*) FROM {c} AS c, {b} AS b2 WHERE c.k = b2.k "
+         "AND b2.k < a.k)", False),
+        # by a TEXT column: SQLite's (its "=" converts)
+        ("SELECT a.k FROM {a} AS a WHERE a.k < (SELECT count(*) FROM {c} AS c, {b} AS b2 WHERE c.k = b2.k "
+         "AND c.t = a.k)", False),
+        # its value reads an outer column: SQLite's
+        ("SELECT a.k FROM {a} AS a WHERE a.x > (SELECT max(c.k) + a.x FROM {c} AS c, {b} AS b2 WHERE "
+         "c.k = b2.k AND c.k = a.k)", False),
+    ]
+    for q, decorrelated in cases:
+        mine, native = q.format(a="a", b="b", c="c"), q.format(a="na", b="nb", c="nc")
+        same_as_native(con, mine, native, q)
+        e = explain(con, mine)
+        got = any("over a join, decorrelated" in v for v in e.values())
+        assert got == decorrelated, (q, e)
+
+
+def test_tpch_q2_shape_is_planned_and_equal_native():
+    con = connect()
+    rnd = random.Random(2)
+    tables = {
+        "part": ("p_partkey INTEGER, p_mfgr TEXT, p_size INTEGER, p_type TEXT",
+                 [(p, "M%d" % (p % 3), p % 20, rnd.choice(["LARGE BRASS", "SMALL TIN"])) for p in range(300)]),
+        "supplier": ("s_suppkey INTEGER, s_name TEXT, s_nationkey INTEGER, s_acctbal REAL",
+                     [(i, "S%d" % i, i % 10, rnd.randrange(-999, 9999) / 1.0) for i in range(60)]),
+        "partsupp": ("ps_partkey INTEGER, ps_suppkey INTEGER, ps_supplycost REAL",
+                     [(p, (p + 13 * k) % 60, rnd.randrange(1, 100) / 1.0) for p in range(300) for k in range(4)]),
+        "nation": ("n_nationkey INTEGER, n_name TEXT, n_regionkey INTEGER", [(i, "N%d" % i, i % 2) for i in range(10)]),
+        "region": ("r_regionkey INTEGER, r_name TEXT", [(0, "EUROPE"), (1, "ASIA"), (2, "AMERICA")]),
+    }
+    for name, (decl, rows) in tables.items():
+        con.execute("CREATE VIRTUAL TABLE %s USING csq(%s)" % (name, decl))
+        con.execute("CREATE TABLE n%s(%s)" % (name, decl))
+        for t in (name, "n" + name):
+            con.executemany("INSERT INTO %s VALUES(%s)" % (t, ",".join("?" * len(rows[0]))), rows)
+    q2 = ("SELECT s_acctbal, s_name, n_name, p_partkey, p_mfgr FROM {part}, {supplier}, {partsupp}, {nation}, "
+          "{region} WHERE p_partkey = ps_partkey AND s_suppkey = ps_suppkey AND p_size = 15 AND p_type LIKE "
+          "'%BRASS' AND s_nationkey = n_nationkey AND n_regionkey = r_regionkey AND r_name = 'EUROPE' AND "
+          "ps_supplycost = (SELECT min(ps_supplycost) FROM {partsupp}, {supplier}, {nation}, {region} WHERE "
+          "p_partkey = ps_partkey AND s_suppkey = ps_suppkey AND s_nationkey = n_nationkey AND n_regionkey = "
+          "r_regionkey AND r_name = 'EUROPE') ORDER BY s_acctbal DESC, n_name, s_name, p_partkey LIMIT 100")
+    names = list(tables)
+    mine = q2.format(**{t: t for t in names})
+    native = q2.format(**{t: "n" + t for t in names})
+    same_as_native(con, mine, native, "Q2")
+    assert con.execute(native).fetchall()
+    e = explain(con, mine)
+    assert e["plan"].startswith("join") and any("over a join, decorrelated" in v for v in e.values()), e

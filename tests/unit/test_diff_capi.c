@@ -117,6 +117,9 @@ static const op aOp[] = {
      "", 'p'},
     {"SELECT count(*), max(t.id) FROM t WHERE t.c < (SELECT count(*) FROM u WHERE u.k = t.a)", "",
      'p'},
+    {"SELECT count(*), max(t.id) FROM t WHERE t.c >= (SELECT count(*) FROM u, t AS t2 WHERE u.k "
+     "= t2.a AND u.k = t.a)",
+     "", 'p'},
     {"SELECT last_insert_rowid(), changes(), total_changes()", "", 'r'},
     {"SELECT t.id, u.rowid FROM t JOIN u ON t.a = u.k ORDER BY 1, 2", "", 'r'},
     {"SELECT * FROM t WHERE id BETWEEN ?1 AND ?2 ORDER BY id", "ii", 'r'},
