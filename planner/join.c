@@ -1168,7 +1168,8 @@ static int jp_scalar_join(jp *s, const pl_expr *e) {
   }
   const char *zWhy = NULL;
   const char *zFrom = sub->zSql + sub->iFromStart;
-  int nFrom = sub->iFromEnd - sub->iFromStart, nKey = 0, nRes = 0;
+  int nFrom = sub->iFromEnd - sub->iFromStart, nKey = 0, nRes = 0, nKey0 = 0;
+  const char *zKey0 = NULL;
   const pl_expr *ap[JP_MAX_SEMI_TERM + 1];
   int n = sub->pWhere ? jp_conjuncts(sub->pWhere, ap, 0, JP_MAX_SEMI_TERM) : 0;
   int iScalar = j->nScalar;
@@ -1215,18 +1216,20 @@ static int jp_scalar_join(jp *s, const pl_expr *e) {
       s->aJsKeyCol[iScalar][nKey] = c2;
       s->aNeed[t2][c2] = 1;
       sqlite3_str_appendf(pG, "%.*s, ", nX, zX);
+      if (nKey == 0) zKey0 = zX, nKey0 = nX;
       nKey++;
     }
     sqlite3_finalize(pStmt);
     pStmt = NULL;
   }
   if (!zWhy && nKey == 0) zWhy = "correlated other than by equalities of columns";
-  int nV;
+  int nV, iGroupBy = 0;
   const char *zV = zWhy ? NULL : pl_expr_text(sub, sub->aCol[0].pExpr, &nV);
   char *zWhere = sqlite3_str_finish(pW);
   if (zV) {
-    sqlite3_str_appendf(pG, "(%.*s) FROM %.*s%s GROUP BY ", nV, zV, nFrom, zFrom,
-                        zWhere ? zWhere : "");
+    sqlite3_str_appendf(pG, "(%.*s) FROM %.*s%s", nV, zV, nFrom, zFrom, zWhere ? zWhere : "");
+    iGroupBy = sqlite3_str_length(pG);
+    sqlite3_str_appendall(pG, " GROUP BY ");
     for (int k = 0; k < nKey; k++) sqlite3_str_appendf(pG, "%s%d", k ? ", " : "", k + 1);
   }
   char *zGroup = sqlite3_str_finish(pG);
@@ -1254,6 +1257,7 @@ static int jp_scalar_join(jp *s, const pl_expr *e) {
     pl_ast_free(sub);
     return 1;
   }
+  char *zKey = nKey == 1 ? sqlite3_mprintf("%.*s", nKey0, zKey0) : NULL;
   pl_ast_free(sub);
   pl_jscalar *qs = &j->aScalar[j->nScalar++];
   memset(qs, 0, sizeof(*qs));
@@ -1261,6 +1265,9 @@ static int jp_scalar_join(jp *s, const pl_expr *e) {
   qs->nKey = nKey;
   qs->zGroup = zGroup;
   qs->zEmpty = zEmpty;
+  qs->zKey = zKey;
+  qs->iGroupBy = iGroupBy;
+  qs->bWhere = nRes > 0;
   s->apScalar[iScalar] = e;
   return 1;
 }
@@ -1613,6 +1620,7 @@ void pl_join_free(pl_join *p) {
   for (int i = 0; i < p->nScalar; i++) {
     sqlite3_free(p->aScalar[i].zGroup);
     sqlite3_free(p->aScalar[i].zEmpty);
+    sqlite3_free(p->aScalar[i].zKey);
   }
   for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
     sqlite3_free(p->aTab[t].zDb);

@@ -117,6 +117,12 @@ typedef struct pl_jscalar {
   int iCol;     /* the row-set column of its value (affinity none, BINARY) */
   char *zGroup; /* "SELECT keys..., value FROM csq_jrows(?1) ... GROUP BY ..." (sqlite3_malloc'd) */
   char *zEmpty; /* "SELECT value FROM csq_jrows(?1) ... WHERE 0" (sqlite3_malloc'd) */
+  /* iTab -1 with one key: the key's text in zGroup (sqlite3_malloc'd), and
+  ** where zGroup's " GROUP BY" begins, so that a caller may add
+  ** "AND key IN (...)" of the keys the joined rows hold */
+  char *zKey;
+  int iGroupBy;
+  int bWhere; /* zGroup has a WHERE */
 } pl_jscalar;
 /* A correlated scalar subquery over a join ("(SELECT min(ps_supplycost)
 ** FROM partsupp, supplier, ... WHERE ps_partkey = p_partkey AND ...)",

@@ -758,6 +758,43 @@ static int push_rows_row(void *pCtx, sqlite3_stmt *pStmt) {
   return x->rc != SQLITE_OK;
 }
 
+/* Scalar subquery q over a join (one key) limited to the groups the
+** joined rows can ask for: zGroup with "AND key IN (...)" of pKey's
+** distinct values, when they are at most SCALAR_IN_MAX integers; else NULL
+** (also on OOM: zGroup alone gives the same answer). Exact: the key column
+** has numeric affinity, so IN compares as "=" does, and a row of another
+** key only makes a group no joined row reads. (sqlite3_malloc'd) */
+#define SCALAR_IN_MAX 4096
+static int cmp_i64(const void *a, const void *b) {
+  int64_t x = *(const int64_t *)a, y = *(const int64_t *)b;
+  return x < y ? -1 : x > y;
+}
+
+static char *scalar_key_filter(const pl_jscalar *q, const csq_vec *pKey) {
+  if (!q->zKey || pKey->clsMask & ~((1u << CSQ_INT) | (1u << CSQ_NULL))) return NULL;
+  int64_t *a = malloc(sizeof(int64_t) * (pKey->n ? pKey->n : 1));
+  if (!a) return NULL;
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < pKey->n; i++)
+    if (pKey->aCls[i] == CSQ_INT) a[n++] = pKey->aVal[i].i;
+  qsort(a, n, sizeof(int64_t), cmp_i64);
+  uint32_t m = 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (m == 0 || a[i] != a[m - 1]) a[m++] = a[i];
+  char *z = NULL;
+  if (m > 0 && m <= SCALAR_IN_MAX) {
+    sqlite3_str *pS = sqlite3_str_new(NULL);
+    sqlite3_str_append(pS, q->zGroup, q->iGroupBy);
+    sqlite3_str_appendf(pS, " %s (%s) IN (", q->bWhere ? "AND" : "WHERE", q->zKey);
+    for (uint32_t i = 0; i < m; i++)
+      sqlite3_str_appendf(pS, "%s%lld", i ? "," : "", (long long)a[i]);
+    sqlite3_str_appendf(pS, ")%s", q->zGroup + q->iGroupBy);
+    z = sqlite3_str_finish(pS);
+  }
+  free(a);
+  return z;
+}
+
 /* Fill scalar subquery iScalar's row-set column when it reads a join
 ** (pl_jscalar, iTab -1): its decorrelated, grouped text runs as a query of
 ** its own through the planner, and each joined row takes its group's
@@ -771,8 +808,11 @@ static int run_scalar_join(q_tab *p, pl_join *j, int iScalar, q_cursor *c, char 
   csq_vec_init(&vEmpty);
   int e = 0;
   push_rows x = {aG, q->nKey + 1, SQLITE_OK};
+  char *zIn = r->nRow > 0 ? scalar_key_filter(q, &r->aCol[q->aKeyCol[0]]) : NULL;
   if (r->nRow > 0) {
-    int rc = run_sub(p, q->zGroup, (int)strlen(q->zGroup), push_rows_row, &x);
+    const char *zSql = zIn ? zIn : q->zGroup;
+    int rc = run_sub(p, zSql, (int)strlen(zSql), push_rows_row, &x);
+    sqlite3_free(zIn);
     if (rc == SQLITE_OK) rc = x.rc;
     if (rc != SQLITE_OK) e = rc == SQLITE_NOMEM ? -12 : -33;
   }

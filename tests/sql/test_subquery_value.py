@@ -367,3 +367,33 @@ def test_tpch_q2_shape_is_planned_and_equal_native():
     assert con.execute(native).fetchall()
     e = explain(con, mine)
     assert e["plan"].startswith("join") and any("over a join, decorrelated" in v for v in e.values()), e
+
+
+def test_subquery_over_a_join_limited_to_the_outer_keys():
+    """Integer outer keys limit the decorrelated subquery to their groups
+    ("AND key IN (...)"): an inner REAL key 2.0 still matches 2, text and
+    NULL keys match nothing, keys past the IN list's limit still answer."""
+    con = connect()
+    decl = {"o": "k INTEGER, x REAL", "i": "kr REAL, j INTEGER, y REAL", "m": "j INTEGER, w TEXT"}
+    data = {"o": [(i % 50, i / 3) for i in range(200)] + [(None, 1.0)],
+            "i": [([float(i % 60), i % 60, "7", None, 2.5][i % 5], i % 11, i / 7) for i in range(600)],
+            "m": [(i, "w%d" % (i % 3)) for i in range(11)]}
+    for name in decl:
+        con.execute("CREATE VIRTUAL TABLE %s USING csq(%s)" % (name, decl[name]))
+        con.execute("CREATE TABLE n%s(%s)" % (name, decl[name]))
+        for t in (name, "n" + name):
+            con.executemany("INSERT INTO %s VALUES(%s)" % (t, ",".join("?" * len(data[name][0]))), data[name])
+    for q in ("SELECT o.k, o.x FROM {o} AS o WHERE o.x < (SELECT sum(i.y) FROM {i} AS i, {m} AS m "
+              "WHERE i.j = m.j AND m.w <> 'w1' AND i.kr = o.k)",
+              "SELECT o.k, count(*) FROM {o} AS o WHERE (SELECT count(*) FROM {i} AS i, {m} AS m "
+              "WHERE i.j = m.j AND i.kr = o.k) > 2 GROUP BY o.k"):
+        mine, native = q.format(o="o", i="i", m="m"), q.format(o="no", i="ni", m="nm")
+        same_as_native(con, mine, native, q)
+        assert con.execute(native).fetchall(), q
+        assert any("over a join, decorrelated" in v for v in explain(con, mine).values()), q
+    # more distinct outer keys than the IN list takes
+    con.executemany("INSERT INTO o VALUES(?, ?)", [(i, 1.0) for i in range(100, 5200)])
+    con.executemany("INSERT INTO no VALUES(?, ?)", [(i, 1.0) for i in range(100, 5200)])
+    q = ("SELECT count(*), sum(o.k) FROM {o} AS o WHERE o.x <= (SELECT count(*) FROM {i} AS i, {m} AS m "
+         "WHERE i.j = m.j AND i.kr = o.k)")
+    same_as_native(con, q.format(o="o", i="i", m="m"), q.format(o="no", i="ni", m="nm"), q)
