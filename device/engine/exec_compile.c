@@ -247,6 +247,8 @@ void ex_free(void *pv) {
       free(ep->aT[i].aSet);
       free(ep->aT[i].aTok);
       free(ep->aT[i].aRange);
+      free(ep->aT[i].aSegByte);
+      free(ep->aT[i].aSegOff);
       ex_bpf_free(&ep->aT[i]);
     }
   if (ep->aCondT)
@@ -255,6 +257,8 @@ void ex_free(void *pv) {
       free(ep->aCondT[i].aSet);
       free(ep->aCondT[i].aTok);
       free(ep->aCondT[i].aRange);
+      free(ep->aCondT[i].aSegByte);
+      free(ep->aCondT[i].aSegOff);
     }
   if (ep->aExprT)
     for (int i = 0; i < ep->p.nExpr; i++) ex_bpf_free(&ep->aExprT[i]);

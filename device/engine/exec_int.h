@@ -106,6 +106,13 @@ typedef struct ex_term {
   ex_tok *aTok;
   int nTok;
   uint32_t *aRange;
+  /* a pattern of ASCII literals between '%' ('*') only: matched by finding
+  ** its segments in turn (ex_pat_compile sets nSeg >= 0; -1 otherwise) */
+  int nSeg;
+  int bSegFold;                 /* ASCII letters compare folded (LIKE) */
+  int bAnchorStart, bAnchorEnd; /* no wildcard before the first, after the last */
+  uint8_t *aSegByte;            /* the segments' bytes, folded if bSegFold */
+  uint32_t *aSegOff;            /* segment k: aSegByte[aSegOff[k], aSegOff[k + 1]) */
   /* eBPF (CSQ_OP_BPF): the call, its program, its constant arguments */
   struct csq_bpf_call *pCall;
   dev_bpf *pBpf;

@@ -38,6 +38,42 @@ static uint32_t str_end(const uint8_t *z, uint32_t n) {
   return e ? (uint32_t)(e - z) : n;
 }
 
+/* The segments of a pattern whose tokens are all ASCII literals and
+** wildcards for any run ('%', '*'): TPC-H's '%special%requests%'. Text
+** bytes at or above 0x80 never equal an ASCII byte, and an ASCII byte is a
+** character of its own however the text's UTF-8 is formed, so finding the
+** segments' bytes in turn decides the match as the tokens would. Sets
+** et->nSeg (-1: tokens only); 0 or -ENOMEM. */
+static int pat_segments(ex_term *et) {
+  et->nSeg = -1;
+  for (int p = 0; p < et->nTok; p++) {
+    const ex_tok *t = &et->aTok[p];
+    if (t->kind != TK_ALL && !(t->kind == TK_LIT && t->c > 0 && t->c < 0x80)) return 0;
+  }
+  et->aSegByte = malloc((size_t)et->nTok + 1);
+  et->aSegOff = malloc(sizeof(uint32_t) * ((size_t)et->nTok + 2));
+  if (!et->aSegByte || !et->aSegOff) return -ENOMEM;
+  et->bSegFold = et->t.op == CSQ_OP_LIKE && !(et->t.flags & CSQ_TF_LIKE_CASE);
+  et->bAnchorStart = et->nTok > 0 && et->aTok[0].kind != TK_ALL;
+  et->bAnchorEnd = et->nTok > 0 && et->aTok[et->nTok - 1].kind != TK_ALL;
+  uint32_t nByte = 0;
+  int nSeg = 0;
+  for (int p = 0; p < et->nTok;) {
+    if (et->aTok[p].kind == TK_ALL) {
+      p++;
+      continue;
+    }
+    et->aSegOff[nSeg++] = nByte;
+    for (; p < et->nTok && et->aTok[p].kind == TK_LIT; p++) {
+      int c = (int)et->aTok[p].c;
+      et->aSegByte[nByte++] = (uint8_t)(et->bSegFold ? lower_ascii(c) : c);
+    }
+  }
+  et->aSegOff[nSeg] = nByte;
+  et->nSeg = nSeg;
+  return 0;
+}
+
 /* Compile the pattern of a LIKE/GLOB term into tokens. */
 int ex_pat_compile(ex_term *et) {
   const csq_pconst *k = et->a;
@@ -121,7 +157,7 @@ int ex_pat_compile(ex_term *et) {
     }
   }
   et->nTok = (int)nTok;
-  return 0;
+  return pat_segments(et);
 }
 
 static int tok_match(const ex_term *et, const ex_tok *t, uint32_t c) {
@@ -146,10 +182,58 @@ static int tok_match(const ex_term *et, const ex_tok *t, uint32_t c) {
   }
 }
 
+/* Does z[0..n) equal segment bytes g[0..n) (folded when bFold)? */
+static int seg_eq(const uint8_t *z, const uint8_t *g, uint32_t n, int bFold) {
+  if (!bFold) return memcmp(z, g, n) == 0;
+  for (uint32_t i = 0; i < n; i++)
+    if (lower_ascii(z[i]) != g[i]) return 0;
+  return 1;
+}
+
+/* The first place at or after z[0] where segment g[0..m) starts, or -1. */
+static int64_t seg_find(const uint8_t *z, uint32_t n, const uint8_t *g, uint32_t m, int bFold) {
+  if (m > n) return -1;
+  if (!bFold) {
+    const uint8_t *x = memmem(z, n, g, m);
+    return x ? x - z : -1;
+  }
+  uint8_t g0 = g[0], g0u = g0 >= 'a' && g0 <= 'z' ? (uint8_t)(g0 - 32) : g0;
+  for (uint32_t i = 0; i + m <= n; i++)
+    if ((z[i] == g0 || z[i] == g0u) && seg_eq(z + i + 1, g + 1, m - 1, 1)) return i;
+  return -1;
+}
+
+/* pat_match for a pattern of segments (pat_segments): each segment found
+** in turn, leftmost first, which is where any match may take it. */
+static int seg_match(const ex_term *et, const uint8_t *z, uint32_t n) {
+  const uint8_t *g = et->aSegByte;
+  const uint32_t *o = et->aSegOff;
+  int nSeg = et->nSeg, bFold = et->bSegFold;
+  if (nSeg == 0) return et->nTok > 0 || n == 0; /* only wildcards, or empty */
+  uint32_t at = 0;
+  for (int k = 0; k < nSeg; k++) {
+    uint32_t m = o[k + 1] - o[k];
+    if (k == nSeg - 1 && et->bAnchorEnd) { /* the last: at the end */
+      if (n - at < m || !seg_eq(z + n - m, g + o[k], m, bFold)) return 0;
+      return !(k == 0 && et->bAnchorStart) || n == m;
+    }
+    if (k == 0 && et->bAnchorStart) { /* the first: at the start */
+      if (n < m || !seg_eq(z, g, m, bFold)) return 0;
+      at = m;
+      continue;
+    }
+    int64_t x = seg_find(z + at, n - at, g + o[k], m, bFold);
+    if (x < 0) return 0;
+    at += (uint32_t)x + m;
+  }
+  return 1;
+}
+
 /* Wildcard match with one backtrack point (the last '%' / '*'): linear in
 ** the common case, O(pattern x string) at worst, never exponential. */
 static int pat_match(const ex_term *et, const uint8_t *z, uint32_t n) {
   n = str_end(z, n);
+  if (et->nSeg >= 0) return seg_match(et, z, n);
   int p = 0, starP = -1;
   uint32_t s = 0, starS = 0;
   for (;;) {

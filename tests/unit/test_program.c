@@ -474,10 +474,13 @@ static void rand_term(term *t) {
     if (rndn(2)) t->flags |= CSQ_TF_NOT;
   }
   if (t->op == CSQ_OP_LIKE || t->op == CSQ_OP_GLOB) {
-    static const char *azPat[] = {"a%",   "%a%",  "_pple", "A%E",    "b\\%n",     "%\\_%", "a\\\\b",
-                                  "",     "%",    "zeta%", "[a-c]*", "*[^a]",     "?",     "*e*",
-                                  "1%",   "%.5",  "1_",    "[]x]*",  "x[[]*",     "%0",    "-%",
-                                  "%e+%", "caf_", "_t_",   "[a-",    "*\xc3\xa9*"};
+    static const char *azPat[] = {
+        "a%", "%a%", "_pple", "A%E", "b\\%n", "%\\_%", "a\\\\b", "", "%", "zeta%", "[a-c]*",
+        "*[^a]", "?", "*e*", "1%", "%.5", "1_", "[]x]*", "x[[]*", "%0", "-%", "%e+%", "caf_", "_t_",
+        "[a-", "*\xc3\xa9*",
+        /* literal segments between wildcards (exec_value.c's seg_match) */
+        "%a%e%", "a%a", "%pp%le", "apple", "%%", "a%%e", "*a*e", "A*E", "%An%an%", "e%e", "%E",
+        "p%l%", "*pp*", "ap*le", "%\xc3\xa9%"};
     t->flags &= ~CSQ_TF_COLL_MASK;
     const char *z = azPat[rndn(sizeof(azPat) / sizeof(azPat[0]))];
     t->aK[0].cls = rndn(30) ? CSQ_TEXT : CSQ_NULL;
