@@ -326,8 +326,14 @@ static void jp_add_term(jp *s, const pl_expr *e) {
   jp_implied(s, e);
 }
 
-/* Is e "a.x = b.y" between two tables, both numeric and BINARY? Then 1 with
-** the pairs in term k. */
+/* The affinity of column c of table t as a join compares it: the rowid
+** alias is INTEGER. */
+static char jp_aff(jp *s, int t, int c) {
+  return c == s->aTi[t].iIpk ? 'D' : s->aAff[t][c];
+}
+
+/* Is e "a.x = b.y" between two tables, both BINARY and of affinities
+** SQLite converts neither of? Then 1 with the pairs in term k. */
 static int jp_key_term(jp *s, int k) {
   const pl_expr *e = s->aTerm[k];
   if (e->op != PL_E_EQ || e->pLeft->op != PL_E_COLUMN || e->pRight->op != PL_E_COLUMN) return 0;
@@ -335,8 +341,13 @@ static int jp_key_term(jp *s, int k) {
   if (jp_resolve(s, e->pLeft, 0, &t1, &c1) != 1 || jp_resolve(s, e->pRight, 0, &t2, &c2) != 1)
     return 0;
   if (t1 == t2) return 0;
-  char f1 = s->aAff[t1][c1], f2 = s->aAff[t2][c2];
-  if (f1 < 'C' || f2 < 'C' || s->aColl[t1][c1] != 'x' || s->aColl[t2][c2] != 'x') return 0;
+  /* SQLite converts neither side when both have numeric affinity, both
+  ** TEXT, or both none: "=" is then csq_value_eq (4 = 4.0; TEXT equals the
+  ** same bytes only, never a number or a BLOB), which the hash join and
+  ** the join filters compute */
+  char f1 = jp_aff(s, t1, c1), f2 = jp_aff(s, t2, c2);
+  int bSame = (f1 >= 'C' && f2 >= 'C') || (f1 == 'B' && f2 == 'B') || (f1 == 'A' && f2 == 'A');
+  if (!bSame || s->aColl[t1][c1] != 'x' || s->aColl[t2][c2] != 'x') return 0;
   s->aKeyTab[k][0] = t1, s->aKeyCol[k][0] = c1;
   s->aKeyTab[k][1] = t2, s->aKeyCol[k][1] = c2;
   return 1;
@@ -867,12 +878,6 @@ static int jp_semi_local(jp *s, int t, const char *zQual, const pl_expr *e) {
   for (int i = 0; i < e->nArg; i++)
     if (!jp_semi_local(s, t, zQual, e->apArg[i])) return 0;
   return 1;
-}
-
-/* The affinity of column c of table t as a join compares it: the rowid
-** alias is INTEGER. */
-static char jp_aff(jp *s, int t, int c) {
-  return c == s->aTi[t].iIpk ? 'D' : s->aAff[t][c];
 }
 
 /* Does WHERE expression e hold a scalar subquery (not one of EXISTS or IN),

@@ -8,11 +8,12 @@
 ** into:
 **   - filters: terms over one table that its device program takes exactly
 **     (pl_split_filter: column op constant, IN, BETWEEN, IS NULL, ...);
-**   - join keys: "a.x = b.y" between two tables, both columns of INTEGER,
-**     REAL or NUMERIC affinity and BINARY collation: SQLite then compares
-**     the values without conversion (1 = 1.0; TEXT = TEXT by bytes; NULL
-**     never joins), which is what the hash join does (device/format/value.h,
-**     csq_value_eq and csq_value_hash);
+**   - join keys: "a.x = b.y" between two tables, both columns of BINARY
+**     collation and both of INTEGER, REAL or NUMERIC affinity, or both
+**     TEXT, or both none: SQLite then compares the values without
+**     conversion (1 = 1.0; TEXT = TEXT by bytes, never a number or a BLOB;
+**     NULL never joins), which is what the hash join does
+**     (device/format/value.h, csq_value_eq and csq_value_hash);
 **   - the residual: everything else, which SQLite evaluates after the join.
 ** The join keys must connect every table (no cross products). Each table's
 ** scan returns only the columns the query reads.

@@ -11,7 +11,7 @@ and HAVING, ORDER BY ... LIMIT. Each query runs through a csq_query view
 and as written on the native tables; the answers must be equal (as
 multisets, numbers compared as numbers: see test_join_random.canon), and
 most queries must take the join path (csq_explain says so). Then the shapes
-the planner must refuse (a LEFT JOIN's ON over its preserved side, text keys, a native table, a build side
+the planner must refuse (a LEFT JOIN's ON over its preserved side, keys SQLite converts, a native table, a build side
 over the memory budget) still answer as native does, * expands as in SQLite, device faults are the
 statement's error, join filters keep rows on the device, and csq_explain
 shows the plan as a tree.
@@ -226,7 +226,7 @@ def make_pair(con, name, decl, rows, opts=""):
 def refused(con, text, why):
     """text over {a}, {b} is not planned as a join (csq_explain says why) and
     its view answers as native."""
-    sql, native = text.format(a="a", b="b"), text.format(a="na", b="nb")
+    sql, native = text.format(a="a", b="b", t="t"), text.format(a="na", b="nb", t="nt")
     e = explain(con, sql)
     assert e["plan"] == "host" and why in e["why"], e
     got, gerr = via_view(con, sql)
@@ -241,7 +241,17 @@ def test_refused_shapes_still_answer_right():
     make_pair(con, "b", "k REAL, s TEXT, w", [(float(i), "s%d" % i, "w%d" % i) for i in range(6)])
     refused(con, "SELECT a.k, b.w FROM {a} AS a LEFT JOIN {b} AS b ON a.k = b.k AND a.v > 3",
             "the ON of a LEFT JOIN")
-    refused(con, "SELECT a.v, b.w FROM {a} AS a JOIN {b} AS b ON a.s = b.s", "do not connect")
+    # TEXT against INTEGER: SQLite converts the text, the hash join would not
+    make_pair(con, "t", "t TEXT, u", [(str(i % 4), i) for i in range(8)])
+    refused(con, "SELECT a.v, t.u FROM {a} AS a JOIN {t} AS t ON a.k = t.t", "do not connect")
+    refused(con, "SELECT a.v, b.w FROM {a} AS a JOIN {b} AS b ON a.s = b.s COLLATE NOCASE",
+            "do not connect")
+    # TEXT against TEXT, both BINARY: a key
+    sql = "SELECT a.v, b.w FROM {a} AS a JOIN {b} AS b ON a.s = b.s ORDER BY 1, 2"
+    assert explain(con, sql.format(a="a", b="b"))["plan"].startswith("join")
+    got, _ = via_view(con, sql.format(a="a", b="b"))
+    want, _ = answer(con, sql.format(a="na", b="nb"))
+    assert got == want and got, (got, want)
     refused(con, "SELECT count(*) FROM {a} AS a, {b} AS b", "do not connect")
     for star in ("*", "b.*, a.k", "a.*"):  # expanded as SQLite does, then joined
         sql = "SELECT %s FROM {a} AS a JOIN {b} AS b ON a.k = b.k ORDER BY 1, 2, 3" % star
