@@ -115,36 +115,20 @@ void ex_col_sel_codes(const ex_col *c, uint32_t b0, const uint32_t *aSel, uint32
 
 /* The values of rows aSel[0..n) (ascending, inside one batch) of an RLE
 ** chunk into out: the runs from the first row's to the last's unpacked in
-** one call (at most a batch of them: every run holds a row), then each row
-** takes its run's value, by a step to the following run or, past that, a
-** binary search over the runs left. Runs are often a few rows long (a
-** foreign key of a table sorted by its own key): one unpack per run would
-** cost more than the rows. */
+** one call (at most a batch of them: every run holds a row), then rows and
+** runs walked together. Runs are often a few rows long (a foreign key of a
+** table sorted by its own key): an unpack per run, or a binary search per
+** row that skips some, would cost more than the rows. */
 static void rle_sel(const ex_col *c, const uint32_t *aSel, uint32_t n, int64_t *out) {
   if (n == 0) return;
   uint32_t run0 = rle_run(c, aSel[0]), last = rle_run(c, aSel[n - 1]);
   uint64_t aRun[BATCH];
   csq_unpack_u64(c->d.aPacked, c->d.width, run0, last - run0 + 1, aRun);
   uint64_t ref = (uint64_t)c->d.iRef;
-  uint32_t run = run0, end = csq_le32(c->d.aRunEnd + 4 * run);
+  const uint8_t *aEnd = c->d.aRunEnd;
+  uint32_t run = run0;
   for (uint32_t k = 0; k < n; k++) {
-    uint32_t r = aSel[k];
-    if (r >= end) {
-      if (run < last && csq_le32(c->d.aRunEnd + 4 * (run + 1)) > r) {
-        run++;
-      } else {
-        uint32_t lo = run + 1, hi = last;
-        while (lo < hi) {
-          uint32_t mid = lo + (hi - lo) / 2;
-          if (csq_le32(c->d.aRunEnd + 4 * mid) > r)
-            hi = mid;
-          else
-            lo = mid + 1;
-        }
-        run = lo;
-      }
-      end = csq_le32(c->d.aRunEnd + 4 * run);
-    }
+    while (csq_le32(aEnd + 4 * run) <= aSel[k]) run++; /* stops at last */
     out[k] = (int64_t)(ref + aRun[run - run0]);
   }
 }
