@@ -183,6 +183,58 @@ int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n) {
   return 0;
 }
 
+/*
+** Append src's values aIdx[0..n) to v (v != src); UINT32_MAX stands for a
+** NULL. The rows a hash join produced are gathered column by column this
+** way: one pass sizes the heap and the class mask, one copies, so a value
+** costs a few loads and stores and no capacity check.
+*/
+int csq_vec_gather(csq_vec *v, const csq_vec *src, const uint32_t *aIdx, uint32_t n) {
+  if (n == 0) return 0;
+  const uint8_t varMask = (1u << CSQ_TEXT) | (1u << CSQ_BLOB);
+  uint8_t mask = 0;
+  uint64_t nBytes = 0;
+  int bVar = (src->clsMask & varMask) != 0;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t j = aIdx[k];
+    if (j == UINT32_MAX) {
+      mask |= 1u << CSQ_NULL;
+      continue;
+    }
+    mask |= (uint8_t)(1u << src->aCls[j]);
+    if (bVar) nBytes += src->aLen[j];
+  }
+  int rc = vec_grow(v, n, nBytes ? nBytes : (mask & varMask) != 0);
+  if (rc) return rc;
+  uint8_t *aCls = v->aCls + v->n;
+  csq_val *aVal = v->aVal + v->n;
+  uint32_t *aLen = v->aLen + v->n;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t j = aIdx[k];
+    if (j == UINT32_MAX) {
+      aCls[k] = CSQ_NULL;
+      aVal[k].i = 0;
+      aLen[k] = 0;
+      continue;
+    }
+    aCls[k] = src->aCls[j];
+    aVal[k] = src->aVal[j];
+    aLen[k] = src->aLen[j];
+  }
+  if (mask & varMask) {
+    for (uint32_t k = 0; k < n; k++) {
+      if (aCls[k] != CSQ_TEXT && aCls[k] != CSQ_BLOB) continue;
+      uint32_t len = aLen[k];
+      if (len) memcpy(v->aHeap + v->nHeap, src->aHeap + aVal[k].off, len);
+      aVal[k].off = v->nHeap;
+      v->nHeap += len;
+    }
+  }
+  v->n += n;
+  v->clsMask |= mask;
+  return 0;
+}
+
 /* Recompute clsMask over the n values held (after values were dropped). */
 static void vec_remask(csq_vec *v) {
   uint8_t mask = 0;

@@ -54,6 +54,9 @@ int csq_vec_push_real(csq_vec *v, double r);
 int csq_vec_push_bytes(csq_vec *v, int cls, const void *p, uint32_t n); /* TEXT or BLOB */
 /* Append values [i0, i0+n) of src (all classes). */
 int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n);
+/* Append the values aIdx[0..n) of src (any order, repeats allowed; an index
+** of UINT32_MAX appends NULL), v != src. */
+int csq_vec_gather(csq_vec *v, const csq_vec *src, const uint32_t *aIdx, uint32_t n);
 /* Keep only the values whose index is listed in aSel[0..nSel) (ascending). */
 void csq_vec_select(csq_vec *v, const uint32_t *aSel, uint32_t nSel);
 /* Reorder: value k becomes the old value aPerm[k], for k < n (heap kept). */

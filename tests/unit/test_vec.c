@@ -101,6 +101,31 @@ int main(void) {
   CHECK(csq_vec_append(&x, &v, 0, 1) == 0);
   CHECK(x.clsMask == M(CSQ_INT) && x.n == 1 && x.aVal[0].i == -1000);
 
+  /* Gather: scattered and repeated indices and NULLs (UINT32_MAX), after a
+  ** value already in the heap; then only integers: only their class. */
+  {
+    csq_vec g;
+    csq_vec_init(&g);
+    CHECK(csq_vec_push_bytes(&g, CSQ_BLOB, "head", 4) == 0);
+    uint32_t aIdx[3000];
+    for (uint32_t k = 0; k < 3000; k++) aIdx[k] = k % 7 == 3 ? UINT32_MAX : (k * 7919) % N;
+    CHECK(csq_vec_gather(&g, &v, aIdx, 3000) == 0);
+    CHECK(g.n == 3001 && g.aLen[0] == 4 && !memcmp(csq_vec_bytes(&g, 0), "head", 4));
+    int nBad = 0;
+    for (uint32_t k = 0; k < 3000; k++)
+      nBad += aIdx[k] == UINT32_MAX ? g.aCls[1 + k] != CSQ_NULL : !is_pattern(&g, 1 + k, aIdx[k]);
+    CHECK(nBad == 0);
+    CHECK(g.clsMask == brute_mask(&g));
+    CHECK(csq_vec_gather(&g, &v, aIdx, 0) == 0 && g.n == 3001);
+    csq_vec_free(&g);
+    for (uint32_t k = 0; k < 3000; k++) aIdx[k] = (k % 500) * 6; /* pattern 0: INT */
+    CHECK(csq_vec_gather(&g, &v, aIdx, 3000) == 0);
+    nBad = 0;
+    for (uint32_t k = 0; k < 3000; k++) nBad += !is_pattern(&g, k, aIdx[k]);
+    CHECK(nBad == 0 && g.n == 3000 && g.clsMask == M(CSQ_INT));
+    csq_vec_free(&g);
+  }
+
   /* Select: keep the TEXT ones (k % 6 == 2) of w, mask shrinks. */
   uint32_t *aSel = malloc(sizeof(uint32_t) * w.n);
   uint32_t nSel = 0;
