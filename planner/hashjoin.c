@@ -28,6 +28,19 @@ static int idx_push(hj_idx *p, uint32_t v) {
   return 0;
 }
 
+/* Room in p for nNeed indices: 0, -E2BIG, -ENOMEM. */
+static int idx_room(hj_idx *p, uint32_t nNeed) {
+  if (nNeed <= p->nCap) return 0;
+  uint64_t nNew = p->nCap ? (uint64_t)p->nCap * 2 : 1024;
+  if (nNew < nNeed) nNew = nNeed;
+  if (nNew > UINT32_MAX) return -E2BIG;
+  uint32_t *a = realloc(p->a, sizeof(uint32_t) * (size_t)nNew);
+  if (!a) return -ENOMEM;
+  p->a = a;
+  p->nCap = (uint32_t)nNew;
+  return 0;
+}
+
 /* The row of a LEFT JOINed table that had no match: its columns are NULL. */
 #define HJ_NO_ROW UINT32_MAX
 
@@ -47,6 +60,17 @@ static uint64_t key_hash(const pl_jdata *const *ad, const int *aOut, int nKey, c
   }
   *pbNull = 0;
   return h;
+}
+
+/* key_hash of a one-column key that is the integer x. */
+static inline uint64_t key_hash_int(int64_t x) {
+  return csq_mix64(0x9e3779b97f4a7c15ull ^ csq_mix64((uint64_t)x));
+}
+
+/* Does v hold only integers and NULLs (a one-column key the typed loops
+** take: NULL rows never join, the rest compare as int64)? */
+static int vec_ints(const csq_vec *v) {
+  return (v->clsMask & ~((1u << CSQ_INT) | (1u << CSQ_NULL))) == 0;
 }
 
 uint64_t pl_jdata_bytes(const pl_jdata *d) {
@@ -89,6 +113,16 @@ static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) 
   ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
   if (!ht->aHead || !ht->aChain) return -ENOMEM;
   memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
+  if (nKey == 1 && vec_ints(&d->aCol[aOut[0]])) {
+    const csq_vec *v = &d->aCol[aOut[0]];
+    for (uint32_t r = d->nRow; r-- > 0;) {
+      if (v->aCls[r] != CSQ_INT) continue;
+      uint32_t b = (uint32_t)(key_hash_int(v->aVal[r].i) & (ht->nBucket - 1));
+      ht->aChain[r] = ht->aHead[b];
+      ht->aHead[b] = r;
+    }
+    return 0;
+  }
   const pl_jdata *ad[PL_JOIN_MAX_KEY];
   uint32_t aRow[PL_JOIN_MAX_KEY];
   for (int k = 0; k < nKey; k++) ad[k] = d;
@@ -140,6 +174,56 @@ int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
   return 0;
 }
 
+/* One step of the probe, the typed loop: build side t (the plan's step-th
+** table) keyed on one column of integers, probed with a column of integers
+** (NULLs allowed on both sides) of the n current joined rows. Appends the
+** joined rows to aNext of the tables aOrder[0..step] as the generic loop
+** does, in the same order. 0, -ENOMEM or -E2BIG. */
+static int probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n) {
+  const pl_join *j = h->j;
+  int t = j->aOrder[step];
+  const pl_jtab *jt = &j->aTab[t];
+  const hj_table *ht = &h->aTab[t];
+  const csq_val *aB = aData[t].aCol[jt->aKeyOut[0]].aVal;
+  const csq_vec *pv = &aData[jt->aKeyTab[0]].aCol[jt->aKeyProbe[0]];
+  const uint32_t *aKeyRow = h->aCur[jt->aKeyTab[0]].a;
+  const uint32_t *aHead = ht->aHead, *aChain = ht->aChain, mask = ht->nBucket - 1;
+  hj_idx *aCur = h->aCur, *aNext = h->aNext;
+  const uint32_t *apCur[PL_JOIN_MAX_TAB];
+  uint32_t *apNext[PL_JOIN_MAX_TAB];
+  uint32_t nOut = aNext[t].n, nRoom = 0;
+  for (int s = 0; s < step; s++) apCur[s] = aCur[j->aOrder[s]].a;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t r0 = aKeyRow[i], r = UINT32_MAX, nBefore = nOut;
+    if (r0 != HJ_NO_ROW && pv->aCls[r0] == CSQ_INT) {
+      int64_t x = pv->aVal[r0].i;
+      r = aHead[key_hash_int(x) & mask];
+      while (r != UINT32_MAX && aB[r].i != x) r = aChain[r];
+    }
+    /* every match, or one row with t's side NULL for an unmatched row of a
+    ** LEFT JOIN */
+    while (r != UINT32_MAX || (jt->bLeft && nOut == nBefore)) {
+      if (nOut == nRoom) { /* the tables' index lists grow together */
+        nRoom = UINT32_MAX;
+        for (int s = 0; s <= step; s++) {
+          hj_idx *q = &aNext[j->aOrder[s]];
+          int e = idx_room(q, nOut + 1);
+          if (e) return e;
+          apNext[s] = q->a;
+          if (q->nCap < nRoom) nRoom = q->nCap;
+        }
+      }
+      for (int s = 0; s < step; s++) apNext[s][nOut] = apCur[s][i];
+      apNext[step][nOut++] = r == UINT32_MAX ? HJ_NO_ROW : r;
+      if (r == UINT32_MAX) break;
+      int64_t x = aB[r].i;
+      for (r = aChain[r]; r != UINT32_MAX && aB[r].i != x; r = aChain[r]) {}
+    }
+  }
+  for (int s = 0; s <= step; s++) aNext[j->aOrder[s]].n = nOut;
+  return 0;
+}
+
 int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow) {
   const pl_join *j = h->j;
   int nTab = j->nTab, e = 0;
@@ -149,7 +233,9 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
   aData[t0] = *pProbe;
   hj_idx *aCur = h->aCur, *aNext = h->aNext;
   for (int t = 0; t < nTab; t++) aCur[t].n = aNext[t].n = 0;
-  for (uint32_t r = 0; e == 0 && r < pProbe->nRow; r++) e = idx_push(&aCur[t0], r);
+  e = idx_room(&aCur[t0], pProbe->nRow);
+  for (uint32_t r = 0; e == 0 && r < pProbe->nRow; r++) aCur[t0].a[r] = r;
+  if (e == 0) aCur[t0].n = pProbe->nRow;
   uint32_t n = pProbe->nRow;
   for (int step = 1; e == 0 && step < nTab && n > 0; step++) {
     int t = j->aOrder[step];
@@ -159,34 +245,38 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
     const pl_jdata *adP[PL_JOIN_MAX_KEY];
     uint32_t aRow[PL_JOIN_MAX_KEY];
     for (int k = 0; k < jt->nKey; k++) adP[k] = &aData[jt->aKeyTab[k]];
-    for (uint32_t i = 0; e == 0 && i < n; i++) {
-      for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
-      int bNull;
-      uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
-      uint32_t nBefore = aNext[t].n;
-      for (uint32_t r = bNull ? UINT32_MAX : ht->aHead[x & (ht->nBucket - 1)];
-           e == 0 && r != UINT32_MAX; r = ht->aChain[r]) {
-        int bEq = 1;
-        for (int k = 0; bEq && k < jt->nKey; k++) {
-          csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
-          csq_value b = csq_value_of_vec(&adP[k]->aCol[jt->aKeyProbe[k]], aRow[k]);
-          bEq = csq_value_eq(&a, &b);
+    if (jt->nKey == 1 && vec_ints(&d->aCol[jt->aKeyOut[0]]) &&
+        vec_ints(&adP[0]->aCol[jt->aKeyProbe[0]]))
+      e = probe_step_int(h, step, aData, n);
+    else
+      for (uint32_t i = 0; e == 0 && i < n; i++) {
+        for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
+        int bNull;
+        uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
+        uint32_t nBefore = aNext[t].n;
+        for (uint32_t r = bNull ? UINT32_MAX : ht->aHead[x & (ht->nBucket - 1)];
+             e == 0 && r != UINT32_MAX; r = ht->aChain[r]) {
+          int bEq = 1;
+          for (int k = 0; bEq && k < jt->nKey; k++) {
+            csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
+            csq_value b = csq_value_of_vec(&adP[k]->aCol[jt->aKeyProbe[k]], aRow[k]);
+            bEq = csq_value_eq(&a, &b);
+          }
+          if (!bEq) continue;
+          for (int s = 0; e == 0 && s < step; s++) {
+            int u = j->aOrder[s];
+            e = idx_push(&aNext[u], aCur[u].a[i]);
+          }
+          if (e == 0) e = idx_push(&aNext[t], r);
         }
-        if (!bEq) continue;
-        for (int s = 0; e == 0 && s < step; s++) {
-          int u = j->aOrder[s];
-          e = idx_push(&aNext[u], aCur[u].a[i]);
+        if (e == 0 && jt->bLeft && aNext[t].n == nBefore) { /* no match: kept, t's side NULL */
+          for (int s = 0; e == 0 && s < step; s++) {
+            int u = j->aOrder[s];
+            e = idx_push(&aNext[u], aCur[u].a[i]);
+          }
+          if (e == 0) e = idx_push(&aNext[t], HJ_NO_ROW);
         }
-        if (e == 0) e = idx_push(&aNext[t], r);
       }
-      if (e == 0 && jt->bLeft && aNext[t].n == nBefore) { /* no match: kept, t's side NULL */
-        for (int s = 0; e == 0 && s < step; s++) {
-          int u = j->aOrder[s];
-          e = idx_push(&aNext[u], aCur[u].a[i]);
-        }
-        if (e == 0) e = idx_push(&aNext[t], HJ_NO_ROW);
-      }
-    }
     if (e) break;
     n = aNext[t].n;
     for (int s = 0; s <= step; s++) { /* the joined rows become the current ones */
@@ -209,7 +299,7 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
       if (nWant > aOut[k].nCap)
         e = csq_vec_reserve(&aOut[k], nWant > aOut[k].nCap * 2 ? nWant : aOut[k].nCap * 2,
                             aOut[k].nHeap);
-      for (uint32_t i = 0; e == 0 && i < n; i++) e = vec_push_from(&aOut[k], src, aCur[t].a[i]);
+      if (e == 0) e = csq_vec_gather(&aOut[k], src, aCur[t].a, n);
     }
   }
   if (e == 0) *pnRow += n;
