@@ -65,6 +65,10 @@ int csq_vec_permute(csq_vec *v, const uint32_t *aPerm, uint32_t n);
 ** only when they are at the end). */
 void csq_vec_truncate(csq_vec *v, uint32_t n);
 
+/* Ask for transparent huge pages over p[0..n) when it is large (a hint,
+** for arrays about to be written through, as vec.c's own). */
+void csq_mem_advise(void *p, size_t n);
+
 static inline const char *csq_vec_bytes(const csq_vec *v, uint32_t i) {
   return v->aHeap + v->aVal[i].off;
 }

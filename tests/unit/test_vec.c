@@ -126,6 +126,24 @@ int main(void) {
     csq_vec_free(&g);
   }
 
+  /* Growth past the size that allocates afresh (huge pages, vec.c): every
+  ** value and byte is kept across it. */
+  {
+    csq_vec big;
+    csq_vec_init(&big);
+    const uint32_t NB = 1200000;
+    for (uint32_t k = 0; k < NB; k++)
+      CHECK(k % 3 ? csq_vec_push_int(&big, (int64_t)k * 31) == 0
+                  : csq_vec_push_bytes(&big, CSQ_TEXT, "abcdefg", 1 + k % 7) == 0);
+    int nBad = 0;
+    for (uint32_t k = 0; k < NB; k++)
+      nBad += k % 3 ? big.aCls[k] != CSQ_INT || big.aVal[k].i != (int64_t)k * 31
+                    : big.aCls[k] != CSQ_TEXT || big.aLen[k] != 1 + k % 7 ||
+                          memcmp(csq_vec_bytes(&big, k), "abcdefg", 1 + k % 7);
+    CHECK(nBad == 0 && big.n == NB && big.nCap * sizeof(csq_val) >= (4u << 20));
+    csq_vec_free(&big);
+  }
+
   /* Select: keep the TEXT ones (k % 6 == 2) of w, mask shrinks. */
   uint32_t *aSel = malloc(sizeof(uint32_t) * w.n);
   uint32_t nSel = 0;
