@@ -62,15 +62,24 @@ static uint64_t key_hash(const pl_jdata *const *ad, const int *aOut, int nKey, c
   return h;
 }
 
-/* key_hash of a one-column key that is the integer x. */
-static inline uint64_t key_hash_int(int64_t x) {
-  return csq_mix64(0x9e3779b97f4a7c15ull ^ csq_mix64((uint64_t)x));
+/* key_hash of a key whose nKey columns are the integers aX[0..nKey). */
+static inline uint64_t key_hash_ints(const int64_t *aX, int nKey) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < nKey; k++) h = csq_mix64(h ^ csq_mix64((uint64_t)aX[k])) + (uint64_t)k;
+  return h;
 }
 
-/* Does v hold only integers and NULLs (a one-column key the typed loops
-** take: NULL rows never join, the rest compare as int64)? */
+/* Does v hold only integers and NULLs (a key column the typed loops take:
+** NULL rows never join, the rest compare as int64)? */
 static int vec_ints(const csq_vec *v) {
   return (v->clsMask & ~((1u << CSQ_INT) | (1u << CSQ_NULL))) == 0;
+}
+
+/* Are the key outputs aOut[0..nKey) of d all vec_ints? */
+static int keys_ints(const pl_jdata *d, const int *aOut, int nKey) {
+  for (int k = 0; k < nKey; k++)
+    if (!vec_ints(&d->aCol[aOut[k]])) return 0;
+  return 1;
 }
 
 uint64_t pl_jdata_bytes(const pl_jdata *d) {
@@ -112,12 +121,17 @@ static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) 
   ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
   ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
   if (!ht->aHead || !ht->aChain) return -ENOMEM;
+  csq_mem_advise(ht->aHead, sizeof(uint32_t) * (size_t)ht->nBucket);
+  csq_mem_advise(ht->aChain, sizeof(uint32_t) * (size_t)d->nRow);
   memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
-  if (nKey == 1 && vec_ints(&d->aCol[aOut[0]])) {
-    const csq_vec *v = &d->aCol[aOut[0]];
+  if (keys_ints(d, aOut, nKey)) {
     for (uint32_t r = d->nRow; r-- > 0;) {
-      if (v->aCls[r] != CSQ_INT) continue;
-      uint32_t b = (uint32_t)(key_hash_int(v->aVal[r].i) & (ht->nBucket - 1));
+      int64_t aX[PL_JOIN_MAX_KEY];
+      int k = 0;
+      for (; k < nKey && d->aCol[aOut[k]].aCls[r] == CSQ_INT; k++)
+        aX[k] = d->aCol[aOut[k]].aVal[r].i;
+      if (k < nKey) continue; /* a NULL */
+      uint32_t b = (uint32_t)(key_hash_ints(aX, nKey) & (ht->nBucket - 1));
       ht->aChain[r] = ht->aHead[b];
       ht->aHead[b] = r;
     }
@@ -174,31 +188,51 @@ int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
   return 0;
 }
 
+/* Does build row r's key (aB[k][r], k < nKey) equal aX? */
+static inline int keys_eq(const csq_val *const *aB, uint32_t r, const int64_t *aX, int nKey) {
+  for (int k = 0; k < nKey; k++)
+    if (aB[k][r].i != aX[k]) return 0;
+  return 1;
+}
+
 /* One step of the probe, the typed loop: build side t (the plan's step-th
-** table) keyed on one column of integers, probed with a column of integers
-** (NULLs allowed on both sides) of the n current joined rows. Appends the
-** joined rows to aNext of the tables aOrder[0..step] as the generic loop
-** does, in the same order. 0, -ENOMEM or -E2BIG. */
-static int probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n) {
+** table) keyed on nKey columns of integers (keys_ints), probed with columns
+** of integers of the n current joined rows (NULLs allowed on both sides).
+** Appends the joined rows to aNext of the tables aOrder[0..step] as the
+** generic loop does, in the same order. 0, -ENOMEM or -E2BIG. Inlined
+** with nKey 1 too, the common case. */
+static inline __attribute__((always_inline)) int
+probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) {
   const pl_join *j = h->j;
   int t = j->aOrder[step];
   const pl_jtab *jt = &j->aTab[t];
   const hj_table *ht = &h->aTab[t];
-  const csq_val *aB = aData[t].aCol[jt->aKeyOut[0]].aVal;
-  const csq_vec *pv = &aData[jt->aKeyTab[0]].aCol[jt->aKeyProbe[0]];
-  const uint32_t *aKeyRow = h->aCur[jt->aKeyTab[0]].a;
+  const csq_val *aB[PL_JOIN_MAX_KEY];
+  const csq_vec *apV[PL_JOIN_MAX_KEY];
+  const uint32_t *apKeyRow[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < nKey; k++) {
+    aB[k] = aData[t].aCol[jt->aKeyOut[k]].aVal;
+    apV[k] = &aData[jt->aKeyTab[k]].aCol[jt->aKeyProbe[k]];
+    apKeyRow[k] = h->aCur[jt->aKeyTab[k]].a;
+  }
   const uint32_t *aHead = ht->aHead, *aChain = ht->aChain, mask = ht->nBucket - 1;
   hj_idx *aCur = h->aCur, *aNext = h->aNext;
   const uint32_t *apCur[PL_JOIN_MAX_TAB];
   uint32_t *apNext[PL_JOIN_MAX_TAB];
   uint32_t nOut = aNext[t].n, nRoom = 0;
+  int64_t aX[PL_JOIN_MAX_KEY] = {0}; /* the key of row i */
   for (int s = 0; s < step; s++) apCur[s] = aCur[j->aOrder[s]].a;
   for (uint32_t i = 0; i < n; i++) {
-    uint32_t r0 = aKeyRow[i], r = UINT32_MAX, nBefore = nOut;
-    if (r0 != HJ_NO_ROW && pv->aCls[r0] == CSQ_INT) {
-      int64_t x = pv->aVal[r0].i;
-      r = aHead[key_hash_int(x) & mask];
-      while (r != UINT32_MAX && aB[r].i != x) r = aChain[r];
+    uint32_t r = UINT32_MAX, nBefore = nOut;
+    int k = 0;
+    for (; k < nKey; k++) {
+      uint32_t r0 = apKeyRow[k][i];
+      if (r0 == HJ_NO_ROW || apV[k]->aCls[r0] != CSQ_INT) break; /* NULL: joins nothing */
+      aX[k] = apV[k]->aVal[r0].i;
+    }
+    if (k == nKey) {
+      r = aHead[key_hash_ints(aX, nKey) & mask];
+      while (r != UINT32_MAX && !keys_eq(aB, r, aX, nKey)) r = aChain[r];
     }
     /* every match, or one row with t's side NULL for an unmatched row of a
     ** LEFT JOIN */
@@ -216,8 +250,7 @@ static int probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n)
       for (int s = 0; s < step; s++) apNext[s][nOut] = apCur[s][i];
       apNext[step][nOut++] = r == UINT32_MAX ? HJ_NO_ROW : r;
       if (r == UINT32_MAX) break;
-      int64_t x = aB[r].i;
-      for (r = aChain[r]; r != UINT32_MAX && aB[r].i != x; r = aChain[r]) {}
+      for (r = aChain[r]; r != UINT32_MAX && !keys_eq(aB, r, aX, nKey); r = aChain[r]) {}
     }
   }
   for (int s = 0; s <= step; s++) aNext[j->aOrder[s]].n = nOut;
@@ -245,9 +278,12 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
     const pl_jdata *adP[PL_JOIN_MAX_KEY];
     uint32_t aRow[PL_JOIN_MAX_KEY];
     for (int k = 0; k < jt->nKey; k++) adP[k] = &aData[jt->aKeyTab[k]];
-    if (jt->nKey == 1 && vec_ints(&d->aCol[jt->aKeyOut[0]]) &&
-        vec_ints(&adP[0]->aCol[jt->aKeyProbe[0]]))
-      e = probe_step_int(h, step, aData, n);
+    int bInts = keys_ints(d, jt->aKeyOut, jt->nKey);
+    for (int k = 0; bInts && k < jt->nKey; k++) bInts = vec_ints(&adP[k]->aCol[jt->aKeyProbe[k]]);
+    if (bInts && jt->nKey == 1)
+      e = probe_step_int(h, step, aData, n, 1);
+    else if (bInts)
+      e = probe_step_int(h, step, aData, n, jt->nKey);
     else
       for (uint32_t i = 0; e == 0 && i < n; i++) {
         for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
