@@ -125,15 +125,29 @@ static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) 
   csq_mem_advise(ht->aChain, sizeof(uint32_t) * (size_t)d->nRow);
   memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
   if (keys_ints(d, aOut, nKey)) {
-    for (uint32_t r = d->nRow; r-- > 0;) {
-      int64_t aX[PL_JOIN_MAX_KEY];
-      int k = 0;
-      for (; k < nKey && d->aCol[aOut[k]].aCls[r] == CSQ_INT; k++)
-        aX[k] = d->aCol[aOut[k]].aVal[r].i;
-      if (k < nKey) continue; /* a NULL */
-      uint32_t b = (uint32_t)(key_hash_ints(aX, nKey) & (ht->nBucket - 1));
-      ht->aChain[r] = ht->aHead[b];
-      ht->aHead[b] = r;
+    /* a block of rows at a time, last to first: their buckets first, each
+    ** head requested from memory as it is found, then the rows linked (a
+    ** large table's heads miss the caches) */
+    enum { BLK = 64 };
+    uint32_t aBkt[BLK];
+    for (uint32_t r1 = d->nRow; r1 > 0;) {
+      uint32_t r0 = r1 > BLK ? r1 - BLK : 0;
+      for (uint32_t r = r1; r-- > r0;) {
+        int64_t aX[PL_JOIN_MAX_KEY];
+        int k = 0;
+        for (; k < nKey && d->aCol[aOut[k]].aCls[r] == CSQ_INT; k++)
+          aX[k] = d->aCol[aOut[k]].aVal[r].i;
+        aBkt[r - r0] = k < nKey ? UINT32_MAX /* a NULL */
+                                : (uint32_t)(key_hash_ints(aX, nKey) & (ht->nBucket - 1));
+        if (aBkt[r - r0] != UINT32_MAX) __builtin_prefetch(&ht->aHead[aBkt[r - r0]], 1);
+      }
+      for (uint32_t r = r1; r-- > r0;) {
+        uint32_t b = aBkt[r - r0];
+        if (b == UINT32_MAX) continue;
+        ht->aChain[r] = ht->aHead[b];
+        ht->aHead[b] = r;
+      }
+      r1 = r0;
     }
     return 0;
   }
@@ -220,20 +234,38 @@ probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) 
   const uint32_t *apCur[PL_JOIN_MAX_TAB];
   uint32_t *apNext[PL_JOIN_MAX_TAB];
   uint32_t nOut = aNext[t].n, nRoom = 0;
-  int64_t aX[PL_JOIN_MAX_KEY] = {0}; /* the key of row i */
+  /* a block of rows at a time: their keys and buckets first, each
+  ** bucket's head requested from memory as it is found, then the chains
+  ** walked, the first entry of a row PF ahead requested meanwhile; a build
+  ** side past the caches costs a miss or two a row, overlapped this way */
+  enum { BLK = 64, PF = 8 };
+  int64_t aXb[BLK * PL_JOIN_MAX_KEY] = {0}; /* the keys of the block's rows */
+  uint32_t aBkt[BLK + PF];                  /* their buckets, UINT32_MAX: a NULL key */
   for (int s = 0; s < step; s++) apCur[s] = aCur[j->aOrder[s]].a;
   for (uint32_t i = 0; i < n; i++) {
-    uint32_t r = UINT32_MAX, nBefore = nOut;
-    int k = 0;
-    for (; k < nKey; k++) {
-      uint32_t r0 = apKeyRow[k][i];
-      if (r0 == HJ_NO_ROW || apV[k]->aCls[r0] != CSQ_INT) break; /* NULL: joins nothing */
-      aX[k] = apV[k]->aVal[r0].i;
+    uint32_t ib = i % BLK;
+    if (ib == 0) {
+      uint32_t nb = n - i < BLK ? n - i : BLK;
+      for (uint32_t m = 0; m < nb; m++) {
+        int64_t *aX = aXb + m * nKey;
+        int k = 0;
+        for (; k < nKey; k++) {
+          uint32_t r0 = apKeyRow[k][i + m];
+          if (r0 == HJ_NO_ROW || apV[k]->aCls[r0] != CSQ_INT) break; /* NULL: joins nothing */
+          aX[k] = apV[k]->aVal[r0].i;
+        }
+        aBkt[m] = k == nKey ? (uint32_t)(key_hash_ints(aX, nKey) & mask) : UINT32_MAX;
+        if (aBkt[m] != UINT32_MAX) __builtin_prefetch(&aHead[aBkt[m]]);
+      }
+      for (uint32_t m = nb; m < nb + PF; m++) aBkt[m] = UINT32_MAX;
     }
-    if (k == nKey) {
-      r = aHead[key_hash_ints(aX, nKey) & mask];
-      while (r != UINT32_MAX && !keys_eq(aB, r, aX, nKey)) r = aChain[r];
+    if (aBkt[ib + PF] != UINT32_MAX) {
+      uint32_t rAhead = aHead[aBkt[ib + PF]];
+      if (rAhead != UINT32_MAX) __builtin_prefetch(&aB[0][rAhead]);
     }
+    const int64_t *aX = aXb + ib * nKey;
+    uint32_t r = aBkt[ib] == UINT32_MAX ? UINT32_MAX : aHead[aBkt[ib]], nBefore = nOut;
+    while (r != UINT32_MAX && !keys_eq(aB, r, aX, nKey)) r = aChain[r];
     /* every match, or one row with t's side NULL for an unmatched row of a
     ** LEFT JOIN */
     while (r != UINT32_MAX || (jt->bLeft && nOut == nBefore)) {
