@@ -28,6 +28,19 @@ static int idx_push(hj_idx *p, uint32_t v) {
   return 0;
 }
 
+/* Room in p for nNeed indices: 0, -E2BIG, -ENOMEM. */
+static int idx_room(hj_idx *p, uint32_t nNeed) {
+  if (nNeed <= p->nCap) return 0;
+  uint64_t nNew = p->nCap ? (uint64_t)p->nCap * 2 : 1024;
+  if (nNew < nNeed) nNew = nNeed;
+  if (nNew > UINT32_MAX) return -E2BIG;
+  uint32_t *a = realloc(p->a, sizeof(uint32_t) * (size_t)nNew);
+  if (!a) return -ENOMEM;
+  p->a = a;
+  p->nCap = (uint32_t)nNew;
+  return 0;
+}
+
 /* The row of a LEFT JOINed table that had no match: its columns are NULL. */
 #define HJ_NO_ROW UINT32_MAX
 
@@ -47,6 +60,26 @@ static uint64_t key_hash(const pl_jdata *const *ad, const int *aOut, int nKey, c
   }
   *pbNull = 0;
   return h;
+}
+
+/* key_hash of a key whose nKey columns are the integers aX[0..nKey). */
+static inline uint64_t key_hash_ints(const int64_t *aX, int nKey) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int k = 0; k < nKey; k++) h = csq_mix64(h ^ csq_mix64((uint64_t)aX[k])) + (uint64_t)k;
+  return h;
+}
+
+/* Does v hold only integers and NULLs (a key column the typed loops take:
+** NULL rows never join, the rest compare as int64)? */
+static int vec_ints(const csq_vec *v) {
+  return (v->clsMask & ~((1u << CSQ_INT) | (1u << CSQ_NULL))) == 0;
+}
+
+/* Are the key outputs aOut[0..nKey) of d all vec_ints? */
+static int keys_ints(const pl_jdata *d, const int *aOut, int nKey) {
+  for (int k = 0; k < nKey; k++)
+    if (!vec_ints(&d->aCol[aOut[k]])) return 0;
+  return 1;
 }
 
 uint64_t pl_jdata_bytes(const pl_jdata *d) {
@@ -88,7 +121,36 @@ static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) 
   ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
   ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
   if (!ht->aHead || !ht->aChain) return -ENOMEM;
+  csq_mem_advise(ht->aHead, sizeof(uint32_t) * (size_t)ht->nBucket);
+  csq_mem_advise(ht->aChain, sizeof(uint32_t) * (size_t)d->nRow);
   memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
+  if (keys_ints(d, aOut, nKey)) {
+    /* a block of rows at a time, last to first: their buckets first, each
+    ** head requested from memory as it is found, then the rows linked (a
+    ** large table's heads miss the caches) */
+    enum { BLK = 64 };
+    uint32_t aBkt[BLK];
+    for (uint32_t r1 = d->nRow; r1 > 0;) {
+      uint32_t r0 = r1 > BLK ? r1 - BLK : 0;
+      for (uint32_t r = r1; r-- > r0;) {
+        int64_t aX[PL_JOIN_MAX_KEY];
+        int k = 0;
+        for (; k < nKey && d->aCol[aOut[k]].aCls[r] == CSQ_INT; k++)
+          aX[k] = d->aCol[aOut[k]].aVal[r].i;
+        aBkt[r - r0] = k < nKey ? UINT32_MAX /* a NULL */
+                                : (uint32_t)(key_hash_ints(aX, nKey) & (ht->nBucket - 1));
+        if (aBkt[r - r0] != UINT32_MAX) __builtin_prefetch(&ht->aHead[aBkt[r - r0]], 1);
+      }
+      for (uint32_t r = r1; r-- > r0;) {
+        uint32_t b = aBkt[r - r0];
+        if (b == UINT32_MAX) continue;
+        ht->aChain[r] = ht->aHead[b];
+        ht->aHead[b] = r;
+      }
+      r1 = r0;
+    }
+    return 0;
+  }
   const pl_jdata *ad[PL_JOIN_MAX_KEY];
   uint32_t aRow[PL_JOIN_MAX_KEY];
   for (int k = 0; k < nKey; k++) ad[k] = d;
@@ -140,6 +202,93 @@ int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
   return 0;
 }
 
+/* Does build row r's key (aB[k][r], k < nKey) equal aX? */
+static inline int keys_eq(const csq_val *const *aB, uint32_t r, const int64_t *aX, int nKey) {
+  for (int k = 0; k < nKey; k++)
+    if (aB[k][r].i != aX[k]) return 0;
+  return 1;
+}
+
+/* One step of the probe, the typed loop: build side t (the plan's step-th
+** table) keyed on nKey columns of integers (keys_ints), probed with columns
+** of integers of the n current joined rows (NULLs allowed on both sides).
+** Appends the joined rows to aNext of the tables aOrder[0..step] as the
+** generic loop does, in the same order. 0, -ENOMEM or -E2BIG. Inlined
+** with nKey 1 too, the common case. */
+static inline __attribute__((always_inline)) int
+probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) {
+  const pl_join *j = h->j;
+  int t = j->aOrder[step];
+  const pl_jtab *jt = &j->aTab[t];
+  const hj_table *ht = &h->aTab[t];
+  const csq_val *aB[PL_JOIN_MAX_KEY];
+  const csq_vec *apV[PL_JOIN_MAX_KEY];
+  const uint32_t *apKeyRow[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < nKey; k++) {
+    aB[k] = aData[t].aCol[jt->aKeyOut[k]].aVal;
+    apV[k] = &aData[jt->aKeyTab[k]].aCol[jt->aKeyProbe[k]];
+    apKeyRow[k] = h->aCur[jt->aKeyTab[k]].a;
+  }
+  const uint32_t *aHead = ht->aHead, *aChain = ht->aChain, mask = ht->nBucket - 1;
+  hj_idx *aCur = h->aCur, *aNext = h->aNext;
+  const uint32_t *apCur[PL_JOIN_MAX_TAB];
+  uint32_t *apNext[PL_JOIN_MAX_TAB];
+  uint32_t nOut = aNext[t].n, nRoom = 0;
+  /* a block of rows at a time: their keys and buckets first, each
+  ** bucket's head requested from memory as it is found, then the chains
+  ** walked, the first entry of a row PF ahead requested meanwhile; a build
+  ** side past the caches costs a miss or two a row, overlapped this way */
+  enum { BLK = 64, PF = 8 };
+  int64_t aXb[BLK * PL_JOIN_MAX_KEY] = {0}; /* the keys of the block's rows */
+  uint32_t aBkt[BLK + PF];                  /* their buckets, UINT32_MAX: a NULL key */
+  for (int s = 0; s < step; s++) apCur[s] = aCur[j->aOrder[s]].a;
+  for (uint32_t i = 0; i < n; i++) {
+    uint32_t ib = i % BLK;
+    if (ib == 0) {
+      uint32_t nb = n - i < BLK ? n - i : BLK;
+      for (uint32_t m = 0; m < nb; m++) {
+        int64_t *aX = aXb + m * nKey;
+        int k = 0;
+        for (; k < nKey; k++) {
+          uint32_t r0 = apKeyRow[k][i + m];
+          if (r0 == HJ_NO_ROW || apV[k]->aCls[r0] != CSQ_INT) break; /* NULL: joins nothing */
+          aX[k] = apV[k]->aVal[r0].i;
+        }
+        aBkt[m] = k == nKey ? (uint32_t)(key_hash_ints(aX, nKey) & mask) : UINT32_MAX;
+        if (aBkt[m] != UINT32_MAX) __builtin_prefetch(&aHead[aBkt[m]]);
+      }
+      for (uint32_t m = nb; m < nb + PF; m++) aBkt[m] = UINT32_MAX;
+    }
+    if (aBkt[ib + PF] != UINT32_MAX) {
+      uint32_t rAhead = aHead[aBkt[ib + PF]];
+      if (rAhead != UINT32_MAX) __builtin_prefetch(&aB[0][rAhead]);
+    }
+    const int64_t *aX = aXb + ib * nKey;
+    uint32_t r = aBkt[ib] == UINT32_MAX ? UINT32_MAX : aHead[aBkt[ib]], nBefore = nOut;
+    while (r != UINT32_MAX && !keys_eq(aB, r, aX, nKey)) r = aChain[r];
+    /* every match, or one row with t's side NULL for an unmatched row of a
+    ** LEFT JOIN */
+    while (r != UINT32_MAX || (jt->bLeft && nOut == nBefore)) {
+      if (nOut == nRoom) { /* the tables' index lists grow together */
+        nRoom = UINT32_MAX;
+        for (int s = 0; s <= step; s++) {
+          hj_idx *q = &aNext[j->aOrder[s]];
+          int e = idx_room(q, nOut + 1);
+          if (e) return e;
+          apNext[s] = q->a;
+          if (q->nCap < nRoom) nRoom = q->nCap;
+        }
+      }
+      for (int s = 0; s < step; s++) apNext[s][nOut] = apCur[s][i];
+      apNext[step][nOut++] = r == UINT32_MAX ? HJ_NO_ROW : r;
+      if (r == UINT32_MAX) break;
+      for (r = aChain[r]; r != UINT32_MAX && !keys_eq(aB, r, aX, nKey); r = aChain[r]) {}
+    }
+  }
+  for (int s = 0; s <= step; s++) aNext[j->aOrder[s]].n = nOut;
+  return 0;
+}
+
 int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow) {
   const pl_join *j = h->j;
   int nTab = j->nTab, e = 0;
@@ -149,7 +298,9 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
   aData[t0] = *pProbe;
   hj_idx *aCur = h->aCur, *aNext = h->aNext;
   for (int t = 0; t < nTab; t++) aCur[t].n = aNext[t].n = 0;
-  for (uint32_t r = 0; e == 0 && r < pProbe->nRow; r++) e = idx_push(&aCur[t0], r);
+  e = idx_room(&aCur[t0], pProbe->nRow);
+  for (uint32_t r = 0; e == 0 && r < pProbe->nRow; r++) aCur[t0].a[r] = r;
+  if (e == 0) aCur[t0].n = pProbe->nRow;
   uint32_t n = pProbe->nRow;
   for (int step = 1; e == 0 && step < nTab && n > 0; step++) {
     int t = j->aOrder[step];
@@ -159,34 +310,41 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
     const pl_jdata *adP[PL_JOIN_MAX_KEY];
     uint32_t aRow[PL_JOIN_MAX_KEY];
     for (int k = 0; k < jt->nKey; k++) adP[k] = &aData[jt->aKeyTab[k]];
-    for (uint32_t i = 0; e == 0 && i < n; i++) {
-      for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
-      int bNull;
-      uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
-      uint32_t nBefore = aNext[t].n;
-      for (uint32_t r = bNull ? UINT32_MAX : ht->aHead[x & (ht->nBucket - 1)];
-           e == 0 && r != UINT32_MAX; r = ht->aChain[r]) {
-        int bEq = 1;
-        for (int k = 0; bEq && k < jt->nKey; k++) {
-          csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
-          csq_value b = csq_value_of_vec(&adP[k]->aCol[jt->aKeyProbe[k]], aRow[k]);
-          bEq = csq_value_eq(&a, &b);
+    int bInts = keys_ints(d, jt->aKeyOut, jt->nKey);
+    for (int k = 0; bInts && k < jt->nKey; k++) bInts = vec_ints(&adP[k]->aCol[jt->aKeyProbe[k]]);
+    if (bInts && jt->nKey == 1)
+      e = probe_step_int(h, step, aData, n, 1);
+    else if (bInts)
+      e = probe_step_int(h, step, aData, n, jt->nKey);
+    else
+      for (uint32_t i = 0; e == 0 && i < n; i++) {
+        for (int k = 0; k < jt->nKey; k++) aRow[k] = aCur[jt->aKeyTab[k]].a[i];
+        int bNull;
+        uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
+        uint32_t nBefore = aNext[t].n;
+        for (uint32_t r = bNull ? UINT32_MAX : ht->aHead[x & (ht->nBucket - 1)];
+             e == 0 && r != UINT32_MAX; r = ht->aChain[r]) {
+          int bEq = 1;
+          for (int k = 0; bEq && k < jt->nKey; k++) {
+            csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
+            csq_value b = csq_value_of_vec(&adP[k]->aCol[jt->aKeyProbe[k]], aRow[k]);
+            bEq = csq_value_eq(&a, &b);
+          }
+          if (!bEq) continue;
+          for (int s = 0; e == 0 && s < step; s++) {
+            int u = j->aOrder[s];
+            e = idx_push(&aNext[u], aCur[u].a[i]);
+          }
+          if (e == 0) e = idx_push(&aNext[t], r);
         }
-        if (!bEq) continue;
-        for (int s = 0; e == 0 && s < step; s++) {
-          int u = j->aOrder[s];
-          e = idx_push(&aNext[u], aCur[u].a[i]);
+        if (e == 0 && jt->bLeft && aNext[t].n == nBefore) { /* no match: kept, t's side NULL */
+          for (int s = 0; e == 0 && s < step; s++) {
+            int u = j->aOrder[s];
+            e = idx_push(&aNext[u], aCur[u].a[i]);
+          }
+          if (e == 0) e = idx_push(&aNext[t], HJ_NO_ROW);
         }
-        if (e == 0) e = idx_push(&aNext[t], r);
       }
-      if (e == 0 && jt->bLeft && aNext[t].n == nBefore) { /* no match: kept, t's side NULL */
-        for (int s = 0; e == 0 && s < step; s++) {
-          int u = j->aOrder[s];
-          e = idx_push(&aNext[u], aCur[u].a[i]);
-        }
-        if (e == 0) e = idx_push(&aNext[t], HJ_NO_ROW);
-      }
-    }
     if (e) break;
     n = aNext[t].n;
     for (int s = 0; s <= step; s++) { /* the joined rows become the current ones */
@@ -209,7 +367,7 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
       if (nWant > aOut[k].nCap)
         e = csq_vec_reserve(&aOut[k], nWant > aOut[k].nCap * 2 ? nWant : aOut[k].nCap * 2,
                             aOut[k].nHeap);
-      for (uint32_t i = 0; e == 0 && i < n; i++) e = vec_push_from(&aOut[k], src, aCur[t].a[i]);
+      if (e == 0) e = csq_vec_gather(&aOut[k], src, aCur[t].a, n);
     }
   }
   if (e == 0) *pnRow += n;

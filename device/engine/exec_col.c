@@ -113,35 +113,23 @@ void ex_col_sel_codes(const ex_col *c, uint32_t b0, const uint32_t *aSel, uint32
     csq_unpack_sel(c->d.aPacked, c->d.width, aSel, n, u);
 }
 
-/* The values of rows aSel[0..n) (ascending) of an RLE chunk into out: the
-** first row's run by binary search, each next one by a step to the
-** following run or, past that, a binary search over the runs left. So the
-** cost follows the rows asked for, not the rows between them. */
+/* The values of rows aSel[0..n) (ascending, inside one batch) of an RLE
+** chunk into out: the runs from the first row's to the last's unpacked in
+** one call (at most a batch of them: every run holds a row), then rows and
+** runs walked together. Runs are often a few rows long (a foreign key of a
+** table sorted by its own key): an unpack per run, or a binary search per
+** row that skips some, would cost more than the rows. */
 static void rle_sel(const ex_col *c, const uint32_t *aSel, uint32_t n, int64_t *out) {
   if (n == 0) return;
-  uint32_t run = rle_run(c, aSel[0]), last = c->d.nAux - 1;
-  uint32_t end = csq_le32(c->d.aRunEnd + 4 * run);
-  int64_t v = rle_value(c, run);
+  uint32_t run0 = rle_run(c, aSel[0]), last = rle_run(c, aSel[n - 1]);
+  uint64_t aRun[BATCH];
+  csq_unpack_u64(c->d.aPacked, c->d.width, run0, last - run0 + 1, aRun);
+  uint64_t ref = (uint64_t)c->d.iRef;
+  const uint8_t *aEnd = c->d.aRunEnd;
+  uint32_t run = run0;
   for (uint32_t k = 0; k < n; k++) {
-    uint32_t r = aSel[k];
-    if (r >= end) {
-      if (run < last && csq_le32(c->d.aRunEnd + 4 * (run + 1)) > r) {
-        run++;
-      } else {
-        uint32_t lo = run + 1, hi = last;
-        while (lo < hi) {
-          uint32_t mid = lo + (hi - lo) / 2;
-          if (csq_le32(c->d.aRunEnd + 4 * mid) > r)
-            hi = mid;
-          else
-            lo = mid + 1;
-        }
-        run = lo;
-      }
-      end = csq_le32(c->d.aRunEnd + 4 * run);
-      v = rle_value(c, run);
-    }
-    out[k] = v;
+    while (csq_le32(aEnd + 4 * run) <= aSel[k]) run++; /* stops at last */
+    out[k] = (int64_t)(ref + aRun[run - run0]);
   }
 }
 
@@ -154,13 +142,20 @@ void ex_col_ints(ex_col *c, uint32_t b0, uint32_t n) {
     csq_unpack_u64(c->d.aPacked, c->d.width, b0, n, u);
     uint64_t ref = (uint64_t)c->d.iRef;
     for (uint32_t i = 0; i < n; i++) u[i] += ref;
-  } else if (c->d.enc == CSQ_ENC_INT_RLE) {
-    uint32_t run = rle_run(c, b0), i = 0;
-    while (i < n) {
-      uint32_t end = csq_le32(c->d.aRunEnd + 4 * run);
-      int64_t v = rle_value(c, run);
-      for (; i < n && b0 + i < end; i++) c->aI[i] = v;
-      run++;
+  } else if (c->d.enc == CSQ_ENC_INT_RLE && n > 0) {
+    /* the batch's runs unpacked in one call (see rle_sel) */
+    uint32_t run0 = rle_run(c, b0), nRun = rle_run(c, b0 + n - 1) - run0 + 1, i = 0;
+    uint64_t aRun[BATCH], ref = (uint64_t)c->d.iRef;
+    csq_unpack_u64(c->d.aPacked, c->d.width, run0, nRun, aRun);
+    for (uint32_t k = 0; k < nRun; k++) {
+      uint32_t end = csq_le32(c->d.aRunEnd + 4 * (run0 + k)) - b0;
+      int64_t v = (int64_t)(ref + aRun[k]), *d = c->aI + i;
+      if (end > n) end = n;
+      /* runs are often shorter than 8 rows: 8 stores that the next run
+      ** overwrites beat a loop whose exit is mispredicted (aI has the slack) */
+      for (uint32_t j = 0; j < 8; j++) d[j] = v;
+      for (i += 8; i < end; i++) c->aI[i] = v;
+      i = end;
     }
   } else {
     for (uint32_t i = 0; i < n; i++) c->aI[i] = c->d.iRef;
@@ -285,7 +280,7 @@ int ex_col_open(ex_col *c, const uint8_t *p, size_t n, uint32_t nRow, int bCheck
   default:
     return CSQ_FAULT_CORRUPT_CHUNK;
   }
-  if (c->kind == K_INT) c->aI = malloc(sizeof(int64_t) * BATCH);
+  if (c->kind == K_INT) c->aI = malloc(sizeof(int64_t) * (BATCH + 8)); /* + RLE's slack */
   if (c->kind == K_REAL) c->aR = malloc(sizeof(double) * BATCH);
   int bCodes = c->kind == K_DICT || c->d.enc == CSQ_ENC_INT_FOR || c->d.enc == CSQ_ENC_REAL_DEC;
   if (bCodes) c->aCode = malloc(sizeof(uint64_t) * BATCH);

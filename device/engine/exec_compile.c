@@ -211,6 +211,7 @@ static int term_compile(ex_prog *ep, ex_term *et, const csq_pterm *t, char *zErr
     }
     qsort_r(et->aIn, et->nIn, sizeof(csq_pconst), cmp_const_sort, et);
     qsort(et->aSet, et->nSet, sizeof(int64_t), cmp_i64);
+    if (ex_set_compile(et)) return -ENOMEM;
     break;
   }
   default:
@@ -245,6 +246,7 @@ void ex_free(void *pv) {
     for (int i = 0; i < ep->p.nTerm; i++) {
       free(ep->aT[i].aIn);
       free(ep->aT[i].aSet);
+      ex_set_free(&ep->aT[i]);
       free(ep->aT[i].aTok);
       free(ep->aT[i].aRange);
       free(ep->aT[i].aSegByte);
@@ -255,6 +257,7 @@ void ex_free(void *pv) {
     for (int i = 0; i < ep->p.nCond; i++) {
       free(ep->aCondT[i].aIn);
       free(ep->aCondT[i].aSet);
+      ex_set_free(&ep->aCondT[i]);
       free(ep->aCondT[i].aTok);
       free(ep->aCondT[i].aRange);
       free(ep->aCondT[i].aSegByte);

@@ -99,6 +99,16 @@ typedef struct ex_term {
   int bEmpty, bNeg;
   int64_t *aSet;
   int nSet;
+  /* IP_SET lookup (ex_set_compile), when the set is not small: a bitmap of
+  ** the values setLo + i, i <= setSpan (aSetBits), or else an open-addressing
+  ** hash table of setMask + 1 slots, setEmpty in the free ones (aSetHash);
+  ** neither: binary search of aSet */
+  uint64_t *aSetBits;
+  int64_t setLo;
+  uint64_t setSpan;
+  int64_t *aSetHash;
+  uint64_t setMask;
+  int64_t setEmpty;
   /* real plan: usable when bReal; compare doubles against rA/rB */
   int bReal;
   double rA, rB;
@@ -438,6 +448,10 @@ void ex_code_range(ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel, ui
 ** not, or on a fault with *pRc set. *ppDict: the term's dictionary mask
 ** of this row group, built on first use (the caller frees it). */
 int ex_term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr, int *pRc);
+/* Build the lookup table of IN term et's integer set (aSet, sorted and
+** compiled): 0 or -ENOMEM. ex_set_free frees it. */
+int ex_set_compile(ex_term *et);
+void ex_set_free(ex_term *et);
 /* aM[k] = term et on row aSel[k] of batch [b0, b0+nb) of c. 0 or a
 ** CSQ_FAULT_*. */
 int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,

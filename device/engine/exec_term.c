@@ -234,6 +234,109 @@ int ex_term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr,
   return 0;
 }
 
+/* ---- IN over integers ----
+** A join filter's IN list holds up to thousands of keys, tested against
+** every row the terms before it kept: a binary search costs a dozen
+** mispredicted branches a row. So a set that is not small gets a lookup
+** table once, at compile time: a bitmap over [setLo, setLo + setSpan] when
+** the values are dense enough that it is not much bigger than a hash table
+** (keys of a dimension are usually near consecutive), else an
+** open-addressing hash table with linear probing. */
+
+/* Sets of at most this many values keep the binary search. */
+#define SET_SMALL 16
+
+/* The bitmap when its bits are at most this, or at most SET_BITS_PER_KEY
+** a value of the set. */
+#define SET_BITS_MIN     (1u << 16)
+#define SET_BITS_PER_KEY 128
+
+void ex_set_free(ex_term *et) {
+  free(et->aSetBits);
+  free(et->aSetHash);
+  et->aSetBits = NULL;
+  et->aSetHash = NULL;
+}
+
+int ex_set_compile(ex_term *et) {
+  if (et->nSet <= SET_SMALL) return 0;
+  int64_t lo = et->aSet[0], hi = et->aSet[et->nSet - 1];
+  uint64_t span = (uint64_t)hi - (uint64_t)lo;
+  if (span < SET_BITS_MIN || span / SET_BITS_PER_KEY < (uint64_t)et->nSet) {
+    /* bit span + 1 stays clear: the probe clamps out-of-range values to it */
+    size_t nWord = (size_t)((span + 1) / 64 + 1);
+    if (!(et->aSetBits = calloc(nWord, 8))) return -ENOMEM;
+    for (int i = 0; i < et->nSet; i++) {
+      uint64_t u = (uint64_t)et->aSet[i] - (uint64_t)lo;
+      et->aSetBits[u >> 6] |= (uint64_t)1 << (u & 63);
+    }
+    et->setLo = lo;
+    et->setSpan = span;
+    return 0;
+  }
+  /* a value outside [lo, hi] marks a free slot; there is one unless the set
+  ** holds both INT64_MIN and INT64_MAX (then the binary search serves) */
+  if (lo > INT64_MIN)
+    et->setEmpty = lo - 1;
+  else if (hi < INT64_MAX)
+    et->setEmpty = hi + 1;
+  else
+    return 0;
+  uint64_t nSlot = 16;
+  while (nSlot < 2 * (uint64_t)et->nSet) nSlot *= 2;
+  if (!(et->aSetHash = malloc(8 * nSlot))) return -ENOMEM;
+  for (uint64_t i = 0; i < nSlot; i++) et->aSetHash[i] = et->setEmpty;
+  et->setMask = nSlot - 1;
+  for (int i = 0; i < et->nSet; i++) {
+    uint64_t b = csq_mix64((uint64_t)et->aSet[i]) & et->setMask;
+    while (et->aSetHash[b] != et->setEmpty && et->aSetHash[b] != et->aSet[i])
+      b = (b + 1) & et->setMask;
+    et->aSetHash[b] = et->aSet[i];
+  }
+  return 0;
+}
+
+/* aM[k] = is row aSel[k]'s value, a[aSel[k] - b0], in et's set. */
+static void set_find(const ex_term *et, const int64_t *a, uint32_t b0, const uint32_t *aSel,
+                     uint32_t n, uint8_t *aM) {
+  uint32_t k;
+  if (et->aSetBits) {
+    const uint64_t *w = et->aSetBits;
+    uint64_t lo = (uint64_t)et->setLo, span = et->setSpan;
+    for (k = 0; k < n; k++) {
+      uint64_t u = (uint64_t)a[aSel[k] - b0] - lo;
+      u = u <= span ? u : span + 1;
+      aM[k] = (uint8_t)((w[u >> 6] >> (u & 63)) & 1);
+    }
+  } else if (et->aSetHash) {
+    const int64_t *h = et->aSetHash, none = et->setEmpty;
+    uint64_t mask = et->setMask;
+    for (k = 0; k < n; k++) {
+      int64_t x = a[aSel[k] - b0];
+      uint64_t b = csq_mix64((uint64_t)x) & mask;
+      while (h[b] != x && h[b] != none) b = (b + 1) & mask;
+      aM[k] = h[b] == x && x != none; /* none itself is never in the set */
+    }
+  } else {
+    for (k = 0; k < n; k++) {
+      int64_t x = a[aSel[k] - b0];
+      int l = 0, r = et->nSet - 1, f = 0;
+      while (l <= r) {
+        int mid = (l + r) / 2;
+        if (et->aSet[mid] == x) {
+          f = 1;
+          break;
+        }
+        if (et->aSet[mid] < x)
+          l = mid + 1;
+        else
+          r = mid - 1;
+      }
+      aM[k] = (uint8_t)f;
+    }
+  }
+}
+
 int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const uint32_t *aSel,
                  uint32_t n, uint8_t *aM, uint8_t **ppDict) {
   uint32_t k;
@@ -277,22 +380,10 @@ int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const u
         for (k = 0; k < n; k++) aM[k] = (uint8_t)(((uint64_t)a[aSel[k] - b0] - lo <= w) ^ neg);
       }
     } else {
-      for (k = 0; k < n; k++) {
-        int64_t x = a[aSel[k] - b0];
-        int lo = 0, hi = et->nSet - 1, f = 0;
-        while (lo <= hi) {
-          int mid = (lo + hi) / 2;
-          if (et->aSet[mid] == x) {
-            f = 1;
-            break;
-          }
-          if (et->aSet[mid] < x)
-            lo = mid + 1;
-          else
-            hi = mid - 1;
-        }
-        aM[k] = (uint8_t)(f ? !et->bNot : (et->bNot && !et->bInNull));
-      }
+      /* found: !bNot; not found: NOT IN is true unless the list holds a NULL */
+      set_find(et, a, b0, aSel, n, aM);
+      uint8_t yes = (uint8_t)!et->bNot, no = (uint8_t)(et->bNot && !et->bInNull);
+      for (k = 0; k < n; k++) aM[k] = aM[k] ? yes : no;
     }
     if (c->d.aNull)
       for (k = 0; k < n; k++)

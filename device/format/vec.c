@@ -11,9 +11,47 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #define VEC_MIN_CAP  64
 #define VEC_MIN_HEAP 256
+
+/* Arrays of at least this many bytes ask for transparent huge pages. */
+#define VEC_HUGE_MIN  (4u << 20)
+#define VEC_HUGE_PAGE ((uintptr_t)2 << 20)
+
+/* A large array (a join's build side, its joined rows, a hash table) is
+** written from start to end right after it is allocated: with 4 KiB pages
+** that is a page fault every 4 KiB, which under virtualisation costs more
+** than the writing. The 2 MiB-aligned interior of p[0..n) is marked for
+** huge pages (a hint: the kernel may ignore it, and errors are ignored). */
+void csq_mem_advise(void *p, size_t n) {
+#ifdef MADV_HUGEPAGE
+  if (!p || n < VEC_HUGE_MIN) return;
+  uintptr_t a = ((uintptr_t)p + VEC_HUGE_PAGE - 1) & ~(VEC_HUGE_PAGE - 1);
+  uintptr_t e = ((uintptr_t)p + n) & ~(VEC_HUGE_PAGE - 1);
+  if (e > a) (void)madvise((void *)a, e - a, MADV_HUGEPAGE);
+#else
+  (void)p;
+  (void)n;
+#endif
+}
+
+/* realloc of an array of nOld bytes to nNew bytes (nNew > nOld). A large
+** one is allocated afresh and advised before the old bytes are copied in,
+** so the copy already lands on huge pages (realloc would copy first). All
+** nOld bytes are copied, as realloc would, not only a vector's n values:
+** a caller may have written past n before raising it. NULL on OOM (p is
+** then untouched). */
+static void *vec_realloc(void *p, size_t nOld, size_t nNew) {
+  if (nNew < VEC_HUGE_MIN) return realloc(p, nNew);
+  void *q = malloc(nNew);
+  if (!q) return NULL;
+  csq_mem_advise(q, nNew);
+  if (nOld) memcpy(q, p, nOld);
+  free(p);
+  return q;
+}
 
 void csq_vec_init(csq_vec *v) {
   memset(v, 0, sizeof(*v));
@@ -41,20 +79,22 @@ void csq_vec_reset(csq_vec *v) {
 */
 int csq_vec_reserve(csq_vec *v, uint32_t nCap, uint64_t nHeapCap) {
   if (nCap > v->nCap) {
-    uint8_t *aCls = realloc(v->aCls, (size_t)nCap);
+    uint8_t *aCls = vec_realloc(v->aCls, (size_t)v->nCap, (size_t)nCap);
     if (!aCls) return -ENOMEM;
     v->aCls = aCls;
-    csq_val *aVal = realloc(v->aVal, (size_t)nCap * sizeof(csq_val));
+    csq_val *aVal =
+        vec_realloc(v->aVal, (size_t)v->nCap * sizeof(csq_val), (size_t)nCap * sizeof(csq_val));
     if (!aVal) return -ENOMEM;
     v->aVal = aVal;
-    uint32_t *aLen = realloc(v->aLen, (size_t)nCap * sizeof(uint32_t));
+    uint32_t *aLen =
+        vec_realloc(v->aLen, (size_t)v->nCap * sizeof(uint32_t), (size_t)nCap * sizeof(uint32_t));
     if (!aLen) return -ENOMEM;
     v->aLen = aLen;
     v->nCap = nCap;
   }
   if (nHeapCap > v->nHeapCap) {
     if (nHeapCap > SIZE_MAX) return -ENOMEM;
-    char *aHeap = realloc(v->aHeap, (size_t)nHeapCap);
+    char *aHeap = vec_realloc(v->aHeap, (size_t)v->nHeapCap, (size_t)nHeapCap);
     if (!aHeap) return -ENOMEM;
     v->aHeap = aHeap;
     v->nHeapCap = nHeapCap;
@@ -176,6 +216,58 @@ int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n) {
         v->aVal[d + k].off = v->nHeap;
         v->nHeap += len;
       }
+    }
+  }
+  v->n += n;
+  v->clsMask |= mask;
+  return 0;
+}
+
+/*
+** Append src's values aIdx[0..n) to v (v != src); UINT32_MAX stands for a
+** NULL. The rows a hash join produced are gathered column by column this
+** way: one pass sizes the heap and the class mask, one copies, so a value
+** costs a few loads and stores and no capacity check.
+*/
+int csq_vec_gather(csq_vec *v, const csq_vec *src, const uint32_t *aIdx, uint32_t n) {
+  if (n == 0) return 0;
+  const uint8_t varMask = (1u << CSQ_TEXT) | (1u << CSQ_BLOB);
+  uint8_t mask = 0;
+  uint64_t nBytes = 0;
+  int bVar = (src->clsMask & varMask) != 0;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t j = aIdx[k];
+    if (j == UINT32_MAX) {
+      mask |= 1u << CSQ_NULL;
+      continue;
+    }
+    mask |= (uint8_t)(1u << src->aCls[j]);
+    if (bVar) nBytes += src->aLen[j];
+  }
+  int rc = vec_grow(v, n, nBytes ? nBytes : (mask & varMask) != 0);
+  if (rc) return rc;
+  uint8_t *aCls = v->aCls + v->n;
+  csq_val *aVal = v->aVal + v->n;
+  uint32_t *aLen = v->aLen + v->n;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t j = aIdx[k];
+    if (j == UINT32_MAX) {
+      aCls[k] = CSQ_NULL;
+      aVal[k].i = 0;
+      aLen[k] = 0;
+      continue;
+    }
+    aCls[k] = src->aCls[j];
+    aVal[k] = src->aVal[j];
+    aLen[k] = src->aLen[j];
+  }
+  if (mask & varMask) {
+    for (uint32_t k = 0; k < n; k++) {
+      if (aCls[k] != CSQ_TEXT && aCls[k] != CSQ_BLOB) continue;
+      uint32_t len = aLen[k];
+      if (len) memcpy(v->aHeap + v->nHeap, src->aHeap + aVal[k].off, len);
+      aVal[k].off = v->nHeap;
+      v->nHeap += len;
     }
   }
   v->n += n;

@@ -54,6 +54,9 @@ int csq_vec_push_real(csq_vec *v, double r);
 int csq_vec_push_bytes(csq_vec *v, int cls, const void *p, uint32_t n); /* TEXT or BLOB */
 /* Append values [i0, i0+n) of src (all classes). */
 int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n);
+/* Append the values aIdx[0..n) of src (any order, repeats allowed; an index
+** of UINT32_MAX appends NULL), v != src. */
+int csq_vec_gather(csq_vec *v, const csq_vec *src, const uint32_t *aIdx, uint32_t n);
 /* Keep only the values whose index is listed in aSel[0..nSel) (ascending). */
 void csq_vec_select(csq_vec *v, const uint32_t *aSel, uint32_t nSel);
 /* Reorder: value k becomes the old value aPerm[k], for k < n (heap kept). */
@@ -61,6 +64,10 @@ int csq_vec_permute(csq_vec *v, const uint32_t *aPerm, uint32_t n);
 /* Truncate to the first n values (heap bytes of dropped values are reclaimed
 ** only when they are at the end). */
 void csq_vec_truncate(csq_vec *v, uint32_t n);
+
+/* Ask for transparent huge pages over p[0..n) when it is large (a hint,
+** for arrays about to be written through, as vec.c's own). */
+void csq_mem_advise(void *p, size_t n);
 
 static inline const char *csq_vec_bytes(const csq_vec *v, uint32_t i) {
   return v->aHeap + v->aVal[i].off;

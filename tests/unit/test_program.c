@@ -688,6 +688,69 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
   }
 }
 
+/* IN lists longer than the executor's binary search takes (a join
+** filter's keys): the integer set becomes a bitmap (dense values), a hash
+** table (sparse ones; its free-slot marker, one below the least value, is a
+** value of the data) or stays a binary search (a set holding both int64
+** extremes). Each with reals that equal integers, NULL and NOT, checked
+** against SQLite. */
+static void check_in_lists(rg_buf *g, int nQuery) {
+  static int64_t aGot[NROW], aWant[NROW];
+  static test_val aK[400];
+  for (int qi = 0; qi < nQuery; qi++) {
+    int shape = qi % 3, nK = 0, bNot = (int)rndn(2);
+    int nWant = 17 + (int)rndn(shape == 0 ? 40 : 300);
+    while (nK < nWant) {
+      test_val *v = &aK[nK++];
+      memset(v, 0, sizeof(*v));
+      v->cls = CSQ_INT;
+      v->i = (int64_t)rndn(40) - 14; /* the data's small integers, not -15 */
+      if (shape == 1 && rndn(4) == 0) v->i = (int64_t)rndn(1u << 30) << 20;
+      if (shape == 2 && nK < 3) v->i = nK == 1 ? INT64_MIN : INT64_MAX;
+      if (rndn(10) == 0) {
+        v->cls = CSQ_REAL;
+        v->r = (double)v->i + (rndn(2) ? 0.0 : 0.5);
+      }
+      if (rndn(15) == 0) rand_const(v);
+    }
+    char zSql[8192];
+    int o = snprintf(zSql, sizeof(zSql), "SELECT rid FROM t WHERE x %sIN (", bNot ? "NOT " : "");
+    csq_pb *b = csq_pb_new();
+    int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1), k0 = 0;
+    csq_pb_output(b, s0);
+    csq_pb_output(b, s1);
+    csq_pb_clause(b);
+    for (int k = 0; k < nK; k++) {
+      int kk = test_val_const(b, &aK[k]);
+      if (k == 0) k0 = kk;
+      o += snprintf(zSql + o, sizeof(zSql) - o, "%s?%d", k ? "," : "", k + 1);
+    }
+    snprintf(zSql + o, sizeof(zSql) - o, ")");
+    csq_pb_term(b, CSQ_OP_IN, bNot ? CSQ_TF_NOT : 0, s1, k0, nK, 0);
+    uint8_t *p;
+    size_t n;
+    CHECK(csq_pb_finish(b, &p, &n) == 0, "finish");
+    csq_pb_free(b);
+    sqlite3_stmt *st;
+    if (sqlite3_prepare_v2(db, zSql, -1, &st, 0) != SQLITE_OK) {
+      printf("sqlite: %s\n", sqlite3_errmsg(db));
+      nFail++;
+      free(p);
+      continue;
+    }
+    for (int k = 0; k < nK; k++) test_val_bind(st, k + 1, &aK[k]);
+    int nW = 0;
+    while (sqlite3_step(st) == SQLITE_ROW) aWant[nW++] = sqlite3_column_int64(st, 0);
+    sqlite3_finalize(st);
+    int nGot = run_prog(g, p, n, aGot, 0);
+    qsort(aWant, nW, 8, cmp_i64);
+    CHECK(nGot == nW && memcmp(aGot, aWant, 8ull * nW) == 0,
+          "enc %d: IN list of %d (shape %d, not %d): got %d rows, SQLite %d", g_enc, nK, shape,
+          bNot, nGot, nW);
+    free(p);
+  }
+}
+
 static void test_executor(void) {
   sqlite3_open(":memory:", &db);
   /* modes: data distribution -> encoding */
@@ -762,6 +825,7 @@ static void test_executor(void) {
     }
     sqlite3_exec(db, "PRAGMA case_sensitive_like=OFF", 0, 0, 0);
     check_queries(&g, 400, 0);
+    check_in_lists(&g, 30);
     rg_free(&g);
     /* a small output area: results come back in parts */
     rg_build(&g, 4096);

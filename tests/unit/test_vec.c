@@ -101,6 +101,49 @@ int main(void) {
   CHECK(csq_vec_append(&x, &v, 0, 1) == 0);
   CHECK(x.clsMask == M(CSQ_INT) && x.n == 1 && x.aVal[0].i == -1000);
 
+  /* Gather: scattered and repeated indices and NULLs (UINT32_MAX), after a
+  ** value already in the heap; then only integers: only their class. */
+  {
+    csq_vec g;
+    csq_vec_init(&g);
+    CHECK(csq_vec_push_bytes(&g, CSQ_BLOB, "head", 4) == 0);
+    uint32_t aIdx[3000];
+    for (uint32_t k = 0; k < 3000; k++) aIdx[k] = k % 7 == 3 ? UINT32_MAX : (k * 7919) % N;
+    CHECK(csq_vec_gather(&g, &v, aIdx, 3000) == 0);
+    CHECK(g.n == 3001 && g.aLen[0] == 4 && !memcmp(csq_vec_bytes(&g, 0), "head", 4));
+    int nBad = 0;
+    for (uint32_t k = 0; k < 3000; k++)
+      nBad += aIdx[k] == UINT32_MAX ? g.aCls[1 + k] != CSQ_NULL : !is_pattern(&g, 1 + k, aIdx[k]);
+    CHECK(nBad == 0);
+    CHECK(g.clsMask == brute_mask(&g));
+    CHECK(csq_vec_gather(&g, &v, aIdx, 0) == 0 && g.n == 3001);
+    csq_vec_free(&g);
+    for (uint32_t k = 0; k < 3000; k++) aIdx[k] = (k % 500) * 6; /* pattern 0: INT */
+    CHECK(csq_vec_gather(&g, &v, aIdx, 3000) == 0);
+    nBad = 0;
+    for (uint32_t k = 0; k < 3000; k++) nBad += !is_pattern(&g, k, aIdx[k]);
+    CHECK(nBad == 0 && g.n == 3000 && g.clsMask == M(CSQ_INT));
+    csq_vec_free(&g);
+  }
+
+  /* Growth past the size that allocates afresh (huge pages, vec.c): every
+  ** value and byte is kept across it. */
+  {
+    csq_vec big;
+    csq_vec_init(&big);
+    const uint32_t NB = 1200000;
+    for (uint32_t k = 0; k < NB; k++)
+      CHECK(k % 3 ? csq_vec_push_int(&big, (int64_t)k * 31) == 0
+                  : csq_vec_push_bytes(&big, CSQ_TEXT, "abcdefg", 1 + k % 7) == 0);
+    int nBad = 0;
+    for (uint32_t k = 0; k < NB; k++)
+      nBad += k % 3 ? big.aCls[k] != CSQ_INT || big.aVal[k].i != (int64_t)k * 31
+                    : big.aCls[k] != CSQ_TEXT || big.aLen[k] != 1 + k % 7 ||
+                          memcmp(csq_vec_bytes(&big, k), "abcdefg", 1 + k % 7);
+    CHECK(nBad == 0 && big.n == NB && big.nCap * sizeof(csq_val) >= (4u << 20));
+    csq_vec_free(&big);
+  }
+
   /* Select: keep the TEXT ones (k % 6 == 2) of w, mask shrinks. */
   uint32_t *aSel = malloc(sizeof(uint32_t) * w.n);
   uint32_t nSel = 0;
