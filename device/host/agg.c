@@ -380,23 +380,46 @@ static double sum_real(const ag_hsum *s) {
   return isfinite(rs) ? rs + rc : rs;
 }
 
-/* Push a real result, NULL for NaN as SQLite does. */
-static int push_real(csq_vec *v, double r) {
-  return isnan(r) ? csq_vec_push_null(v) : csq_vec_push_real(v, r);
+/* Append a number or NULL to v, whose room dev_agg_finish reserved (one
+** store per array, no capacity check and no call per value: these run once
+** per group of a result that may hold millions). 0. */
+static int put_int(csq_vec *v, int64_t i) {
+  v->aCls[v->n] = CSQ_INT;
+  v->aVal[v->n].i = i;
+  v->aLen[v->n++] = 0;
+  v->clsMask |= 1u << CSQ_INT;
+  return 0;
+}
+static int put_null(csq_vec *v) {
+  v->aCls[v->n] = CSQ_NULL;
+  v->aVal[v->n].i = 0;
+  v->aLen[v->n++] = 0;
+  v->clsMask |= 1u << CSQ_NULL;
+  return 0;
 }
 
-/* Push a key or a MIN/MAX value (NULL for none). */
+/* Append a real result, NULL for NaN as SQLite does. 0. */
+static int push_real(csq_vec *v, double r) {
+  if (isnan(r)) return put_null(v);
+  v->aCls[v->n] = CSQ_REAL;
+  v->aVal[v->n].r = r;
+  v->aLen[v->n++] = 0;
+  v->clsMask |= 1u << CSQ_REAL;
+  return 0;
+}
+
+/* Append a key or a MIN/MAX value (NULL for none). 0 or -ENOMEM (bytes). */
 static int push_value(csq_vec *v, const csq_value *x) {
   switch (x->cls) {
   case CSQ_INT:
-    return csq_vec_push_int(v, x->i);
+    return put_int(v, x->i);
   case CSQ_REAL:
-    return csq_vec_push_real(v, x->r);
+    return push_real(v, x->r); /* never NaN */
   case CSQ_TEXT:
   case CSQ_BLOB:
     return csq_vec_push_bytes(v, x->cls, x->z, x->n);
   default:
-    return csq_vec_push_null(v);
+    return put_null(v);
   }
 }
 
@@ -406,7 +429,7 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
   int nCol = a->nKey + a->nAgg, rc = 0;
   for (int c = 0; c < nCol; c++) csq_vec_reset(&aOut[c]);
   if (a->nKey == 0 && a->g.nGroup == 0 && group_find(a, NULL) < 0) return -ENOMEM;
-  for (int c = 0; c < nCol; c++) /* one allocation per column, not one per doubling */
+  for (int c = 0; c < nCol; c++) /* room for every row: the put_ functions rely on it */
     if (csq_vec_reserve(&aOut[c], a->g.nGroup, 0)) return -ENOMEM;
   for (uint32_t g = 0; g < a->g.nGroup && rc == 0; g++) {
     for (int j = 0; j < a->nKey && rc == 0; j++)
@@ -419,7 +442,7 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       switch (a->prog.aAgg[i].fn) {
       case CSQ_AGG_COUNT_STAR:
       case CSQ_AGG_COUNT:
-        rc = csq_vec_push_int(v, *(const int64_t *)p);
+        rc = put_int(v, *(const int64_t *)p);
         break;
       case CSQ_AGG_MIN:
       case CSQ_AGG_MAX:
@@ -435,11 +458,11 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
           return -EDOM;
         }
         if (s->cnt == 0)
-          rc = csq_vec_push_null(v);
+          rc = put_null(v);
         else if (s->nReal)
           rc = push_real(v, sum_real(s));
         else if (s->isum >= INT64_MIN && s->isum <= INT64_MAX)
-          rc = csq_vec_push_int(v, (int64_t)s->isum);
+          rc = put_int(v, (int64_t)s->isum);
         else {
           *pzErr = dev_mprintf("integer overflow");
           return -ERANGE;
@@ -449,7 +472,7 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
         rc = push_real(v, s->cnt ? sum_real(s) : 0.0);
         break;
       default: /* AVG */
-        rc = s->cnt ? push_real(v, sum_real(s) / (double)s->cnt) : csq_vec_push_null(v);
+        rc = s->cnt ? push_real(v, sum_real(s) / (double)s->cnt) : put_null(v);
         break;
       }
     }
