@@ -32,8 +32,10 @@ typedef struct ag_hsum {
 ** Such partials make a few long runs: a row's group is then the next one
 ** of its run, found by a compare, or one at a run's end, found by binary
 ** search, and no group is ever hashed. A key that falls inside a run's
-** range without being one of its keys ends this: the groups are hashed
-** (csq_group_reserve) and the merge goes on by hash. */
+** range without being one of its keys splits the run. A key that is not
+** an INTEGER, or more than AG_RUN_MAX runs (keys in no useful order), ends
+** this: the groups are hashed (csq_group_reserve) and the merge goes on by
+** hash. */
 typedef struct ag_run {
   int64_t lo, hi;
   uint32_t g0, n;
