@@ -49,28 +49,70 @@ int64_t ex_ag_lookup(ag_tab *t, const ex_val *aK, uint64_t h) {
   return g >= 0 ? g : ex_ag_new_group(t, aK, h, pos);
 }
 
+/* Group ids of rows [0, n) while one INTEGER key comes in ascending order
+** (see ex_ag_ids_hash): a row equal to the last group's key is in that
+** group, a greater one makes the next group, with no hashing and no slots
+** (csq_group.bNoHash). Returns the rows done: n, or the first row whose
+** key is smaller than the last group's (the caller hashes from there); or
+** UINT32_MAX when out of memory. */
+static uint32_t ids_ascending(ag_tab *t, const int64_t *aI, uint32_t n, const uint32_t *X,
+                              uint32_t *aGid) {
+  uint32_t nG = t->g.nGroup;
+  int64_t last = nG ? csq_group_keys(&t->g, nG - 1)->i : 0;
+  for (uint32_t k = 0; k < n; k++) {
+    int64_t x = aI[X ? X[k] : k];
+    if (nG && x == last) {
+      aGid[k] = nG - 1;
+      continue;
+    }
+    if (nG && x < last) return k;
+    ex_val v;
+    memset(&v, 0, sizeof(v));
+    v.cls = CSQ_INT;
+    v.i = x;
+    if (ex_ag_new_group(t, &v, 0, CSQ_GROUP_NO_SLOT) < 0) return UINT32_MAX;
+    last = x;
+    aGid[k] = nG++;
+  }
+  return n;
+}
+
 /* Group ids of rows [0, n) by hashing the key vectors (row k's values at
-** X[k], or k if X is NULL; see ex_agg_exec). 0 or a fault. */
+** X[k], or k if X is NULL; see ex_agg_exec). 0 or a fault.
+**
+** A single INTEGER key is first tried in ascending order (ids_ascending),
+** from an empty table on: a row group stored in the order of its GROUP BY
+** key then makes its groups without a hash or a probe, its runs of equal
+** keys each taking the last group. The first key out of order hashes the
+** groups made so far (csq_group_reserve) and the rest goes by hash. */
 int ex_ag_ids_hash(ag_tab *t, const csq_prog *pp, const ex_ev *aEv, uint32_t n, const uint32_t *X,
                    uint32_t *aGid) {
   uint64_t aH[BATCH];
   int nKey = t->g.nKey;
+  uint32_t k0 = 0;
+  if (nKey == 1 && aEv[pp->aKey[0]].cls == CSQ_INT &&
+      (t->g.bNoHash || (t->g.nGroup == 0 && t->g.nSlot == 0))) {
+    t->g.bNoHash = 1;
+    k0 = ids_ascending(t, aEv[pp->aKey[0]].aI, n, X, aGid);
+    if (k0 == UINT32_MAX) return CSQ_FAULT_NOMEM;
+    if (k0 == n) return 0;
+  }
   ex_val aK[CSQ_AGG_MAX_KEYS];
   memset(aK, 0, sizeof(aK));
-  for (uint32_t k = 0; k < n; k++) aH[k] = CSQ_GROUP_HASH_SEED;
+  for (uint32_t k = k0; k < n; k++) aH[k] = CSQ_GROUP_HASH_SEED;
   for (int j = 0; j < nKey; j++) {
     const ex_ev *e = &aEv[pp->aKey[j]];
     if (e->cls == CSQ_INT) {
-      for (uint32_t k = 0; k < n; k++)
+      for (uint32_t k = k0; k < n; k++)
         aH[k] = csq_group_hash_step(aH[k], csq_mix64((uint64_t)e->aI[X ? X[k] : k]));
     } else {
-      for (uint32_t k = 0; k < n; k++) {
+      for (uint32_t k = k0; k < n; k++) {
         ev_get(e, X ? X[k] : k, &aK[0]);
         aH[k] = csq_group_hash_step(aH[k], csq_value_hash(&aK[0]));
       }
     }
   }
-  for (uint32_t k = 0; k < n; k++) {
+  for (uint32_t k = k0; k < n; k++) {
     for (int j = 0; j < nKey; j++) ev_get(&aEv[pp->aKey[j]], X ? X[k] : k, &aK[j]);
     int64_t g = ex_ag_lookup(t, aK, csq_mix64(aH[k]));
     if (g < 0) return CSQ_FAULT_NOMEM;
@@ -238,6 +280,29 @@ static void ag_group_rows(ag_tab *t, const uint32_t *aGid, uint32_t n, const uin
     t->aRunN[t->aTouch[j]] = t->aSeg[j + 1] - t->aSeg[j];
 }
 
+/* What ag_group_rows does, when the run's group ids never decrease (rows
+** of each group together, as ids_ascending makes them for a table stored
+** in key order): each stretch of one id is a touched group, and the rows
+** are in group order already. 1 if so, else 0 with nothing changed
+** (aSeg and aTouch are scratch until the caller fills them). */
+static int ag_runs(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t *X) {
+  uint32_t nT = 0;
+  for (uint32_t k = 0; k < n; k++) {
+    if (k && aGid[k] == aGid[k - 1]) continue;
+    if (k && aGid[k] < aGid[k - 1]) return 0;
+    t->aSeg[nT] = k;
+    t->aTouch[nT++] = aGid[k];
+  }
+  t->aSeg[nT] = n;
+  t->nTouch = nT;
+  for (uint32_t j = 0; j < nT; j++) t->aRunN[t->aTouch[j]] = t->aSeg[j + 1] - t->aSeg[j];
+  if (X)
+    memcpy(t->aPerm, X, sizeof(uint32_t) * n);
+  else
+    for (uint32_t k = 0; k < n; k++) t->aPerm[k] = k;
+  return 1;
+}
+
 /* Group the run's rows for ag_update: the touched groups with their row
 ** counts, and with more than one group the rows in group order (aPerm,
 ** aSeg). */
@@ -249,6 +314,7 @@ void ex_ag_order_run(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t
     return;
   }
 #endif
+  if (t->g.nGroup > 1 && ag_runs(t, aGid, n, X)) return;
   t->nTouch = 0;
   for (uint32_t k = 0; k < n; k++)
     if (t->aRunN[aGid[k]]++ == 0) t->aTouch[t->nTouch++] = aGid[k];

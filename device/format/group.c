@@ -1,10 +1,17 @@
 /*
 ** device/format/group.c - the table of groups (device/format/group.h):
 ** growing its arrays and its hash slots, and the blocks of bytes it keeps.
+**
+** Large arrays (a merge of a million groups holds hundreds of MiB) are
+** mapped rather than malloc'd: growing one is then an mremap, which moves
+** page tables instead of copying bytes as realloc does once glibc serves
+** the size from its heap, and the mapping asks for transparent huge
+** pages, one page fault per 2 MiB instead of per 4 KiB.
 */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 
 #include "device/format/group.h"
 
@@ -17,6 +24,62 @@ struct csq_group_blk {
 };
 
 #define GROUP_BLK_MIN 65536 /* bytes of a block, unless one copy needs more */
+
+#define GROUP_MAP_MIN  ((size_t)4 << 20) /* arrays of this many bytes or more are mapped */
+#define GROUP_MAP_PAGE ((size_t)2 << 20) /* a mapping's size is a multiple of this */
+
+static size_t map_size(size_t n) {
+  return (n + GROUP_MAP_PAGE - 1) & ~(GROUP_MAP_PAGE - 1);
+}
+
+/* Array p of nOld bytes (NULL if nOld is 0) resized to nNew bytes, larger:
+** malloc'd below GROUP_MAP_MIN bytes, mapped from there on (a size says
+** which, so callers keep sizes, not flags). The new array, or NULL on OOM
+** (p is then unchanged). The bytes past nOld are undefined. A size no
+** larger than nOld returns p. */
+static void *arr_grow(void *p, size_t nOld, size_t nNew) {
+  if (nNew <= nOld) return p; /* grown before, by a call that failed later */
+  if (nNew < GROUP_MAP_MIN) return realloc(p, nNew);
+  void *q;
+  if (nOld >= GROUP_MAP_MIN) {
+    q = mremap(p, map_size(nOld), map_size(nNew), MREMAP_MAYMOVE);
+    if (q == MAP_FAILED) return NULL;
+  } else {
+    q = mmap(NULL, map_size(nNew), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (q == MAP_FAILED) return NULL;
+    if (nOld) memcpy(q, p, nOld);
+    free(p);
+  }
+#ifdef MADV_HUGEPAGE
+  madvise(q, map_size(nNew), MADV_HUGEPAGE); /* advice only: no huge pages is fine */
+#endif
+  return q;
+}
+
+/* Free array p of n bytes (arr_grow's). */
+static void arr_free(void *p, size_t n) {
+  if (!p) return;
+  if (n >= GROUP_MAP_MIN)
+    munmap(p, map_size(n));
+  else
+    free(p);
+}
+
+/* A zeroed array of n bytes, for arr_free; NULL on OOM. */
+static void *arr_zero(size_t n) {
+  if (n < GROUP_MAP_MIN) return calloc(1, n);
+  void *q = mmap(NULL, map_size(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (q == MAP_FAILED) return NULL;
+#ifdef MADV_HUGEPAGE
+  madvise(q, map_size(n), MADV_HUGEPAGE);
+#endif
+  return q;
+}
+
+/* Bytes of the key array for n groups. */
+static size_t key_bytes(const csq_group *t, uint32_t n) {
+  return sizeof(csq_value) * (size_t)n * (t->nKey ? t->nKey : 1);
+}
 
 uint32_t csq_group_layout(const csq_prog *pp, size_t szSum, uint32_t *aOff) {
   uint32_t off = 0;
@@ -40,10 +103,10 @@ void csq_group_init(csq_group *t, int nKey, uint32_t stride) {
 }
 
 void csq_group_free(csq_group *t) {
-  free(t->aKey);
-  free(t->aHash);
-  free(t->aState);
-  free(t->aSlot);
+  arr_free(t->aKey, t->szKey);
+  arr_free(t->aHash, t->szHash);
+  arr_free(t->aState, t->szState);
+  arr_free(t->aSlot, sizeof(uint32_t) * (size_t)t->nSlot);
   for (csq_group_blk *b = t->pBlk, *next; b; b = next) {
     next = b->pNext;
     free(b);
@@ -53,14 +116,20 @@ void csq_group_free(csq_group *t) {
 
 int csq_group_grow(csq_group *t) {
   uint32_t nNew = t->nSlot ? t->nSlot * 2 : 1024;
-  uint32_t *a = calloc(nNew, sizeof(uint32_t));
+  if (t->bNoHash) { /* the groups made so far get their hashes and slots at once */
+    for (uint32_t g = 0; g < t->nGroup; g++)
+      t->aHash[g] = csq_group_hash(csq_group_keys(t, g), t->nKey);
+    while ((uint64_t)(t->nGroup + 1) * 2 > nNew) nNew *= 2;
+    t->bNoHash = 0;
+  }
+  uint32_t *a = arr_zero(sizeof(uint32_t) * (size_t)nNew);
   if (!a) return -ENOMEM;
   for (uint32_t g = 0; g < t->nGroup; g++) {
     uint32_t pos = (uint32_t)t->aHash[g] & (nNew - 1);
     while (a[pos]) pos = (pos + 1) & (nNew - 1);
     a[pos] = g + 1;
   }
-  free(t->aSlot);
+  arr_free(t->aSlot, sizeof(uint32_t) * (size_t)t->nSlot);
   t->aSlot = a;
   t->nSlot = nNew;
   return 0;
@@ -69,20 +138,25 @@ int csq_group_grow(csq_group *t) {
 int64_t csq_group_add(csq_group *t, const csq_value *aK, uint64_t h, uint32_t pos) {
   if (t->nGroup == t->nAlloc) {
     uint32_t nNew = t->nAlloc ? t->nAlloc * 2 : 64;
-    csq_value *aKey = realloc(t->aKey, sizeof(csq_value) * (size_t)nNew * (t->nKey ? t->nKey : 1));
+    /* each array's size is its own (szKey, ...): one may grow and the
+    ** next fail, and nAlloc is what all three hold */
+    csq_value *aKey = arr_grow(t->aKey, t->szKey, key_bytes(t, nNew));
     if (!aKey) return -1;
     t->aKey = aKey;
-    uint64_t *aH = realloc(t->aHash, sizeof(uint64_t) * nNew);
+    t->szKey = key_bytes(t, nNew);
+    uint64_t *aH = arr_grow(t->aHash, t->szHash, sizeof(uint64_t) * (size_t)nNew);
     if (!aH) return -1;
     t->aHash = aH;
-    uint8_t *aS = realloc(t->aState, (size_t)t->stride * nNew);
+    t->szHash = sizeof(uint64_t) * (size_t)nNew;
+    uint8_t *aS = arr_grow(t->aState, t->szState, (size_t)t->stride * nNew);
     if (!aS) return -1;
     t->aState = aS;
+    t->szState = (size_t)t->stride * nNew;
     t->nAlloc = nNew;
   }
   uint32_t g = t->nGroup++;
   for (int j = 0; j < t->nKey; j++) t->aKey[(size_t)g * t->nKey + j] = aK[j];
-  t->aHash[g] = h;
+  if (!t->bNoHash) t->aHash[g] = h;
   memset(t->aState + (size_t)g * t->stride, 0, t->stride);
   if (pos != CSQ_GROUP_NO_SLOT) t->aSlot[pos] = g + 1;
   return g;

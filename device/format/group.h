@@ -13,7 +13,11 @@
 ** Lookups go through open addressing with linear probing (aSlot), kept at
 ** most half full. A group may also be made without a slot (a caller with
 ** a direct table of its own, or one with no keys): csq_group_reserve is
-** then never called, since it re-slots every group.
+** then never called, since it re-slots every group. The exception is a
+** caller that sets bNoHash on an empty table and then makes its groups
+** without slots or hashes (one whose keys arrive sorted finds its groups
+** by itself): the first csq_group_reserve hashes those groups, clears
+** bNoHash and slots them, after which the table works as any other.
 **
 ** Key values name bytes the table does not own; csq_group_keep copies
 ** bytes into blocks the table owns, which never move, for a caller whose
@@ -33,16 +37,18 @@
 typedef struct csq_group_blk csq_group_blk;
 
 typedef struct csq_group {
-  int nKey;            /* key values per group */
-  uint32_t stride;     /* bytes of a group's state block */
-  uint32_t nGroup;     /* groups made */
-  uint32_t nAlloc;     /* groups the arrays below hold */
-  csq_value *aKey;     /* nKey values per group */
-  uint64_t *aHash;     /* hash of each group's keys */
-  uint8_t *aState;     /* stride bytes per group */
-  uint32_t *aSlot;     /* open addressing: group + 1, 0 empty */
-  uint32_t nSlot;      /* 0, or a power of 2 at least twice nGroup */
-  csq_group_blk *pBlk; /* bytes kept by csq_group_keep */
+  int nKey;                      /* key values per group */
+  uint32_t stride;               /* bytes of a group's state block */
+  uint32_t nGroup;               /* groups made */
+  uint32_t nAlloc;               /* groups the arrays below hold */
+  csq_value *aKey;               /* nKey values per group */
+  uint64_t *aHash;               /* hash of each group's keys */
+  uint8_t *aState;               /* stride bytes per group */
+  uint32_t *aSlot;               /* open addressing: group + 1, 0 empty */
+  uint32_t nSlot;                /* 0, or a power of 2 at least twice nGroup */
+  size_t szKey, szHash, szState; /* bytes allocated for aKey, aHash, aState */
+  csq_group_blk *pBlk;           /* bytes kept by csq_group_keep */
+  uint8_t bNoHash;               /* aHash unset: groups made without slots or hashes */
 } csq_group;
 
 /* No slot: the group is made outside the hash table (csq_group_add). */
@@ -75,7 +81,8 @@ static inline uint64_t csq_group_hash(const csq_value *aK, int nKey) {
 }
 
 /* Make room in the hash slots for one more group. 0 or -ENOMEM. Inline
-** for its common case, nothing to do; csq_group_grow re-slots. */
+** for its common case, nothing to do; csq_group_grow re-slots (hashing
+** the groups first if bNoHash). */
 int csq_group_grow(csq_group *t);
 static inline int csq_group_reserve(csq_group *t) {
   return (uint64_t)(t->nGroup + 1) * 2 <= t->nSlot ? 0 : csq_group_grow(t);
@@ -104,8 +111,9 @@ static inline int64_t csq_group_find(const csq_group *t, const csq_value *aK, ui
 }
 
 /* Make a group of keys aK (copied as values: their bytes stay where they
-** are) and hash h, its state zeroed, in slot pos (from csq_group_find) or
-** CSQ_GROUP_NO_SLOT. Its number, or -1 on OOM (then t is unchanged). */
+** are) and hash h (ignored if bNoHash), its state zeroed, in slot pos
+** (from csq_group_find) or CSQ_GROUP_NO_SLOT. Its number, or -1 on OOM
+** (then t is unchanged). */
 int64_t csq_group_add(csq_group *t, const csq_value *aK, uint64_t h, uint32_t pos);
 
 /* Keys and state block of group g. */

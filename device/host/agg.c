@@ -24,6 +24,23 @@ typedef struct ag_hsum {
   double rs, rc;
 } ag_hsum;
 
+/* A run of groups: numbers g0 .. g0 + n - 1, made in a row, with INTEGER
+** keys strictly ascending from lo to hi. A table stored in the order of its
+** GROUP BY key yields partials whose rows ascend by key, each partial (or
+** each device slot's sequence of them) covering a stretch of keys that no
+** other covers but for the key at its ends, which two row groups share.
+** Such partials make a few long runs: a row's group is then the next one
+** of its run, found by a compare, or one at a run's end, found by binary
+** search, and no group is ever hashed. A key that falls inside a run's
+** range without being one of its keys splits the run. A key that is not
+** an INTEGER, or more than AG_RUN_MAX runs (keys in no useful order), ends
+** this: the groups are hashed (csq_group_reserve) and the merge goes on by
+** hash. */
+typedef struct ag_run {
+  int64_t lo, hi;
+  uint32_t g0, n;
+} ag_run;
+
 /* Groups hold their keys and MIN/MAX values as csq_values whose bytes the
 ** group table keeps (csq_group_keep): they outlive the partials they came
 ** from. */
@@ -34,6 +51,13 @@ struct dev_agg {
   int nKey, nAgg, nPartial;
   uint32_t aOff[CSQ_AGG_MAX_AGGS]; /* state offset of each aggregate in a group's block */
   csq_group g;
+  /* Ascending runs (see ag_run_group): while bRuns, the groups have one
+  ** INTEGER key each and are made without hashing (g.bNoHash), found
+  ** through aRun instead. */
+  int bRuns;
+  ag_run *aRun; /* nRun runs, in key order: disjoint key ranges */
+  uint32_t nRun, nRunAlloc;
+  uint32_t iCur; /* the run of the last group found or made */
 };
 
 /* Make v's bytes, if any, the group table's own. 0 or -ENOMEM. */
@@ -51,6 +75,7 @@ void dev_agg_free(dev_agg *a) {
   csq_prog_clear(&a->prog);
   free(a->aProg);
   csq_group_free(&a->g);
+  free(a->aRun);
   free(a);
 }
 
@@ -80,6 +105,7 @@ int dev_agg_new(const uint8_t *prog, size_t nProg, dev_agg **pp, char **pzErr) {
   a->nAgg = a->prog.nAgg;
   a->nPartial = a->prog.nResCol;
   csq_group_init(&a->g, a->nKey, csq_group_layout(&a->prog, sizeof(ag_hsum), a->aOff));
+  a->bRuns = a->g.bNoHash = a->nKey == 1;
   *pp = a;
   return 0;
 }
@@ -112,6 +138,101 @@ static int cell_is(const csq_vec *p, uint32_t r, int cls) {
   return p->aCls[r] == cls;
 }
 
+/* Insert run *pR at index i of a->aRun. 0 or -1 on OOM. */
+static int run_insert(dev_agg *a, uint32_t i, const ag_run *pR) {
+  if (a->nRun == a->nRunAlloc) {
+    uint32_t nNew = a->nRunAlloc ? a->nRunAlloc * 2 : 64;
+    ag_run *aR = realloc(a->aRun, sizeof(ag_run) * nNew);
+    if (!aR) return -1;
+    a->aRun = aR;
+    a->nRunAlloc = nNew;
+  }
+  memmove(&a->aRun[i + 1], &a->aRun[i], sizeof(ag_run) * (a->nRun - i));
+  a->aRun[i] = *pR;
+  a->nRun++;
+  return 0;
+}
+
+/* Make a group of INTEGER key x, the next group number: with bExtend at
+** the end of run i (which ends with the last group made, and whose range
+** x extends without meeting the next run's), else as a new run inserted at
+** index i (between runs whose ranges leave room for x). Its number, or -1
+** on OOM. */
+static int64_t run_new_group(dev_agg *a, int64_t x, uint32_t i, int bExtend) {
+  csq_value k;
+  memset(&k, 0, sizeof(k));
+  k.cls = CSQ_INT;
+  k.i = x;
+  ag_run r = {x, x, a->g.nGroup, 1};
+  if (!bExtend && run_insert(a, i, &r)) return -1;
+  int64_t g = csq_group_add(&a->g, &k, 0, CSQ_GROUP_NO_SLOT);
+  if (g < 0) return -1; /* the merge fails: its runs no longer matter */
+  if (bExtend) {
+    a->aRun[i].hi = x;
+    a->aRun[i].n++;
+  }
+  a->iCur = i;
+  return g;
+}
+
+/* Runs beyond which keys look unordered: the merge goes by hash. */
+#define AG_RUN_MAX 4096
+
+/* The group of INTEGER key x while the groups are in runs (ag_run): found
+** or made. bNext: the partial row before this one had the last group made
+** (a run only grows through the rows of one partial: the next partial may
+** start anywhere, and a run stretched across the gap would have to be
+** split when the gap's keys come). -1 on OOM; -2 when the keys do not look
+** ordered (the caller then hashes). */
+static int64_t ag_run_group(dev_agg *a, int64_t x, int bNext) {
+  uint32_t nRun = a->nRun, i = a->iCur;
+  if (i < nRun) {
+    ag_run *r = &a->aRun[i];
+    if (x == r->hi) return r->g0 + r->n - 1; /* a run of equal keys in one partial */
+    if (bNext && x > r->hi && (i + 1 == nRun || x < a->aRun[i + 1].lo) &&
+        r->g0 + r->n == a->g.nGroup)
+      return run_new_group(a, x, i, 1);
+  }
+  /* i = how many runs have lo <= x; run i - 1 is the one that may hold x */
+  uint32_t lo = 0, hi = nRun;
+  while (lo < hi) {
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (a->aRun[mid].lo <= x)
+      lo = mid + 1;
+    else
+      hi = mid;
+  }
+  i = lo;
+  if (i > 0 && x <= a->aRun[i - 1].hi) {
+    ag_run *r = &a->aRun[i - 1];
+    uint32_t l = r->g0, h = r->g0 + r->n; /* keys of groups [l, h) ascend */
+    while (l < h) {
+      uint32_t mid = l + (h - l) / 2;
+      int64_t y = csq_group_keys(&a->g, mid)->i;
+      if (y == x) {
+        a->iCur = i - 1;
+        return mid;
+      }
+      if (y < x)
+        l = mid + 1;
+      else
+        h = mid;
+    }
+    /* x falls between two keys of the run, groups l - 1 and l: split it
+    ** there, and x's group goes between the halves */
+    if (nRun + 2 > AG_RUN_MAX) return -2;
+    ag_run b = {csq_group_keys(&a->g, l)->i, r->hi, l, r->g0 + r->n - l};
+    r->hi = csq_group_keys(&a->g, l - 1)->i;
+    r->n = l - r->g0;
+    if (run_insert(a, i, &b)) return -1;
+    return run_new_group(a, x, i, 0);
+  }
+  if (bNext && i > 0 && a->aRun[i - 1].g0 + a->aRun[i - 1].n == a->g.nGroup)
+    return run_new_group(a, x, i - 1, 1);
+  if (nRun + 1 > AG_RUN_MAX) return -2;
+  return run_new_group(a, x, i, 0);
+}
+
 int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) {
   csq_value aK[CSQ_AGG_MAX_KEYS];
   *pzErr = NULL;
@@ -121,9 +242,28 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr) 
           dev_mprintf("partial aggregate: column %d holds %u of %u rows", c, aPart[c].n, nRows);
       return -EINVAL;
     }
+  int bNext = 0;
   for (uint32_t r = 0; r < nRows; r++) {
-    for (int j = 0; j < a->nKey; j++) aK[j] = csq_value_of_vec(&aPart[j], r);
-    int64_t g = a->nKey == 0 && a->g.nGroup ? 0 : group_find(a, aK);
+    int64_t g = -1;
+    if (a->bRuns) {
+      g = aPart[0].aCls[r] == CSQ_INT ? ag_run_group(a, aPart[0].aVal[r].i, bNext) : -2;
+      bNext = g >= 0 && (uint64_t)g + 1 == a->g.nGroup;
+      if (g == -1) {
+        *pzErr = dev_mprintf("out of memory merging partial aggregates");
+        return -ENOMEM;
+      }
+      if (g == -2) { /* g.bNoHash stays: group_find hashes the groups */
+        a->bRuns = 0;
+        free(a->aRun);
+        a->aRun = NULL;
+        a->nRun = a->nRunAlloc = 0;
+        g = -1;
+      }
+    }
+    if (g < 0) {
+      for (int j = 0; j < a->nKey; j++) aK[j] = csq_value_of_vec(&aPart[j], r);
+      g = a->nKey == 0 && a->g.nGroup ? 0 : group_find(a, aK);
+    }
     if (g < 0) {
       *pzErr = dev_mprintf("out of memory merging partial aggregates");
       return -ENOMEM;
@@ -242,23 +382,46 @@ static double sum_real(const ag_hsum *s) {
   return isfinite(rs) ? rs + rc : rs;
 }
 
-/* Push a real result, NULL for NaN as SQLite does. */
-static int push_real(csq_vec *v, double r) {
-  return isnan(r) ? csq_vec_push_null(v) : csq_vec_push_real(v, r);
+/* Append a number or NULL to v, whose room dev_agg_finish reserved (one
+** store per array, no capacity check and no call per value: these run once
+** per group of a result that may hold millions). 0. */
+static int put_int(csq_vec *v, int64_t i) {
+  v->aCls[v->n] = CSQ_INT;
+  v->aVal[v->n].i = i;
+  v->aLen[v->n++] = 0;
+  v->clsMask |= 1u << CSQ_INT;
+  return 0;
+}
+static int put_null(csq_vec *v) {
+  v->aCls[v->n] = CSQ_NULL;
+  v->aVal[v->n].i = 0;
+  v->aLen[v->n++] = 0;
+  v->clsMask |= 1u << CSQ_NULL;
+  return 0;
 }
 
-/* Push a key or a MIN/MAX value (NULL for none). */
+/* Append a real result, NULL for NaN as SQLite does. 0. */
+static int push_real(csq_vec *v, double r) {
+  if (isnan(r)) return put_null(v);
+  v->aCls[v->n] = CSQ_REAL;
+  v->aVal[v->n].r = r;
+  v->aLen[v->n++] = 0;
+  v->clsMask |= 1u << CSQ_REAL;
+  return 0;
+}
+
+/* Append a key or a MIN/MAX value (NULL for none). 0 or -ENOMEM (bytes). */
 static int push_value(csq_vec *v, const csq_value *x) {
   switch (x->cls) {
   case CSQ_INT:
-    return csq_vec_push_int(v, x->i);
+    return put_int(v, x->i);
   case CSQ_REAL:
-    return csq_vec_push_real(v, x->r);
+    return push_real(v, x->r); /* never NaN */
   case CSQ_TEXT:
   case CSQ_BLOB:
     return csq_vec_push_bytes(v, x->cls, x->z, x->n);
   default:
-    return csq_vec_push_null(v);
+    return put_null(v);
   }
 }
 
@@ -268,6 +431,8 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
   int nCol = a->nKey + a->nAgg, rc = 0;
   for (int c = 0; c < nCol; c++) csq_vec_reset(&aOut[c]);
   if (a->nKey == 0 && a->g.nGroup == 0 && group_find(a, NULL) < 0) return -ENOMEM;
+  for (int c = 0; c < nCol; c++) /* room for every row: the put_ functions rely on it */
+    if (csq_vec_reserve(&aOut[c], a->g.nGroup, 0)) return -ENOMEM;
   for (uint32_t g = 0; g < a->g.nGroup && rc == 0; g++) {
     for (int j = 0; j < a->nKey && rc == 0; j++)
       rc = push_value(&aOut[j], &csq_group_keys(&a->g, g)[j]);
@@ -279,7 +444,7 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
       switch (a->prog.aAgg[i].fn) {
       case CSQ_AGG_COUNT_STAR:
       case CSQ_AGG_COUNT:
-        rc = csq_vec_push_int(v, *(const int64_t *)p);
+        rc = put_int(v, *(const int64_t *)p);
         break;
       case CSQ_AGG_MIN:
       case CSQ_AGG_MAX:
@@ -295,11 +460,11 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
           return -EDOM;
         }
         if (s->cnt == 0)
-          rc = csq_vec_push_null(v);
+          rc = put_null(v);
         else if (s->nReal)
           rc = push_real(v, sum_real(s));
         else if (s->isum >= INT64_MIN && s->isum <= INT64_MAX)
-          rc = csq_vec_push_int(v, (int64_t)s->isum);
+          rc = put_int(v, (int64_t)s->isum);
         else {
           *pzErr = dev_mprintf("integer overflow");
           return -ERANGE;
@@ -309,7 +474,7 @@ int dev_agg_finish(dev_agg *a, csq_vec *aOut, uint32_t *pnRows, char **pzErr) {
         rc = push_real(v, s->cnt ? sum_real(s) : 0.0);
         break;
       default: /* AVG */
-        rc = s->cnt ? push_real(v, sum_real(s) / (double)s->cnt) : csq_vec_push_null(v);
+        rc = s->cnt ? push_real(v, sum_real(s) / (double)s->cnt) : put_null(v);
         break;
       }
     }
