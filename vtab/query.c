@@ -659,6 +659,26 @@ static int rows_of(sqlite3 *db, const char *zSql, vt_rowset *r, csq_vec *aOut, i
   return rc;
 }
 
+/* The end of a scalar subquery's fill: with its groups in aG (keys, then
+** the value; freed here) and e so far, the value over no rows from zEmpty
+** (over pSub, if it reads one), then each joined row's value into its
+** row-set column. eFail is the error when zEmpty fails. */
+static int scalar_fill(q_tab *p, pl_join *j, int iScalar, vt_rowset *pSub, csq_vec *aG, int eFail,
+                       int e, q_cursor *c, char **pzErr) {
+  const pl_jscalar *q = &j->aScalar[iScalar];
+  vt_rowset *r = &c->rows;
+  csq_vec vEmpty;
+  csq_vec_init(&vEmpty);
+  if (e == 0 && rows_of(p->db, q->zEmpty, pSub, &vEmpty, 1, pzErr)) e = eFail;
+  if (e == 0 && vEmpty.n != 1) e = eFail;
+  if (e == 0)
+    e = pl_scalar_fill(j, iScalar, aG, &aG[q->nKey], aG[0].n, &vEmpty, r->aCol, r->nRow,
+                       &r->aCol[q->iCol]);
+  for (int k = 0; k <= q->nKey; k++) csq_vec_free(&aG[k]);
+  csq_vec_free(&vEmpty);
+  return e;
+}
+
 /* Fill scalar subquery iScalar's row-set column (table t): scan t with a
 ** join filter of the joined rows' keys, let SQLite group its rows, and give
 ** each joined row its group's value. 0 or a negative errno; -E2BIG when
@@ -667,9 +687,8 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
   const pl_jscalar *q = &j->aScalar[iScalar];
   const pl_jtab *jt = &j->aTab[q->iTab];
   vt_rowset *r = &c->rows;
-  csq_vec aG[PL_JOIN_MAX_KEY + 1], vEmpty;
+  csq_vec aG[PL_JOIN_MAX_KEY + 1];
   for (int k = 0; k <= q->nKey; k++) csq_vec_init(&aG[k]);
-  csq_vec_init(&vEmpty);
   int e = 0;
   pl_jdata d = {calloc((size_t)(jt->nOut ? jt->nOut : 1), sizeof(csq_vec)), jt->nOut, 0};
   if (!d.aCol) e = -12;
@@ -679,13 +698,7 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
     e = scan_sub(t, j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, collect_batch, &x, pzErr);
   vt_rowset sRows = {d.nCol, d.aCol, d.nRow}; /* csq_jrows' view of them (d owns them) */
   if (e == 0 && sRows.nRow > 0 && rows_of(p->db, q->zGroup, &sRows, aG, q->nKey + 1, pzErr)) e = -5;
-  if (e == 0 && rows_of(p->db, q->zEmpty, &sRows, &vEmpty, 1, pzErr)) e = -5;
-  if (e == 0 && vEmpty.n != 1) e = -5;
-  if (e == 0)
-    e = pl_scalar_fill(j, iScalar, aG, &aG[q->nKey], aG[0].n, &vEmpty, r->aCol, r->nRow,
-                       &r->aCol[q->iCol]);
-  for (int k = 0; k <= q->nKey; k++) csq_vec_free(&aG[k]);
-  csq_vec_free(&vEmpty);
+  e = scalar_fill(p, j, iScalar, &sRows, aG, -5, e, c, pzErr);
   free_jdata(&d);
   return e;
 }
@@ -803,9 +816,8 @@ static char *scalar_key_filter(const pl_jscalar *q, const csq_vec *pKey) {
 static int run_scalar_join(q_tab *p, pl_join *j, int iScalar, q_cursor *c, char **pzErr) {
   const pl_jscalar *q = &j->aScalar[iScalar];
   vt_rowset *r = &c->rows;
-  csq_vec aG[PL_JOIN_MAX_KEY + 1], vEmpty;
+  csq_vec aG[PL_JOIN_MAX_KEY + 1];
   for (int k = 0; k <= q->nKey; k++) csq_vec_init(&aG[k]);
-  csq_vec_init(&vEmpty);
   int e = 0;
   push_rows x = {aG, q->nKey + 1, SQLITE_OK};
   char *zIn = r->nRow > 0 ? scalar_key_filter(q, &r->aCol[q->aKeyCol[0]]) : NULL;
@@ -816,14 +828,7 @@ static int run_scalar_join(q_tab *p, pl_join *j, int iScalar, q_cursor *c, char 
     if (rc == SQLITE_OK) rc = x.rc;
     if (rc != SQLITE_OK) e = rc == SQLITE_NOMEM ? -12 : -33;
   }
-  if (e == 0 && rows_of(p->db, q->zEmpty, NULL, &vEmpty, 1, pzErr)) e = -33;
-  if (e == 0 && vEmpty.n != 1) e = -33;
-  if (e == 0)
-    e = pl_scalar_fill(j, iScalar, aG, &aG[q->nKey], aG[0].n, &vEmpty, r->aCol, r->nRow,
-                       &r->aCol[q->iCol]);
-  for (int k = 0; k <= q->nKey; k++) csq_vec_free(&aG[k]);
-  csq_vec_free(&vEmpty);
-  return e;
+  return scalar_fill(p, j, iScalar, NULL, aG, -33, e, c, pzErr);
 }
 
 /* Run a join plan: every table's scan on its devices (build sides first,
