@@ -609,8 +609,6 @@ static int run_semi(pl_join *j, int iSemi, vt_tab *t, q_cursor *c, char **pzErr)
   return e;
 }
 
-/* The rows of SQL zSql over the row set r (csq_jrows(?1)): their first
-** nOut columns appended to aOut. SQLITE_OK or SQLite's error (*pzErr). */
 /* Append pStmt's current row, columns 0..nOut, to aOut[]: SQLITE_OK or
 ** SQLITE_NOMEM. */
 static int push_row(sqlite3_stmt *pStmt, csq_vec *aOut, int nOut) {
@@ -641,6 +639,9 @@ static int push_row(sqlite3_stmt *pStmt, csq_vec *aOut, int nOut) {
   return rc;
 }
 
+/* The rows of SQL zSql over the row set r (csq_jrows(?1), when zSql reads
+** it): their first nOut columns appended to aOut. SQLITE_OK or SQLite's
+** error (*pzErr). */
 static int rows_of(sqlite3 *db, const char *zSql, vt_rowset *r, csq_vec *aOut, int nOut,
                    char **pzErr) {
   sqlite3_stmt *pStmt = NULL;
@@ -971,6 +972,34 @@ static int plan_join(q_tab *p, const char *zSql, sqlite3_value **aParam, int nPa
   return rc;
 }
 
+/* zSql with d's inner SELECT replaced by "(zHost)", into *pzOuter
+** (sqlite3_malloc'd), when SQLite takes it as it took zSql: nCol columns
+** (nCol < 0: any) and nParam parameters, the host part's own. Else
+** SQLITE_OK with *pzOuter NULL and why in zWhy; SQLITE_NOMEM. */
+static int splice_host(q_tab *p, const char *zSql, const pl_derived *d, const char *zHost, int nCol,
+                       int nParam, char **pzOuter, char *zWhy, size_t nWhy) {
+  *pzOuter = NULL;
+  char *zWith = sqlite3_mprintf("(%s)", zHost), *zOuter = NULL;
+  if (!zWith) return SQLITE_NOMEM;
+  int e = pl_derived_splice(zSql, d, zWith, &zOuter);
+  sqlite3_free(zWith);
+  if (e) return SQLITE_NOMEM;
+  sqlite3_stmt *pStmt = NULL;
+  int rcPrep = sqlite3_prepare_v2(p->db, zOuter, -1, &pStmt, NULL), rc = SQLITE_OK;
+  if (rcPrep == SQLITE_NOMEM) {
+    rc = SQLITE_NOMEM;
+  } else if (rcPrep || !pStmt || (nCol >= 0 && sqlite3_column_count(pStmt) != nCol) ||
+             sqlite3_bind_parameter_count(pStmt) != nParam) {
+    snprintf(zWhy, nWhy, "%s", rcPrep ? sqlite3_errmsg(p->db) : "its columns or parameters differ");
+  } else {
+    *pzOuter = sqlite3_mprintf("%s", zOuter);
+    if (!*pzOuter) rc = SQLITE_NOMEM;
+  }
+  sqlite3_finalize(pStmt);
+  free(zOuter);
+  return rc;
+}
+
 /* Is zSql a derived table or one WITH table of the shapes planner/derived.h
 ** rewrites? */
 static int find_derived(const char *zSql, pl_derived *d) {
@@ -1003,24 +1032,11 @@ static int plan_derived_one(q_tab *p, const char *zSql, int nCol, pl_plan **ppPl
   sqlite3_free(l.azCol);
   sqlite3_free(l.aAff);
   sqlite3_free(l.aColl);
-  char *zOuter = NULL;
-  if (rc == SQLITE_OK && plan->bPush && !plan->bEmpty && l.pFound) {
-    char *zWith = sqlite3_mprintf("(%s)", plan->zHost);
-    if (!zWith || pl_derived_splice(zSql, &d, zWith, &zOuter) != PL_OK) rc = SQLITE_NOMEM;
-    sqlite3_free(zWith);
-  }
-  if (zOuter) {
-    sqlite3_stmt *pStmt = NULL;
-    int rcPrep = sqlite3_prepare_v2(p->db, zOuter, -1, &pStmt, NULL);
-    if (rcPrep == SQLITE_NOMEM) rc = SQLITE_NOMEM;
-    int bOk = rcPrep == SQLITE_OK && pStmt && (nCol < 0 || sqlite3_column_count(pStmt) == nCol) &&
-              sqlite3_bind_parameter_count(pStmt) == plan->iRows;
-    sqlite3_finalize(pStmt);
-    if (bOk && rc == SQLITE_OK) {
-      *pzOuter = sqlite3_mprintf("%s", zOuter);
-      if (!*pzOuter) rc = SQLITE_NOMEM;
-    }
-    free(zOuter);
+  if (rc == SQLITE_OK && plan->bPush && !plan->bEmpty && l.pFound)
+    rc = splice_host(p, zSql, &d, plan->zHost, nCol, plan->iRows, pzOuter, zWhy, sizeof(zWhy));
+  if (rc != SQLITE_OK) {
+    sqlite3_free(*pzOuter);
+    *pzOuter = NULL;
   }
   if (*pzOuter) {
     *ppPlan = plan;
@@ -1086,38 +1102,22 @@ static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, 
     snprintf(j->zWhy, sizeof(j->zWhy), "%s", zWhy);
   }
   *ppJoin = j;
-  char *zOuter = NULL;
   if (j->bPlan) {
-    char *zWith = sqlite3_mprintf("(%s)", j->zHost);
-    if (!zWith) return SQLITE_NOMEM;
-    e = pl_derived_splice(zSql, &d, zWith, &zOuter);
-    sqlite3_free(zWith);
-    if (e) return SQLITE_NOMEM;
     /* SQLite must take the spliced text as it took the original: same
-    ** columns, only the row set as a parameter; else the query as written */
-    sqlite3_stmt *pStmt = NULL;
-    int rcPrep = sqlite3_prepare_v2(p->db, zOuter, -1, &pStmt, NULL);
-    if (rcPrep == SQLITE_NOMEM) {
-      free(zOuter);
-      return SQLITE_NOMEM;
-    }
-    if (rcPrep || !pStmt || (nCol >= 0 && sqlite3_column_count(pStmt) != nCol) ||
-        sqlite3_bind_parameter_count(pStmt) != j->iRows + j->nValue) {
+    ** columns, only the row set and the subqueries' values as parameters;
+    ** else the query as written */
+    char *zOuter = NULL;
+    int rc2 =
+        splice_host(p, zSql, &d, j->zHost, nCol, j->iRows + j->nValue, &zOuter, zWhy, sizeof(zWhy));
+    if (rc2) return rc2;
+    if (zOuter) {
+      sqlite3_free(j->zHost);
+      j->zHost = zOuter;
+    } else {
       j->bPlan = 0;
       snprintf(j->zWhy, sizeof(j->zWhy),
-               "the outer query over the joined rows does not prepare: %s",
-               rcPrep ? sqlite3_errmsg(p->db) : "its columns or parameters differ");
+               "the outer query over the joined rows does not prepare: %s", zWhy);
     }
-    sqlite3_finalize(pStmt);
-  }
-  if (j->bPlan) {
-    char *zHost = sqlite3_mprintf("%s", zOuter);
-    free(zOuter);
-    if (!zHost) return SQLITE_NOMEM;
-    sqlite3_free(j->zHost);
-    j->zHost = zHost;
-  } else {
-    free(zOuter);
   }
   char zInnerWhy[sizeof(j->zWhy)];
   memcpy(zInnerWhy, j->zWhy, sizeof(zInnerWhy));
