@@ -717,7 +717,9 @@ static void jp_host(jp *s) {
     sqlite3_str_appendchar(s->pHost, 1, ')');
     if (a->aCol[i].zAlias) sqlite3_str_appendf(s->pHost, " AS \"%w\"", a->aCol[i].zAlias);
   }
+  j->iHostFrom = sqlite3_str_length(s->pHost);
   sqlite3_str_appendf(s->pHost, " FROM csq_jrows(?%d) AS csq_j", j->iRows);
+  j->nHostFrom = sqlite3_str_length(s->pHost) - j->iHostFrom;
   int nRes = 0;
   for (int k = 0; k < s->nTerm; k++) {
     if (s->aKind[k] == JT_FILTER || s->aKind[k] == JT_DROPPED || s->aKind[k] == JT_SEMI ||

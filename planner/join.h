@@ -151,6 +151,9 @@ typedef struct pl_join {
   int nResidual;                  /* terms SQLite evaluates after the join */
   char *zHost;                    /* SELECT ... FROM csq_jrows(?iRows) ... (sqlite3_malloc'd) */
   int iRows;                      /* parameter number of the row set in zHost */
+  /* zHost[iHostFrom, iHostFrom + nHostFrom) is its " FROM csq_jrows(?iRows)
+  ** AS csq_j" (nHostFrom 0: zHost was rewritten since; see pl_join_agg_plan) */
+  int iHostFrom, nHostFrom;
   /* Uncorrelated scalar subqueries of one aggregate row, run before the
   ** host part (through the planner, by the caller) and bound as parameter
   ** iRows + 1 + i of zHost where they stood (sqlite3_malloc'd texts). */

@@ -864,6 +864,13 @@ static void sp_host(sp *s) {
     if (t->eNulls) sqlite3_str_appendall(s->pHost, t->eNulls == 1 ? " NULLS FIRST" : " NULLS LAST");
   }
   if (s->bRows && a->nOrder == 0) sqlite3_str_appendall(s->pHost, " ORDER BY c0");
+  /* SQLite's GROUP BY hands its groups out in key order, which users see
+  ** without an ORDER BY: the merged groups come in no order, so ask for it */
+  for (int i = 0; !s->bRows && a->nOrder == 0 && i < a->nGroup; i++) {
+    sqlite3_str_appendall(s->pHost, i ? ", (" : " ORDER BY (");
+    sp_emit(s, a->aGroup[i].pExpr, 0);
+    sqlite3_str_appendchar(s->pHost, 1, ')');
+  }
   if (a->pLimit) {
     sqlite3_str_appendall(s->pHost, " LIMIT (");
     sp_emit(s, a->pLimit, 0);

@@ -24,6 +24,7 @@
 #include "device/host/agg.h"
 #include "planner/split.h"
 #include "planner/join.h"
+#include "planner/joinagg.h"
 #include "planner/hashjoin.h"
 #include "planner/joinfilter.h"
 #include "planner/derived.h"
@@ -462,6 +463,89 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
                                                                                            : -5);
   }
   return SQLITE_OK;
+}
+
+/* The joined rows' first JAGG_SAMPLE rows are grouped first: unless their
+** groups are fewer than a JAGG_MIN_SHRINK-th of them, the rest is left to
+** SQLite (see run_join_agg). */
+#define JAGG_SAMPLE     4096
+#define JAGG_MIN_SHRINK 4
+
+/* The host part of join j as a grouped program over its joined rows, in
+** csq's host engine (planner/joinagg.h): SQLITE_OK with *pbDone 1, c->rows
+** the merged groups and c->pStmt SQLite's part over them; SQLITE_OK with
+** *pbDone 0 when the host part is not one split.c splits, or the engine
+** met what SQLite decides by its own row order (text in a sum, a sum that
+** may overflow): the caller then runs j->zHost over the joined rows; else
+** an error. apValue: the bound values of j's scalar subqueries. */
+static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value **aParam, int nParam,
+                        sqlite3_value **apValue, int *pbDone) {
+  *pbDone = 0;
+  int nAll = j->iRows + j->nValue, nChunk = PL_JAGG_NCHUNK(c->rows.nCol);
+  sqlite3_value **aAll = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)nAll);
+  const csq_vec **apChunk = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nChunk);
+  pl_plan *plan = NULL;
+  dev_agg *pAgg = NULL;
+  char *zErr = NULL;
+  vt_rowset merged = {0, NULL, 0};
+  int rc = aAll && apChunk ? SQLITE_OK : SQLITE_NOMEM, e = 0;
+  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
+    aAll[k] = k < nParam && k != j->iRows - 1 ? aParam[k]
+              : k >= j->iRows                 ? apValue[k - j->iRows]
+                                              : NULL;
+  if (rc == SQLITE_OK) rc = pl_join_agg_plan(p->db, j, aAll, nAll, &plan);
+  if (rc || !plan->bPush || plan->bRows || c->rows.nCol < 1) goto done;
+  apChunk[0] = NULL;
+  for (int i = 1; i < nChunk; i++) apChunk[i] = &c->rows.aCol[PL_JAGG_COL(c->rows.nCol, i)];
+  e = dev_agg_new(plan->pProg, plan->nProg, &pAgg, &zErr);
+  uint32_t nRow = plan->bEmpty ? 0 : c->rows.nRow, nHead = nRow < JAGG_SAMPLE ? nRow : JAGG_SAMPLE;
+  if (e == 0 && nHead) e = dev_agg_rows(pAgg, apChunk, nChunk, 0, nHead, &zErr);
+  /* nearly a group per row: grouping twice (engine, merge) costs more than
+  ** SQLite's grouping of the rows served group by group (csq_jrows) */
+  if (e == 0 && nRow > nHead && dev_agg_ngroups(pAgg) > nHead / JAGG_MIN_SHRINK) goto done;
+  if (e == 0 && nRow > nHead) e = dev_agg_rows(pAgg, apChunk, nChunk, nHead, nRow - nHead, &zErr);
+  if (e == 0) {
+    int n = dev_agg_ncol(pAgg);
+    merged.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)n);
+    if (!merged.aCol)
+      e = -12;
+    else {
+      merged.nCol = n;
+      for (int i = 0; i < n; i++) csq_vec_init(&merged.aCol[i]);
+      e = dev_agg_finish(pAgg, merged.aCol, &merged.nRow, &zErr);
+    }
+  }
+  if (e == -33 /* -EDOM */) goto done;
+  if (e) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg =
+        sqlite3_mprintf("%s", zErr ? zErr : "csq: aggregating the joined rows failed");
+    rc = e == -34 /* -ERANGE: integer overflow, SQLite's own error */ ? SQLITE_ERROR
+                                                                      : vt_rc_from(e < 0 ? e : -5);
+    goto done;
+  }
+  rc = sqlite3_prepare_v2(p->db, plan->zHost, -1, &c->pStmt, NULL);
+  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
+    if (aAll[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aAll[k]);
+  if (rc == SQLITE_OK) {
+    vt_rowset_clear(&c->rows);
+    c->rows = merged;
+    merged.aCol = NULL;
+    rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
+  }
+  if (rc) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
+  } else
+    *pbDone = 1;
+done:
+  if (merged.aCol) vt_rowset_clear(&merged);
+  free(zErr);
+  dev_agg_free(pAgg);
+  pl_plan_free(plan);
+  sqlite3_free(aAll);
+  sqlite3_free(apChunk);
+  return rc;
 }
 
 /* Scan table t with program pProg (nOut outputs) on every member device,
@@ -908,6 +992,13 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   for (int i = 0; rc == SQLITE_OK && i < j->nValue; i++)
     rc = run_value(p, j->azValue[i], &apValue[i]);
   if (rc != SQLITE_OK && rc != SQLITE_NOMEM) rc = SQLITE_MISMATCH;
+  int bDone = 0;
+  if (rc == SQLITE_OK) rc = run_join_agg(c, p, j, aParam, nParam, apValue, &bDone);
+  if (bDone || (rc != SQLITE_OK && rc != SQLITE_MISMATCH)) {
+    for (int i = 0; i < j->nValue; i++) sqlite3_value_free(apValue[i]);
+    if (rc) vt_rowset_clear(&c->rows);
+    return rc;
+  }
   if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, j->zHost, -1, &c->pStmt, NULL);
   for (int k = 0; rc == SQLITE_OK && k < nParam; k++)
     if (aParam[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aParam[k]);
@@ -1113,6 +1204,7 @@ static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, 
     if (zOuter) {
       sqlite3_free(j->zHost);
       j->zHost = zOuter;
+      j->nHostFrom = 0;
     } else {
       j->bPlan = 0;
       snprintf(j->zWhy, sizeof(j->zWhy),
@@ -1476,6 +1568,20 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                         "query back to SQLite",
                         (unsigned long long)nBudget));
   x_add(c, "host", sqlite3_mprintf("%s", j->zHost));
+  int nAll = j->iRows + j->nValue;
+  sqlite3_value **aNone = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
+  pl_plan *plan = NULL;
+  if (aNone) memset(aNone, 0, sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
+  if (aNone && pl_join_agg_plan(p->db, j, aNone, nAll, &plan) == SQLITE_OK && plan->bPush &&
+      !plan->bRows)
+    x_add(c, "  host aggregation",
+          sqlite3_mprintf("instead, when the first %d joined rows make fewer than %d groups: the "
+                          "joined rows grouped in csq's host engine (%s), then SQLite runs %s",
+                          JAGG_SAMPLE, JAGG_SAMPLE / JAGG_MIN_SHRINK, plan->zDevice, plan->zHost));
+  else if (plan && !plan->bPush)
+    x_add(c, "  host aggregation", sqlite3_mprintf("none, SQLite's: %s", plan->zWhy));
+  pl_plan_free(plan);
+  sqlite3_free(aNone);
 }
 
 static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,

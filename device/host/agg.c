@@ -16,6 +16,7 @@
 #include "device/format/group.h"
 #include "device/format/value.h"
 #include "device/host/scan.h"
+#include "device/host/vecrun.h"
 
 typedef struct ag_hsum {
   __int128 isum;
@@ -353,6 +354,15 @@ int dev_agg_scan(dev_agg *a, dev_queue *q, store *st, const store_table *pTab, s
   free(aV);
   dev_scan_close(s);
   return rc;
+}
+
+static int agg_part(void *pArg, const csq_vec *aPart, uint32_t nRows, char **pzErr) {
+  return dev_agg_add(pArg, aPart, nRows, pzErr);
+}
+
+int dev_agg_rows(dev_agg *a, const csq_vec *const *apChunk, int nChunk, uint32_t i0, uint32_t nRow,
+                 char **pzErr) {
+  return dev_vecrun(a->aProg, a->nProg, apChunk, nChunk, i0, nRow, agg_part, a, pzErr);
 }
 
 int dev_agg_open(dev_queue *q, store *st, const store_table *pTab, store_rg **apRg, int nRg,

@@ -62,6 +62,13 @@ int dev_agg_add(dev_agg *a, const csq_vec *aPart, uint32_t nRows, char **pzErr);
 int dev_agg_scan(dev_agg *a, dev_queue *q, store *st, const store_table *pTab, store_rg **apRg,
                  int nRg, char **pzErr);
 
+/* Run the program over rows [i0, i0 + nRow) the host holds as vectors,
+** chunk i's values in apChunk[i] (i < nChunk), in csq's host engine
+** (device/host/vecrun.h), and merge every partial. Errors as dev_vecrun's
+** (-EDOM as above). */
+int dev_agg_rows(dev_agg *a, const csq_vec *const *apChunk, int nChunk, uint32_t i0, uint32_t nRow,
+                 char **pzErr);
+
 /* dev_agg_new + dev_agg_scan. On error *pp is NULL. */
 int dev_agg_open(dev_queue *q, store *st, const store_table *pTab, store_rg **apRg, int nRg,
                  const uint8_t *prog, size_t nProg, dev_agg **pp, char **pzErr);

@@ -37,6 +37,7 @@
 #include "device/engine/ptype.h"
 #include "device/format/le.h"
 #include "device/link/queue.h" /* dev_now_ns */
+#include "device/host/result.h"
 #include "device/host/scan.h"
 
 /* Row groups in flight per scan: enough that one row group's Memory Copy
@@ -667,87 +668,18 @@ static int fill(dev_scan *s) {
 /* Copy a result into the caller's vectors, checking every offset. */
 static int decode_result(dev_scan *s, scan_slot *t, csq_vec *aOut, uint32_t *pnRows,
                          uint32_t *pNext) {
-  const uint8_t *p = t->aRes;
-  uint64_t n = t->nRes;
-  uint32_t h[4] = {csq_le32(p), csq_le32(p + 4), csq_le32(p + 8), csq_le32(p + 12)};
-  uint64_t nBytes = csq_le64(p + 16);
-  uint32_t nRows = h[1], nCol = h[3];
-  /* an accumulated result holds the groups of every row group merged into
-  ** it, more than this row group's rows: its size bounds it (below) */
-  if (h[0] != CSQ_RES_MAGIC || nCol != (uint32_t)s->prog.nResCol || nBytes != n ||
-      h[2] < t->startRow || h[2] > t->nRow || (!t->bAccRun && nRows > t->nRow) ||
-      (h[2] < t->nRow && h[2] <= t->startRow && !(t->bAccRun && h[2] == t->startRow)))
-    return -EBADMSG;
-  uint64_t q = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * nCol;
-  if (q > n) return -EBADMSG;
-  for (uint32_t j = 0; j < nCol; j++) {
-    const uint8_t *d = p + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j;
-    uint8_t clsMask = d[0], bCls = d[1], bLen = d[2];
-    uint64_t nHeap = csq_le64(d + 8);
-    csq_vec *v = &aOut[j];
-    csq_vec_reset(v);
-    if (d[3]) { /* left out by the job's omit mask: v stays empty */
-      if (d[3] != 1 || !s->prog.bRowNum || clsMask || bCls || bLen || nHeap) return -EBADMSG;
-      continue;
-    }
-    if (csq_vec_reserve(v, nRows ? nRows : 1, nHeap ? nHeap : 1)) return -ENOMEM;
-    const csq_res_lay l = csq_res_col_lay(bCls, bLen, nRows, nHeap);
-    if (l.nBytes > n - q || clsMask & 0xC1) return -EBADMSG;
-    const uint8_t *aCls = bCls ? p + q : NULL;
-    const uint8_t *aVal = p + q + l.oVal;
-    const uint8_t *aLen = bLen ? p + q + l.oLen : NULL;
-    const uint8_t *aHeap = p + q + l.oHeap;
-    if (aCls) {
-      uint8_t m = 0;
-      for (uint32_t i = 0; i < nRows; i++) {
-        if (aCls[i] < CSQ_INT || aCls[i] > CSQ_NULL) return -EBADMSG;
-        m |= (uint8_t)(1u << aCls[i]);
-      }
-      if (m != clsMask) return -EBADMSG;
-      memcpy(v->aCls, aCls, nRows);
-    } else {
-      int c = csq_res_mask_cls(clsMask);
-      if (nRows && !c) return -EBADMSG;
-      memset(v->aCls, c, nRows);
-    }
-    memcpy(v->aVal, aVal, 8ull * nRows);
-    if (aLen) {
-      memcpy(v->aLen, aLen, 4ull * nRows);
-      for (uint32_t i = 0; i < nRows; i++) {
-        uint8_t c = v->aCls[i];
-        if (c == CSQ_TEXT || c == CSQ_BLOB) {
-          if (v->aVal[i].off > nHeap || v->aLen[i] > nHeap - v->aVal[i].off) return -EBADMSG;
-        } else {
-          v->aLen[i] = 0;
-        }
-      }
-    } else {
-      if (clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) return -EBADMSG;
-      memset(v->aLen, 0, 4ull * nRows);
-    }
-    if (nHeap) memcpy(v->aHeap, aHeap, nHeap);
-    v->nHeap = nHeap;
-    v->n = nRows;
-    v->clsMask = clsMask;
-    q += l.nBytes;
+  const uint8_t *pRowNum = NULL;
+  int rc = dev_result_decode(&s->prog, t->aRes, t->nRes, t->startRow, t->nRow, t->bAccRun, aOut,
+                             pnRows, pNext, &pRowNum);
+  if (rc || !pRowNum) return rc;
+  uint32_t nRows = *pnRows;
+  if (nRows > s->nRowNumCap) {
+    uint32_t *a = realloc(s->aRowNum, sizeof(uint32_t) * nRows);
+    if (!a) return -ENOMEM;
+    s->aRowNum = a;
+    s->nRowNumCap = nRows;
   }
-  if (s->prog.bRowNum) {
-    if (pad8(4ull * nRows) > n - q) return -EBADMSG;
-    if (nRows > s->nRowNumCap) {
-      uint32_t *a = realloc(s->aRowNum, sizeof(uint32_t) * nRows);
-      if (!a) return -ENOMEM;
-      s->aRowNum = a;
-      s->nRowNumCap = nRows;
-    }
-    if (nRows) memcpy(s->aRowNum, p + q, 4ull * nRows);
-    /* ascending, inside the rows this Execute covered */
-    for (uint32_t i = 0; i < nRows; i++)
-      if (s->aRowNum[i] < t->startRow || s->aRowNum[i] >= h[2] ||
-          (i && s->aRowNum[i] <= s->aRowNum[i - 1]))
-        return -EBADMSG;
-  }
-  *pnRows = nRows;
-  *pNext = h[2];
+  for (uint32_t i = 0; i < nRows; i++) s->aRowNum[i] = csq_le32(pRowNum + 4ull * i);
   return 0;
 }
 
