@@ -6,6 +6,7 @@
 ** comparison against a value without affinity, so the device compares the
 ** stored values with the converted constants (program.h, "Affinity").
 */
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 #include "planner/filter.h"
@@ -104,19 +105,23 @@ int pl_filter_bpf(csq_pb *b, const pl_bpf_arg *aArg, int nArg, const uint8_t *aI
   return csq_pb_term(b, CSQ_OP_BPF, bNot ? CSQ_TF_NOT : 0, slot0, k, 0, 0);
 }
 
-int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
+/* Constraint c as a filter clause of its own (bCond 0) or as an
+** aggregation's condition (bCond 1: returns its number). */
+static int filter_term(csq_pb *b, const pl_cons *c, int *pbEmpty, int bCond) {
   if (c->op == CSQ_OP_BPF) { /* its clause opens after its constants */
+    if (bCond) return -EINVAL;
     pl_bpf_arg a = {c->iChunk, NULL};
     return pl_filter_bpf(b, &a, 1, c->aBpfIns, c->nBpfIns, c->aBpfDecl, 0);
   }
   int slot = csq_pb_input(b, (uint32_t)c->iChunk);
   if (slot < 0) return slot;
-  int rc = csq_pb_clause(b);
+  int rc = bCond ? 0 : csq_pb_clause(b);
   if (rc < 0) return rc;
+  int (*xTerm)(csq_pb *, int, int, int, int, int, uint32_t) = bCond ? csq_pb_cond : csq_pb_term;
   switch (c->op) {
   case CSQ_OP_ISNULL:
   case CSQ_OP_NOTNULL:
-    return csq_pb_term(b, c->op, 0, slot, 0, 0, 0);
+    return xTerm(b, c->op, 0, slot, 0, 0, 0);
   case CSQ_OP_IN: {
     int k0 = -1, nNonNull = 0;
     for (int i = 0; i < c->nVal; i++) {
@@ -128,17 +133,25 @@ int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
     }
     /* x IN (NULL, ...) can only be true through its other values */
     if (c->nVal == 0 || nNonNull == 0) *pbEmpty = 1;
-    if (c->nVal == 0) return 0;
-    return csq_pb_term(b, CSQ_OP_IN, c->flags, slot, k0, c->nVal, 0);
+    if (c->nVal == 0) return bCond ? -EINVAL : 0;
+    return xTerm(b, CSQ_OP_IN, c->flags, slot, k0, c->nVal, 0);
   }
   default: {
     int bNull;
     int k = add_const(b, c->apVal[0], c->aff, &bNull);
     if (k < 0) return k;
     if (bNull && c->op != CSQ_OP_IS && c->op != CSQ_OP_ISNOT) *pbEmpty = 1;
-    return csq_pb_term(b, c->op, c->flags, slot, k, 0, 0);
+    return xTerm(b, c->op, c->flags, slot, k, 0, 0);
   }
   }
+}
+
+int pl_filter_add(csq_pb *b, const pl_cons *c, int *pbEmpty) {
+  return filter_term(b, c, pbEmpty, 0);
+}
+
+int pl_filter_cond(csq_pb *b, const pl_cons *c, int *pbNever) {
+  return filter_term(b, c, pbNever, 1);
 }
 
 int pl_like_flags(sqlite3 *db, int bGlob) {

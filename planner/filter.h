@@ -48,6 +48,10 @@ typedef struct pl_cons {
 ** *pbEmpty = 1 if it can never be true. Returns >= 0 or a negative errno. */
 struct csq_pb;
 int pl_filter_add(struct csq_pb *b, const pl_cons *c, int *pbEmpty);
+/* The same constraint as a condition of a grouped program's CASE (program.h,
+** AGGREGATION): its number (>= 0), or a negative errno; *pbNever = 1 if it
+** can never be true (CASE then always takes its ELSE). Not for eBPF. */
+int pl_filter_cond(struct csq_pb *b, const pl_cons *c, int *pbNever);
 
 /* The flags under which the device's LIKE (bGlob 0) or GLOB term gives what
 ** db's operator gives, found by asking it: LIKE folds ASCII case unless

@@ -77,7 +77,11 @@ typedef struct sp {
   int bRows;
   int aRowChunk[SP_MAX_AGG];
   const char *zQual; /* the name the table goes by, if not a's only table (pl_split_filter) */
-  pl_plan dummy;     /* pl_split_filter's p */
+  /* While bCond: constraints become CASE conditions (sp_case_when), into
+  ** aCond (bNever: one can never be true), not filter clauses */
+  int bCond, nCond, bNever;
+  int aCond[2];
+  pl_plan dummy; /* pl_split_filter's p */
 } sp;
 
 static void sp_fail(sp *s, const char *zFmt, const char *zArg) {
@@ -208,9 +212,20 @@ static void sp_add_cons_flags(sp *s, int iChunk, int op, int flags, char aff, sq
   int bEmpty = 0;
   for (int i = 0; i < n; i++)
     if (!ap[i]) sp_fail(s, "a constant could not be evaluated%s", "");
-  if (!s->bFail && pl_filter_add(s->b, &c, &bEmpty) < 0) sp_fail(s, "program limit reached%s", "");
-  if (bEmpty) s->p->bEmpty = 1;
-  s->nTerm++;
+  if (s->bCond && !s->bFail) {
+    int k = s->nCond < 2 ? pl_filter_cond(s->b, &c, &bEmpty) : -1;
+    if (k < 0)
+      sp_fail(s, "program limit reached%s", "");
+    else
+      s->aCond[s->nCond++] = k;
+    s->bNever |= bEmpty;
+  } else {
+    if (!s->bFail && pl_filter_add(s->b, &c, &bEmpty) < 0)
+      sp_fail(s, "program limit reached%s", "");
+    if (bEmpty) s->p->bEmpty = 1;
+    s->nTerm++;
+  }
+
   for (int i = 0; i < n; i++) sqlite3_value_free(ap[i]);
   sqlite3_free(ap);
 }
@@ -441,9 +456,9 @@ static void sp_where_term(sp *s, const pl_expr *e) {
     sp_where_term(s, e->pRight);
     return;
   }
-  if ((e->op == PL_E_FUNC || e->op == PL_E_NOT) && sp_bpf_term(s, e)) return;
+  if (!s->bCond && (e->op == PL_E_FUNC || e->op == PL_E_NOT) && sp_bpf_term(s, e)) return;
   int op = cmp_op(e->op);
-  if (op && sp_colcmp_term(s, e, op)) return;
+  if (op && !s->bCond && sp_colcmp_term(s, e, op)) return;
   if (sp_like_term(s, e)) return;
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
@@ -496,6 +511,44 @@ static void sp_where_term(sp *s, const pl_expr *e) {
   sp_fail_expr(s, "the WHERE term %s does not run exactly on the device", e);
 }
 
+/* The instruction of "CASE WHEN w THEN eThen ELSE eElse END": w an AND or
+** OR of the comparisons, IN lists, IS [NOT] NULL, BETWEEN and LIKE/GLOB
+** that run as filter terms, each a condition (program.h, AGGREGATION).
+** "A AND B" is CASE WHEN A THEN (CASE WHEN B THEN t ELSE e) ELSE e, "A OR
+** B" CASE WHEN A THEN t ELSE (CASE WHEN B THEN t ELSE e): a condition
+** that is NULL is not true, in SQLite as in these. NOT is not taken (NOT
+** NULL is NULL, so swapping the branches would be wrong). -1 with s
+** failed otherwise. */
+static int sp_case_when(sp *s, const pl_expr *w, int eThen, int eElse) {
+  if (s->bFail) return -1;
+  if (w->op == PL_E_AND) {
+    int inner = sp_case_when(s, w->pRight, eThen, eElse);
+    return inner < 0 ? -1 : sp_case_when(s, w->pLeft, inner, eElse);
+  }
+  if (w->op == PL_E_OR) {
+    int inner = sp_case_when(s, w->pRight, eThen, eElse);
+    return inner < 0 ? -1 : sp_case_when(s, w->pLeft, eThen, inner);
+  }
+  s->bCond = 1;
+  s->nCond = 0;
+  s->bNever = 0;
+  sp_where_term(s, w);
+  s->bCond = 0;
+  if (s->bFail) { /* say which CASE condition, not "WHERE term" */
+    char *z = sp_text(s, w);
+    snprintf(s->p->zWhy, sizeof(s->p->zWhy), "the CASE condition %s does not run on the device",
+             z ? z : "?");
+    sqlite3_free(z);
+    return -1;
+  }
+  if (s->bNever) return eElse; /* a comparison with NULL: never true */
+  int r = eThen;
+  for (int i = s->nCond - 1; r >= 0 && i >= 0; i--)
+    r = csq_pb_expr_case(s->b, s->aCond[i], r, eElse);
+  if (r < 0) sp_fail(s, "program limit reached%s", "");
+  return r;
+}
+
 /* Compile a key or aggregate argument into an expression instruction;
 ** *pAff receives its affinity for columns ('A' otherwise). */
 static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
@@ -528,6 +581,17 @@ static int sp_expr(sp *s, const pl_expr *e, char *pAff, int bArith) {
     }
     r = csq_pb_expr(s->b, CSQ_EX_BPF, k, 0, 0);
     sp_bpf_note(s, e, "as a value");
+  } else if (e->op == PL_E_CASE && !e->pLeft && e->nArg >= 2) {
+    /* CASE WHEN w1 THEN r1 ... [ELSE x] END, from the last WHEN outwards */
+    char a2;
+    int k = e->pRight ? 0 : csq_pb_const_null(s->b);
+    r = e->pRight ? sp_expr(s, e->pRight, &a2, bArith) : k < 0 ? k : csq_pb_expr_const(s->b, k);
+    for (int i = e->nArg - 2; r >= 0 && i >= 0; i -= 2) {
+      int eThen = sp_expr(s, e->apArg[i + 1], &a2, bArith);
+      r = eThen < 0 ? -1 : sp_case_when(s, e->apArg[i], eThen, r);
+    }
+    if (r < 0 && !s->bFail) sp_fail(s, "program limit reached%s", "");
+    if (r < 0) return -1;
   } else if (e->op == PL_E_NEG) {
     char a2;
     int x = sp_expr(s, e->pLeft, &a2, 1);
