@@ -246,9 +246,11 @@ int ex_term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr,
 /* Sets of at most this many values keep the binary search. */
 #define SET_SMALL 16
 
-/* The bitmap when its bits are at most this, or at most SET_BITS_PER_KEY
-** a value of the set. */
-#define SET_BITS_MIN     (1u << 16)
+/* The bitmap when its bits are at most this (256 KiB, which stays in a
+** core's cache: one load per row beats a hash probe's mixing and chain for
+** the rows a join filter turns away), or at most SET_BITS_PER_KEY a value
+** of the set. */
+#define SET_BITS_MIN     (1u << 21)
 #define SET_BITS_PER_KEY 128
 
 void ex_set_free(ex_term *et) {
