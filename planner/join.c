@@ -1412,7 +1412,12 @@ static void jp_plan(jp *s) {
   }
   if (s->bFail) return;
   for (int t = 0; t < nTab; t++) j->aTab[t].nEst = aEst[t] < 1 ? 1 : (int64_t)aEst[t];
-  /* the order: the biggest probes; then the smallest connected, in turn */
+  /* the order: the biggest probes; then the biggest connected, in turn.
+  ** The tables are read in the reverse order (planner/joinfilter.h), so
+  ** the small ones are read first and their keys filter the scans of the
+  ** bigger ones they join (a region's nations, their customers, those
+  ** customers' orders), all before the probe side's scan takes the keys of
+  ** every table it joins */
   int aIn[PL_JOIN_MAX_TAB] = {0}, iProbe = -1;
   for (int t = 0; t < nTab; t++) /* a LEFT JOINed table is never the probe side */
     if (!j->aTab[t].bLeft && (iProbe < 0 || aEst[t] > aEst[iProbe])) iProbe = t;
@@ -1425,7 +1430,7 @@ static void jp_plan(jp *s) {
       if (s->aKind[k] != JT_KEY) continue;
       for (int side = 0; side < 2; side++) {
         int t = s->aKeyTab[k][side], o = s->aKeyTab[k][1 - side];
-        if (aIn[t] || !aIn[o] || (best >= 0 && aEst[t] >= aEst[best])) continue;
+        if (aIn[t] || !aIn[o] || (best >= 0 && aEst[t] <= aEst[best])) continue;
         if (s->aOnOf[k] && s->aOnOf[k] - 1 != t) continue; /* its table joins by it */
         if (j->aTab[t].bLeft && !jp_on_keys_in(s, t, aIn)) continue;
         best = t;

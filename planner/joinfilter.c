@@ -141,6 +141,13 @@ static int add_filter(csq_pb *b, int iChunk, const csq_vec *v, jf_room *pRoom, i
   return 0;
 }
 
+/* A join filter to add: key k of table u, which holds this share of its
+** table's rows. */
+typedef struct jf_cand {
+  double share;
+  int u, k;
+} jf_cand;
+
 int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn,
                            int *pnFilter) {
   csq_pb *b = j->apB[t];
@@ -149,18 +156,39 @@ int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **p
   *pn = 0;
   *pnFilter = 0;
   if (!b) return -EINVAL;
-  int iStep = 0, e = 0;
+  int iStep = 0, e = 0, nCand = 0;
   while (iStep < j->nTab && j->aOrder[iStep] != t) iStep++;
   jf_room room = {0, 0, 0, malloc(sizeof(uint32_t) * PL_JOINFILTER_MAX_KEYS)};
   if (!room.aPick) e = -ENOMEM;
-  for (int s = iStep + 1; e == 0 && s < j->nTab; s++) {
+  /* the candidates: each key of a table joined after t that names t, by
+  ** the share of its table that table holds, smallest first, so that the
+  ** filters likely to keep fewest rows take the room (the Bloom filters
+  ** above all): a table read whole filters nothing a foreign key joins,
+  ** though it may where its keys are not all the probe side's. Equal
+  ** shares: the fewer rows (a smaller filter) first */
+  jf_cand aCand[PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
+  for (int s = iStep + 1; s < j->nTab; s++) {
     int u = j->aOrder[s];
     const pl_jtab *ju = &j->aTab[u];
     if (ju->bLeft) continue; /* a LEFT JOIN keeps the rows it does not match */
-    for (int k = 0; e == 0 && k < ju->nKey; k++)
-      if (ju->aKeyTab[k] == t)
-        e = add_filter(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], &aData[u].aCol[ju->aKeyOut[k]],
-                       &room, pnFilter);
+    double share = ju->nRows > 0 ? (double)aData[u].nRow / (double)ju->nRows : 0.5;
+    if (share > 1) share = 1; /* rows written since the count */
+    uint32_t n = aData[u].nRow;
+    for (int k = 0; k < ju->nKey; k++)
+      if (ju->aKeyTab[k] == t) {
+        int i = nCand++;
+        for (; i > 0 && (aCand[i - 1].share > share ||
+                         (aCand[i - 1].share == share && aData[aCand[i - 1].u].nRow > n));
+             i--)
+          aCand[i] = aCand[i - 1];
+        aCand[i] = (jf_cand){share, u, k};
+      }
+  }
+  for (int i = 0; e == 0 && i < nCand; i++) {
+    const pl_jtab *ju = &j->aTab[aCand[i].u];
+    int k = aCand[i].k;
+    e = add_filter(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], &aData[aCand[i].u].aCol[ju->aKeyOut[k]],
+                   &room, pnFilter);
   }
   free(room.aPick);
   if (e == 0) e = csq_pb_finish(b, pp, pn);

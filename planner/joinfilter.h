@@ -18,7 +18,9 @@
 ** hashes), sized from the build side's actual count of keys for a false
 ** positive rate of PL_JOINFILTER_BLOOM_FPR: it keeps every row that joins
 ** and a few that do not. At most PL_JOINFILTER_MAX_BLOOMS per program (the
-** program format's heap holds two of the largest).
+** program format's heap holds two of the largest). The filters of the
+** tables that hold the smallest share of their table's rows go first (a
+** table read whole filters nothing a foreign key joins).
 */
 #ifndef CSQ_PLANNER_JOINFILTER_H
 #define CSQ_PLANNER_JOINFILTER_H
