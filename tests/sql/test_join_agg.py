@@ -22,7 +22,7 @@ import sqlite3
 import subprocess
 
 from harness import connect, tmpdir
-from test_join_plan import NTAB, Db, explain
+from test_join_plan import NTAB, Db, explain, make_pair
 from test_join_random import canon
 
 BUILD = os.environ.get("CSQ_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
@@ -133,22 +133,13 @@ def test_random_grouped_joins_equal_native_in_order():
 def star(con, n_fact, n_dim, seed=7):
     """A fact table f and a dimension d, as csq tables and native twins."""
     rnd = random.Random(seed)
-    for pre, mod in (("", "USING csq"), ("n", "")):
-        con.execute("CREATE %s %sd%s(dk INTEGER, name TEXT, grp INTEGER)" % (
-            "VIRTUAL TABLE" if mod else "TABLE", pre, " " + mod if mod else ""))
-        con.execute("CREATE %s %sf%s(fk INTEGER, qty INTEGER, price REAL, tag TEXT)" % (
-            "VIRTUAL TABLE" if mod else "TABLE", pre, " " + mod if mod else ""))
     drows = [(i, rnd.choice(["a", "b", "c", None, 5, 2.5]), i % 7) for i in range(n_dim)]
     frows = [(rnd.randrange(n_dim + 3) if rnd.random() > 0.02 else None,
               rnd.choice([rnd.randrange(-50, 100), None, 3.0]),
               rnd.choice([rnd.randrange(1000) / 8.0, None, 7]),
               rnd.choice(["x", "y", "12", None])) for _ in range(n_fact)]
-    con.execute("BEGIN")
-    for t in ("d", "nd"):
-        con.executemany("INSERT INTO %s VALUES(?,?,?)" % t, drows)
-    for t in ("f", "nf"):
-        con.executemany("INSERT INTO %s VALUES(?,?,?,?)" % t, frows)
-    con.execute("COMMIT")
+    make_pair(con, "d", "dk INTEGER, name TEXT, grp INTEGER", drows)
+    make_pair(con, "f", "fk INTEGER, qty INTEGER, price REAL, tag TEXT", frows)
 
 
 def test_many_pieces_few_groups_and_a_group_per_row():
@@ -170,19 +161,10 @@ def test_many_pieces_few_groups_and_a_group_per_row():
 
 def test_sums_that_overflow_and_text_under_arithmetic():
     con = connect()
-    for pre, mod in (("", " USING csq"), ("n", "")):
-        kind = "VIRTUAL TABLE" if mod else "TABLE"
-        con.execute("CREATE %s %sa%s(k INTEGER, v)" % (kind, pre, mod))
-        con.execute("CREATE %s %sb%s(k INTEGER, g TEXT)" % (kind, pre, mod))
     big = 2 ** 62
-    arows = [(1, big), (1, big), (2, big), (2, -big), (2, big), (3, "7"), (3, 2), (4, "x"), (4, 1)]
-    brows = [(1, "p"), (2, "q"), (3, "r"), (4, "s")]
-    con.execute("BEGIN")
-    for t in ("a", "na"):
-        con.executemany("INSERT INTO %s VALUES(?,?)" % t, arows)
-    for t in ("b", "nb"):
-        con.executemany("INSERT INTO %s VALUES(?,?)" % t, brows)
-    con.execute("COMMIT")
+    make_pair(con, "a", "k INTEGER, v",
+              [(1, big), (1, big), (2, big), (2, -big), (2, big), (3, "7"), (3, 2), (4, "x"), (4, 1)])
+    make_pair(con, "b", "k INTEGER, g TEXT", [(1, "p"), (2, "q"), (3, "r"), (4, "s")])
     cases = [
         # the total overflows: SQLite's "integer overflow", from the engine too
         "SELECT b.g, sum(a.v) FROM a, b WHERE a.k = b.k AND a.k = 1 GROUP BY b.g",
