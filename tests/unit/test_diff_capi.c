@@ -96,6 +96,10 @@ static const op aOp[] = {
     {"SELECT u.v, count(*), sum(t.c) FROM t JOIN u ON t.a = u.k GROUP BY u.v ORDER BY 1", "", 'p'},
     {"SELECT t.id, t.b, u.rowid, u.v FROM t, u WHERE t.a = u.k AND t.id > ?1 ORDER BY 1, 3", "i",
      'p'},
+    /* grouped in csq's host engine, CASE conditions with a parameter */
+    {"SELECT u.v, count(*), sum(CASE WHEN t.a > ?1 OR t.b LIKE 'x%' THEN 1 ELSE 0 END), "
+     "min(t.c), max(t.a) FROM t JOIN u ON t.a = u.k GROUP BY u.v",
+     "v", 'p'},
     /* semi-, anti- and LEFT joins and a correlated count, planned the same way */
     {"SELECT count(*), max(t.id) FROM t WHERE EXISTS (SELECT 1 FROM u WHERE u.k = t.a AND u.v IS "
      "NOT NULL)",
