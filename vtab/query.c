@@ -476,8 +476,9 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
 ** the merged groups and c->pStmt SQLite's part over them; SQLITE_OK with
 ** *pbDone 0 when the host part is not one split.c splits, or the engine
 ** met what SQLite decides by its own row order (text in a sum, a sum that
-** may overflow): the caller then runs j->zHost over the joined rows; else
-** an error. apValue: the bound values of j's scalar subqueries. */
+** may overflow) or failed otherwise: the caller then runs j->zHost over
+** the joined rows; else an error (a sum that overflows, as SQLite's).
+** apValue: the bound values of j's scalar subqueries. */
 static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value **aParam, int nParam,
                         sqlite3_value **apValue, int *pbDone) {
   *pbDone = 0;
@@ -515,13 +516,14 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
       e = dev_agg_finish(pAgg, merged.aCol, &merged.nRow, &zErr);
     }
   }
-  if (e == -33 /* -EDOM */) goto done;
+  /* an overflowing sum is SQLite's own error; anything else the engine
+  ** could not do (text in a sum, no memory for its groups) SQLite may
+  ** still do over the joined rows */
+  if (e && e != -34 /* -ERANGE */) goto done;
   if (e) {
     sqlite3_free(p->base.zErrMsg);
-    p->base.zErrMsg =
-        sqlite3_mprintf("%s", zErr ? zErr : "csq: aggregating the joined rows failed");
-    rc = e == -34 /* -ERANGE: integer overflow, SQLite's own error */ ? SQLITE_ERROR
-                                                                      : vt_rc_from(e < 0 ? e : -5);
+    p->base.zErrMsg = sqlite3_mprintf("%s", zErr ? zErr : "integer overflow");
+    rc = SQLITE_ERROR;
     goto done;
   }
   rc = sqlite3_prepare_v2(p->db, plan->zHost, -1, &c->pStmt, NULL);
