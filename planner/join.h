@@ -20,7 +20,11 @@
 **
 ** The plan is left-deep: the table with the most estimated rows after its
 ** filters is the probe side; the others are build sides, joined in turn,
-** smallest first among those connected to what is joined already. The
+** biggest first among those connected to what is joined already, so that
+** they are read (in the reverse order, planner/joinfilter.h) smallest
+** first, each small table's keys filtering the scans of the bigger ones it
+** joins. If the query has an aggregate the one-table planner splits, the
+** joined rows are grouped in csq's host engine (planner/joinagg.h). The
 ** joined rows form a row set (csq_jrows, vtab/joinrows.c), one column per
 ** table column the query reads, declared with that column's affinity and
 ** collation; the host part is the query's own text with the FROM list
