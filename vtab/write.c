@@ -913,8 +913,12 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
                  (long long)iOld, p->zName);
     return SQLITE_CONSTRAINT;
   }
-  rc = vt_check_row(p, &argv, bUpdate, bGiven, iRowid); /* DEFAULT, CHECK: vtab/check.c */
-  if (rc) return rc;
+  /* DEFAULT, CHECK: vtab/check.c; a table with neither (known once the
+  ** first row has been there: p->eDflt) skips the call, row after row */
+  if (p->eDflt != 1 || s->nCheck > 0 || s->zRefused) {
+    rc = vt_check_row(p, &argv, bUpdate, bGiven, iRowid);
+    if (rc) return rc;
+  }
   if (p->eNotNull == 0) {
     /* looked at once: every row of an INSERT comes here */
     int bAny = 0;
@@ -949,7 +953,9 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
     rc = delete_row(p, iOld);
     if (rc) return rc;
   }
-  if (!bGiven) {
+  if (!bGiven && !is_autoinc(s) && p->bMaxRowid && p->bMaxAny && p->iMaxRowid < INT64_MAX) {
+    iRowid = p->iMaxRowid + 1; /* new_rowid's answer, from the largest rowid it keeps */
+  } else if (!bGiven) {
     rc = new_rowid(p, pTab, &iRowid);
     if (rc) return rc;
   }
