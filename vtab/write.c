@@ -762,75 +762,123 @@ static int buffer_reserve(vt_tab *p) {
   return 0;
 }
 
-/* Room for STAGE_ROWS rows in the empty stage, and for their bytes as
-** many as the last batch had (the stage's vectors keep their buffers). */
-static int stage_reserve(vt_tab *p) {
+/* Room for nRow rows in every vector of the stage (stage_row writes in
+** place), and for their bytes as many as the last batch had (the stage's
+** vectors keep their buffers). aStage[0]'s capacity is the least of
+** them: only this grows it. */
+static int stage_reserve(vt_tab *p, uint32_t nRow) {
   for (int i = 0; i <= p->s.nCol; i++)
-    if (p->aStage[i].nCap < STAGE_ROWS && csq_vec_reserve(&p->aStage[i], STAGE_ROWS, 0))
-      return -ENOMEM;
+    if (p->aStage[i].nCap < nRow && csq_vec_reserve(&p->aStage[i], nRow, 0)) return -ENOMEM;
   return 0;
 }
 
-/* One value into its column's vector, as vt_push_value stores it (vtab/
-** affinity.c): the classes that need no conversion are written straight
-** into a vector with room (buffer_reserve); the rest, and a full vector,
-** take vt_push_value. */
-static inline int append_value(csq_vec *v, sqlite3_value *pVal, char aff) {
-  uint32_t n = v->n;
-  if (n >= v->nCap) return vt_push_value(v, pVal, aff);
-  switch (sqlite3_value_type(pVal)) {
-  case SQLITE_INTEGER:
-    if (aff == VT_AFF_TEXT) break;
-    if (aff == VT_AFF_REAL) {
-      v->aCls[n] = CSQ_REAL;
-      v->aVal[n].r = (double)sqlite3_value_int64(pVal);
-      v->clsMask |= 1u << CSQ_REAL;
-    } else {
-      v->aCls[n] = CSQ_INT;
-      v->aVal[n].i = sqlite3_value_int64(pVal);
-      v->clsMask |= 1u << CSQ_INT;
+/* n bytes from z to d. The values of a row are short (dates, flags, codes),
+** and a call to memcpy costs more than copying them: up to 16 bytes are
+** copied inline, in two overlapping loads and stores that stay inside both
+** ranges. */
+static inline void copy_short(char *d, const unsigned char *z, uint32_t n) {
+  if (n >= 8 && n <= 16) {
+    uint64_t a, b;
+    memcpy(&a, z, 8);
+    memcpy(&b, z + n - 8, 8);
+    memcpy(d, &a, 8);
+    memcpy(d + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    memcpy(&a, z, 4);
+    memcpy(&b, z + n - 4, 4);
+    memcpy(d, &a, 4);
+    memcpy(d + n - 4, &b, 4);
+  } else if (n < 4) {
+    for (uint32_t k = 0; k < n; k++) d[k] = (char)z[k];
+  } else {
+    memcpy(d, z, n);
+  }
+}
+
+/* A row's values into the stage, at its row r (every vector of the stage
+** holds r values and has room for STAGE_ROWS: stage_reserve), each as
+** vt_push_value (vtab/affinity.c) stores it. The classes that need no
+** conversion are written here in place; the rest, and TEXT that does not
+** fit the stage's heap, take vt_push_value. On failure (-ENOMEM) vectors
+** may hold r + 1 values; the caller truncates them. */
+static int stage_row(vt_tab *p, sqlite3_value **argv, int64_t iRowid, uint32_t r) {
+  const vt_schema *s = &p->s;
+  csq_vec *aStage = p->aStage;
+  csq_vec *v = &aStage[0];
+  v->aCls[r] = CSQ_INT;
+  v->aVal[r].i = iRowid;
+  v->aLen[r] = 0;
+  v->n = r + 1;
+  v->clsMask |= 1u << CSQ_INT;
+  const int nCol = s->nCol, iIpk = s->iIpk;
+  for (int i = 0; i < nCol; i++) {
+    v = &aStage[i + 1];
+    if (i == iIpk) {
+      /* the rowid alias is held as the rowid, in aStage[0] */
+      v->aCls[r] = CSQ_NULL;
+      v->aVal[r].i = 0;
+      v->aLen[r] = 0;
+      v->n = r + 1;
+      v->clsMask |= 1u << CSQ_NULL;
+      continue;
     }
-    v->aLen[n] = 0;
-    v->n = n + 1;
-    return 0;
-  case SQLITE_FLOAT: {
-    if (aff != VT_AFF_REAL && aff != VT_AFF_BLOB) break; /* integral REALs become INTEGERs */
-    double r = sqlite3_value_double(pVal);
-    /* an integral REAL goes through an integer in a REAL column: -0.0
-    ** comes back as 0.0, every other such value as itself */
-    if (aff == VT_AFF_REAL && r == 0.0) r = 0.0;
-    v->aCls[n] = CSQ_REAL;
-    v->aVal[n].r = r;
-    v->aLen[n] = 0;
-    v->n = n + 1;
-    v->clsMask |= 1u << CSQ_REAL;
-    return 0;
+    sqlite3_value *pVal = argv[2 + i];
+    const char aff = s->aCol[i].aff;
+    int t = sqlite3_value_type(pVal);
+    if (t == SQLITE_INTEGER && aff != VT_AFF_TEXT) {
+      int64_t x = sqlite3_value_int64(pVal);
+      if (aff == VT_AFF_REAL) {
+        v->aCls[r] = CSQ_REAL;
+        v->aVal[r].r = (double)x;
+        v->clsMask |= 1u << CSQ_REAL;
+      } else {
+        v->aCls[r] = CSQ_INT;
+        v->aVal[r].i = x;
+        v->clsMask |= 1u << CSQ_INT;
+      }
+      v->aLen[r] = 0;
+      v->n = r + 1;
+    } else if (t == SQLITE_FLOAT && (aff == VT_AFF_REAL || aff == VT_AFF_BLOB)) {
+      /* in other columns integral REALs become INTEGERs: vt_push_value */
+      double x = sqlite3_value_double(pVal);
+      /* an integral REAL goes through an integer in a REAL column: -0.0
+      ** comes back as 0.0, every other such value as itself */
+      if (aff == VT_AFF_REAL && x == 0.0) x = 0.0;
+      v->aCls[r] = CSQ_REAL;
+      v->aVal[r].r = x;
+      v->aLen[r] = 0;
+      v->n = r + 1;
+      v->clsMask |= 1u << CSQ_REAL;
+    } else if (t == SQLITE_NULL) {
+      v->aCls[r] = CSQ_NULL;
+      v->aVal[r].i = 0;
+      v->aLen[r] = 0;
+      v->n = r + 1;
+      v->clsMask |= 1u << CSQ_NULL;
+    } else {
+      /* TEXT in a column of TEXT or BLOB affinity stays as it is */
+      const unsigned char *z = NULL;
+      uint32_t nByte = 0;
+      if (t == SQLITE_TEXT && aff < VT_AFF_NUMERIC) {
+        z = sqlite3_value_text(pVal);
+        nByte = (uint32_t)sqlite3_value_bytes(pVal);
+      }
+      if (z && v->aHeap && v->nHeap + nByte <= v->nHeapCap) {
+        copy_short(v->aHeap + v->nHeap, z, nByte);
+        v->aCls[r] = CSQ_TEXT;
+        v->aVal[r].off = v->nHeap;
+        v->aLen[r] = nByte;
+        v->nHeap += nByte;
+        v->n = r + 1;
+        v->clsMask |= 1u << CSQ_TEXT;
+      } else {
+        int e = vt_push_value(v, pVal, aff);
+        if (e) return e;
+      }
+    }
   }
-  case SQLITE_TEXT: {
-    if (aff >= VT_AFF_NUMERIC) break; /* may convert to a number */
-    const unsigned char *z = sqlite3_value_text(pVal);
-    uint32_t nByte = (uint32_t)sqlite3_value_bytes(pVal);
-    if (!z || !v->aHeap || v->nHeap + nByte > v->nHeapCap) break;
-    memcpy(v->aHeap + v->nHeap, z, nByte);
-    v->aCls[n] = CSQ_TEXT;
-    v->aVal[n].off = v->nHeap;
-    v->aLen[n] = nByte;
-    v->nHeap += nByte;
-    v->n = n + 1;
-    v->clsMask |= 1u << CSQ_TEXT;
-    return 0;
-  }
-  case SQLITE_NULL:
-    v->aCls[n] = CSQ_NULL;
-    v->aVal[n].i = 0;
-    v->aLen[n] = 0;
-    v->n = n + 1;
-    v->clsMask |= 1u << CSQ_NULL;
-    return 0;
-  default:
-    break;
-  }
-  return vt_push_value(v, pVal, aff);
+  return 0;
 }
 
 /* Write a row: an INSERT (!bUpdate) or the new version of row iOld (an
@@ -865,8 +913,12 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
                  (long long)iOld, p->zName);
     return SQLITE_CONSTRAINT;
   }
-  rc = vt_check_row(p, &argv, bUpdate, bGiven, iRowid); /* DEFAULT, CHECK: vtab/check.c */
-  if (rc) return rc;
+  /* DEFAULT, CHECK: vtab/check.c; a table with neither (known once the
+  ** first row has been there: p->eDflt) skips the call, row after row */
+  if (p->eDflt != 1 || s->nCheck > 0 || s->zRefused) {
+    rc = vt_check_row(p, &argv, bUpdate, bGiven, iRowid);
+    if (rc) return rc;
+  }
   if (p->eNotNull == 0) {
     /* looked at once: every row of an INSERT comes here */
     int bAny = 0;
@@ -901,7 +953,9 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
     rc = delete_row(p, iOld);
     if (rc) return rc;
   }
-  if (!bGiven) {
+  if (!bGiven && !is_autoinc(s) && p->bMaxRowid && p->bMaxAny && p->iMaxRowid < INT64_MAX) {
+    iRowid = p->iMaxRowid + 1; /* new_rowid's answer, from the largest rowid it keeps */
+  } else if (!bGiven) {
     rc = new_rowid(p, pTab, &iRowid);
     if (rc) return rc;
   }
@@ -918,14 +972,10 @@ static int write_row_checked(vt_tab *p, store_table *pTab, sqlite3_value **argv,
   }
   if (n == 0) note_filler(p);
   int e = n == 0 && p->nSeq > 0 ? buffer_reserve(p) : 0;
-  if (e == 0 && n0 == 0) e = stage_reserve(p);
-  if (e == 0) e = csq_vec_push_int(&p->aStage[0], iRowid);
-  for (int i = 0; i < s->nCol && e == 0; i++) {
-    if (i == s->iIpk)
-      e = csq_vec_push_null(&p->aStage[i + 1]);
-    else
-      e = append_value(&p->aStage[i + 1], argv[2 + i], s->aCol[i].aff);
-  }
+  /* STAGE_ROWS rows, unless a failed unstage left the stage full */
+  if (e == 0 && n0 >= p->aStage[0].nCap)
+    e = stage_reserve(p, n0 < STAGE_ROWS ? STAGE_ROWS : (uint32_t)grown(n0, n0 + 1));
+  if (e == 0) e = stage_row(p, argv, iRowid, n0);
   if (e) {
     /* keep the columns aligned: drop the partial row */
     for (int i = 0; i <= s->nCol; i++) csq_vec_truncate(&p->aStage[i], n0);

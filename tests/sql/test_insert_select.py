@@ -460,3 +460,56 @@ def test_first_row_group_of_default_size_round_trips():
     con.execute("COMMIT")
     assert con.execute("SELECT count(*) FROM t").fetchone()[0] == 8000 + 7 * 9000
     same_rows(rows_of(con, "t"), rows_of(con, "nat"), "after COMMIT")
+
+
+def test_text_of_every_length_and_rowid_alias_as_native():
+    """Text of every length from 0 to 40 bytes (the stage copies short values
+    inline, in overlapping words: vtab/write.c, copy_short), multi-byte
+    UTF-8, and the same values in columns of each affinity, into a table with
+    an INTEGER PRIMARY KEY, read back as the native table's; a savepoint
+    rolled back in the middle and a ROLLBACK undo them."""
+    db = os.path.join(tmpdir(), "l.db")
+    con = connect(db)
+    cols = "k INTEGER PRIMARY KEY, a TEXT, b BLOB, c NUMERIC, d INTEGER, e REAL, f"
+    con.execute("CREATE TABLE src(%s)" % cols)
+    con.execute("CREATE TABLE nat(%s)" % cols)
+    con.execute("CREATE VIRTUAL TABLE t USING csq(%s, rowgroup=700)" % cols)
+    rows = []
+    for i in range(3000):
+        n = i % 41
+        s = "".join(chr(ord("a") + (i + j) % 26) for j in range(n))
+        if i % 7 == 3:
+            s = ("é€" * 20)[:n // 2]  # 2- and 3-byte characters
+        k = None if i % 5 else i * 3 + 1  # NULL: the table numbers the row
+        rows.append((k, s, s, s if i % 3 else str(i), s if i % 4 else " %d " % i, s if i % 6 else "%d.5" % i, s))
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO src VALUES(?,?,?,?,?,?,?)", rows)
+    con.execute("COMMIT")
+
+    def got(table):
+        q = ("SELECT k, %s FROM %s ORDER BY k" %
+             (", ".join("%s, typeof(%s), length(%s), hex(%s)" % (c, c, c, c) for c in "abcdef"), table))
+        return con.execute(q).fetchall()
+
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT * FROM src WHERE rowid <= 1500" % tab)
+    same_rows(got("t"), got("nat"), "autocommit")
+    con.execute("BEGIN")
+    con.execute("SAVEPOINT s")
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT NULL, a, b, c, d, e, f FROM src" % tab)
+    same_rows(got("t"), got("nat"), "in the savepoint")
+    con.execute("ROLLBACK TO s")
+    same_rows(got("t"), got("nat"), "rolled back to the savepoint")
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT * FROM src WHERE rowid > 1500" % tab)
+    same_rows(got("t"), got("nat"), "in the transaction")
+    con.execute("ROLLBACK")
+    same_rows(got("t"), got("nat"), "after ROLLBACK")
+    n = con.execute("SELECT count(*) FROM t").fetchone()[0]
+    assert n == con.execute("SELECT count(*) FROM src WHERE rowid <= 1500").fetchone()[0] and n > 0
+    for tab in ("nat", "t"):
+        con.execute("INSERT INTO %s SELECT NULL, a, b, c, d, e, f FROM src" % tab)
+    con.close()
+    con = connect(db)
+    same_rows(got("t"), got("nat"), "after reopening")
