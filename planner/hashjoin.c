@@ -381,6 +381,7 @@ struct pl_semi {
   hj_table ht;      /* over the joined rows' keys */
   uint8_t *aMark;   /* per joined row: some row of the subquery matches it */
   uint32_t nMarked; /* rows marked so far */
+  int bInts;        /* the joined rows' keys are integers and NULLs (keys_ints) */
 };
 
 void pl_semi_free(pl_semi *h) {
@@ -405,8 +406,66 @@ int pl_semi_new(const pl_join *j, int iSemi, const csq_vec *aRow, uint32_t nRow,
     pl_semi_free(h);
     return -ENOMEM;
   }
+  h->bInts = keys_ints(&d, h->q->aKeyCol, h->q->nKey);
   *pp = h;
   return 0;
+}
+
+/* Do batch row i and joined row r differ (both non-NULL, not equal) on
+** every "<>" of the semi-join? */
+static int semi_ne(const pl_semi *h, const pl_jdata *pBatch, uint32_t i, uint32_t r) {
+  const pl_jsemi *q = h->q;
+  for (int k = 0; k < q->nNe; k++) {
+    const csq_vec *va = &pBatch->aCol[q->aNeOut[k]], *vb = &h->aRow[q->aNeCol[k]];
+    if (va->aCls[i] == CSQ_NULL || vb->aCls[r] == CSQ_NULL) return 0;
+    csq_value a = csq_value_of_vec(va, i);
+    csq_value b = csq_value_of_vec(vb, r);
+    if (csq_value_eq(&a, &b)) return 0;
+  }
+  return 1;
+}
+
+/* pl_semi_mark's typed loop: the keys of the joined rows and of the batch
+** are integers and NULLs (keys_ints); as probe_step_int, a block of rows'
+** buckets first, each head requested from memory as it is found, then the
+** chains walked. A row of the batch stops at nothing: every joined row
+** with its key is marked. Inlined with nKey 1 too, the common case. */
+static inline __attribute__((always_inline)) void semi_mark_int(pl_semi *h, const pl_jdata *pBatch,
+                                                                int nKey) {
+  const pl_jsemi *q = h->q;
+  const hj_table *ht = &h->ht;
+  const csq_vec *apV[PL_JOIN_MAX_KEY];
+  const csq_val *aB[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < nKey; k++) {
+    apV[k] = &pBatch->aCol[q->aKeyOut[k]];
+    aB[k] = h->aRow[q->aKeyCol[k]].aVal;
+  }
+  const uint32_t *aHead = ht->aHead, *aChain = ht->aChain, mask = ht->nBucket - 1;
+  uint8_t *aMark = h->aMark;
+  enum { BLK = 64 };
+  int64_t aXb[BLK * PL_JOIN_MAX_KEY] = {0};
+  uint32_t aBkt[BLK];
+  uint32_t n = pBatch->nRow;
+  for (uint32_t i0 = 0; i0 < n && h->nMarked < h->nRow; i0 += BLK) {
+    uint32_t nb = n - i0 < BLK ? n - i0 : BLK;
+    for (uint32_t m = 0; m < nb; m++) {
+      int64_t *aX = aXb + m * nKey;
+      int k = 0;
+      for (; k < nKey && apV[k]->aCls[i0 + m] == CSQ_INT; k++) aX[k] = apV[k]->aVal[i0 + m].i;
+      aBkt[m] = k == nKey ? (uint32_t)(key_hash_ints(aX, nKey) & mask) : UINT32_MAX;
+      if (aBkt[m] != UINT32_MAX) __builtin_prefetch(&aHead[aBkt[m]]);
+    }
+    for (uint32_t m = 0; m < nb; m++) {
+      if (aBkt[m] == UINT32_MAX) continue; /* a NULL key matches nothing */
+      const int64_t *aX = aXb + m * nKey;
+      for (uint32_t r = aHead[aBkt[m]]; r != UINT32_MAX; r = aChain[r]) {
+        if (aMark[r] || !keys_eq(aB, r, aX, nKey)) continue;
+        if (q->nNe && !semi_ne(h, pBatch, i0 + m, r)) continue;
+        aMark[r] = 1;
+        h->nMarked++;
+      }
+    }
+  }
 }
 
 int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
@@ -414,6 +473,13 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
   const hj_table *ht = &h->ht;
   const pl_jdata *ad[PL_JOIN_MAX_KEY];
   uint32_t aR[PL_JOIN_MAX_KEY];
+  if (h->bInts && keys_ints(pBatch, q->aKeyOut, q->nKey)) {
+    if (q->nKey == 1)
+      semi_mark_int(h, pBatch, 1);
+    else
+      semi_mark_int(h, pBatch, q->nKey);
+    return 0;
+  }
   for (int k = 0; k < q->nKey; k++) ad[k] = pBatch;
   for (uint32_t i = 0; i < pBatch->nRow && h->nMarked < h->nRow; i++) {
     for (int k = 0; k < q->nKey; k++) aR[k] = i;
@@ -428,16 +494,7 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
         csq_value b = csq_value_of_vec(&h->aRow[q->aKeyCol[k]], r);
         bMatch = csq_value_eq(&a, &b);
       }
-      for (int k = 0; bMatch && k < q->nNe; k++) { /* "<>": both non-NULL and not equal */
-        const csq_vec *va = &pBatch->aCol[q->aNeOut[k]], *vb = &h->aRow[q->aNeCol[k]];
-        if (va->aCls[i] == CSQ_NULL || vb->aCls[r] == CSQ_NULL) {
-          bMatch = 0;
-          break;
-        }
-        csq_value a = csq_value_of_vec(va, i);
-        csq_value b = csq_value_of_vec(vb, r);
-        bMatch = !csq_value_eq(&a, &b);
-      }
+      if (bMatch) bMatch = semi_ne(h, pBatch, i, r);
       if (bMatch) {
         h->aMark[r] = 1;
         h->nMarked++;
