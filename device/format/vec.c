@@ -232,6 +232,31 @@ int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n) {
 int csq_vec_gather(csq_vec *v, const csq_vec *src, const uint32_t *aIdx, uint32_t n) {
   if (n == 0) return 0;
   const uint8_t varMask = (1u << CSQ_TEXT) | (1u << CSQ_BLOB);
+  if (src->clsMask == (1u << CSQ_INT) || src->clsMask == (1u << CSQ_REAL)) {
+    /* one class of fixed size (a key, a number): one pass that reads only
+    ** each value, where the rows of a build side come in random order and
+    ** every array read is a cache miss */
+    int rc = vec_grow(v, n, 0);
+    if (rc) return rc;
+    uint8_t cls = src->clsMask == (1u << CSQ_INT) ? CSQ_INT : CSQ_REAL, bNull = 0;
+    uint8_t *aCls = v->aCls + v->n;
+    csq_val *aVal = v->aVal + v->n;
+    for (uint32_t k = 0; k < n; k++) {
+      uint32_t j = aIdx[k];
+      if (j == UINT32_MAX) {
+        bNull = 1;
+        aCls[k] = CSQ_NULL;
+        aVal[k].i = 0;
+      } else {
+        aCls[k] = cls;
+        aVal[k] = src->aVal[j];
+      }
+    }
+    memset(v->aLen + v->n, 0, sizeof(uint32_t) * (size_t)n);
+    v->n += n;
+    v->clsMask |= (uint8_t)((1u << cls) | (bNull ? 1u << CSQ_NULL : 0));
+    return 0;
+  }
   uint8_t mask = 0;
   uint64_t nBytes = 0;
   int bVar = (src->clsMask & varMask) != 0;
