@@ -155,6 +155,33 @@ int main(void) {
     }
   }
 
+  /* Bytes of every length from 0 to 40 (vec.c copies short ones its own
+  ** way) survive append and gather, and nothing of their neighbours. */
+  {
+    csq_vec t, a, gt;
+    csq_vec_init(&t);
+    csq_vec_init(&a);
+    csq_vec_init(&gt);
+    char buf[41];
+    for (uint32_t len = 0; len <= 40; len++) {
+      for (uint32_t i = 0; i < len; i++) buf[i] = (char)('a' + (len * 7 + i) % 26);
+      CHECK(csq_vec_push_bytes(&t, len % 2 ? CSQ_TEXT : CSQ_BLOB, buf, len) == 0);
+    }
+    uint32_t aRev[41];
+    for (uint32_t k = 0; k < 41; k++) aRev[k] = 40 - k;
+    CHECK(csq_vec_append(&a, &t, 0, 41) == 0 && csq_vec_gather(&gt, &t, aRev, 41) == 0);
+    int nBad = 0;
+    for (uint32_t len = 0; len <= 40; len++) {
+      for (uint32_t i = 0; i < len; i++) buf[i] = (char)('a' + (len * 7 + i) % 26);
+      nBad += a.aLen[len] != len || memcmp(csq_vec_bytes(&a, len), buf, len);
+      nBad += gt.aLen[40 - len] != len || memcmp(csq_vec_bytes(&gt, 40 - len), buf, len);
+    }
+    CHECK(nBad == 0 && a.nHeap == t.nHeap && gt.nHeap == t.nHeap);
+    csq_vec_free(&t);
+    csq_vec_free(&a);
+    csq_vec_free(&gt);
+  }
+
   /* Growth past the size that allocates afresh (huge pages, vec.c): every
   ** value and byte is kept across it. */
   {
