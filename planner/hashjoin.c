@@ -405,7 +405,10 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
       if (nWant > aOut[k].nCap)
         e = csq_vec_reserve(&aOut[k], nWant > aOut[k].nCap * 2 ? nWant : aOut[k].nCap * 2,
                             aOut[k].nHeap);
-      if (e == 0) e = csq_vec_gather(&aOut[k], src, aCur[t].a, n);
+      if (e == 0 && nTab == 1) /* no join (semi-joins follow): the rows as they came */
+        e = csq_vec_append(&aOut[k], src, 0, n);
+      else if (e == 0)
+        e = csq_vec_gather(&aOut[k], src, aCur[t].a, n);
     }
   }
   if (e == 0) *pnRow += n;
@@ -417,8 +420,9 @@ struct pl_semi {
   const csq_vec *aRow; /* the joined rows (not owned) */
   uint32_t nRow;
   hj_table ht;      /* over the joined rows' keys */
-  uint8_t *aMark;   /* per joined row: some row of the subquery matches it */
-  uint32_t nMarked; /* rows marked so far */
+  uint8_t *aMark;   /* per place of ht.aRow: some row of the subquery matches
+                    ** that joined row (beside its key, where marking reads) */
+  uint32_t nMarked; /* places marked so far (of ht.aStart[ht.nBucket]: no more) */
   int bInts;        /* the joined rows' keys are integers and NULLs (ht.aKey) */
 };
 
@@ -480,11 +484,11 @@ static inline __attribute__((always_inline)) void semi_mark_int(pl_semi *h, cons
   const uint32_t *aStart = ht->aStart, *aRowB = ht->aRow, mask = ht->nBucket - 1;
   const int64_t *aKey = ht->aKey;
   uint8_t *aMark = h->aMark;
-  enum { BLK = 64 };
+  enum { BLK = 64, PF = 8 };
   int64_t aXb[BLK * PL_JOIN_MAX_KEY] = {0};
   uint32_t aBkt[BLK];
   uint32_t n = pBatch->nRow;
-  for (uint32_t i0 = 0; i0 < n && h->nMarked < h->nRow; i0 += BLK) {
+  for (uint32_t i0 = 0; i0 < n && h->nMarked < h->ht.aStart[h->ht.nBucket]; i0 += BLK) {
     uint32_t nb = n - i0 < BLK ? n - i0 : BLK;
     for (uint32_t m = 0; m < nb; m++) {
       int64_t *aX = aXb + m * nKey;
@@ -494,13 +498,17 @@ static inline __attribute__((always_inline)) void semi_mark_int(pl_semi *h, cons
       if (aBkt[m] != UINT32_MAX) __builtin_prefetch(&aStart[aBkt[m]]);
     }
     for (uint32_t m = 0; m < nb; m++) {
+      if (m + PF < nb && aBkt[m + PF] != UINT32_MAX) {
+        uint32_t xAhead = aStart[aBkt[m + PF]];
+        __builtin_prefetch(&aKey[xAhead]);
+        __builtin_prefetch(&aMark[xAhead]);
+      }
       if (aBkt[m] == UINT32_MAX) continue; /* a NULL key matches nothing */
       const int64_t *aX = aXb + m * nKey;
       for (uint32_t x = aStart[aBkt[m]], xe = aStart[aBkt[m] + 1]; x < xe; x++) {
-        uint32_t r = aRowB[x];
-        if (aMark[r] || !keys_eq(aKey, aRowB, aB, x, aX, nKey)) continue;
-        if (q->nNe && !semi_ne(h, pBatch, i0 + m, r)) continue;
-        aMark[r] = 1;
+        if (!keys_eq(aKey, aRowB, aB, x, aX, nKey) || aMark[x]) continue;
+        if (q->nNe && !semi_ne(h, pBatch, i0 + m, aRowB[x])) continue;
+        aMark[x] = 1;
         h->nMarked++;
       }
     }
@@ -520,7 +528,7 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
     return 0;
   }
   for (int k = 0; k < q->nKey; k++) ad[k] = pBatch;
-  for (uint32_t i = 0; i < pBatch->nRow && h->nMarked < h->nRow; i++) {
+  for (uint32_t i = 0; i < pBatch->nRow && h->nMarked < h->ht.aStart[h->ht.nBucket]; i++) {
     for (int k = 0; k < q->nKey; k++) aR[k] = i;
     int bNull;
     uint64_t x = key_hash(ad, q->aKeyOut, q->nKey, aR, &bNull);
@@ -528,7 +536,7 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
     uint32_t bk = (uint32_t)(x & (ht->nBucket - 1));
     for (uint32_t xi = ht->aStart[bk]; xi < ht->aStart[bk + 1]; xi++) {
       uint32_t r = ht->aRow[xi];
-      if (h->aMark[r]) continue;
+      if (h->aMark[xi]) continue;
       int bMatch = 1;
       for (int k = 0; bMatch && k < q->nKey; k++) {
         csq_value a = csq_value_of_vec(&pBatch->aCol[q->aKeyOut[k]], i);
@@ -537,7 +545,7 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
       }
       if (bMatch) bMatch = semi_ne(h, pBatch, i, r);
       if (bMatch) {
-        h->aMark[r] = 1;
+        h->aMark[xi] = 1;
         h->nMarked++;
       }
     }
@@ -547,13 +555,20 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
 
 int pl_semi_keep(pl_semi *h, csq_vec *aRow, int nCol, uint32_t *pnRow) {
   uint32_t *aSel = malloc(sizeof(uint32_t) * (size_t)(h->nRow ? h->nRow : 1)), n = 0;
-  if (!aSel) return -ENOMEM;
+  uint8_t *aRowMark = calloc((size_t)(h->nRow ? h->nRow : 1), 1); /* by joined row */
+  if (!aSel || !aRowMark) {
+    free(aSel);
+    free(aRowMark);
+    return -ENOMEM;
+  }
+  for (uint32_t x = 0; x < h->ht.aStart[h->ht.nBucket]; x++) aRowMark[h->ht.aRow[x]] = h->aMark[x];
   uint8_t want = h->q->bAnti ? 0 : 1;
   for (uint32_t r = 0; r < h->nRow; r++)
-    if (h->aMark[r] == want) aSel[n++] = r;
+    if (aRowMark[r] == want) aSel[n++] = r;
   for (int c = 0; c < nCol; c++)
     if (aRow[c].n == h->nRow) csq_vec_select(&aRow[c], aSel, n);
   free(aSel);
+  free(aRowMark);
   *pnRow = n;
   return 0;
 }
