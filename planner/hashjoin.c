@@ -107,22 +107,31 @@ static int vec_push_from(csq_vec *dst, const csq_vec *src, uint32_t r) {
 
 /* A hash table over a side's rows: bucket b's rows, in ascending order,
 ** are aRow[aStart[b] .. aStart[b + 1]), and with keys of integers
-** (keys_ints) aKey holds their first key in the same order. A probe thus
+** (keys_ints) aEnt holds their first keys with them instead. A probe thus
 ** reads one bucket from consecutive memory, where a chain from row to row
 ** through a side past the caches cost a miss or two per row of the chain
 ** (TPC-H Q13: ten orders per customer key). A row with a NULL key is in
 ** no bucket (it equals nothing). */
+typedef struct hj_ent {
+  int64_t key; /* key 0 */
+  uint32_t row;
+} hj_ent;
 typedef struct hj_table {
-  uint32_t *aStart; /* nBucket + 1 offsets into aRow */
-  uint32_t *aRow;   /* the rows by bucket */
-  int64_t *aKey;    /* key 0 of aRow[i], or NULL when the keys are not keys_ints */
+  uint32_t *aStart; /* nBucket + 1 offsets into aRow or aEnt */
+  uint32_t *aRow;   /* the rows by bucket, when the keys are not keys_ints */
+  hj_ent *aEnt;     /* else the rows by bucket with key 0: one line to read or write */
   uint32_t nBucket;
 } hj_table;
+
+/* The row at place x of ht. */
+static inline uint32_t hj_row(const hj_table *ht, uint32_t x) {
+  return ht->aEnt ? ht->aEnt[x].row : ht->aRow[x];
+}
 
 static void hj_free(hj_table *ht) {
   free(ht->aStart);
   free(ht->aRow);
-  free(ht->aKey);
+  free(ht->aEnt);
   memset(ht, 0, sizeof(*ht));
 }
 
@@ -134,18 +143,18 @@ static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) 
   uint32_t nRow = d->nRow, nAlloc = nRow ? nRow : 1, nBucket = 16;
   while (nBucket < nRow && nBucket < (1u << 31)) nBucket *= 2;
   uint32_t mask = nBucket - 1;
-  int bInts = nKey > 0 && keys_ints(d, aOut, nKey); /* aKey holds key 0 */
+  int bInts = nKey > 0 && keys_ints(d, aOut, nKey); /* aEnt holds key 0 */
   ht->nBucket = nBucket;
   ht->aStart = calloc((size_t)nBucket + 1, sizeof(uint32_t));
-  ht->aRow = malloc(sizeof(uint32_t) * (size_t)nAlloc);
-  ht->aKey = bInts ? malloc(sizeof(int64_t) * (size_t)nAlloc) : NULL;
+  ht->aRow = bInts ? NULL : malloc(sizeof(uint32_t) * (size_t)nAlloc);
+  ht->aEnt = bInts ? malloc(sizeof(hj_ent) * (size_t)nAlloc) : NULL;
   uint32_t *aBkt = malloc(sizeof(uint32_t) * (size_t)nAlloc); /* UINT32_MAX: a NULL key */
-  if (!ht->aStart || !ht->aRow || (bInts && !ht->aKey) || !aBkt) {
+  if (!ht->aStart || (bInts ? !ht->aEnt : !ht->aRow) || !aBkt) {
     free(aBkt);
     return -ENOMEM;
   }
-  csq_mem_advise(ht->aRow, sizeof(uint32_t) * (size_t)nRow);
-  if (ht->aKey) csq_mem_advise(ht->aKey, sizeof(int64_t) * (size_t)nRow);
+  if (ht->aRow) csq_mem_advise(ht->aRow, sizeof(uint32_t) * (size_t)nRow);
+  if (ht->aEnt) csq_mem_advise(ht->aEnt, sizeof(hj_ent) * (size_t)nRow);
   uint32_t *aStart = ht->aStart;
   if (bInts) {
     for (uint32_t r = 0; r < nRow; r++) {
@@ -184,8 +193,10 @@ static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) 
     uint32_t bk = aBkt[r];
     if (bk == UINT32_MAX) continue;
     uint32_t x = aStart[bk]++;
-    ht->aRow[x] = r;
-    if (ht->aKey) ht->aKey[x] = v0->aVal[r].i;
+    if (ht->aEnt)
+      ht->aEnt[x] = (hj_ent){v0->aVal[r].i, r};
+    else
+      ht->aRow[x] = r;
   }
   memmove(aStart + 1, aStart, sizeof(uint32_t) * (size_t)nBucket);
   aStart[0] = 0;
@@ -228,13 +239,13 @@ int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
   return 0;
 }
 
-/* Does place x of a typed table (aKey, aRow) hold the key aX: key 0 in
-** aKey, the others (k < nKey) in the build side's columns aB[k]? */
-static inline int keys_eq(const int64_t *aKey, const uint32_t *aRow, const csq_val *const *aB,
-                          uint32_t x, const int64_t *aX, int nKey) {
-  if (aKey[x] != aX[0]) return 0;
+/* Does place x of a typed table (aEnt) hold the key aX: key 0 in aEnt,
+** the others (k < nKey) in the build side's columns aB[k]? */
+static inline int keys_eq(const hj_ent *aEnt, const csq_val *const *aB, uint32_t x,
+                          const int64_t *aX, int nKey) {
+  if (aEnt[x].key != aX[0]) return 0;
   for (int k = 1; k < nKey; k++)
-    if (aB[k][aRow[x]].i != aX[k]) return 0;
+    if (aB[k][aEnt[x].row].i != aX[k]) return 0;
   return 1;
 }
 
@@ -258,8 +269,8 @@ probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) 
     apV[k] = &aData[jt->aKeyTab[k]].aCol[jt->aKeyProbe[k]];
     apKeyRow[k] = h->aCur[jt->aKeyTab[k]].a;
   }
-  const uint32_t *aStart = ht->aStart, *aRowB = ht->aRow, mask = ht->nBucket - 1;
-  const int64_t *aKey = ht->aKey;
+  const uint32_t *aStart = ht->aStart, mask = ht->nBucket - 1;
+  const hj_ent *aEnt = ht->aEnt;
   hj_idx *aCur = h->aCur, *aNext = h->aNext;
   const uint32_t *apCur[PL_JOIN_MAX_TAB];
   uint32_t *apNext[PL_JOIN_MAX_TAB];
@@ -292,13 +303,12 @@ probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) 
     }
     if (aBkt[ib + PF] != UINT32_MAX) {
       uint32_t xAhead = aStart[aBkt[ib + PF]];
-      __builtin_prefetch(&aKey[xAhead]);
-      __builtin_prefetch(&aRowB[xAhead]);
+      __builtin_prefetch(&aEnt[xAhead]);
     }
     const int64_t *aX = aXb + ib * nKey;
     uint32_t x = 0, xe = 0, nBefore = nOut;
     if (aBkt[ib] != UINT32_MAX) x = aStart[aBkt[ib]], xe = aStart[aBkt[ib] + 1];
-    while (x < xe && !keys_eq(aKey, aRowB, aB, x, aX, nKey)) x++;
+    while (x < xe && !keys_eq(aEnt, aB, x, aX, nKey)) x++;
     /* every match, or one row with t's side NULL for an unmatched row of a
     ** LEFT JOIN */
     while (x < xe || (jt->bLeft && nOut == nBefore)) {
@@ -317,8 +327,8 @@ probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) 
         apNext[step][nOut++] = HJ_NO_ROW;
         break;
       }
-      apNext[step][nOut++] = aRowB[x];
-      for (x++; x < xe && !keys_eq(aKey, aRowB, aB, x, aX, nKey); x++) {}
+      apNext[step][nOut++] = aEnt[x].row;
+      for (x++; x < xe && !keys_eq(aEnt, aB, x, aX, nKey); x++) {}
     }
   }
   for (int s = 0; s <= step; s++) aNext[j->aOrder[s]].n = nOut;
@@ -346,7 +356,7 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
     const pl_jdata *adP[PL_JOIN_MAX_KEY];
     uint32_t aRow[PL_JOIN_MAX_KEY];
     for (int k = 0; k < jt->nKey; k++) adP[k] = &aData[jt->aKeyTab[k]];
-    int bInts = ht->aKey != NULL; /* keys_ints, as the build found */
+    int bInts = ht->aEnt != NULL; /* keys_ints, as the build found */
     for (int k = 0; bInts && k < jt->nKey; k++) bInts = vec_ints(&adP[k]->aCol[jt->aKeyProbe[k]]);
     if (bInts && jt->nKey == 1)
       e = probe_step_int(h, step, aData, n, 1);
@@ -361,7 +371,7 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
         uint32_t bk = (uint32_t)(x & (ht->nBucket - 1));
         for (uint32_t xi = bNull ? 0 : ht->aStart[bk], xe = bNull ? 0 : ht->aStart[bk + 1];
              e == 0 && xi < xe; xi++) {
-          uint32_t r = ht->aRow[xi];
+          uint32_t r = hj_row(ht, xi);
           int bEq = 1;
           for (int k = 0; bEq && k < jt->nKey; k++) {
             csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
@@ -420,10 +430,10 @@ struct pl_semi {
   const csq_vec *aRow; /* the joined rows (not owned) */
   uint32_t nRow;
   hj_table ht;      /* over the joined rows' keys */
-  uint8_t *aMark;   /* per place of ht.aRow: some row of the subquery matches
+  uint8_t *aMark;   /* per place of ht's rows: some row of the subquery matches
                     ** that joined row (beside its key, where marking reads) */
   uint32_t nMarked; /* places marked so far (of ht.aStart[ht.nBucket]: no more) */
-  int bInts;        /* the joined rows' keys are integers and NULLs (ht.aKey) */
+  int bInts;        /* the joined rows' keys are integers and NULLs (ht.aEnt) */
 };
 
 void pl_semi_free(pl_semi *h) {
@@ -447,7 +457,7 @@ int pl_semi_new(const pl_join *j, int iSemi, const csq_vec *aRow, uint32_t nRow,
     pl_semi_free(h);
     return -ENOMEM;
   }
-  h->bInts = h->ht.aKey != NULL;
+  h->bInts = h->ht.aEnt != NULL;
   *pp = h;
   return 0;
 }
@@ -481,8 +491,8 @@ static inline __attribute__((always_inline)) void semi_mark_int(pl_semi *h, cons
     apV[k] = &pBatch->aCol[q->aKeyOut[k]];
     aB[k] = h->aRow[q->aKeyCol[k]].aVal;
   }
-  const uint32_t *aStart = ht->aStart, *aRowB = ht->aRow, mask = ht->nBucket - 1;
-  const int64_t *aKey = ht->aKey;
+  const uint32_t *aStart = ht->aStart, mask = ht->nBucket - 1;
+  const hj_ent *aEnt = ht->aEnt;
   uint8_t *aMark = h->aMark;
   enum { BLK = 64, PF = 8 };
   int64_t aXb[BLK * PL_JOIN_MAX_KEY] = {0};
@@ -500,14 +510,14 @@ static inline __attribute__((always_inline)) void semi_mark_int(pl_semi *h, cons
     for (uint32_t m = 0; m < nb; m++) {
       if (m + PF < nb && aBkt[m + PF] != UINT32_MAX) {
         uint32_t xAhead = aStart[aBkt[m + PF]];
-        __builtin_prefetch(&aKey[xAhead]);
+        __builtin_prefetch(&aEnt[xAhead]);
         __builtin_prefetch(&aMark[xAhead]);
       }
       if (aBkt[m] == UINT32_MAX) continue; /* a NULL key matches nothing */
       const int64_t *aX = aXb + m * nKey;
       for (uint32_t x = aStart[aBkt[m]], xe = aStart[aBkt[m] + 1]; x < xe; x++) {
-        if (!keys_eq(aKey, aRowB, aB, x, aX, nKey) || aMark[x]) continue;
-        if (q->nNe && !semi_ne(h, pBatch, i0 + m, aRowB[x])) continue;
+        if (!keys_eq(aEnt, aB, x, aX, nKey) || aMark[x]) continue;
+        if (q->nNe && !semi_ne(h, pBatch, i0 + m, aEnt[x].row)) continue;
         aMark[x] = 1;
         h->nMarked++;
       }
@@ -535,7 +545,7 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
     if (bNull) continue;
     uint32_t bk = (uint32_t)(x & (ht->nBucket - 1));
     for (uint32_t xi = ht->aStart[bk]; xi < ht->aStart[bk + 1]; xi++) {
-      uint32_t r = ht->aRow[xi];
+      uint32_t r = hj_row(ht, xi);
       if (h->aMark[xi]) continue;
       int bMatch = 1;
       for (int k = 0; bMatch && k < q->nKey; k++) {
@@ -561,7 +571,8 @@ int pl_semi_keep(pl_semi *h, csq_vec *aRow, int nCol, uint32_t *pnRow) {
     free(aRowMark);
     return -ENOMEM;
   }
-  for (uint32_t x = 0; x < h->ht.aStart[h->ht.nBucket]; x++) aRowMark[h->ht.aRow[x]] = h->aMark[x];
+  for (uint32_t x = 0; x < h->ht.aStart[h->ht.nBucket]; x++)
+    aRowMark[hj_row(&h->ht, x)] = h->aMark[x];
   uint8_t want = h->q->bAnti ? 0 : 1;
   for (uint32_t r = 0; r < h->nRow; r++)
     if (aRowMark[r] == want) aSel[n++] = r;
@@ -593,7 +604,7 @@ int pl_scalar_fill(const pl_join *j, int iScalar, const csq_vec *aGroupKey,
     uint32_t bk = (uint32_t)(x & (ht.nBucket - 1));
     for (uint32_t xi = bNull ? 0 : ht.aStart[bk], xe = bNull ? 0 : ht.aStart[bk + 1];
          xi < xe && hit == UINT32_MAX; xi++) {
-      uint32_t gi = ht.aRow[xi];
+      uint32_t gi = hj_row(&ht, xi);
       int bEq = 1;
       for (int k = 0; bEq && k < nKey; k++) {
         csq_value a = csq_value_of_vec(&aGroupKey[k], gi);
