@@ -105,64 +105,102 @@ static int vec_push_from(csq_vec *dst, const csq_vec *src, uint32_t r) {
   }
 }
 
+/* A hash table over a side's rows: bucket b's rows, in ascending order,
+** are aRow[aStart[b] .. aStart[b + 1]), and with keys of integers
+** (keys_ints) aEnt holds their first keys with them instead. A probe thus
+** reads one bucket from consecutive memory, where a chain from row to row
+** through a side past the caches cost a miss or two per row of the chain
+** (TPC-H Q13: ten orders per customer key). A row with a NULL key is in
+** no bucket (it equals nothing). */
+typedef struct hj_ent {
+  int64_t key; /* key 0 */
+  uint32_t row;
+} hj_ent;
 typedef struct hj_table {
-  uint32_t *aHead;  /* bucket -> first row, UINT32_MAX: none */
-  uint32_t *aChain; /* row -> next row of its bucket */
+  uint32_t *aStart; /* nBucket + 1 offsets into aRow or aEnt */
+  uint32_t *aRow;   /* the rows by bucket, when the keys are not keys_ints */
+  hj_ent *aEnt;     /* else the rows by bucket with key 0: one line to read or write */
   uint32_t nBucket;
 } hj_table;
 
-/* Build ht over the nRow rows of d keyed on its outputs aOut[0..nKey): a
-** bucket head per hash, a chain through the rows in row order; a row with
-** a NULL key is in no chain (it equals nothing). 0 or -ENOMEM (ht's arrays
-** are the caller's to free either way). */
+/* The row at place x of ht. */
+static inline uint32_t hj_row(const hj_table *ht, uint32_t x) {
+  return ht->aEnt ? ht->aEnt[x].row : ht->aRow[x];
+}
+
+static void hj_free(hj_table *ht) {
+  free(ht->aStart);
+  free(ht->aRow);
+  free(ht->aEnt);
+  memset(ht, 0, sizeof(*ht));
+}
+
+/* Build ht over the nRow rows of d keyed on its outputs aOut[0..nKey):
+** each row's bucket, the buckets' sizes, their offsets, then the rows
+** placed in row order. 0 or -ENOMEM (ht's arrays are the caller's to free
+** either way, with hj_free). */
 static int hj_build(hj_table *ht, const pl_jdata *d, const int *aOut, int nKey) {
-  ht->nBucket = 16;
-  while (ht->nBucket < d->nRow * 2u && ht->nBucket < (1u << 31)) ht->nBucket *= 2;
-  ht->aHead = malloc(sizeof(uint32_t) * (size_t)ht->nBucket);
-  ht->aChain = malloc(sizeof(uint32_t) * (size_t)(d->nRow ? d->nRow : 1));
-  if (!ht->aHead || !ht->aChain) return -ENOMEM;
-  csq_mem_advise(ht->aHead, sizeof(uint32_t) * (size_t)ht->nBucket);
-  csq_mem_advise(ht->aChain, sizeof(uint32_t) * (size_t)d->nRow);
-  memset(ht->aHead, 0xff, sizeof(uint32_t) * (size_t)ht->nBucket);
-  if (keys_ints(d, aOut, nKey)) {
-    /* a block of rows at a time, last to first: their buckets first, each
-    ** head requested from memory as it is found, then the rows linked (a
-    ** large table's heads miss the caches) */
-    enum { BLK = 64 };
-    uint32_t aBkt[BLK];
-    for (uint32_t r1 = d->nRow; r1 > 0;) {
-      uint32_t r0 = r1 > BLK ? r1 - BLK : 0;
-      for (uint32_t r = r1; r-- > r0;) {
-        int64_t aX[PL_JOIN_MAX_KEY];
-        int k = 0;
-        for (; k < nKey && d->aCol[aOut[k]].aCls[r] == CSQ_INT; k++)
-          aX[k] = d->aCol[aOut[k]].aVal[r].i;
-        aBkt[r - r0] = k < nKey ? UINT32_MAX /* a NULL */
-                                : (uint32_t)(key_hash_ints(aX, nKey) & (ht->nBucket - 1));
-        if (aBkt[r - r0] != UINT32_MAX) __builtin_prefetch(&ht->aHead[aBkt[r - r0]], 1);
-      }
-      for (uint32_t r = r1; r-- > r0;) {
-        uint32_t b = aBkt[r - r0];
-        if (b == UINT32_MAX) continue;
-        ht->aChain[r] = ht->aHead[b];
-        ht->aHead[b] = r;
-      }
-      r1 = r0;
+  uint32_t nRow = d->nRow, nAlloc = nRow ? nRow : 1, nBucket = 16;
+  while (nBucket < nRow && nBucket < (1u << 31)) nBucket *= 2;
+  uint32_t mask = nBucket - 1;
+  int bInts = nKey > 0 && keys_ints(d, aOut, nKey); /* aEnt holds key 0 */
+  ht->nBucket = nBucket;
+  ht->aStart = calloc((size_t)nBucket + 1, sizeof(uint32_t));
+  ht->aRow = bInts ? NULL : malloc(sizeof(uint32_t) * (size_t)nAlloc);
+  ht->aEnt = bInts ? malloc(sizeof(hj_ent) * (size_t)nAlloc) : NULL;
+  uint32_t *aBkt = malloc(sizeof(uint32_t) * (size_t)nAlloc); /* UINT32_MAX: a NULL key */
+  if (!ht->aStart || (bInts ? !ht->aEnt : !ht->aRow) || !aBkt) {
+    free(aBkt);
+    return -ENOMEM;
+  }
+  if (ht->aRow) csq_mem_advise(ht->aRow, sizeof(uint32_t) * (size_t)nRow);
+  if (ht->aEnt) csq_mem_advise(ht->aEnt, sizeof(hj_ent) * (size_t)nRow);
+  uint32_t *aStart = ht->aStart;
+  if (bInts) {
+    for (uint32_t r = 0; r < nRow; r++) {
+      int64_t aX[PL_JOIN_MAX_KEY];
+      int k = 0;
+      for (; k < nKey && d->aCol[aOut[k]].aCls[r] == CSQ_INT; k++)
+        aX[k] = d->aCol[aOut[k]].aVal[r].i;
+      aBkt[r] = k < nKey ? UINT32_MAX : (uint32_t)(key_hash_ints(aX, nKey) & mask);
     }
-    return 0;
+  } else {
+    const pl_jdata *ad[PL_JOIN_MAX_KEY];
+    uint32_t aR[PL_JOIN_MAX_KEY];
+    for (int k = 0; k < nKey; k++) ad[k] = d;
+    for (uint32_t r = 0; r < nRow; r++) {
+      for (int k = 0; k < nKey; k++) aR[k] = r;
+      int bNull;
+      uint64_t x = key_hash(ad, aOut, nKey, aR, &bNull);
+      aBkt[r] = bNull ? UINT32_MAX : (uint32_t)(x & mask);
+    }
   }
-  const pl_jdata *ad[PL_JOIN_MAX_KEY];
-  uint32_t aRow[PL_JOIN_MAX_KEY];
-  for (int k = 0; k < nKey; k++) ad[k] = d;
-  for (uint32_t r = d->nRow; r-- > 0;) {
-    for (int k = 0; k < nKey; k++) aRow[k] = r;
-    int bNull;
-    uint64_t x = key_hash(ad, aOut, nKey, aRow, &bNull);
-    if (bNull) continue;
-    uint32_t b = (uint32_t)(x & (ht->nBucket - 1));
-    ht->aChain[r] = ht->aHead[b];
-    ht->aHead[b] = r;
+  /* the buckets' sizes in aStart[b + 1], then aStart[b] their offsets; a
+  ** bucket a few rows ahead is requested from memory meanwhile (a large
+  ** side's buckets miss the caches) */
+  enum { PF = 16 };
+  for (uint32_t r = 0; r < nRow; r++) {
+    if (r + PF < nRow && aBkt[r + PF] != UINT32_MAX)
+      __builtin_prefetch(&aStart[aBkt[r + PF] + 1], 1);
+    if (aBkt[r] != UINT32_MAX) aStart[aBkt[r] + 1]++;
   }
+  for (uint32_t b = 0; b < nBucket; b++) aStart[b + 1] += aStart[b];
+  /* each row placed at its bucket's next free place, which aStart[b]
+  ** tracks: after the pass aStart[b] is where bucket b + 1 starts */
+  const csq_vec *v0 = nKey ? &d->aCol[aOut[0]] : NULL;
+  for (uint32_t r = 0; r < nRow; r++) {
+    if (r + PF < nRow && aBkt[r + PF] != UINT32_MAX) __builtin_prefetch(&aStart[aBkt[r + PF]], 1);
+    uint32_t bk = aBkt[r];
+    if (bk == UINT32_MAX) continue;
+    uint32_t x = aStart[bk]++;
+    if (ht->aEnt)
+      ht->aEnt[x] = (hj_ent){v0->aVal[r].i, r};
+    else
+      ht->aRow[x] = r;
+  }
+  memmove(aStart + 1, aStart, sizeof(uint32_t) * (size_t)nBucket);
+  aStart[0] = 0;
+  free(aBkt);
   return 0;
 }
 
@@ -176,8 +214,7 @@ struct pl_hj {
 void pl_hj_free(pl_hj *h) {
   if (!h) return;
   for (int t = 0; t < PL_JOIN_MAX_TAB; t++) {
-    free(h->aTab[t].aHead);
-    free(h->aTab[t].aChain);
+    hj_free(&h->aTab[t]);
     free(h->aCur[t].a);
     free(h->aNext[t].a);
   }
@@ -202,10 +239,13 @@ int pl_hj_new(const pl_join *j, const pl_jdata *aData, pl_hj **pp) {
   return 0;
 }
 
-/* Does build row r's key (aB[k][r], k < nKey) equal aX? */
-static inline int keys_eq(const csq_val *const *aB, uint32_t r, const int64_t *aX, int nKey) {
-  for (int k = 0; k < nKey; k++)
-    if (aB[k][r].i != aX[k]) return 0;
+/* Does place x of a typed table (aEnt) hold the key aX: key 0 in aEnt,
+** the others (k < nKey) in the build side's columns aB[k]? */
+static inline int keys_eq(const hj_ent *aEnt, const csq_val *const *aB, uint32_t x,
+                          const int64_t *aX, int nKey) {
+  if (aEnt[x].key != aX[0]) return 0;
+  for (int k = 1; k < nKey; k++)
+    if (aB[k][aEnt[x].row].i != aX[k]) return 0;
   return 1;
 }
 
@@ -229,15 +269,17 @@ probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) 
     apV[k] = &aData[jt->aKeyTab[k]].aCol[jt->aKeyProbe[k]];
     apKeyRow[k] = h->aCur[jt->aKeyTab[k]].a;
   }
-  const uint32_t *aHead = ht->aHead, *aChain = ht->aChain, mask = ht->nBucket - 1;
+  const uint32_t *aStart = ht->aStart, mask = ht->nBucket - 1;
+  const hj_ent *aEnt = ht->aEnt;
   hj_idx *aCur = h->aCur, *aNext = h->aNext;
   const uint32_t *apCur[PL_JOIN_MAX_TAB];
   uint32_t *apNext[PL_JOIN_MAX_TAB];
   uint32_t nOut = aNext[t].n, nRoom = 0;
   /* a block of rows at a time: their keys and buckets first, each
-  ** bucket's head requested from memory as it is found, then the chains
-  ** walked, the first entry of a row PF ahead requested meanwhile; a build
-  ** side past the caches costs a miss or two a row, overlapped this way */
+  ** bucket's offsets requested from memory as it is found, then the
+  ** buckets read, the keys and rows of a bucket PF rows ahead requested
+  ** meanwhile; a build side past the caches costs a miss or two a row,
+  ** overlapped this way */
   enum { BLK = 64, PF = 8 };
   int64_t aXb[BLK * PL_JOIN_MAX_KEY] = {0}; /* the keys of the block's rows */
   uint32_t aBkt[BLK + PF];                  /* their buckets, UINT32_MAX: a NULL key */
@@ -255,20 +297,21 @@ probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) 
           aX[k] = apV[k]->aVal[r0].i;
         }
         aBkt[m] = k == nKey ? (uint32_t)(key_hash_ints(aX, nKey) & mask) : UINT32_MAX;
-        if (aBkt[m] != UINT32_MAX) __builtin_prefetch(&aHead[aBkt[m]]);
+        if (aBkt[m] != UINT32_MAX) __builtin_prefetch(&aStart[aBkt[m]]);
       }
       for (uint32_t m = nb; m < nb + PF; m++) aBkt[m] = UINT32_MAX;
     }
     if (aBkt[ib + PF] != UINT32_MAX) {
-      uint32_t rAhead = aHead[aBkt[ib + PF]];
-      if (rAhead != UINT32_MAX) __builtin_prefetch(&aB[0][rAhead]);
+      uint32_t xAhead = aStart[aBkt[ib + PF]];
+      __builtin_prefetch(&aEnt[xAhead]);
     }
     const int64_t *aX = aXb + ib * nKey;
-    uint32_t r = aBkt[ib] == UINT32_MAX ? UINT32_MAX : aHead[aBkt[ib]], nBefore = nOut;
-    while (r != UINT32_MAX && !keys_eq(aB, r, aX, nKey)) r = aChain[r];
+    uint32_t x = 0, xe = 0, nBefore = nOut;
+    if (aBkt[ib] != UINT32_MAX) x = aStart[aBkt[ib]], xe = aStart[aBkt[ib] + 1];
+    while (x < xe && !keys_eq(aEnt, aB, x, aX, nKey)) x++;
     /* every match, or one row with t's side NULL for an unmatched row of a
     ** LEFT JOIN */
-    while (r != UINT32_MAX || (jt->bLeft && nOut == nBefore)) {
+    while (x < xe || (jt->bLeft && nOut == nBefore)) {
       if (nOut == nRoom) { /* the tables' index lists grow together */
         nRoom = UINT32_MAX;
         for (int s = 0; s <= step; s++) {
@@ -280,9 +323,12 @@ probe_step_int(pl_hj *h, int step, const pl_jdata *aData, uint32_t n, int nKey) 
         }
       }
       for (int s = 0; s < step; s++) apNext[s][nOut] = apCur[s][i];
-      apNext[step][nOut++] = r == UINT32_MAX ? HJ_NO_ROW : r;
-      if (r == UINT32_MAX) break;
-      for (r = aChain[r]; r != UINT32_MAX && !keys_eq(aB, r, aX, nKey); r = aChain[r]) {}
+      if (x >= xe) {
+        apNext[step][nOut++] = HJ_NO_ROW;
+        break;
+      }
+      apNext[step][nOut++] = aEnt[x].row;
+      for (x++; x < xe && !keys_eq(aEnt, aB, x, aX, nKey); x++) {}
     }
   }
   for (int s = 0; s <= step; s++) aNext[j->aOrder[s]].n = nOut;
@@ -310,7 +356,7 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
     const pl_jdata *adP[PL_JOIN_MAX_KEY];
     uint32_t aRow[PL_JOIN_MAX_KEY];
     for (int k = 0; k < jt->nKey; k++) adP[k] = &aData[jt->aKeyTab[k]];
-    int bInts = keys_ints(d, jt->aKeyOut, jt->nKey);
+    int bInts = ht->aEnt != NULL; /* keys_ints, as the build found */
     for (int k = 0; bInts && k < jt->nKey; k++) bInts = vec_ints(&adP[k]->aCol[jt->aKeyProbe[k]]);
     if (bInts && jt->nKey == 1)
       e = probe_step_int(h, step, aData, n, 1);
@@ -322,8 +368,10 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
         int bNull;
         uint64_t x = key_hash(adP, jt->aKeyProbe, jt->nKey, aRow, &bNull);
         uint32_t nBefore = aNext[t].n;
-        for (uint32_t r = bNull ? UINT32_MAX : ht->aHead[x & (ht->nBucket - 1)];
-             e == 0 && r != UINT32_MAX; r = ht->aChain[r]) {
+        uint32_t bk = (uint32_t)(x & (ht->nBucket - 1));
+        for (uint32_t xi = bNull ? 0 : ht->aStart[bk], xe = bNull ? 0 : ht->aStart[bk + 1];
+             e == 0 && xi < xe; xi++) {
+          uint32_t r = hj_row(ht, xi);
           int bEq = 1;
           for (int k = 0; bEq && k < jt->nKey; k++) {
             csq_value a = csq_value_of_vec(&d->aCol[jt->aKeyOut[k]], r);
@@ -367,7 +415,10 @@ int pl_hj_probe(pl_hj *h, const pl_jdata *pProbe, csq_vec *aOut, uint32_t *pnRow
       if (nWant > aOut[k].nCap)
         e = csq_vec_reserve(&aOut[k], nWant > aOut[k].nCap * 2 ? nWant : aOut[k].nCap * 2,
                             aOut[k].nHeap);
-      if (e == 0) e = csq_vec_gather(&aOut[k], src, aCur[t].a, n);
+      if (e == 0 && nTab == 1) /* no join (semi-joins follow): the rows as they came */
+        e = csq_vec_append(&aOut[k], src, 0, n);
+      else if (e == 0)
+        e = csq_vec_gather(&aOut[k], src, aCur[t].a, n);
     }
   }
   if (e == 0) *pnRow += n;
@@ -379,14 +430,15 @@ struct pl_semi {
   const csq_vec *aRow; /* the joined rows (not owned) */
   uint32_t nRow;
   hj_table ht;      /* over the joined rows' keys */
-  uint8_t *aMark;   /* per joined row: some row of the subquery matches it */
-  uint32_t nMarked; /* rows marked so far */
+  uint8_t *aMark;   /* per place of ht's rows: some row of the subquery matches
+                    ** that joined row (beside its key, where marking reads) */
+  uint32_t nMarked; /* places marked so far (of ht.aStart[ht.nBucket]: no more) */
+  int bInts;        /* the joined rows' keys are integers and NULLs (ht.aEnt) */
 };
 
 void pl_semi_free(pl_semi *h) {
   if (!h) return;
-  free(h->ht.aHead);
-  free(h->ht.aChain);
+  hj_free(&h->ht);
   free(h->aMark);
   free(h);
 }
@@ -405,8 +457,72 @@ int pl_semi_new(const pl_join *j, int iSemi, const csq_vec *aRow, uint32_t nRow,
     pl_semi_free(h);
     return -ENOMEM;
   }
+  h->bInts = h->ht.aEnt != NULL;
   *pp = h;
   return 0;
+}
+
+/* Do batch row i and joined row r differ (both non-NULL, not equal) on
+** every "<>" of the semi-join? */
+static int semi_ne(const pl_semi *h, const pl_jdata *pBatch, uint32_t i, uint32_t r) {
+  const pl_jsemi *q = h->q;
+  for (int k = 0; k < q->nNe; k++) {
+    const csq_vec *va = &pBatch->aCol[q->aNeOut[k]], *vb = &h->aRow[q->aNeCol[k]];
+    if (va->aCls[i] == CSQ_NULL || vb->aCls[r] == CSQ_NULL) return 0;
+    csq_value a = csq_value_of_vec(va, i);
+    csq_value b = csq_value_of_vec(vb, r);
+    if (csq_value_eq(&a, &b)) return 0;
+  }
+  return 1;
+}
+
+/* pl_semi_mark's typed loop: the keys of the joined rows and of the batch
+** are integers and NULLs (keys_ints); as probe_step_int, a block of rows'
+** buckets first, each head requested from memory as it is found, then the
+** chains walked. A row of the batch stops at nothing: every joined row
+** with its key is marked. Inlined with nKey 1 too, the common case. */
+static inline __attribute__((always_inline)) void semi_mark_int(pl_semi *h, const pl_jdata *pBatch,
+                                                                int nKey) {
+  const pl_jsemi *q = h->q;
+  const hj_table *ht = &h->ht;
+  const csq_vec *apV[PL_JOIN_MAX_KEY];
+  const csq_val *aB[PL_JOIN_MAX_KEY];
+  for (int k = 0; k < nKey; k++) {
+    apV[k] = &pBatch->aCol[q->aKeyOut[k]];
+    aB[k] = h->aRow[q->aKeyCol[k]].aVal;
+  }
+  const uint32_t *aStart = ht->aStart, mask = ht->nBucket - 1;
+  const hj_ent *aEnt = ht->aEnt;
+  uint8_t *aMark = h->aMark;
+  enum { BLK = 64, PF = 8 };
+  int64_t aXb[BLK * PL_JOIN_MAX_KEY] = {0};
+  uint32_t aBkt[BLK];
+  uint32_t n = pBatch->nRow;
+  for (uint32_t i0 = 0; i0 < n && h->nMarked < h->ht.aStart[h->ht.nBucket]; i0 += BLK) {
+    uint32_t nb = n - i0 < BLK ? n - i0 : BLK;
+    for (uint32_t m = 0; m < nb; m++) {
+      int64_t *aX = aXb + m * nKey;
+      int k = 0;
+      for (; k < nKey && apV[k]->aCls[i0 + m] == CSQ_INT; k++) aX[k] = apV[k]->aVal[i0 + m].i;
+      aBkt[m] = k == nKey ? (uint32_t)(key_hash_ints(aX, nKey) & mask) : UINT32_MAX;
+      if (aBkt[m] != UINT32_MAX) __builtin_prefetch(&aStart[aBkt[m]]);
+    }
+    for (uint32_t m = 0; m < nb; m++) {
+      if (m + PF < nb && aBkt[m + PF] != UINT32_MAX) {
+        uint32_t xAhead = aStart[aBkt[m + PF]];
+        __builtin_prefetch(&aEnt[xAhead]);
+        __builtin_prefetch(&aMark[xAhead]);
+      }
+      if (aBkt[m] == UINT32_MAX) continue; /* a NULL key matches nothing */
+      const int64_t *aX = aXb + m * nKey;
+      for (uint32_t x = aStart[aBkt[m]], xe = aStart[aBkt[m] + 1]; x < xe; x++) {
+        if (!keys_eq(aEnt, aB, x, aX, nKey) || aMark[x]) continue;
+        if (q->nNe && !semi_ne(h, pBatch, i0 + m, aEnt[x].row)) continue;
+        aMark[x] = 1;
+        h->nMarked++;
+      }
+    }
+  }
 }
 
 int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
@@ -414,32 +530,32 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
   const hj_table *ht = &h->ht;
   const pl_jdata *ad[PL_JOIN_MAX_KEY];
   uint32_t aR[PL_JOIN_MAX_KEY];
+  if (h->bInts && keys_ints(pBatch, q->aKeyOut, q->nKey)) {
+    if (q->nKey == 1)
+      semi_mark_int(h, pBatch, 1);
+    else
+      semi_mark_int(h, pBatch, q->nKey);
+    return 0;
+  }
   for (int k = 0; k < q->nKey; k++) ad[k] = pBatch;
-  for (uint32_t i = 0; i < pBatch->nRow && h->nMarked < h->nRow; i++) {
+  for (uint32_t i = 0; i < pBatch->nRow && h->nMarked < h->ht.aStart[h->ht.nBucket]; i++) {
     for (int k = 0; k < q->nKey; k++) aR[k] = i;
     int bNull;
     uint64_t x = key_hash(ad, q->aKeyOut, q->nKey, aR, &bNull);
     if (bNull) continue;
-    for (uint32_t r = ht->aHead[x & (ht->nBucket - 1)]; r != UINT32_MAX; r = ht->aChain[r]) {
-      if (h->aMark[r]) continue;
+    uint32_t bk = (uint32_t)(x & (ht->nBucket - 1));
+    for (uint32_t xi = ht->aStart[bk]; xi < ht->aStart[bk + 1]; xi++) {
+      uint32_t r = hj_row(ht, xi);
+      if (h->aMark[xi]) continue;
       int bMatch = 1;
       for (int k = 0; bMatch && k < q->nKey; k++) {
         csq_value a = csq_value_of_vec(&pBatch->aCol[q->aKeyOut[k]], i);
         csq_value b = csq_value_of_vec(&h->aRow[q->aKeyCol[k]], r);
         bMatch = csq_value_eq(&a, &b);
       }
-      for (int k = 0; bMatch && k < q->nNe; k++) { /* "<>": both non-NULL and not equal */
-        const csq_vec *va = &pBatch->aCol[q->aNeOut[k]], *vb = &h->aRow[q->aNeCol[k]];
-        if (va->aCls[i] == CSQ_NULL || vb->aCls[r] == CSQ_NULL) {
-          bMatch = 0;
-          break;
-        }
-        csq_value a = csq_value_of_vec(va, i);
-        csq_value b = csq_value_of_vec(vb, r);
-        bMatch = !csq_value_eq(&a, &b);
-      }
+      if (bMatch) bMatch = semi_ne(h, pBatch, i, r);
       if (bMatch) {
-        h->aMark[r] = 1;
+        h->aMark[xi] = 1;
         h->nMarked++;
       }
     }
@@ -449,13 +565,21 @@ int pl_semi_mark(pl_semi *h, const pl_jdata *pBatch) {
 
 int pl_semi_keep(pl_semi *h, csq_vec *aRow, int nCol, uint32_t *pnRow) {
   uint32_t *aSel = malloc(sizeof(uint32_t) * (size_t)(h->nRow ? h->nRow : 1)), n = 0;
-  if (!aSel) return -ENOMEM;
+  uint8_t *aRowMark = calloc((size_t)(h->nRow ? h->nRow : 1), 1); /* by joined row */
+  if (!aSel || !aRowMark) {
+    free(aSel);
+    free(aRowMark);
+    return -ENOMEM;
+  }
+  for (uint32_t x = 0; x < h->ht.aStart[h->ht.nBucket]; x++)
+    aRowMark[hj_row(&h->ht, x)] = h->aMark[x];
   uint8_t want = h->q->bAnti ? 0 : 1;
   for (uint32_t r = 0; r < h->nRow; r++)
-    if (h->aMark[r] == want) aSel[n++] = r;
+    if (aRowMark[r] == want) aSel[n++] = r;
   for (int c = 0; c < nCol; c++)
     if (aRow[c].n == h->nRow) csq_vec_select(&aRow[c], aSel, n);
   free(aSel);
+  free(aRowMark);
   *pnRow = n;
   return 0;
 }
@@ -465,7 +589,7 @@ int pl_scalar_fill(const pl_join *j, int iScalar, const csq_vec *aGroupKey,
                    const csq_vec *aRow, uint32_t nRow, csq_vec *pOut) {
   const pl_jscalar *q = &j->aScalar[iScalar];
   int nKey = q->nKey, e = 0;
-  hj_table ht = {NULL, NULL, 0};
+  hj_table ht = {NULL, NULL, NULL, 0};
   pl_jdata g = {(csq_vec *)aGroupKey, nKey, nGroup}, r = {(csq_vec *)aRow, 0, nRow};
   const pl_jdata *adR[PL_JOIN_MAX_KEY];
   int aOutG[PL_JOIN_MAX_KEY];
@@ -477,8 +601,10 @@ int pl_scalar_fill(const pl_join *j, int iScalar, const csq_vec *aGroupKey,
     int bNull;
     uint64_t x = key_hash(adR, q->aKeyCol, nKey, aR, &bNull);
     uint32_t hit = UINT32_MAX;
-    for (uint32_t gi = bNull ? UINT32_MAX : ht.aHead[x & (ht.nBucket - 1)];
-         gi != UINT32_MAX && hit == UINT32_MAX; gi = ht.aChain[gi]) {
+    uint32_t bk = (uint32_t)(x & (ht.nBucket - 1));
+    for (uint32_t xi = bNull ? 0 : ht.aStart[bk], xe = bNull ? 0 : ht.aStart[bk + 1];
+         xi < xe && hit == UINT32_MAX; xi++) {
+      uint32_t gi = hj_row(&ht, xi);
       int bEq = 1;
       for (int k = 0; bEq && k < nKey; k++) {
         csq_value a = csq_value_of_vec(&aGroupKey[k], gi);
@@ -489,7 +615,6 @@ int pl_scalar_fill(const pl_join *j, int iScalar, const csq_vec *aGroupKey,
     }
     e = hit == UINT32_MAX ? vec_push_from(pOut, pEmpty, 0) : vec_push_from(pOut, pGroupVal, hit);
   }
-  free(ht.aHead);
-  free(ht.aChain);
+  hj_free(&ht);
   return e;
 }

@@ -118,6 +118,17 @@ int vt_group_order(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, 
         aK[k].cls = CSQ_NULL;
       }
     }
+    if (r > 0) { /* the previous row's group, by csq_group_find's equality:
+                 ** joined rows come in runs of one key (a probe row's
+                 ** matches), which then cost no hash and no table lookup */
+      const csq_value *gk = csq_group_keys(&t, aGid[r - 1]);
+      int k = 0;
+      while (k < nKey && csq_value_eq(&gk[k], &aK[k])) k++;
+      if (k == nKey) {
+        aGid[r] = aGid[r - 1];
+        continue;
+      }
+    }
     uint64_t h = csq_group_hash(aK, nKey);
     uint32_t pos = 0;
     if (csq_group_reserve(&t)) {

@@ -124,6 +124,62 @@ int main(void) {
     for (uint32_t k = 0; k < 3000; k++) nBad += !is_pattern(&g, k, aIdx[k]);
     CHECK(nBad == 0 && g.n == 3000 && g.clsMask == M(CSQ_INT));
     csq_vec_free(&g);
+    /* a source of one fixed-size class (its own loop): INT, then REAL,
+    ** after a TEXT already held, with NULL indices among them */
+    for (int cls = CSQ_INT; cls <= CSQ_REAL; cls++) {
+      csq_vec s1;
+      csq_vec_init(&s1);
+      for (uint32_t k = 0; k < 700; k++)
+        CHECK((cls == CSQ_INT ? csq_vec_push_int(&s1, (int64_t)k * 3 - 5)
+                              : csq_vec_push_real(&s1, k * 0.5)) == 0);
+      CHECK(csq_vec_push_bytes(&g, CSQ_TEXT, "t", 1) == 0);
+      for (uint32_t k = 0; k < 3000; k++) aIdx[k] = k % 11 == 4 ? UINT32_MAX : (k * 7919) % 700;
+      CHECK(csq_vec_gather(&g, &s1, aIdx, 3000) == 0 && g.n == 3001);
+      nBad = 0;
+      for (uint32_t k = 0; k < 3000; k++) {
+        uint32_t j = aIdx[k];
+        if (j == UINT32_MAX)
+          nBad += g.aCls[1 + k] != CSQ_NULL || g.aLen[1 + k] != 0;
+        else
+          nBad +=
+              g.aCls[1 + k] != cls || g.aLen[1 + k] != 0 ||
+              (cls == CSQ_INT ? g.aVal[1 + k].i != (int64_t)j * 3 - 5 : g.aVal[1 + k].r != j * 0.5);
+      }
+      CHECK(nBad == 0 && g.aCls[0] == CSQ_TEXT && !memcmp(csq_vec_bytes(&g, 0), "t", 1));
+      CHECK(g.clsMask == (M(CSQ_TEXT) | M(cls) | M(CSQ_NULL)) && g.clsMask == brute_mask(&g));
+      for (uint32_t k = 0; k < 3000; k++) aIdx[k] = k % 700; /* no NULL: none in the mask */
+      csq_vec_free(&g);
+      CHECK(csq_vec_gather(&g, &s1, aIdx, 3000) == 0 && g.clsMask == M(cls));
+      csq_vec_free(&g);
+      csq_vec_free(&s1);
+    }
+  }
+
+  /* Bytes of every length from 0 to 40 (vec.c copies short ones its own
+  ** way) survive append and gather, and nothing of their neighbours. */
+  {
+    csq_vec t, a, gt;
+    csq_vec_init(&t);
+    csq_vec_init(&a);
+    csq_vec_init(&gt);
+    char buf[41];
+    for (uint32_t len = 0; len <= 40; len++) {
+      for (uint32_t i = 0; i < len; i++) buf[i] = (char)('a' + (len * 7 + i) % 26);
+      CHECK(csq_vec_push_bytes(&t, len % 2 ? CSQ_TEXT : CSQ_BLOB, buf, len) == 0);
+    }
+    uint32_t aRev[41];
+    for (uint32_t k = 0; k < 41; k++) aRev[k] = 40 - k;
+    CHECK(csq_vec_append(&a, &t, 0, 41) == 0 && csq_vec_gather(&gt, &t, aRev, 41) == 0);
+    int nBad = 0;
+    for (uint32_t len = 0; len <= 40; len++) {
+      for (uint32_t i = 0; i < len; i++) buf[i] = (char)('a' + (len * 7 + i) % 26);
+      nBad += a.aLen[len] != len || memcmp(csq_vec_bytes(&a, len), buf, len);
+      nBad += gt.aLen[40 - len] != len || memcmp(csq_vec_bytes(&gt, 40 - len), buf, len);
+    }
+    CHECK(nBad == 0 && a.nHeap == t.nHeap && gt.nHeap == t.nHeap);
+    csq_vec_free(&t);
+    csq_vec_free(&a);
+    csq_vec_free(&gt);
   }
 
   /* Growth past the size that allocates afresh (huge pages, vec.c): every
