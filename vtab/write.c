@@ -772,30 +772,6 @@ static int stage_reserve(vt_tab *p, uint32_t nRow) {
   return 0;
 }
 
-/* n bytes from z to d. The values of a row are short (dates, flags, codes),
-** and a call to memcpy costs more than copying them: up to 16 bytes are
-** copied inline, in two overlapping loads and stores that stay inside both
-** ranges. */
-static inline void copy_short(char *d, const unsigned char *z, uint32_t n) {
-  if (n >= 8 && n <= 16) {
-    uint64_t a, b;
-    memcpy(&a, z, 8);
-    memcpy(&b, z + n - 8, 8);
-    memcpy(d, &a, 8);
-    memcpy(d + n - 8, &b, 8);
-  } else if (n >= 4 && n < 8) {
-    uint32_t a, b;
-    memcpy(&a, z, 4);
-    memcpy(&b, z + n - 4, 4);
-    memcpy(d, &a, 4);
-    memcpy(d + n - 4, &b, 4);
-  } else if (n < 4) {
-    for (uint32_t k = 0; k < n; k++) d[k] = (char)z[k];
-  } else {
-    memcpy(d, z, n);
-  }
-}
-
 /* A row's values into the stage, at its row r (every vector of the stage
 ** holds r values and has room for STAGE_ROWS: stage_reserve), each as
 ** vt_push_value (vtab/affinity.c) stores it. The classes that need no
@@ -865,7 +841,7 @@ static int stage_row(vt_tab *p, sqlite3_value **argv, int64_t iRowid, uint32_t r
         nByte = (uint32_t)sqlite3_value_bytes(pVal);
       }
       if (z && v->aHeap && v->nHeap + nByte <= v->nHeapCap) {
-        copy_short(v->aHeap + v->nHeap, z, nByte);
+        csq_copy_short(v->aHeap + v->nHeap, z, nByte);
         v->aCls[r] = CSQ_TEXT;
         v->aVal[r].off = v->nHeap;
         v->aLen[r] = nByte;

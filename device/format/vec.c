@@ -53,30 +53,6 @@ static void *vec_realloc(void *p, size_t nOld, size_t nNew) {
   return q;
 }
 
-/* memcpy of one value's bytes: most TEXT values of a join's or a group's
-** columns are a few bytes to a few dozen (names, codes, flags), for which
-** a call to memcpy costs more than the copy. Up to 16 bytes are moved as
-** two overlapping fixed-size copies (never reading past p[n - 1]). */
-static inline void copy_bytes(char *d, const char *p, uint32_t n) {
-  if (n >= 8 && n <= 16) {
-    uint64_t a, b;
-    memcpy(&a, p, 8);
-    memcpy(&b, p + n - 8, 8);
-    memcpy(d, &a, 8);
-    memcpy(d + n - 8, &b, 8);
-  } else if (n >= 4 && n < 8) {
-    uint32_t a, b;
-    memcpy(&a, p, 4);
-    memcpy(&b, p + n - 4, 4);
-    memcpy(d, &a, 4);
-    memcpy(d + n - 4, &b, 4);
-  } else if (n < 4) {
-    for (uint32_t i = 0; i < n; i++) d[i] = p[i];
-  } else {
-    memcpy(d, p, n);
-  }
-}
-
 void csq_vec_init(csq_vec *v) {
   memset(v, 0, sizeof(*v));
 }
@@ -236,7 +212,7 @@ int csq_vec_append(csq_vec *v, const csq_vec *src, uint32_t i0, uint32_t n) {
       uint8_t c = aCls[k];
       if (c == CSQ_TEXT || c == CSQ_BLOB) {
         uint32_t len = src->aLen[i0 + k];
-        copy_bytes(v->aHeap + v->nHeap, src->aHeap + src->aVal[i0 + k].off, len);
+        csq_copy_short(v->aHeap + v->nHeap, src->aHeap + src->aVal[i0 + k].off, len);
         v->aVal[d + k].off = v->nHeap;
         v->nHeap += len;
       }
@@ -314,7 +290,7 @@ int csq_vec_gather(csq_vec *v, const csq_vec *src, const uint32_t *aIdx, uint32_
     for (uint32_t k = 0; k < n; k++) {
       if (aCls[k] != CSQ_TEXT && aCls[k] != CSQ_BLOB) continue;
       uint32_t len = aLen[k];
-      copy_bytes(v->aHeap + v->nHeap, src->aHeap + aVal[k].off, len);
+      csq_copy_short(v->aHeap + v->nHeap, src->aHeap + aVal[k].off, len);
       aVal[k].off = v->nHeap;
       v->nHeap += len;
     }

@@ -17,6 +17,7 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* Storage classes: SQLite's own numbering (SQLITE_INTEGER ... SQLITE_NULL). */
 #define CSQ_INT  1
@@ -44,6 +45,33 @@ typedef struct csq_vec {
 } csq_vec;
 
 /* All return 0 or -ENOMEM. */
+/* n bytes from p to d (not overlapping). Most TEXT values of rows, joins
+** and groups are a few bytes to a few dozen (names, codes, dates, flags),
+** for which a call to memcpy costs more than the copy: up to 16 bytes move
+** as two overlapping fixed-size loads and stores that stay inside both
+** ranges. */
+static inline void csq_copy_short(void *d, const void *p, uint32_t n) {
+  char *dc = d;
+  const char *pc = p;
+  if (n >= 8 && n <= 16) {
+    uint64_t a, b;
+    memcpy(&a, pc, 8);
+    memcpy(&b, pc + n - 8, 8);
+    memcpy(dc, &a, 8);
+    memcpy(dc + n - 8, &b, 8);
+  } else if (n >= 4 && n < 8) {
+    uint32_t a, b;
+    memcpy(&a, pc, 4);
+    memcpy(&b, pc + n - 4, 4);
+    memcpy(dc, &a, 4);
+    memcpy(dc + n - 4, &b, 4);
+  } else if (n < 4) {
+    for (uint32_t i = 0; i < n; i++) dc[i] = pc[i];
+  } else {
+    memcpy(dc, pc, n);
+  }
+}
+
 void csq_vec_init(csq_vec *v);
 void csq_vec_free(csq_vec *v);  /* frees buffers, leaves v empty and reusable */
 void csq_vec_reset(csq_vec *v); /* n = 0, keeps buffers */
