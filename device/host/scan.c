@@ -36,9 +36,9 @@
 
 #include "device/engine/ptype.h"
 #include "device/format/le.h"
-#include "device/link/queue.h" /* dev_now_ns */
 #include "device/host/result.h"
 #include "device/host/scan.h"
+#include "device/host/vecrun.h"
 
 /* Row groups in flight per scan: enough that one row group's Memory Copy
 ** overlaps another's Execute on the device's engines. */
@@ -942,22 +942,10 @@ fail:
 static int host_exec(dev_scan *s) {
   scan_slot *t = &s->host;
   const store_rg *pRg = s->apRg[t->iRg];
-  dev_exec_ctx ctx;
   dev_stats local;
   uint64_t ret = 0;
-  memset(&ctx, 0, sizeof(ctx));
-  memset(&local, 0, sizeof(local));
-  ctx.pSlm = s->aHostBuf;
-  ctx.nSlm = s->nHostBuf;
-  ctx.aRange = t->aMr;
-  ctx.nRange = 3;
-  ctx.aParam[0] = s->id;
-  ctx.aParam[1] = t->startRow;
-  ctx.pStats = &local;
-  int64_t t0 = dev_now_ns();
-  int rc = s->pHostType->xRun(s->pHostProg, &ctx, &ret);
-  local.engine_ns = (uint64_t)(dev_now_ns() - t0);
-  local.programs_executed = 1;
+  int rc = dev_host_xrun(s->pHostType, s->pHostProg, s->aHostBuf, s->nHostBuf, t->aMr, s->id,
+                         t->startRow, &local, &ret);
   dev_stats_add(dev_queue_stats(s->q), &local);
   if (rc) {
     char zWhy[128];

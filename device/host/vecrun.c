@@ -20,6 +20,7 @@
 #include "device/host/result.h"
 #include "device/host/vecrun.h"
 #include "device/link/msg.h"
+#include "device/link/queue.h" /* dev_now_ns */
 
 /* Rows per piece: the engine's batches of a piece stay in cache, and a
 ** piece's chunks are small next to the rows themselves. */
@@ -47,6 +48,27 @@ static uint64_t vr_pad4k(uint64_t n) {
 
 static int vr_fail(char **pzErr, int rc, const char *zFmt, const char *zWhy) {
   if (pzErr && !*pzErr) *pzErr = dev_mprintf(zFmt, zWhy);
+  return rc;
+}
+
+int dev_host_xrun(const dev_ptype *pType, void *pCompiled, uint8_t *pBuf, uint64_t nBuf,
+                  const csq_mrange *aMr, uint64_t id, uint64_t param1, dev_stats *pStats,
+                  uint64_t *pRet) {
+  dev_exec_ctx ctx;
+  memset(&ctx, 0, sizeof(ctx));
+  memset(pStats, 0, sizeof(*pStats));
+  ctx.pSlm = pBuf;
+  ctx.nSlm = nBuf;
+  ctx.aRange = aMr;
+  ctx.nRange = 3;
+  ctx.aParam[0] = id;
+  ctx.aParam[1] = param1;
+  ctx.pStats = pStats;
+  *pRet = 0;
+  int64_t t0 = dev_now_ns();
+  int rc = pType->xRun(pCompiled, &ctx, pRet);
+  pStats->engine_ns = (uint64_t)(dev_now_ns() - t0);
+  pStats->programs_executed = 1;
   return rc;
 }
 
@@ -88,18 +110,8 @@ static int vr_piece(vr_run *r, uint32_t n, dev_vecrun_fn xPart, void *pArg, char
                          {CSQ_NSID_SLM, 0, vr_pad8(nIn ? nIn : 8), offIn, 0},
                          {CSQ_NSID_SLM, 0, nOut, offOut, 0}};
     dev_stats st;
-    dev_exec_ctx ctx;
-    memset(&st, 0, sizeof(st));
-    memset(&ctx, 0, sizeof(ctx));
-    ctx.pSlm = r->aBuf;
-    ctx.nSlm = r->nBuf;
-    ctx.aRange = aMr;
-    ctx.nRange = 3;
-    ctx.aParam[0] = r->id;
-    ctx.aParam[1] = start;
-    ctx.pStats = &st;
     uint64_t ret = 0;
-    int rc = r->pType->xRun(r->pCompiled, &ctx, &ret);
+    int rc = dev_host_xrun(r->pType, r->pCompiled, r->aBuf, r->nBuf, aMr, r->id, start, &st, &ret);
     if (rc == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_NOT_NUMERIC) return -EDOM;
     if (rc == CSQ_SC_PROGRAM_FAULT && ret == CSQ_FAULT_OUTPUT_FULL && nOut < (1ull << 40)) {
       nOut *= 2; /* not even one run fits: wider values than estimated */

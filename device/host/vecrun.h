@@ -11,7 +11,18 @@
 
 #include <stddef.h>
 #include <stdint.h>
+#include "device/engine/ptype.h"
 #include "device/format/vec.h"
+
+/* Run pCompiled (pType's xVerify made it) once over the host buffer
+** pBuf[0..nBuf), laid out as a device slot with the ranges aMr[0..3) into
+** it, parameters id and param1 (program.h, "RUNNING A PROGRAM"), as a
+** device's engine would: 0 or pType's status, *pRet the completion's
+** DW0-DW1. *pStats is zeroed and receives the execution's counters,
+** engine_ns and programs_executed too. */
+int dev_host_xrun(const dev_ptype *pType, void *pCompiled, uint8_t *pBuf, uint64_t nBuf,
+                  const csq_mrange *aMr, uint64_t id, uint64_t param1, dev_stats *pStats,
+                  uint64_t *pRet);
 
 /* Called with each result's rows, aPart[0..csq_prog.nResCol) (the engine's
 ** vectors, reused for the next result). Non-zero stops the run and is
