@@ -72,6 +72,27 @@ int dev_host_xrun(const dev_ptype *pType, void *pCompiled, uint8_t *pBuf, uint64
   return rc;
 }
 
+/* Write the job of the piece's encoded chunks (n rows) at r->aBuf and the
+** chunks at offIn (program.h, "RUNNING A PROGRAM"). */
+static void vr_lay(vr_run *r, uint32_t n, uint64_t nJob, uint64_t offIn) {
+  const csq_prog *P = r->pProg;
+  uint8_t *j = r->aBuf;
+  memset(j, 0, nJob);
+  csq_put_le32(j, CSQ_JOB_MAGIC);
+  csq_put_le32(j + 4, n);
+  csq_put_le32(j + 8, (uint32_t)P->nIn);
+  uint64_t off = 0;
+  for (int k = 0; k < P->nIn; k++) {
+    uint8_t *e = j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * k;
+    memcpy(r->aBuf + offIn + off, r->apEnc[k], r->anEnc[k]);
+    csq_put_le64(e, off);
+    csq_put_le64(e + 8, r->anEnc[k]);
+    csq_put_le64(e + 16, r->aHash[k]);
+    off += vr_pad8(r->anEnc[k]);
+  }
+  csq_put_le64(j + 16, csq_job_hash(j, nJob));
+}
+
 /* Run the piece's encoded chunks (n rows) from row 0 to the end. */
 static int vr_piece(vr_run *r, uint32_t n, dev_vecrun_fn xPart, void *pArg, char **pzErr) {
   const csq_prog *P = r->pProg;
@@ -83,6 +104,7 @@ static int vr_piece(vr_run *r, uint32_t n, dev_vecrun_fn xPart, void *pArg, char
   /* room for every row to be its own group, and the text keys may carry */
   uint64_t nOut = vr_pad4k(CSQ_RES_HDR + (uint64_t)P->nResCol * (CSQ_RES_COL_SZ + 13ull * n + 24) +
                            nText + 65536);
+  int bLaid = 0; /* the job and the chunks are in r->aBuf: a continuation reuses them */
   for (uint32_t start = 0; start < n;) {
     if (offOut + nOut > r->nBuf) {
       free(r->aBuf);
@@ -90,22 +112,10 @@ static int vr_piece(vr_run *r, uint32_t n, dev_vecrun_fn xPart, void *pArg, char
       r->aBuf = aligned_alloc(4096, offOut + nOut);
       if (!r->aBuf) return -ENOMEM;
       r->nBuf = offOut + nOut;
+      bLaid = 0;
     }
-    uint8_t *j = r->aBuf;
-    memset(j, 0, nJob);
-    csq_put_le32(j, CSQ_JOB_MAGIC);
-    csq_put_le32(j + 4, n);
-    csq_put_le32(j + 8, (uint32_t)P->nIn);
-    uint64_t off = 0;
-    for (int k = 0; k < P->nIn; k++) {
-      uint8_t *e = j + CSQ_JOB_HDR + (size_t)CSQ_JOB_CHUNK_SZ * k;
-      memcpy(r->aBuf + offIn + off, r->apEnc[k], r->anEnc[k]);
-      csq_put_le64(e, off);
-      csq_put_le64(e + 8, r->anEnc[k]);
-      csq_put_le64(e + 16, r->aHash[k]);
-      off += vr_pad8(r->anEnc[k]);
-    }
-    csq_put_le64(j + 16, csq_job_hash(j, nJob));
+    if (!bLaid) vr_lay(r, n, nJob, offIn);
+    bLaid = 1;
     csq_mrange aMr[3] = {{CSQ_NSID_SLM, 0, nJob, 0, 0},
                          {CSQ_NSID_SLM, 0, vr_pad8(nIn ? nIn : 8), offIn, 0},
                          {CSQ_NSID_SLM, 0, nOut, offOut, 0}};
