@@ -172,6 +172,43 @@ int pl_like_flags(sqlite3 *db, int bGlob) {
   return r;
 }
 
+int pl_substr_glob(int p, int n, const char *L, int nL, char *z, int nz) {
+  if (p < 1 || p > 32 || (nL == 0 && p > 1)) return -1;
+  if (n >= 0 && nL > n) return -2;
+  int k = 0;
+  for (int i = 1; i < p; i++) z[k++] = '?';
+  for (int i = 0; i < nL; i++) {
+    unsigned char c = (unsigned char)L[i];
+    if (c == 0 || c >= 0x80 || k + 3 >= nz) return -1;
+    if (c == '*' || c == '?' || c == '[') {
+      z[k++] = '[';
+      z[k++] = (char)c;
+      z[k++] = ']';
+    } else {
+      z[k++] = (char)c;
+    }
+  }
+  /* ASCII: a character per byte, so nL is L's length in characters */
+  if (nL == n) z[k++] = '*';
+  return k; /* 0: L '' with p 1, x is '' */
+}
+
+int pl_substr_ok(sqlite3 *db) {
+  static const char zProbe[] =
+      "SELECT substr('abc', 2, 1) = 'b' AND substr(x'616263', 2, 2) = x'6263' AND "
+      "substr(12345, 2, 2) = '23' AND substr(1.5, 1, 2) = '1.' AND substr('\xc3\xa4"
+      "bc', 2) = "
+      "'bc' AND substring('abc', 1, 2) = 'ab' AND substr(NULL, 1, 1) IS NULL AND "
+      "typeof(substr(x'61', 1, 1)) = 'blob' AND (x'61' GLOB 'a') = 0";
+  sqlite3_stmt *pStmt = NULL;
+  int r = 0;
+  if (sqlite3_prepare_v2(db, zProbe, -1, &pStmt, NULL) == SQLITE_OK &&
+      sqlite3_step(pStmt) == SQLITE_ROW)
+    r = sqlite3_column_type(pStmt, 0) == SQLITE_INTEGER && sqlite3_column_int(pStmt, 0) == 1;
+  sqlite3_finalize(pStmt);
+  return r;
+}
+
 int pl_filter_program(const pl_cons *a, int n, const int *aOut, int nOut, int bRowNum,
                       const pl_topn *pTop, uint8_t **pp, size_t *pn, int *pbEmpty, char **pzErr) {
   *pp = NULL;

@@ -62,6 +62,20 @@ int pl_filter_cond(struct csq_pb *b, const pl_cons *c, int *pbNever);
 ** term can stand for it, not even as a superset SQLite checks again. */
 int pl_like_flags(sqlite3 *db, int bGlob);
 
+/* substr(x, p, n) = L as a GLOB of x's text, exact where L is ASCII
+** without NUL: '?' p-1 times, L, then '*' when L has n characters (x
+** starts so), none when fewer (x ends there). n < 0: substr(x, p), to the
+** end. Writes the pattern into z[0..nz) and returns its length; -2 when
+** L has more than n characters (never equal); -1 when not exact (L not
+** ASCII, empty with p > 1, p out of 1..32, or the pattern too long). */
+int pl_substr_glob(int p, int n, const char *L, int nL, char *z, int nz);
+
+/* 1 when db's substr() and substring() are SQLite's own and its GLOB
+** matches a BLOB never (so a BLOB's substr, a BLOB, equals no TEXT and its
+** GLOB is false): then pl_substr_glob's pattern stands for the comparison.
+** Asked of db each time, as pl_like_flags. */
+int pl_substr_ok(sqlite3 *db);
+
 /* Add a join filter (program.h, JOIN FILTERS) as a new AND clause: the
 ** rows whose input slot `slot` may hold one of the keys whose Bloom filter
 ** (device/format/bloom.h) is pFilter[0..nBytes), copied into the program.

@@ -25,6 +25,9 @@
 **     query on the host, as everywhere here). A query without aggregates
 **     whose WHERE holds one, like one that calls csq_bpf, gets a row plan
 **     (sp_plan_rows): SQLite could offer the table neither.
+**     "substr(column, p[, n]) [NOT] IN ('L', ...)" (or = / <> 'L'), L
+**     ASCII: GLOBs of the column's text (pl_substr_glob), exact because
+**     SQLite compares substr's TEXT, without affinity, BINARY, with L.
 **   GROUP BY keys and aggregate arguments: columns, numeric literals and
 **     + - * / and unary minus over columns of numeric affinity (the device
 **     does SQLite's integer/real arithmetic; text would need SQLite's
@@ -264,6 +267,91 @@ static int sp_like_term(sp *s, const pl_expr *e) {
   return 1;
 }
 
+/* The substr(column, p[, n]) of a WHERE term "substr(...) [NOT] IN
+** ('L', ...)" or "substr(...) = | <> | != 'L'": 1 with its column chunk and
+** p, n (-1 without); else 0. */
+static int sp_substr_call(sp *s, const pl_expr *e, int *piChunk, int *pp, int *pn) {
+  char aff = 0;
+  if (e->op != PL_E_FUNC || (e->nArg != 2 && e->nArg != 3) ||
+      (sqlite3_stricmp(e->zName, "substr") != 0 && sqlite3_stricmp(e->zName, "substring") != 0))
+    return 0;
+  for (int i = 1; i < e->nArg; i++)
+    if (e->apArg[i]->op != PL_E_INT || e->apArg[i]->iVal < 1 || e->apArg[i]->iVal > 1000000)
+      return 0;
+  if ((*piChunk = sp_column(s, e->apArg[0], &aff)) < 0) return 0;
+  *pp = (int)e->apArg[1]->iVal;
+  *pn = e->nArg == 3 ? (int)e->apArg[2]->iVal : -1;
+  return 1;
+}
+
+/* "substr(column, p, n) [NOT] IN ('L', ...)" (or = / <> one 'L') as GLOB
+** terms of the column's text (pl_substr_glob): IN is one clause ORing a
+** GLOB per literal, NOT IN a clause of NOT GLOB per literal, as SQLite
+** compares substr's TEXT (no affinity, BINARY) with each. 0 if e is not of
+** that shape or a literal has no exact pattern (nothing done). */
+static int sp_substr_term(sp *s, const pl_expr *e) {
+  const pl_expr *pCall = e->pLeft, *aOne[1];
+  const pl_expr *const *apLit = (const pl_expr *const *)e->apArg;
+  int nLit = e->nArg, bNot = (e->flags & PL_F_NOT) != 0;
+  if (e->op == PL_E_EQ || e->op == PL_E_NE) {
+    if (pCall->op != PL_E_FUNC) pCall = e->pRight;
+    aOne[0] = pCall == e->pLeft ? e->pRight : e->pLeft;
+    apLit = aOne;
+    nLit = 1;
+    bNot = e->op == PL_E_NE;
+  } else if (e->op != PL_E_IN || nLit == 0) {
+    return 0;
+  }
+  int iChunk, p, n;
+  if (s->bCond || !sp_substr_call(s, pCall, &iChunk, &p, &n)) return 0;
+  char aPat[256];
+  int nKeep = 0;
+  for (int i = 0; i < nLit; i++) {
+    if (apLit[i]->op == PL_E_NULL) continue;
+    if (apLit[i]->op != PL_E_STR ||
+        pl_substr_glob(p, n, apLit[i]->z, apLit[i]->n, aPat, (int)sizeof(aPat)) == -1)
+      return 0;
+  }
+  if (!pl_substr_ok(s->db)) return 0;
+  s->nTerm++; /* from here on b changes */
+  int slot = csq_pb_input(s->b, (uint32_t)iChunk), rc = slot;
+  int bNull = 0;
+  if (rc >= 0 && !bNot) rc = csq_pb_clause(s->b);
+  for (int i = 0; i < nLit && rc >= 0; i++) {
+    if (apLit[i]->op == PL_E_NULL) {
+      bNull = 1;
+      continue;
+    }
+    int nPat = pl_substr_glob(p, n, apLit[i]->z, apLit[i]->n, aPat, (int)sizeof(aPat));
+    if (nPat < 0) continue; /* never equal: no GLOB for IN, always true for NOT IN */
+    int k = csq_pb_const_bytes(s->b, CSQ_TEXT, aPat, (uint32_t)nPat);
+    if (k >= 0 && bNot) k = csq_pb_clause(s->b) < 0 ? -1 : k;
+    rc = k < 0 ? k : csq_pb_term(s->b, CSQ_OP_GLOB, bNot ? CSQ_TF_NOT : 0, slot, k, 0, 0);
+    nKeep++;
+  }
+  if (rc < 0) {
+    sp_fail(s, "program limit reached%s", "");
+    return 1;
+  }
+  /* IN with no literal it can equal, NOT IN with a NULL: never true */
+  /* substr() of NULL, and of an empty BLOB, is NULL: NOT IN is not true;
+  ** x <> x'' holds for every other value */
+  if (bNot && !bNull) {
+    int k = csq_pb_const_bytes(s->b, CSQ_BLOB, "", 0);
+    if (k < 0 || csq_pb_clause(s->b) < 0 || csq_pb_term(s->b, CSQ_OP_NE, 0, slot, k, 0, 0) < 0)
+      sp_fail(s, "program limit reached%s", "");
+  }
+  if ((!bNot && nKeep == 0) || (bNot && bNull)) {
+    s->p->bEmpty = 1;
+    if (!bNot) { /* the open clause holds no term: give it one that never holds */
+      int k = csq_pb_const_null(s->b);
+      if (k < 0 || csq_pb_term(s->b, CSQ_OP_EQ, 0, slot, k, 0, 0) < 0)
+        sp_fail(s, "program limit reached%s", "");
+    }
+  }
+  return 1;
+}
+
 static int flip_op(int op) {
   switch (op) {
   case CSQ_OP_LT:
@@ -460,6 +548,7 @@ static void sp_where_term(sp *s, const pl_expr *e) {
   int op = cmp_op(e->op);
   if (op && !s->bCond && sp_colcmp_term(s, e, op)) return;
   if (sp_like_term(s, e)) return;
+  if (sp_substr_term(s, e)) return;
   if (op) {
     const pl_expr *pCol = e->pLeft, *pVal = e->pRight;
     if ((iChunk = sp_column(s, pCol, &aff)) < 0) {

@@ -155,3 +155,82 @@ def test_segment_patterns_over_long_text_equal_native():
                 pushed += explain(con, mine)["plan"] != "host"
     con.execute("PRAGMA case_sensitive_like = OFF")
     assert pushed > 200, pushed  # the counts; SQLite pushes the rows' LIKE itself
+
+
+def test_substr_terms_equal_native():
+    """substr(column, p[, n]) [NOT] IN ('L', ...), = 'L' and <> 'L' run on
+    the device as GLOBs of the column's text: over columns of every
+    affinity holding texts of digits, GLOB's own characters, a non-ASCII
+    letter and a NUL, numbers, BLOBs and NULLs, through the one-table
+    planner and a join, as native tables answer."""
+    con = connect()
+    decl = "i INTEGER, r REAL, t TEXT, b BLOB, u"
+    con.execute("CREATE VIRTUAL TABLE s USING csq(%s, pushdown='always')" % decl)
+    con.execute("CREATE TABLE ns(%s)" % decl)
+    con.execute("CREATE VIRTUAL TABLE j USING csq(i INTEGER, w TEXT)")
+    con.execute("CREATE TABLE nj(i INTEGER, w TEXT)")
+    rnd = random.Random(31)
+    alpha = ["1", "3", "1", "3", "a", "*", "?", "[", "\u00e9", "\x00"]
+
+    def value():
+        k = rnd.randrange(10)
+        if k == 0:
+            return None
+        if k == 1:
+            return rnd.choice([13, 131, -13, 1, 0])
+        if k == 2:
+            return rnd.choice([1.5, 13.25, -1.0, 1e20])
+        if k == 3:
+            return "".join(rnd.choice(alpha) for _ in range(rnd.randrange(4))).encode()
+        return "".join(rnd.choice(alpha) for _ in range(rnd.randrange(5)))
+
+    rows = [(k % 20,) + tuple(value() for _ in range(4)) for k in range(700)]
+    for name in ("s", "ns"):
+        con.executemany("INSERT INTO %s VALUES(?,?,?,?,?)" % name, rows)
+    for name in ("j", "nj"):
+        con.executemany("INSERT INTO %s VALUES(?,?)" % name, [(k, "w%d" % k) for k in range(0, 20, 3)])
+    lits = ["'13'", "'1'", "''", "'3'", "'1*'", "'?'", "'[1'", "'a1'", "'131'", "'1.'", "'-1'",
+            "'\u00e9'", "NULL", "13"]
+    pushed = 0
+    for step in range(400):
+        col = rnd.choice(["i", "r", "t", "b", "u"])
+        args = "%d, %d" % (rnd.randint(1, 3), rnd.randint(1, 3)) if rnd.random() < 0.8 else \
+            "%d" % rnd.randint(1, 3)
+        call = "%s(x.%s, %s)" % (rnd.choice(["substr", "substr", "substring"]), col, args)
+        form = rnd.randrange(4)
+        if form < 2:
+            w = "%s %sIN (%s)" % (call, "NOT " if form else "",
+                                  ", ".join(rnd.choice(lits) for _ in range(rnd.randint(1, 4))))
+        else:
+            w = "%s %s %s" % (call, "=" if form == 2 else "<>", rnd.choice(lits))
+        shape = rnd.randrange(3)
+        if shape == 0:
+            q = "SELECT count(*), sum(x.i) FROM {s} AS x WHERE %s" % w
+        elif shape == 1:
+            q = "SELECT x.i, x.t, x.b, x.u FROM {s} AS x WHERE %s" % w
+        else:
+            q = "SELECT j.w, count(*) FROM {s} AS x JOIN {j} AS j ON x.i = j.i WHERE %s GROUP BY 1" % w
+        mine, native = q.format(s="s", j="j"), q.format(s="ns", j="nj")
+        got, gerr = via_view(con, mine)
+        want, werr = answer(con, native)
+        assert gerr is None and werr is None and got == want, (mine, got[:4], want[:4])
+        e = explain(con, mine)
+        host = e.get("host", "")
+        pushed += e["plan"] != "host" and "substr" not in host.split("FROM")[-1]
+    assert pushed > 150, pushed
+
+
+def test_substr_of_its_own_stays_with_sqlite():
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE s USING csq(t TEXT, pushdown='always')")
+    con.execute("CREATE TABLE ns(t TEXT)")
+    for name in ("s", "ns"):
+        con.executemany("INSERT INTO %s VALUES(?)" % name, [("13x",), ("31y",), ("x13",)])
+    e = explain(con, "SELECT count(*) FROM s WHERE substr(t, 1, 2) IN ('13', '31')")
+    assert "substr" not in e["host"], e
+    # an application's substr(): the device cannot know what it does
+    con.create_function("substr", 3, lambda v, p, n: None if v is None else str(v)[-n:])
+    q = "SELECT count(*) FROM {s} WHERE substr(t, 1, 2) IN ('13', '3x')"
+    assert via_view(con, q.format(s="s")) == answer(con, q.format(s="ns"))
+    e = explain(con, q.format(s="s"))
+    assert e["plan"] == "host" or "substr" in e["host"], e
