@@ -141,11 +141,85 @@ static int add_filter(csq_pb *b, int iChunk, const csq_vec *v, jf_room *pRoom, i
   return 0;
 }
 
-/* A join filter to add: key k of table u, which holds this share of its
-** table's rows. */
+/* Union-find over the (table, chunk) ends of a join's keys. */
+typedef struct jf_nodes {
+  int aTab[2 * PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY], aChunk[2 * PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
+  int aUp[2 * PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
+  int n;
+} jf_nodes;
+
+static int jf_node(jf_nodes *g, int t, int iChunk) {
+  for (int i = 0; i < g->n; i++)
+    if (g->aTab[i] == t && g->aChunk[i] == iChunk) return i;
+  g->aTab[g->n] = t;
+  g->aChunk[g->n] = iChunk;
+  g->aUp[g->n] = g->n;
+  return g->n++;
+}
+
+static int jf_root(const jf_nodes *g, int i) {
+  while (g->aUp[i] != i) i = g->aUp[i];
+  return i;
+}
+
+static int jf_has(const pl_jf_src *a, int n, int u, int iChunk, int iOut) {
+  for (int i = 0; i < n; i++)
+    if (a[i].u == u && a[i].iChunk == iChunk && a[i].iOut == iOut) return 1;
+  return 0;
+}
+
+int pl_join_filter_sources(const pl_join *j, int t, pl_jf_src *aSrc, int nMax) {
+  int iStep = 0, n = 0;
+  while (iStep < j->nTab && j->aOrder[iStep] != t) iStep++;
+  for (int s = iStep + 1; s < j->nTab; s++) {
+    int u = j->aOrder[s];
+    const pl_jtab *ju = &j->aTab[u];
+    if (ju->bLeft) continue; /* a LEFT JOIN keeps the rows it does not match */
+    for (int k = 0; k < ju->nKey && n < nMax; k++)
+      if (ju->aKeyTab[k] == t &&
+          !jf_has(aSrc, n, u, j->aTab[t].aChunk[ju->aKeyProbe[k]], ju->aKeyOut[k]))
+        aSrc[n++] = (pl_jf_src){u, j->aTab[t].aChunk[ju->aKeyProbe[k]], ju->aKeyOut[k], 0};
+  }
+  if (j->aTab[t].bLeft) return n;
+  /* equal keys: every inner key is an equality that holds in each joined
+  ** row, and SQLite's "=" between join keys (numeric with numeric, TEXT
+  ** with TEXT, BINARY) is transitive */
+  jf_nodes g;
+  g.n = 0;
+  for (int u = 0; u < j->nTab; u++) {
+    const pl_jtab *ju = &j->aTab[u];
+    if (ju->bLeft) continue;
+    for (int k = 0; k < ju->nKey; k++) {
+      int a = jf_root(&g, jf_node(&g, u, ju->aChunk[ju->aKeyOut[k]]));
+      const pl_jtab *jp = &j->aTab[ju->aKeyTab[k]];
+      int b = jf_root(&g, jf_node(&g, ju->aKeyTab[k], jp->aChunk[ju->aKeyProbe[k]]));
+      g.aUp[a] = b;
+    }
+  }
+  for (int a = 0; a < g.n; a++) {
+    if (g.aTab[a] != t) continue;
+    for (int b = 0; b < g.n && n < nMax; b++) {
+      int u = g.aTab[b];
+      if (u == t || jf_root(&g, a) != jf_root(&g, b)) continue;
+      int s = iStep + 1;
+      while (s < j->nTab && j->aOrder[s] != u) s++;
+      if (s >= j->nTab) continue; /* read after t */
+      const pl_jtab *ju = &j->aTab[u];
+      for (int o = 0; o < ju->nOut; o++)
+        if (ju->aChunk[o] == g.aChunk[b] && !jf_has(aSrc, n, u, g.aChunk[a], o) && n < nMax) {
+          aSrc[n++] = (pl_jf_src){u, g.aChunk[a], o, 1};
+          break;
+        }
+    }
+  }
+  return n;
+}
+
+/* A join filter to add: source aSrc[i], from a table holding this share of
+** its table's rows. */
 typedef struct jf_cand {
   double share;
-  int u, k;
+  int i;
 } jf_cand;
 
 int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **pp, size_t *pn,
@@ -156,39 +230,33 @@ int pl_join_filter_program(pl_join *j, int t, const pl_jdata *aData, uint8_t **p
   *pn = 0;
   *pnFilter = 0;
   if (!b) return -EINVAL;
-  int iStep = 0, e = 0, nCand = 0;
-  while (iStep < j->nTab && j->aOrder[iStep] != t) iStep++;
+  int e = 0, nCand = 0;
   jf_room room = {0, 0, 0, malloc(sizeof(uint32_t) * PL_JOINFILTER_MAX_KEYS)};
   if (!room.aPick) e = -ENOMEM;
-  /* the candidates: each key of a table joined after t that names t, by
-  ** the share of its table that table holds, smallest first, so that the
-  ** filters likely to keep fewest rows take the room (the Bloom filters
-  ** above all): a table read whole filters nothing a foreign key joins,
-  ** though it may where its keys are not all the probe side's. Equal
-  ** shares: the fewer rows (a smaller filter) first */
-  jf_cand aCand[PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
-  for (int s = iStep + 1; s < j->nTab; s++) {
-    int u = j->aOrder[s];
+  /* the candidates by the share of its table the source table holds,
+  ** smallest first, so that the filters likely to keep fewest rows take
+  ** the room (the Bloom filters above all): a table read whole filters
+  ** nothing a foreign key joins, though it may where its keys are not all
+  ** the probe side's. Equal shares: the fewer rows (a smaller filter) first */
+  pl_jf_src aSrc[2 * PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
+  jf_cand aCand[2 * PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
+  int nSrc = pl_join_filter_sources(j, t, aSrc, (int)(sizeof(aSrc) / sizeof(aSrc[0])));
+  for (int c = 0; c < nSrc; c++) {
+    int u = aSrc[c].u;
     const pl_jtab *ju = &j->aTab[u];
-    if (ju->bLeft) continue; /* a LEFT JOIN keeps the rows it does not match */
     double share = ju->nRows > 0 ? (double)aData[u].nRow / (double)ju->nRows : 0.5;
     if (share > 1) share = 1; /* rows written since the count */
     uint32_t n = aData[u].nRow;
-    for (int k = 0; k < ju->nKey; k++)
-      if (ju->aKeyTab[k] == t) {
-        int i = nCand++;
-        for (; i > 0 && (aCand[i - 1].share > share ||
-                         (aCand[i - 1].share == share && aData[aCand[i - 1].u].nRow > n));
-             i--)
-          aCand[i] = aCand[i - 1];
-        aCand[i] = (jf_cand){share, u, k};
-      }
+    int i = nCand++;
+    for (; i > 0 && (aCand[i - 1].share > share ||
+                     (aCand[i - 1].share == share && aData[aSrc[aCand[i - 1].i].u].nRow > n));
+         i--)
+      aCand[i] = aCand[i - 1];
+    aCand[i] = (jf_cand){share, c};
   }
   for (int i = 0; e == 0 && i < nCand; i++) {
-    const pl_jtab *ju = &j->aTab[aCand[i].u];
-    int k = aCand[i].k;
-    e = add_filter(b, j->aTab[t].aChunk[ju->aKeyProbe[k]], &aData[aCand[i].u].aCol[ju->aKeyOut[k]],
-                   &room, pnFilter);
+    const pl_jf_src *x = &aSrc[aCand[i].i];
+    e = add_filter(b, x->iChunk, &aData[x->u].aCol[x->iOut], &room, pnFilter);
   }
   free(room.aPick);
   if (e == 0) e = csq_pb_finish(b, pp, pn);

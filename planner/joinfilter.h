@@ -20,7 +20,11 @@
 ** and a few that do not. At most PL_JOINFILTER_MAX_BLOOMS per program (the
 ** program format's heap holds two of the largest). The filters of the
 ** tables that hold the smallest share of their table's rows go first (a
-** table read whole filters nothing a foreign key joins).
+** table read whole filters nothing a foreign key joins). Inner-join keys
+** are equalities that hold in every joined row, and SQLite's "=" between
+** join keys is transitive, so a column of t equal to one of u through a
+** chain of them (t.x = w.y AND w.y = u.z) takes u's values as a filter
+** too; a LEFT JOIN's keys are no such chain.
 */
 #ifndef CSQ_PLANNER_JOINFILTER_H
 #define CSQ_PLANNER_JOINFILTER_H
@@ -37,6 +41,20 @@
 #define PL_JOINFILTER_BLOOM_FPR  0.01
 #define PL_JOINFILTER_BLOOM_MAX  (16u << 20) /* bytes of one filter */
 #define PL_JOINFILTER_MAX_BLOOMS 2
+
+/* A join filter of table t: t's chunk iChunk IN the values of output iOut
+** of table u, read before t. bVia: the key is not u's with t but follows
+** from equal keys (t.x = w.y AND w.y = u.z, every one of an inner join). */
+typedef struct pl_jf_src {
+  int u, iChunk, iOut, bVia;
+} pl_jf_src;
+
+/* The join filters table t may take: for each table u read before it (one
+** joined after it, not LEFT JOINed), u's keys with t, then the columns of
+** u that equal a column of t through a chain of inner-join keys. Into
+** aSrc[0..nMax); returns how many. The same list for execution and for
+** csq_explain. */
+int pl_join_filter_sources(const pl_join *j, int t, pl_jf_src *aSrc, int nMax);
 
 /* Finish table t's program (j->apB[t], consumed) with the join filters the
 ** rows aData (FROM order) of the tables joined after t give. On success *pp

@@ -1492,17 +1492,17 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
   for (int s = 0; s < j->nTab; s++) {
     int t = j->aOrder[s];
     const pl_jtab *jt = &j->aTab[t];
-    for (int s2 = s + 1; s2 < j->nTab; s2++) {
-      int u = j->aOrder[s2];
-      const pl_jtab *ju = &j->aTab[u];
-      for (int k = 0; k < ju->nKey; k++)
-        if (ju->aKeyTab[k] == t)
-          x_add(c, "  join filter",
-                sqlite3_mprintf("%s.%s IN (the distinct %s.%s of %s's rows) in the scan of %s, "
-                                "when they are at most %d, else a Bloom filter of them",
-                                jt->zName, chunk_name(apTab[t], jt->aChunk[ju->aKeyProbe[k]]),
-                                ju->zName, chunk_name(apTab[u], ju->aChunk[ju->aKeyOut[k]]),
-                                ju->zName, jt->zName, PL_JOINFILTER_MAX_KEYS));
+    pl_jf_src aSrc[2 * PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
+    int nSrc = pl_join_filter_sources(j, t, aSrc, (int)(sizeof(aSrc) / sizeof(aSrc[0])));
+    for (int i = 0; i < nSrc; i++) {
+      const pl_jtab *ju = &j->aTab[aSrc[i].u];
+      x_add(c, "  join filter",
+            sqlite3_mprintf("%s.%s IN (the distinct %s.%s of %s's rows) in the scan of %s, "
+                            "when they are at most %d, else a Bloom filter of them%s",
+                            jt->zName, chunk_name(apTab[t], aSrc[i].iChunk), ju->zName,
+                            chunk_name(apTab[aSrc[i].u], ju->aChunk[aSrc[i].iOut]), ju->zName,
+                            jt->zName, PL_JOINFILTER_MAX_KEYS,
+                            aSrc[i].bVia ? " (the keys that join them are equal)" : ""));
     }
   }
   for (int i = 0; i < j->nSemi; i++) {

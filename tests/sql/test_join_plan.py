@@ -473,3 +473,37 @@ def test_an_or_implies_filters_on_each_table():
         assert pushed == n_pushed, (text, pushed, list(con.execute("SELECT * FROM csq_explain(?)", (sql,))))
         got, want = via_view(con, sql), answer(con, native)
         assert got == want and want[0], (text, got, want)
+
+
+def test_join_filters_through_equal_keys():
+    """a.k = b.k AND c.k = b.k: c's keys filter a's scan too (the keys are
+    equal in every joined row), never through a LEFT JOIN's keys. Keys
+    with NULLs, INTEGERs and REALs that equal them (4 = 4.0), TEXT that
+    never equals a number; answers as native tables, in every shape."""
+    con = connect()
+    rnd = random.Random(57)
+    keys = [None, 1, 2, 3, 4, 4.0, 5.5, "4", 7, 8, 9, 10, 11, 12]
+    for name, n in (("a", 900), ("b", 300), ("c", 40)):
+        con.execute("CREATE VIRTUAL TABLE %s USING csq(k NUMERIC, v INTEGER, pushdown='always')" % name)
+        con.execute("CREATE TABLE n%s(k NUMERIC, v INTEGER)" % name)
+        rows = [(rnd.choice(keys), rnd.randrange(100)) for _ in range(n)]
+        for t in (name, "n" + name):
+            con.executemany("INSERT INTO %s VALUES(?,?)" % t, rows)
+    shapes = [
+        "SELECT a.v, b.v, c.v FROM {a} AS a, {b} AS b, {c} AS c WHERE a.k = b.k AND c.k = b.k AND c.v < 30",
+        "SELECT count(*), sum(a.v) FROM {a} AS a JOIN {b} AS b ON a.k = b.k JOIN {c} AS c ON b.k = c.k "
+        "WHERE c.v % 3 = 0",
+        "SELECT a.v, c.v FROM {a} AS a JOIN {b} AS b ON a.k = b.k LEFT JOIN {c} AS c ON c.k = b.k AND c.v < 20",
+        "SELECT b.k, count(*) FROM {a} AS a, {b} AS b, {c} AS c WHERE b.k = a.k AND c.k = a.k AND b.v < 50 "
+        "GROUP BY 1",
+    ]
+    via = 0
+    for q in shapes:
+        mine, native = q.format(a="a", b="b", c="c"), q.format(a="na", b="nb", c="nc")
+        same_as_native(con, mine, native, "equal keys")
+        e = [d for p, d in con.execute("SELECT part, detail FROM csq_explain(?)", (mine,))
+             if p.strip() == "join filter"]
+        via += any("keys that join them are equal" in d for d in e)
+        if "LEFT JOIN" in q:
+            assert not any("of c's rows" in d for d in e), e
+    assert via >= 2, via
