@@ -333,7 +333,6 @@ static int sp_substr_term(sp *s, const pl_expr *e) {
     sp_fail(s, "program limit reached%s", "");
     return 1;
   }
-  /* IN with no literal it can equal, NOT IN with a NULL: never true */
   /* substr() of NULL, and of an empty BLOB, is NULL: NOT IN is not true;
   ** x <> x'' holds for every other value */
   if (bNot && !bNull) {
@@ -341,6 +340,7 @@ static int sp_substr_term(sp *s, const pl_expr *e) {
     if (k < 0 || csq_pb_clause(s->b) < 0 || csq_pb_term(s->b, CSQ_OP_NE, 0, slot, k, 0, 0) < 0)
       sp_fail(s, "program limit reached%s", "");
   }
+  /* IN with no literal it can equal, NOT IN with a NULL: never true */
   if ((!bNot && nKeep == 0) || (bNot && bNull)) {
     s->p->bEmpty = 1;
     if (!bNot) { /* the open clause holds no term: give it one that never holds */
