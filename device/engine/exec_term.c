@@ -243,7 +243,9 @@ int ex_term_codes(const ex_term *et, ex_col *c, uint8_t **ppDict, ex_crange *pr,
 ** (keys of a dimension are usually near consecutive), else an
 ** open-addressing hash table with linear probing. */
 
-/* Sets of at most this many values keep the binary search. */
+/* Sets of at most this many values whose span is too wide for the bitmap
+** are compared with every value, without branches: a binary search over
+** them mispredicts about once per row. */
 #define SET_SMALL 16
 
 /* The bitmap when its bits are at most this (256 KiB, which stays in a
@@ -261,7 +263,7 @@ void ex_set_free(ex_term *et) {
 }
 
 int ex_set_compile(ex_term *et) {
-  if (et->nSet <= SET_SMALL) return 0;
+  if (et->nSet < 2) return 0;
   int64_t lo = et->aSet[0], hi = et->aSet[et->nSet - 1];
   uint64_t span = (uint64_t)hi - (uint64_t)lo;
   if (span < SET_BITS_MIN || span / SET_BITS_PER_KEY < (uint64_t)et->nSet) {
@@ -276,6 +278,7 @@ int ex_set_compile(ex_term *et) {
     et->setSpan = span;
     return 0;
   }
+  if (et->nSet <= SET_SMALL) return 0;
   /* a value outside [lo, hi] marks a free slot; there is one unless the set
   ** holds both INT64_MIN and INT64_MAX (then the binary search serves) */
   if (lo > INT64_MIN)
@@ -318,6 +321,15 @@ static void set_find(const ex_term *et, const int64_t *a, uint32_t b0, const uin
       uint64_t b = csq_mix64((uint64_t)x) & mask;
       while (h[b] != x && h[b] != none) b = (b + 1) & mask;
       aM[k] = h[b] == x && x != none; /* none itself is never in the set */
+    }
+  } else if (et->nSet <= SET_SMALL) {
+    const int64_t *aSet = et->aSet;
+    const int nSet = et->nSet;
+    for (k = 0; k < n; k++) {
+      int64_t x = a[aSel[k] - b0];
+      int f = 0;
+      for (int i = 0; i < nSet; i++) f |= aSet[i] == x;
+      aM[k] = (uint8_t)f;
     }
   } else {
     for (k = 0; k < n; k++) {

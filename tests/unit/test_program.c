@@ -688,18 +688,18 @@ static void check_queries(rg_buf *g, int nQuery, size_t nOutSmall) {
   }
 }
 
-/* IN lists longer than the executor's binary search takes (a join
-** filter's keys): the integer set becomes a bitmap (dense values), a hash
-** table (sparse ones; its free-slot marker, one below the least value, is a
-** value of the data) or stays a binary search (a set holding both int64
-** extremes). Each with reals that equal integers, NULL and NOT, checked
-** against SQLite. */
+/* IN lists of integers (a join filter's keys): the set becomes a bitmap
+** (dense values, of any count), a list compared whole (up to 16 sparse
+** ones), a hash table (more sparse ones; its free-slot marker, one below
+** the least value, is a value of the data) or a binary search (more, holding
+** both int64 extremes). Each with reals that equal integers, NULL and NOT,
+** checked against SQLite. */
 static void check_in_lists(rg_buf *g, int nQuery) {
   static int64_t aGot[NROW], aWant[NROW];
   static test_val aK[400];
   for (int qi = 0; qi < nQuery; qi++) {
     int shape = qi % 3, nK = 0, bNot = (int)rndn(2);
-    int nWant = 17 + (int)rndn(shape == 0 ? 40 : 300);
+    int nWant = (qi / 3) % 2 ? 2 + (int)rndn(15) : 17 + (int)rndn(shape == 0 ? 40 : 300);
     while (nK < nWant) {
       test_val *v = &aK[nK++];
       memset(v, 0, sizeof(*v));
