@@ -8,7 +8,8 @@
 **
 ** ?1 is bound with sqlite3_bind_pointer(stmt, 1, pRowset, "csq_rowset", 0):
 ** a vt_rowset (vtab.h) owned by the caller, which must outlive the
-** statement's use of it. Unlike csq_rows, whose columns carry no affinity,
+** statement (its finalize or reset) unchanged: as csq_rows, it hands TEXT
+** and BLOB over without a copy. Unlike csq_rows, whose columns carry no affinity,
 ** row-set column k is visible under 15 names, one per affinity and
 ** collation, "<a><c>_<k>" (planner/join.h, PL_JROWS_NAME_FMT): <a> is the
 ** affinity, a (BLOB), b (TEXT), c (NUMERIC), d (INTEGER) or e (REAL), and
@@ -166,7 +167,7 @@ static int jrows_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) 
   int k = JROWS_COL(i);
   uint32_t r = c->aPos ? c->aPos[c->iRow] : c->iRow;
   if (i >= 0 && i < JROWS_NAMES * JROWS_MAX_COL && k < c->pSet->nCol && r < c->pSet->aCol[k].n)
-    vt_result_value(ctx, &c->pSet->aCol[k], r);
+    vt_result_value_kept(ctx, &c->pSet->aCol[k], r);
   return SQLITE_OK;
 }
 

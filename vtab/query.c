@@ -1318,7 +1318,38 @@ static int q_eof(sqlite3_vtab_cursor *pCur) {
 static int q_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   q_cursor *c = (q_cursor *)pCur;
   q_tab *p = (q_tab *)pCur->pVtab;
-  if (i < p->nCol) sqlite3_result_value(ctx, sqlite3_column_value(c->pStmt, i));
+  if (i >= p->nCol) return SQLITE_OK;
+  /* a copy of TEXT and BLOB: the host statement's values may point into
+  ** the cursor's row set (csq_jrows, csq_rows), which a new xFilter frees
+  ** while the outer statement may still hold what it read */
+  sqlite3_value *v = sqlite3_column_value(c->pStmt, i);
+  switch (sqlite3_value_type(v)) {
+  case SQLITE_TEXT: {
+    const char *z = (const char *)sqlite3_value_text(v);
+    int n = sqlite3_value_bytes(v);
+    if (!z && n == 0) z = ""; /* empty; a NULL pointer would make the result NULL */
+    if (z)
+      sqlite3_result_text64(ctx, z, (sqlite3_uint64)n, SQLITE_TRANSIENT, SQLITE_UTF8);
+    else
+      sqlite3_result_error_nomem(ctx);
+    break;
+  }
+  case SQLITE_BLOB: {
+    const void *z = sqlite3_value_blob(v);
+    int n = sqlite3_value_bytes(v);
+    if (n == 0)
+      sqlite3_result_zeroblob(ctx, 0); /* sqlite3_value_blob gives NULL for x'' */
+    else if (z)
+      sqlite3_result_blob64(ctx, z, (sqlite3_uint64)n, SQLITE_TRANSIENT);
+    else
+      sqlite3_result_error_nomem(ctx);
+    break;
+  }
+  default:
+    sqlite3_result_value(ctx, v);
+    return SQLITE_OK;
+  }
+  if (sqlite3_value_subtype(v)) sqlite3_result_subtype(ctx, sqlite3_value_subtype(v));
   return SQLITE_OK;
 }
 

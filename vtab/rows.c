@@ -8,8 +8,10 @@
 **
 ** ?1 is bound with sqlite3_bind_pointer(stmt, 1, pRowset, "csq_rowset", 0):
 ** a vt_rowset (vtab.h) owned by the caller, which must outlive the
-** statement's use of it. Columns c0..c63; those beyond the row set's are
-** NULL. The rowset is read-only here.
+** statement (its finalize or reset) unchanged: TEXT and BLOB values are
+** handed over SQLITE_STATIC, not copied per row, so the statement's
+** registers may point into it. Columns c0..c63; those beyond the row set's
+** are NULL. The rowset is read-only here.
 */
 #include <string.h>
 #include "vtab/vtab.h"
@@ -99,7 +101,7 @@ static int rows_eof(sqlite3_vtab_cursor *pCur) {
 
 /* Hand value i of v to SQLite (shared with the csq table cursor's rules:
 ** text and blobs are copied, SQLite may keep them past the next row). */
-void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r) {
+static void result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r, void (*xDel)(void *)) {
   switch (v->aCls[r]) {
   case CSQ_INT:
     sqlite3_result_int64(ctx, v->aVal[r].i);
@@ -107,21 +109,30 @@ void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r) {
   case CSQ_REAL:
     sqlite3_result_double(ctx, v->aVal[r].r);
     break;
-  case CSQ_TEXT:
-    sqlite3_result_text64(ctx, csq_vec_bytes(v, r), v->aLen[r], SQLITE_TRANSIENT, SQLITE_UTF8);
+  case CSQ_TEXT: /* an empty value may have no heap: a NULL pointer would make it NULL */
+    sqlite3_result_text64(ctx, v->aLen[r] ? csq_vec_bytes(v, r) : "", v->aLen[r], xDel,
+                          SQLITE_UTF8);
     break;
   case CSQ_BLOB:
-    sqlite3_result_blob64(ctx, csq_vec_bytes(v, r), v->aLen[r], SQLITE_TRANSIENT);
+    sqlite3_result_blob64(ctx, v->aLen[r] ? csq_vec_bytes(v, r) : "", v->aLen[r], xDel);
     break;
   default:
     break; /* NULL */
   }
 }
 
+void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r) {
+  result_value(ctx, v, r, SQLITE_TRANSIENT);
+}
+
+void vt_result_value_kept(sqlite3_context *ctx, const csq_vec *v, uint32_t r) {
+  result_value(ctx, v, r, SQLITE_STATIC);
+}
+
 static int rows_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) {
   rows_cursor *c = (rows_cursor *)pCur;
   if (i >= 0 && i < c->pSet->nCol && c->iRow < c->pSet->aCol[i].n)
-    vt_result_value(ctx, &c->pSet->aCol[i], c->iRow);
+    vt_result_value_kept(ctx, &c->pSet->aCol[i], c->iRow);
   return SQLITE_OK;
 }
 

@@ -518,6 +518,9 @@ int vt_query_register(sqlite3 *db, vt_conn *pConn);
 int vt_explain_register(sqlite3 *db, vt_conn *pConn);
 void vt_rowset_clear(vt_rowset *p);
 void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
+/* The same without copying TEXT and BLOB (SQLITE_STATIC): for row sets
+** that outlive, unchanged, the statement reading them (csq_rows, csq_jrows) */
+void vt_result_value_kept(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
 
 /* stats.c */
 int vt_stats_register(sqlite3 *db, vt_conn *pConn);

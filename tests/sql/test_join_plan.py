@@ -507,3 +507,34 @@ def test_join_filters_through_equal_keys():
         if "LEFT JOIN" in q:
             assert not any("of c's rows" in d for d in e), e
     assert via >= 2, via
+
+
+def test_text_read_across_refilters_of_a_view():
+    """The rows of a planned join are handed to SQLite without copying
+    their TEXT and BLOB values; what leaves the view is copied, so an
+    outer query that keeps values while the view runs again for its next
+    row (a parameter from a table) gets them intact (ASan checks too)."""
+    con = connect()
+    for name in ("a", "b"):
+        con.execute("CREATE VIRTUAL TABLE %s USING csq(k INTEGER, t TEXT, x BLOB, pushdown='always')" % name)
+        con.execute("CREATE TABLE n%s(k INTEGER, t TEXT, x BLOB)" % name)
+    rnd = random.Random(61)
+    rows = [(rnd.randrange(30), "text-%d-%s" % (i, "z" * rnd.randrange(40)), bytes([i % 256]) * rnd.randrange(20))
+            for i in range(600)]
+    for t in ("a", "na", "b", "nb"):
+        con.executemany("INSERT INTO %s VALUES(?,?,?)" % t, rows)
+    con.execute("CREATE TABLE p(k INTEGER)")
+    con.executemany("INSERT INTO p VALUES(?)", [(k,) for k in range(0, 30, 2)])
+    q = "SELECT a.t AS t, b.x AS x, a.k AS k FROM {a} AS a JOIN {b} AS b ON a.k = b.k WHERE a.k < ?1"
+    con.execute("CREATE VIRTUAL TABLE temp.jv USING csq_query('%s')" % q.format(a="a", b="b").replace("'", "''"))
+    e = explain(con, q.format(a="a", b="b"))
+    assert e["plan"].startswith("join"), e
+    got = con.execute("SELECT p.k, max(v.t), min(v.x), count(*) FROM p, jv(p.k) AS v GROUP BY p.k").fetchall()
+    want = con.execute("SELECT p.k, max(a.t), min(b.x), count(*) FROM p, na AS a JOIN nb AS b ON a.k = b.k "
+                       "WHERE a.k < p.k GROUP BY p.k").fetchall()
+    assert got == want, (got[:3], want[:3])
+    got = con.execute("SELECT max(v.t) || '/' || min(v.t), group_concat(hex(v.x)) IS NOT NULL "
+                      "FROM p, jv(p.k) AS v").fetchall()
+    want = con.execute("SELECT max(a.t) || '/' || min(a.t), group_concat(hex(b.x)) IS NOT NULL "
+                       "FROM p, na AS a JOIN nb AS b ON a.k = b.k WHERE a.k < p.k").fetchall()
+    assert got == want, (got, want)
