@@ -23,7 +23,9 @@
 ** sorted on their keys (vt_group_order, vtab/group.c), so that SQLite
 ** aggregates them as they stream by instead of sorting them first: the
 ** orderByConsumed of sqlite3_vtab_distinct() == 1. SQLite may then also
-** skip an ORDER BY on the same keys, which the sorted groups satisfy.
+** skip an ORDER BY on the same keys, which the sorted groups satisfy. The
+** rows are copied once into that order (kept with the set, vt_rowset's
+** aOrdered), so that SQLite reads each column in sequence.
 */
 #include <stdlib.h>
 #include <string.h>
@@ -35,9 +37,10 @@
 
 typedef struct jrows_cursor {
   sqlite3_vtab_cursor base; /* must be first */
-  const vt_rowset *pSet;
-  uint32_t iRow;  /* position in the order served */
-  uint32_t *aPos; /* grouped: the row at each position (malloc'd); NULL: row order */
+  vt_rowset *pSet;
+  const csq_vec *aCol; /* the columns served: the set's, or its grouped copy */
+  uint32_t iRow;       /* position in the order served */
+  uint32_t *aPos;      /* grouped without a copy: the row at each position; NULL: in order */
 } jrows_cursor;
 
 /* Row-set column and collation (0 BINARY, 1 NOCASE, 2 RTRIM) of declared
@@ -132,10 +135,16 @@ static int jrows_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxSt
   (void)idxNum;
   jrows_cursor *c = (jrows_cursor *)pCur;
   c->pSet = argc > 0 ? sqlite3_value_pointer(argv[0], JROWS_PTR_TYPE) : NULL;
+  c->aCol = c->pSet ? c->pSet->aCol : NULL;
   c->iRow = 0;
   free(c->aPos);
   c->aPos = NULL;
   if (!c->pSet || !idxStr || c->pSet->nRow < 2) return SQLITE_OK;
+  vt_rowset *pSet = c->pSet;
+  if (pSet->zOrder && strcmp(pSet->zOrder, idxStr) == 0) {
+    c->aCol = pSet->aOrdered;
+    return SQLITE_OK;
+  }
   /* the keys named by jrows_best_index; a column the row set lacks is NULL
   ** in every row, one group */
   static const csq_vec vNull; /* no values: reads as NULL */
@@ -149,7 +158,29 @@ static int jrows_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxSt
     if (*z) z++;
     apKey[nKey++] = k < c->pSet->nCol ? &c->pSet->aCol[k] : &vNull;
   }
-  return nKey ? vt_group_order(apKey, aDesc, nKey, c->pSet->nRow, &c->aPos) : SQLITE_OK;
+  if (!nKey) return SQLITE_OK;
+  int rc = vt_group_order(apKey, aDesc, nKey, pSet->nRow, &c->aPos);
+  if (rc != SQLITE_OK || pSet->zOrder) return rc; /* another order's copy may be in use */
+  /* the rows copied once into group order: SQLite then reads each column
+  ** in sequence, not a cache miss per value; without memory for it, aPos */
+  csq_vec *a = sqlite3_malloc64(sizeof(csq_vec) * (size_t)pSet->nCol);
+  char *z = sqlite3_mprintf("%s", idxStr);
+  int e = a && z ? 0 : -1;
+  for (int k = 0; a && k < pSet->nCol; k++) csq_vec_init(&a[k]);
+  for (int k = 0; e == 0 && k < pSet->nCol; k++)
+    e = csq_vec_gather(&a[k], &pSet->aCol[k], c->aPos, pSet->nRow);
+  if (e) {
+    for (int k = 0; a && k < pSet->nCol; k++) csq_vec_free(&a[k]);
+    sqlite3_free(a);
+    sqlite3_free(z);
+    return SQLITE_OK;
+  }
+  pSet->aOrdered = a;
+  pSet->zOrder = z;
+  c->aCol = a;
+  free(c->aPos);
+  c->aPos = NULL;
+  return SQLITE_OK;
 }
 
 static int jrows_next(sqlite3_vtab_cursor *pCur) {
@@ -166,8 +197,8 @@ static int jrows_column(sqlite3_vtab_cursor *pCur, sqlite3_context *ctx, int i) 
   jrows_cursor *c = (jrows_cursor *)pCur;
   int k = JROWS_COL(i);
   uint32_t r = c->aPos ? c->aPos[c->iRow] : c->iRow;
-  if (i >= 0 && i < JROWS_NAMES * JROWS_MAX_COL && k < c->pSet->nCol && r < c->pSet->aCol[k].n)
-    vt_result_value_kept(ctx, &c->pSet->aCol[k], r);
+  if (i >= 0 && i < JROWS_NAMES * JROWS_MAX_COL && k < c->pSet->nCol && r < c->aCol[k].n)
+    vt_result_value_kept(ctx, &c->aCol[k], r);
   return SQLITE_OK;
 }
 

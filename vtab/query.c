@@ -488,7 +488,7 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
   pl_plan *plan = NULL;
   dev_agg *pAgg = NULL;
   char *zErr = NULL;
-  vt_rowset merged = {0, NULL, 0};
+  vt_rowset merged = {0, NULL, 0, NULL, NULL};
   int rc = aAll && apChunk ? SQLITE_OK : SQLITE_NOMEM, e = 0;
   for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
     aAll[k] = k < nParam && k != j->iRows - 1 ? aParam[k]
@@ -783,9 +783,10 @@ static int run_scalar(q_tab *p, pl_join *j, int iScalar, vt_tab *t, q_cursor *c,
   collect x = {&d, &nBytes, join_budget(p)};
   if (e == 0 && r->nRow > 0 && !jt->bEmpty)
     e = scan_sub(t, j, q->iTab, q->nKey, q->aKeyOut, q->aKeyCol, r->aCol, collect_batch, &x, pzErr);
-  vt_rowset sRows = {d.nCol, d.aCol, d.nRow}; /* csq_jrows' view of them (d owns them) */
+  vt_rowset sRows = {d.nCol, d.aCol, d.nRow, NULL, NULL}; /* csq_jrows' view (d owns them) */
   if (e == 0 && sRows.nRow > 0 && rows_of(p->db, q->zGroup, &sRows, aG, q->nKey + 1, pzErr)) e = -5;
   e = scalar_fill(p, j, iScalar, &sRows, aG, -5, e, c, pzErr);
+  vt_rowset_clear_order(&sRows);
   free_jdata(&d);
   return e;
 }

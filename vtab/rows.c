@@ -158,7 +158,16 @@ int vt_rows_register(sqlite3 *db) {
   return sqlite3_create_module(db, "csq_rows", &rows_module, NULL);
 }
 
+void vt_rowset_clear_order(vt_rowset *p) {
+  for (int i = 0; p->aOrdered && i < p->nCol; i++) csq_vec_free(&p->aOrdered[i]);
+  sqlite3_free(p->aOrdered);
+  sqlite3_free(p->zOrder);
+  p->aOrdered = NULL;
+  p->zOrder = NULL;
+}
+
 void vt_rowset_clear(vt_rowset *p) {
+  vt_rowset_clear_order(p);
   for (int i = 0; i < p->nCol; i++) csq_vec_free(&p->aCol[i]);
   sqlite3_free(p->aCol);
   memset(p, 0, sizeof(*p));

@@ -508,6 +508,11 @@ typedef struct vt_rowset {
   int nCol;      /* at most 64 */
   csq_vec *aCol; /* nCol vectors of nRow values (sqlite3_malloc'd array) */
   uint32_t nRow;
+  /* csq_jrows' copy of the rows in the group order its plan zOrder names
+  ** (joinrows.c), or NULL: owned by the set, as values read from it stay
+  ** in use until the statement ends */
+  char *zOrder;
+  csq_vec *aOrdered;
 } vt_rowset;
 int vt_rows_register(sqlite3 *db);
 /* joinrows.c: csq_jrows(?1), the same with typed, collated columns
@@ -517,6 +522,8 @@ int vt_jrows_register(sqlite3 *db);
 int vt_query_register(sqlite3 *db, vt_conn *pConn);
 int vt_explain_register(sqlite3 *db, vt_conn *pConn);
 void vt_rowset_clear(vt_rowset *p);
+/* Free only the ordered copy (a set whose columns another owner holds). */
+void vt_rowset_clear_order(vt_rowset *p);
 void vt_result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r);
 /* The same without copying TEXT and BLOB (SQLITE_STATIC): for row sets
 ** that outlive, unchanged, the statement reading them (csq_rows, csq_jrows) */
