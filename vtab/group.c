@@ -98,6 +98,28 @@ static int cmp_groups(const void *pa, const void *pb, void *pCtx) {
   return 0;
 }
 
+/* Key k of row r (NULL past a short vector's end). */
+static csq_value key_at(const csq_vec *v, uint32_t r) {
+  csq_value x;
+  if (r < v->n) return csq_value_of_vec(v, r);
+  memset(&x, 0, sizeof(x));
+  x.cls = CSQ_NULL;
+  return x;
+}
+
+int vt_group_sorted(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, uint32_t n) {
+  for (uint32_t r = 1; r < n; r++) {
+    int c = 0;
+    for (int k = 0; k < nKey && c == 0; k++) {
+      csq_value a = key_at(apKey[k], r - 1), b = key_at(apKey[k], r);
+      c = csq_value_cmp(&a, &b, CSQ_COLL_BINARY);
+      if (aDesc[k]) c = -c;
+    }
+    if (c > 0) return 0;
+  }
+  return 1;
+}
+
 int vt_group_order(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, uint32_t n,
                    uint32_t **paPos) {
   *paPos = NULL;

@@ -158,7 +158,7 @@ static int jrows_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxSt
     if (*z) z++;
     apKey[nKey++] = k < c->pSet->nCol ? &c->pSet->aCol[k] : &vNull;
   }
-  if (!nKey) return SQLITE_OK;
+  if (!nKey || vt_group_sorted(apKey, aDesc, nKey, pSet->nRow)) return SQLITE_OK;
   int rc = vt_group_order(apKey, aDesc, nKey, pSet->nRow, &c->aPos);
   if (rc != SQLITE_OK || pSet->zOrder) return rc; /* another order's copy may be in use */
   /* the rows copied once into group order: SQLite then reads each column

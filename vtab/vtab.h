@@ -484,6 +484,10 @@ int vt_grouper_emit(vt_grouper *g, csq_vec *aOut, uint32_t *pnRow, const uint32_
 ** that order. SQLITE_OK or SQLITE_NOMEM. */
 int vt_group_order(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, uint32_t n,
                    uint32_t **paPos);
+/* 1 when rows 0..n already come in vt_group_order's order (each key
+** ascending, or descending when aDesc[k], rows of equal keys together):
+** the order of a join's probe side often is. */
+int vt_group_sorted(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, uint32_t n);
 
 /* plan.c: xBestIndex (decoding a plan for xFilter: vtab/plan.h) */
 /* Note what a scan found of the table's committed rows: the row count and

@@ -143,6 +143,28 @@ def test_mixed_classes_group_as_sqlite_groups():
         assert "TEMP B-TREE FOR GROUP BY" not in host_plan(con, mine), q
 
 
+def test_rows_already_in_key_order_group_as_sqlite_groups():
+    """A probe side read in key order gives joined rows already grouped
+    (vt_group_sorted: served as they are): keys ascending with NULLs first,
+    4 and 4.0 equal, TEXT after numbers, one key out of place at the end;
+    GROUP BY in both directions and two keys, as native answers."""
+    con = connect()
+    keys = [None, None, -2, 1, 1.0, 1, 2.5, 4, 4.0, 7, "4", "a", "a", "b", b"\x00"]
+    make(con, "p", "k, v INTEGER", [(k, i) for i, k in enumerate(keys)] +
+         [(1, 99)])
+    make(con, "q", "v INTEGER, w", [(i, "w%d" % (i % 3)) for i in range(len(keys) + 1)] + [(99, "w9")])
+    for q in ("SELECT p.k, count(*), sum(q.v) FROM {p} AS p, {q} AS q WHERE p.v = q.v GROUP BY p.k",
+              "SELECT p.k, count(*) FROM {p} AS p, {q} AS q WHERE p.v = q.v GROUP BY p.k ORDER BY p.k DESC",
+              "SELECT p.k, q.w, count(*) FROM {p} AS p, {q} AS q WHERE p.v = q.v GROUP BY p.k, q.w",
+              "SELECT typeof(p.k), p.k, max(q.w) FROM {p} AS p, {q} AS q WHERE p.v = q.v AND p.k IS NOT 1 "
+              "GROUP BY p.k"):
+        mine, native = q.format(p="p", q="q"), q.format(p="np", q="nq")
+        got, gerr = view_rows(con, mine)
+        want, werr = rows(con, native)
+        assert gerr is None and werr is None, (q, gerr, werr)
+        assert got == want, "%s\n  csq %s\n  native %s" % (q, got, want)
+
+
 def test_collated_keys_keep_sqlites_sorter():
     con = connect()
     make(con, "c", "k INTEGER, s TEXT COLLATE NOCASE, t TEXT COLLATE RTRIM",
