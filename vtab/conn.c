@@ -45,6 +45,7 @@ void vt_conn_free(void *pArg) {
     dev_close(p, d);
   }
   sqlite3_free(p);
+  csq_vec_release_kept(); /* a closed connection runs no more queries */
 }
 
 /* Map a device/store return code to SQLite's. */

@@ -9,6 +9,7 @@
 #include "device/format/vec.h"
 
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -43,13 +44,74 @@ void csq_mem_advise(void *p, size_t n) {
 ** nOld bytes are copied, as realloc would, not only a vector's n values:
 ** a caller may have written past n before raising it. NULL on OOM (p is
 ** then untouched). */
+/* Freed large arrays are kept, up to VEC_KEEP_BYTES in all, for the next
+** ones: a query allocates the same large arrays each time it runs, and
+** memory fresh from the kernel is zeroed page by page before use (a fifth
+** of a join query's time). Not under AddressSanitizer, which must see
+** every free. */
+#if defined(__SANITIZE_ADDRESS__)
+#define VEC_KEEP_SLOTS 0
+#else
+#define VEC_KEEP_SLOTS 32
+#endif
+#define VEC_KEEP_BYTES ((size_t)128 << 20)
+
+static pthread_mutex_t gKeepMutex = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  void *p;
+  size_t n;
+} gKeep[VEC_KEEP_SLOTS + 1];
+static int gnKeep;
+static size_t gnKeepBytes;
+
+/* A large block of at least n bytes: a kept one of n to 2n bytes, else a
+** new one advised for huge pages. */
+static void *large_alloc(size_t n) {
+  void *p = NULL;
+  pthread_mutex_lock(&gKeepMutex);
+  int iBest = -1;
+  for (int i = 0; i < gnKeep; i++)
+    if (gKeep[i].n >= n && gKeep[i].n / 2 <= n && (iBest < 0 || gKeep[i].n < gKeep[iBest].n))
+      iBest = i;
+  if (iBest >= 0) {
+    p = gKeep[iBest].p;
+    gnKeepBytes -= gKeep[iBest].n;
+    gKeep[iBest] = gKeep[--gnKeep];
+  }
+  pthread_mutex_unlock(&gKeepMutex);
+  if (!p && (p = malloc(n)) != NULL) csq_mem_advise(p, n);
+  return p;
+}
+
+/* Free block p, known to hold at least n bytes: kept if large and there is
+** room. */
+static void vec_block_free(void *p, size_t n) {
+  if (p && n >= VEC_HUGE_MIN) {
+    pthread_mutex_lock(&gKeepMutex);
+    if (gnKeep < VEC_KEEP_SLOTS && gnKeepBytes + n <= VEC_KEEP_BYTES) {
+      gKeep[gnKeep].p = p;
+      gKeep[gnKeep++].n = n;
+      gnKeepBytes += n;
+      p = NULL;
+    }
+    pthread_mutex_unlock(&gKeepMutex);
+  }
+  free(p);
+}
+
+void csq_vec_release_kept(void) {
+  pthread_mutex_lock(&gKeepMutex);
+  while (gnKeep > 0) free(gKeep[--gnKeep].p);
+  gnKeepBytes = 0;
+  pthread_mutex_unlock(&gKeepMutex);
+}
+
 static void *vec_realloc(void *p, size_t nOld, size_t nNew) {
   if (nNew < VEC_HUGE_MIN) return realloc(p, nNew);
-  void *q = malloc(nNew);
+  void *q = large_alloc(nNew);
   if (!q) return NULL;
-  csq_mem_advise(q, nNew);
   if (nOld) memcpy(q, p, nOld);
-  free(p);
+  vec_block_free(p, nOld);
   return q;
 }
 
@@ -58,10 +120,10 @@ void csq_vec_init(csq_vec *v) {
 }
 
 void csq_vec_free(csq_vec *v) {
-  free(v->aCls);
-  free(v->aVal);
-  free(v->aLen);
-  free(v->aHeap);
+  vec_block_free(v->aCls, v->nCap);
+  vec_block_free(v->aVal, (size_t)v->nCap * sizeof(csq_val));
+  vec_block_free(v->aLen, (size_t)v->nCap * sizeof(uint32_t));
+  vec_block_free(v->aHeap, v->nHeapCap);
   memset(v, 0, sizeof(*v));
 }
 

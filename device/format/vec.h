@@ -96,6 +96,9 @@ void csq_vec_truncate(csq_vec *v, uint32_t n);
 /* Ask for transparent huge pages over p[0..n) when it is large (a hint,
 ** for arrays about to be written through, as vec.c's own). */
 void csq_mem_advise(void *p, size_t n);
+/* Free the large arrays csq_vec keeps for reuse (vec.c, at most 128 MiB
+** of them); later ones are kept again. */
+void csq_vec_release_kept(void);
 
 static inline const char *csq_vec_bytes(const csq_vec *v, uint32_t i) {
   return v->aHeap + v->aVal[i].off;
