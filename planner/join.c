@@ -69,7 +69,8 @@ typedef struct jp {
   const pl_expr *aSub[JP_MAX_SUB];      /* "x IN (SELECT ...)" terms run at planning ... */
   sqlite3_value **aaSubVal[JP_MAX_SUB]; /* ... their values (not NULL) ... */
   int anSubVal[JP_MAX_SUB];
-  int abSubFit[JP_MAX_SUB]; /* ... 0: too many to push, or not one column */
+  int abSubFit[JP_MAX_SUB];  /* ... 0: too many to push, or not one column ... */
+  int abSubNull[JP_MAX_SUB]; /* ... 1: a NULL among them */
   int nSub;
   int nSubPushed;       /* of them pushed as filters */
   pl_lookup_fn xLookup; /* how tables are looked up */
@@ -405,11 +406,15 @@ typedef struct jp_subrows {
   int n;
   int bFit; /* 0: more than JP_SUB_MAX_VALUES */
   int rc;
+  int bNull; /* a NULL among them */
 } jp_subrows;
 
 static int jp_sub_row(void *pCtx, sqlite3_value *v) {
   jp_subrows *x = pCtx;
-  if (sqlite3_value_type(v) == SQLITE_NULL) return 0; /* never makes IN true */
+  if (sqlite3_value_type(v) == SQLITE_NULL) { /* never makes IN true, NOT IN never so */
+    x->bNull = 1;
+    return 0;
+  }
   if (x->n >= JP_SUB_MAX_VALUES) {
     x->bFit = 0;
     return 1;
@@ -435,23 +440,26 @@ static int jp_sub_row(void *pCtx, sqlite3_value *v) {
 ** caller gives one): *pap (owned by s) and *pn, *pbFit 0 when there are
 ** more than JP_SUB_MAX_VALUES or the subquery does not give one column.
 ** Returns SQLITE_OK or SQLite's error (s fails with its message). */
-static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn, int *pbFit) {
+static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn, int *pbFit,
+                         int *pbNull) {
   for (int i = 0; i < s->nSub; i++)
     if (s->aSub[i] == e) {
       *pap = s->aaSubVal[i];
       *pn = s->anSubVal[i];
       *pbFit = s->abSubFit[i];
+      *pbNull = s->abSubNull[i];
       return SQLITE_OK;
     }
   *pap = NULL;
   *pn = 0;
   *pbFit = 0;
+  *pbNull = 0;
   if (s->nSub >= JP_MAX_SUB) return SQLITE_OK;
   int iSub = s->nSub++;
   s->aSub[iSub] = e;
   sqlite3_stmt *pStmt = NULL;
   const pl_expr *q = e->pRight;
-  jp_subrows x = {NULL, 0, 1, SQLITE_OK};
+  jp_subrows x = {NULL, 0, 1, SQLITE_OK, 0};
   int rc = sqlite3_prepare_v2(s->db, q->z, q->n, &pStmt, NULL);
   x.bFit = rc == SQLITE_OK && pStmt && sqlite3_column_count(pStmt) == 1;
   if (x.bFit && s->xRows && sqlite3_bind_parameter_count(pStmt) == 0) {
@@ -478,30 +486,39 @@ static int jp_sub_values(jp *s, const pl_expr *e, sqlite3_value ***pap, int *pn,
   s->aaSubVal[iSub] = x.ap;
   s->anSubVal[iSub] = x.n;
   s->abSubFit[iSub] = *pbFit = rc == SQLITE_OK && x.bFit;
+  s->abSubNull[iSub] = *pbNull = x.bNull;
   *pap = x.ap;
   *pn = x.n;
   return rc;
 }
 
-/* A device filter for "x IN (SELECT ...)" over table t: the subquery's
-** values as an IN list. Exact when x has numeric affinity: SQLite then
-** compares with numeric affinity applied to the values (PL_AFF_NUMERIC
-** does the same), and a NULL among them cannot make a WHERE term true.
-** 1 pushed, 0 not (the term stays for SQLite), -1 the program is full. */
+/* A device filter for "x [NOT] IN (SELECT ...)" over table t: the
+** subquery's values as an IN list. Exact when x has numeric affinity:
+** SQLite then compares with numeric affinity applied to the values
+** (PL_AFF_NUMERIC does the same). A NULL among them cannot make IN true,
+** and makes NOT IN never true; NOT IN over no rows is true even for a NULL
+** x (no filter at all); else the device's NOT IN is true only where IN is
+** FALSE, as SQLite's. 1 pushed, 0 not (the term stays for SQLite), -1 the
+** program is full. */
 static int jp_push_in_select(jp *s, int t, csq_pb *b, const pl_expr *e, int *pbEmpty) {
-  int tCol, c;
-  if ((e->flags & PL_F_NOT) || e->pLeft->op != PL_E_COLUMN ||
-      jp_resolve(s, e->pLeft, 0, &tCol, &c) != 1 || tCol != t)
+  int tCol, c, bNot = (e->flags & PL_F_NOT) != 0;
+  if (e->pLeft->op != PL_E_COLUMN || jp_resolve(s, e->pLeft, 0, &tCol, &c) != 1 || tCol != t)
     return 0;
   char aff = c == s->aTi[t].iIpk ? 'D' : s->aAff[t][c];
   if (aff < 'C') return 0;
   sqlite3_value **ap = NULL;
-  int n = 0, bFit = 0;
-  if (jp_sub_values(s, e, &ap, &n, &bFit) != SQLITE_OK || !bFit) return 0;
+  int n = 0, bFit = 0, bNull = 0;
+  if (jp_sub_values(s, e, &ap, &n, &bFit, &bNull) != SQLITE_OK || !bFit) return 0;
+  if (bNot && bNull) {
+    *pbEmpty = 1;
+    return 1;
+  }
+  if (bNot && n == 0) return 1;
   pl_cons cons;
   memset(&cons, 0, sizeof(cons));
   cons.iChunk = c == s->aTi[t].iIpk ? 0 : c + 1;
   cons.op = CSQ_OP_IN;
+  cons.flags = bNot ? CSQ_TF_NOT : 0;
   cons.aff = PL_AFF_NUMERIC;
   cons.apVal = ap;
   cons.nVal = n;
@@ -1400,9 +1417,12 @@ static void jp_plan(jp *s) {
         if (bEmpty) j->aTab[t].bEmpty = 1;
         if (e->op == PL_E_INSELECT) { /* about one row per value: a key, mostly */
           sqlite3_value **ap;
-          int n = 0, bFit;
-          jp_sub_values(s, e, &ap, &n, &bFit);
-          if (aEst[t] > n) aEst[t] = n;
+          int n = 0, bFit, bNull;
+          jp_sub_values(s, e, &ap, &n, &bFit, &bNull);
+          if (e->flags & PL_F_NOT)
+            aEst[t] *= 0.9;
+          else if (aEst[t] > n)
+            aEst[t] = n;
           s->nSubPushed++;
         } else {
           aEst[t] *= jp_selectivity(e);

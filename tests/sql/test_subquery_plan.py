@@ -108,6 +108,36 @@ def test_in_subquery_values_filter_the_device_scan():
     assert via_view(con, empty)[0] == answer(con, empty.replace(" o,", " no AS o,").replace(" l ", " nl AS l "))[0]
 
 
+def test_not_in_subquery_values_filter_the_device_scan():
+    """x NOT IN (SELECT ...) as the device's NOT IN over the values: numeric
+    text and 13.0 match as SQLite converts them; a NULL x never passes; a
+    NULL among the values makes the term never true; over no rows it is
+    true for every row, a NULL x too (Q16's supplier complaints)."""
+    con = connect()
+    for pre, kind in (("", "VIRTUAL TABLE"), ("n", "TABLE")):
+        using = " USING csq" if pre == "" else ""
+        con.execute("CREATE %s %so%s(ok INTEGER, cust INTEGER)" % (kind, pre, using))
+        con.execute("CREATE %s %sl%s(ok INTEGER, qty INTEGER)" % (kind, pre, using))
+        con.execute("CREATE TABLE %skeys(k, bad)" % pre)
+    orders = [(i if i % 97 else None, i % 50) for i in range(3000)]
+    lines = [(i // 3, i % 9) for i in range(9000)]
+    for pre in ("", "n"):
+        con.executemany("INSERT INTO %so VALUES(?,?)" % pre, orders)
+        con.executemany("INSERT INTO %sl VALUES(?,?)" % pre, lines)
+        con.executemany("INSERT INTO %skeys VALUES(?,?)" % pre,
+                        [(7, 0), ("11", 0), (13.0, 0), ("x", 0), (2999, 0), (None, 1)])
+    pushed = 0
+    for where in ("WHERE NOT bad", "WHERE 1", "WHERE 0", "WHERE k > 100", "WHERE bad"):
+        for q in ("SELECT count(*), sum(l.qty) FROM {o} o, {l} l WHERE o.cust = l.ok AND o.ok NOT IN "
+                  "(SELECT k FROM {k} %s)" % where,
+                  "SELECT o.cust, count(*) FROM {o} o, {l} l WHERE o.cust = l.ok AND o.ok NOT IN "
+                  "(SELECT k FROM {k} %s) GROUP BY 1" % where):
+            mine, native = q.format(o="o", l="l", k="keys"), q.format(o="no", l="nl", k="nkeys")
+            same_as_native(con, mine, native, "NOT IN " + where)
+            pushed += "IN subqueries run first" in explain(con, mine)["why"]
+    assert pushed == 10, pushed
+
+
 def test_correlated_subqueries_stay_with_sqlite_or_become_semi_joins():
     con = connect()
     con.execute("CREATE VIRTUAL TABLE a USING csq(k INTEGER, v INTEGER)")
