@@ -98,7 +98,8 @@ static int cmp_groups(const void *pa, const void *pb, void *pCtx) {
   return 0;
 }
 
-/* Key k of row r (NULL past a short vector's end). */
+/* The key of row r in v: a vector shorter than the rows holds NULLs past
+** its end. */
 static csq_value key_at(const csq_vec *v, uint32_t r) {
   csq_value x;
   if (r < v->n) return csq_value_of_vec(v, r);
@@ -132,14 +133,7 @@ int vt_group_order(const csq_vec *const *apKey, const uint8_t *aDesc, int nKey, 
   int rc = aGid && aPos ? SQLITE_OK : SQLITE_NOMEM;
   for (uint32_t r = 0; rc == SQLITE_OK && r < n; r++) {
     csq_value aK[VT_GROUP_MAXKEY];
-    for (int k = 0; k < nKey; k++) {
-      if (r < apKey[k]->n) {
-        aK[k] = csq_value_of_vec(apKey[k], r);
-      } else { /* a vector shorter than the rows holds NULLs past its end */
-        memset(&aK[k], 0, sizeof(aK[k]));
-        aK[k].cls = CSQ_NULL;
-      }
-    }
+    for (int k = 0; k < nKey; k++) aK[k] = key_at(apKey[k], r);
     if (r > 0) { /* the previous row's group, by csq_group_find's equality:
                  ** joined rows come in runs of one key (a probe row's
                  ** matches), which then cost no hash and no table lookup */
