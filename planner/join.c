@@ -1419,7 +1419,7 @@ static void jp_plan(jp *s) {
           sqlite3_value **ap;
           int n = 0, bFit, bNull;
           jp_sub_values(s, e, &ap, &n, &bFit, &bNull);
-          if (e->flags & PL_F_NOT)
+          if (e->flags & PL_F_NOT) /* most rows, a guess */
             aEst[t] *= 0.9;
           else if (aEst[t] > n)
             aEst[t] = n;

@@ -99,8 +99,10 @@ static int rows_eof(sqlite3_vtab_cursor *pCur) {
   return !c->pSet || c->iRow >= c->pSet->nRow;
 }
 
-/* Hand value i of v to SQLite (shared with the csq table cursor's rules:
-** text and blobs are copied, SQLite may keep them past the next row). */
+/* Hand value r of v to SQLite, TEXT and BLOB with xDel: SQLITE_TRANSIENT
+** copies them (the csq table cursor's rows change, and SQLite may keep a
+** value past the next row), SQLITE_STATIC lends them (a row set that
+** outlives the statement). */
 static void result_value(sqlite3_context *ctx, const csq_vec *v, uint32_t r, void (*xDel)(void *)) {
   switch (v->aCls[r]) {
   case CSQ_INT:

@@ -38,17 +38,10 @@ void csq_mem_advise(void *p, size_t n) {
 #endif
 }
 
-/* realloc of an array of nOld bytes to nNew bytes (nNew > nOld). A large
-** one is allocated afresh and advised before the old bytes are copied in,
-** so the copy already lands on huge pages (realloc would copy first). All
-** nOld bytes are copied, as realloc would, not only a vector's n values:
-** a caller may have written past n before raising it. NULL on OOM (p is
-** then untouched). */
 /* Freed large arrays are kept, up to VEC_KEEP_BYTES in all, for the next
 ** ones: a query allocates the same large arrays each time it runs, and
-** memory fresh from the kernel is zeroed page by page before use (a fifth
-** of a join query's time). Not under AddressSanitizer, which must see
-** every free. */
+** memory fresh from the kernel is zeroed page by page before use. Not
+** under AddressSanitizer, which must see every free. */
 #if defined(__SANITIZE_ADDRESS__)
 #define VEC_KEEP_SLOTS 0
 #else
@@ -106,6 +99,13 @@ void csq_vec_release_kept(void) {
   pthread_mutex_unlock(&gKeepMutex);
 }
 
+/* realloc of an array of nOld bytes to nNew bytes (nNew > nOld). A large
+** one is taken afresh (a kept block, or a new one advised for huge pages)
+** before the old bytes are copied in, so the copy already lands on huge
+** pages (realloc would copy first); the old one is freed or kept. All
+** nOld bytes are copied, as realloc would, not only a vector's n values:
+** a caller may have written past n before raising it. NULL on OOM (p is
+** then untouched). */
 static void *vec_realloc(void *p, size_t nOld, size_t nNew) {
   if (nNew < VEC_HUGE_MIN) return realloc(p, nNew);
   void *q = large_alloc(nNew);
