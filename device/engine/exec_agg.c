@@ -231,19 +231,79 @@ static int ag_update(ag_tab *t, const csq_pagg *a, int ia, const ex_ev *e, const
 #undef IX
 }
 
+void ex_carry_free(ex_carry *c) {
+  ex_ag_free(&c->t);
+  free(c->aMinMax);
+  memset(c, 0, sizeof(*c));
+}
+
+/* Before a carry's groups outlive their row group: copy the bytes of new
+** groups' text keys into the table, and those of every text MIN/MAX state
+** into a fresh aMinMax (a state kept from an earlier row group is copied
+** again, so the old copy can go). 0 or CSQ_FAULT_NOMEM. */
+static int carry_keep(ex_carry *c, ag_tab *t, const csq_prog *pp, const int8_t *aAlias) {
+  int nKey = t->g.nKey;
+  for (uint32_t g = c->nKept; g < t->g.nGroup; g++)
+    for (int j = 0; j < nKey; j++) {
+      ex_val *k = &t->g.aKey[(size_t)g * nKey + j];
+      if ((k->cls != CSQ_TEXT && k->cls != CSQ_BLOB) || k->n == 0) continue;
+      const uint8_t *z = csq_group_keep(&t->g, k->z, k->n);
+      if (!z) return CSQ_FAULT_NOMEM;
+      k->z = z;
+    }
+  c->nKept = t->g.nGroup;
+  uint64_t nByte = 0;
+  for (int pass = 0; pass < 2; pass++) {
+    uint8_t *a = NULL;
+    if (pass == 1) {
+      if (nByte == 0) break;
+      a = malloc(nByte);
+      if (!a) return CSQ_FAULT_NOMEM;
+      nByte = 0;
+    }
+    for (int i = 0; i < pp->nAgg; i++) {
+      if (aAlias[i] >= 0 || (pp->aAgg[i].fn != CSQ_AGG_MIN && pp->aAgg[i].fn != CSQ_AGG_MAX))
+        continue;
+      for (uint32_t g = 0; g < t->g.nGroup; g++) {
+        ex_val *b = (ex_val *)(csq_group_state(&t->g, g) + t->aOff[i]);
+        if ((b->cls != CSQ_TEXT && b->cls != CSQ_BLOB) || b->n == 0) continue;
+        if (a) {
+          memcpy(a + nByte, b->z, b->n);
+          b->z = a + nByte;
+        }
+        nByte += b->n;
+      }
+    }
+    if (a) {
+      free(c->aMinMax);
+      c->aMinMax = a;
+    }
+  }
+  return 0;
+}
+
 /* Aggregate the selected rows aSel[0..nSel) (ascending, from row `start` of
 ** an nRow-row group) into the output area. 0 or a CSQ_FAULT_* reason; on
 ** success *pRet is the completion's DW0-DW1. */
 int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t nSel,
                 uint32_t start, uint32_t nRow, const uint8_t *pSeed, uint64_t nSeed, uint8_t *pOut,
-                uint64_t nOutArea, dev_exec_ctx *ctx, uint64_t *pRet) {
+                uint64_t nOutArea, ex_carry *pCarry, dev_exec_ctx *ctx, uint64_t *pRet) {
   const csq_prog *pp = &ep->p;
   ag_tab t;
   int reason = 0;
-  memset(&t, 0, sizeof(t));
-  t.nAgg = pp->nAgg;
-  t.nCol = pp->nResCol;
-  csq_group_init(&t.g, pp->nKey, csq_group_layout(pp, sizeof(ag_sum), t.aOff));
+  if (pCarry && pCarry->bLive) { /* t owns the carried groups until they go back */
+    t = pCarry->t;
+    memset(&pCarry->t, 0, sizeof(pCarry->t));
+    pCarry->bLive = 0;
+    free(t.aDirect); /* codes are per row group */
+    t.aDirect = NULL;
+    t.nDirect = 0;
+  } else {
+    memset(&t, 0, sizeof(t));
+    t.nAgg = pp->nAgg;
+    t.nCol = pp->nResCol;
+    csq_group_init(&t.g, pp->nKey, csq_group_layout(pp, sizeof(ag_sum), t.aOff));
+  }
 
   size_t nEvBytes = (size_t)BATCH * (1 + 8 + 8 + sizeof(void *) + 4);
   uint8_t *aEvMem = malloc(nEvBytes * (pp->nExpr ? pp->nExpr : 1));
@@ -274,6 +334,16 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
     if (!dom || nDirect * dom > AG_DIRECT_MAX) bDirect = 0;
     t.aDom[j] = dom;
     nDirect *= dom ? dom : 1;
+  }
+  /* Carried groups are found by their key values: groups another row
+  ** group's direct table made have no hashes yet. Ones made in ascending
+  ** key order without hashes stay so for a hashed run (ex_ag_ids_hash). */
+  if (pp->nKey > 0 && t.g.nGroup > 0 && t.g.nSlot == 0 && (bDirect || !t.g.bNoHash)) {
+    t.g.bNoHash = 1;
+    if (csq_group_grow(&t.g)) {
+      reason = CSQ_FAULT_NOMEM;
+      goto done;
+    }
   }
   if (bDirect) {
     t.nDirect = (uint32_t)nDirect;
@@ -345,19 +415,18 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
   for (int i = 0; i < pp->nAgg; i++)
     if ((pp->aAgg[i].fn == CSQ_AGG_MIN || pp->aAgg[i].fn == CSQ_AGG_MAX) && aAlias[i] < 0)
       aVarEv[nVarEv++] = pp->aAgg[i].expr;
-  t.aTouch = malloc(sizeof(uint32_t) * BATCH);
-  t.aPerm = malloc(sizeof(uint32_t) * (BATCH + 8)); /* + 8: ag_partition_avx2's stores */
-  t.aSeg = malloc(sizeof(uint32_t) * (BATCH + 1));
+  if (!t.aTouch) t.aTouch = malloc(sizeof(uint32_t) * BATCH);
+  if (!t.aPerm) t.aPerm = malloc(sizeof(uint32_t) * (BATCH + 8)); /* + 8: ag_partition_avx2's */
+  if (!t.aSeg) t.aSeg = malloc(sizeof(uint32_t) * (BATCH + 1));
   if (!t.aTouch || !t.aPerm || !t.aSeg) {
     reason = CSQ_FAULT_NOMEM;
     goto done;
   }
-  uint32_t nSeeded = 0;
   if (pSeed) {
     reason = ex_ag_seed(&t, pp, aAlias, pSeed, nSeed);
     if (reason) goto done;
-    nSeeded = t.g.nGroup;
   }
+  uint32_t nSeeded = t.g.nGroup;
 
   uint32_t nextRow = nRow;
   uint32_t k0 = 0;
@@ -445,6 +514,22 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
       break;
     }
     k0 = kEnd;
+  }
+  if (pCarry && !pCarry->bLast) {
+    if (nextRow < nRow) { /* the groups would not fit one result */
+      reason = CSQ_FAULT_RANGE_FULL;
+      goto done;
+    }
+    reason = carry_keep(pCarry, &t, pp, aAlias);
+    if (reason) goto done;
+    *pRet = 0;
+    ctx->pStats->rows_scanned += nRow - start;
+    ctx->pStats->rows_returned += t.g.nGroup - nSeeded;
+    ctx->pStats->row_groups_scanned++;
+    pCarry->t = t;
+    pCarry->bLive = 1;
+    memset(&t, 0, sizeof(t));
+    goto done;
   }
   uint64_t nBytes = ex_ag_write(&t, pp, pOut, nextRow);
   ex_res_done(ctx, pOut, nBytes, start, nextRow, nRow, t.g.nGroup - nSeeded, pRet);

@@ -266,6 +266,21 @@ typedef struct ag_tab {
   uint32_t *aPerm, *aSeg;
 } ag_tab;
 
+/* The groups a range Execute (exec_range.c) carries from one row group to
+** the next: each row group aggregates into them in memory, where writing
+** a result and reading it back as the next row group's seed would cost
+** as much as the aggregation itself when there are many groups. Key
+** bytes are copied into the table once (the row group's chunks are
+** replaced by the next one's); text MIN/MAX states are copied after each
+** row group into aMinMax, which replaces the previous copy. */
+typedef struct ex_carry {
+  ag_tab t;
+  int bLive;        /* t holds the groups of earlier row groups (or a seed) */
+  int bLast;        /* this row group ends the range: write the result */
+  uint32_t nKept;   /* groups [0, nKept) have their key bytes in the table */
+  uint8_t *aMinMax; /* bytes of the text MIN/MAX states */
+} ex_carry;
+
 /* Class, value, and store of row k of an expression vector. */
 static inline uint8_t ev_cls(const ex_ev *e, uint32_t k) {
   return e->cls ? e->cls : e->aCls[k];
@@ -406,8 +421,11 @@ int ex_ev_one(const ex_term *et, const ex_val *v);
 
 int ex_verify(const uint8_t *p, size_t n, void **ppCompiled, char *zErr, size_t nErr);
 /* xRun of the executor (exec_run.c): one row group, or with CSQ_EXEC_RANGE
-** a range of them (exec_range.c, which runs ex_run per row group). */
+** a range of them (exec_range.c, which runs ex_run_one per row group). */
 int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet);
+/* One row group; an aggregation with pCarry aggregates into its groups and
+** writes the result only if pCarry->bLast. */
+int ex_run_one(void *pCompiled, dev_exec_ctx *ctx, ex_carry *pCarry, uint64_t *pRet);
 int ex_run_range(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet);
 void ex_free(void *pv);
 
@@ -540,11 +558,14 @@ void ex_ag_order_run(ag_tab *t, const uint32_t *aGid, uint32_t n, const uint32_t
 
 /* ---- exec_agg.c ---- */
 
-/* Aggregate the selected rows into the output area; 0 or a CSQ_FAULT_*,
-** *pRet the completion's DW0-DW1. */
+/* Aggregate the selected rows into the output area (or into pCarry's
+** groups, see ex_run_one); 0 or a CSQ_FAULT_*, *pRet the completion's
+** DW0-DW1. */
 int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t nSel,
                 uint32_t start, uint32_t nRow, const uint8_t *pSeed, uint64_t nSeed, uint8_t *pOut,
-                uint64_t nOutArea, dev_exec_ctx *ctx, uint64_t *pRet);
+                uint64_t nOutArea, ex_carry *pCarry, dev_exec_ctx *ctx, uint64_t *pRet);
+/* Free what a carry holds. */
+void ex_carry_free(ex_carry *c);
 
 /* ---- exec_result.c ---- */
 

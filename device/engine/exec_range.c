@@ -104,6 +104,8 @@ int ex_run_range(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   uint64_t *aOff = malloc(sizeof(uint64_t) * (size_t)(pp->nIn ? pp->nIn : 1));
   csq_lba_range *aLr = malloc(sizeof(csq_lba_range) * (size_t)(pp->nIn ? pp->nIn : 1));
   int rc = 0;
+  ex_carry carry;
+  memset(&carry, 0, sizeof(carry));
   if (!aI || !aOrd || !aOff || !aLr) {
     rc = rfault(pRet, CSQ_FAULT_NOMEM);
     goto done;
@@ -195,17 +197,20 @@ int ex_run_range(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
     sub.aRange = aR;
     sub.nRange = 3;
     sub.aParam[1] = param;
-    rc = ex_run(pCompiled, &sub, pRet);
+    carry.bLast = g + 1 == nRg;
+    rc = ex_run_one(pCompiled, &sub, &carry, pRet);
     if (rc) goto done;
     if (csq_ret_partial(*pRet)) {
       rc = rfault(pRet, CSQ_FAULT_RANGE_FULL);
       goto done;
     }
-    /* the next row group accumulates into this result */
-    param = CSQ_EXEC_ACC | ((uint64_t)(uint32_t)*pRet << 32);
+    /* the next row group aggregates into the carried groups; a seed (an
+    ** earlier piece's result) only ever starts the first */
+    param &= ~CSQ_EXEC_ACC & 0xFFFFFFFFull;
   }
   if (XXH3_64bits_digest(&hs) != recXxh3) rc = rfault(pRet, CSQ_FAULT_RANGE_STALE);
 done:
+  ex_carry_free(&carry);
   free(aI);
   free(aOrd);
   free(aOff);

@@ -190,6 +190,10 @@ static int order_clauses(const ex_prog *ep, ex_col *aCol, uint32_t ab0, uint32_t
 
 int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   if (ctx->aParam[1] & CSQ_EXEC_RANGE) return ex_run_range(pCompiled, ctx, pRet);
+  return ex_run_one(pCompiled, ctx, NULL, pRet);
+}
+
+int ex_run_one(void *pCompiled, dev_exec_ctx *ctx, ex_carry *pCarry, uint64_t *pRet) {
   ex_prog *ep = pCompiled;
   const csq_prog *pp = &ep->p;
   ex_col *aCol = NULL;
@@ -223,7 +227,8 @@ int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
   int bAcc = (ctx->aParam[1] & CSQ_EXEC_ACC) != 0;
   uint32_t accCheck = (uint32_t)(ctx->aParam[1] >> 32);
   uint32_t rowCap = bAcc ? 0 : (uint32_t)(ctx->aParam[1] >> 32); /* 0: none */
-  if (start > nRow || (bAcc && !pp->bAgg) || (rowCap && (pp->bAgg || pp->nTop)))
+  if (start > nRow || (bAcc && !pp->bAgg) || (rowCap && (pp->bAgg || pp->nTop)) ||
+      (pCarry && (!pp->bAgg || start || (bAcc && pCarry->bLive))))
     return fault(pRet, CSQ_FAULT_BAD_JOB);
   uint64_t nFixed = CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * pp->nOut;
   if (nOutArea < nFixed) return fault(pRet, CSQ_FAULT_OUTPUT_FULL);
@@ -345,7 +350,7 @@ int ex_run(void *pCompiled, dev_exec_ctx *ctx, uint64_t *pRet) {
 
   if (pp->bAgg) {
     reason = (uint64_t)ex_agg_exec(ep, aCol, aSel, nSel, (uint32_t)start, nRow, pSeed, nSeed, pOut,
-                                   nOutArea, ctx, pRet);
+                                   nOutArea, pCarry, ctx, pRet);
     goto done;
   }
 

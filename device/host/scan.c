@@ -358,6 +358,47 @@ static uint64_t out_bytes(const dev_scan *s, const store_rg *pRg) {
   return pad8(n);
 }
 
+/* The output area a range Execute needs for every group of the table at
+** once, or 0 when the number of groups is not known from the zone maps:
+** grouping on INTEGER columns only, where the product of the keys' value
+** spans (a NULL counted as one more value) bounds it, up to RANGE_GROUPS.
+** A range whose groups outgrow its area faults and the scan starts over
+** one row group at a time, so a size too small costs a second pass. */
+#define RANGE_GROUPS (64u * 1024)
+static uint64_t range_out_bytes(const dev_scan *s, store_rg *const *apRg, int nRg) {
+  uint64_t nGroup = 1, nRow = 0, nText = 0;
+  for (int i = 0; i < nRg; i++) {
+    nRow += apRg[i]->nRow;
+    uint64_t n = 0;
+    for (int k = 0; k < s->prog.nIn; k++) {
+      const store_chunk *pC = &apRg[i]->aChunk[s->prog.aIn[k]];
+      if (pC->zone.clsMask & ((1u << CSQ_TEXT) | (1u << CSQ_BLOB))) n += pC->len;
+    }
+    if (n > nText) nText = n;
+  }
+  for (int j = 0; j < s->prog.nKey; j++) {
+    const csq_pexpr *x = &s->prog.aExpr[s->prog.aKey[j]];
+    if (x->op != CSQ_EX_COL) return 0;
+    int64_t lo = INT64_MAX, hi = INT64_MIN;
+    int bNull = 0;
+    for (int i = 0; i < nRg; i++) {
+      const csq_zone *z = &apRg[i]->aChunk[s->prog.aIn[x->a]].zone;
+      if (z->clsMask & ~((1u << CSQ_INT) | (1u << CSQ_NULL))) return 0;
+      if (z->nNull) bNull = 1;
+      if (!(z->clsMask & (1u << CSQ_INT))) continue;
+      if (z->iMin < lo) lo = z->iMin;
+      if (z->iMax > hi) hi = z->iMax;
+    }
+    uint64_t span = lo <= hi ? (uint64_t)hi - (uint64_t)lo + 1 : 0;
+    if (span == 0 && lo <= hi) return 0; /* the whole 64-bit range */
+    nGroup *= span + (uint64_t)bNull;
+    if (nGroup > RANGE_GROUPS) return 0;
+  }
+  if (nGroup > nRow) nGroup = nRow;
+  return pad8(CSQ_RES_HDR + (uint64_t)CSQ_RES_COL_SZ * s->prog.nResCol +
+              (uint64_t)s->prog.nResCol * (13 * nGroup + 24) + nText + 65536);
+}
+
 /* ---- errors ---- */
 
 static int scan_fail(dev_scan *s, int rc, const store_rg *pRg, int iRg, const char *zWhat,
@@ -1238,6 +1279,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     s->nScratch = (uint32_t)nScr;
     s->jobOff = CSQ_RANGE_SCR + s->nScratch;
   }
+  uint64_t nRangeOut = bRangeCand ? range_out_bytes(s, apRg, nRg) : 0;
   for (;;) {
     int nFit = 0;
     nJobMax = nInMax = nOutMax = 8;
@@ -1263,6 +1305,7 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
       if (b > nOutMax) nOutMax = b;
     }
     if (bRangeCand) nJobMax = s->jobOff + pad4k(nJobMax);
+    if (nRangeOut > nOutMax) nOutMax = nRangeOut;
     nSlm = pad4k(nJobMax) + pad4k(nInMax) + pad4k(nOutMax);
     if (nFit == 0) {
       nSlm = 0; /* nothing to send (or nothing fits): no slot */
@@ -1270,6 +1313,10 @@ int dev_scan_open(dev_queue *q, store *st, const store_table *pTab, store_rg **a
     }
     if (dev_slm_alloc(s->pDev, nSlm, &s->aSlot[0].slm) == 0) break;
     s->aSlot[0].slm = UINT64_MAX;
+    if (nOutMax == nRangeOut) { /* no room for a range's groups: row groups' sizes only */
+      nRangeOut = 0;
+      continue;
+    }
     nLimit = nSlm / 2;
     if (nLimit < 4 * 4096) {
       nSlm = 0;
