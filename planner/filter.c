@@ -253,3 +253,8 @@ int pl_filter_add_bloom(csq_pb *b, int slot, const void *pFilter, uint32_t nByte
   int rc = csq_pb_clause(b);
   return rc < 0 ? rc : csq_pb_bloom(b, 0, slot, pFilter, nBytes);
 }
+
+int pl_filter_add_keymap(csq_pb *b, int slot, const void *pMap, uint32_t nBytes) {
+  int rc = csq_pb_clause(b);
+  return rc < 0 ? rc : csq_pb_keymap(b, 0, slot, pMap, nBytes);
+}

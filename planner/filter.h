@@ -84,6 +84,9 @@ int pl_substr_ok(sqlite3 *db);
 ** never passes. Returns >= 0 or a negative errno (-EINVAL for a size
 ** bloom.h does not allow). */
 int pl_filter_add_bloom(struct csq_pb *b, int slot, const void *pFilter, uint32_t nBytes);
+/* The same with a bitmap of integer keys (device/format/keymap.h): exact,
+** so only the rows whose slot holds one of the keys pass. */
+int pl_filter_add_keymap(struct csq_pb *b, int slot, const void *pMap, uint32_t nBytes);
 
 /* One argument of an eBPF call: a column (iChunk >= 0: 0 rowid, 1 + c
 ** column c) or a constant (iChunk -1, pVal). */

@@ -10,6 +10,7 @@
 
 #include "device/format/bloom.h"
 #include "device/format/keyhash.h"
+#include "device/format/keymap.h"
 #include "device/format/program.h"
 #include "device/format/value.h"
 #include "planner/filter.h"
@@ -52,6 +53,15 @@ static int distinct(const csq_vec *v, uint32_t *aPick, uint32_t nMax, uint32_t *
   return e;
 }
 
+/* Is REAL value r of v an integer (*pi)? */
+static int key_int_real(const csq_vec *v, uint32_t r, int64_t *pi) {
+  double x = v->aVal[r].r;
+  if (v->aCls[r] != CSQ_REAL || !(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
+    return 0;
+  *pi = (int64_t)x;
+  return (double)*pi == x;
+}
+
 /* Add "probe chunk iChunk IN (values aPick of v)" to b. */
 static int add_in(csq_pb *b, int iChunk, const csq_vec *v, const uint32_t *aPick, uint32_t n) {
   int slot = csq_pb_input(b, (uint32_t)iChunk), k0 = -1;
@@ -78,8 +88,46 @@ static int add_in(csq_pb *b, int iChunk, const csq_vec *v, const uint32_t *aPick
   return csq_pb_term(b, CSQ_OP_IN, 0, slot, k0, (int)n, 0);
 }
 
+/* Add "probe chunk iChunk is one of the values of v" to b as a bitmap of
+** them (device/format/keymap.h) if they are all integers (or REALs equal to
+** one) whose span takes at most nMax bytes of bits; 0, 1 if they are not,
+** or a negative errno. */
+static int add_keymap(csq_pb *b, int iChunk, const csq_vec *v, uint64_t nMax) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN;
+  for (uint32_t r = 0; r < v->n; r++) {
+    int64_t i;
+    if (v->aCls[r] == CSQ_NULL) continue;
+    if (v->aCls[r] == CSQ_INT)
+      i = v->aVal[r].i;
+    else if (!key_int_real(v, r, &i))
+      return 1;
+    if (i < lo) lo = i;
+    if (i > hi) hi = i;
+  }
+  if (lo > hi || (uint64_t)hi - (uint64_t)lo >= 8 * nMax) return 1;
+  uint32_t nBytes = CSQ_KEYMAP_HDR + (uint32_t)(((uint64_t)hi - (uint64_t)lo) / 8 + 1);
+  uint8_t *p = calloc(nBytes, 1);
+  if (!p) return -ENOMEM;
+  csq_put_le64(p, (uint64_t)lo);
+  for (uint32_t r = 0; r < v->n; r++) {
+    int64_t i;
+    if (v->aCls[r] == CSQ_INT)
+      i = v->aVal[r].i;
+    else if (v->aCls[r] != CSQ_REAL || !key_int_real(v, r, &i))
+      continue;
+    uint64_t u = (uint64_t)i - (uint64_t)lo;
+    p[CSQ_KEYMAP_HDR + (u >> 3)] |= (uint8_t)(1u << (u & 7));
+  }
+  int slot = csq_pb_input(b, (uint32_t)iChunk);
+  int e = slot < 0 ? slot : pl_filter_add_keymap(b, slot, p, nBytes);
+  free(p);
+  return e < 0 ? e : 0;
+}
+
 /* Add "probe chunk iChunk may be one of the values of v" to b as a Bloom
-** filter sized for v's non-NULL values (device/format/bloom.h); 0, 1 if
+** filter sized for v's non-NULL values (device/format/bloom.h), or as a
+** bitmap of them when they are integers whose span takes at most
+** PL_JOINFILTER_KEYMAP_RATIO times the filter's bytes (or 64 KiB); 0, 1 if
 ** none was added (no keys), or a negative errno. */
 static int add_bloom(csq_pb *b, int iChunk, const csq_vec *v) {
   uint32_t nKeys = 0;
@@ -87,6 +135,11 @@ static int add_bloom(csq_pb *b, int iChunk, const csq_vec *v) {
   if (nKeys == 0) return 1;
   uint32_t nBytes = csq_bloom_size(nKeys, PL_JOINFILTER_BLOOM_FPR);
   if (nBytes > PL_JOINFILTER_BLOOM_MAX) nBytes = PL_JOINFILTER_BLOOM_MAX;
+  uint64_t nMap = (uint64_t)nBytes * PL_JOINFILTER_KEYMAP_RATIO;
+  if (nMap < 65536) nMap = 65536;
+  if (nMap > CSQ_KEYMAP_MAX_BYTES) nMap = CSQ_KEYMAP_MAX_BYTES;
+  int rc = add_keymap(b, iChunk, v, nMap);
+  if (rc <= 0) return rc;
   void *pF = malloc(nBytes);
   uint64_t *aHash = malloc(sizeof(uint64_t) * 1024);
   uint8_t *aNull = malloc(1024);

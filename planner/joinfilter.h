@@ -17,7 +17,10 @@
 ** (device/format/bloom.h, keyhash.h: equal by SQLite's "=" means equal
 ** hashes), sized from the build side's actual count of keys for a false
 ** positive rate of PL_JOINFILTER_BLOOM_FPR: it keeps every row that joins
-** and a few that do not. At most PL_JOINFILTER_MAX_BLOOMS per program (the
+** and a few that do not. Integer keys within a span whose bitmap is not
+** much larger (PL_JOINFILTER_KEYMAP_RATIO) send the bitmap instead
+** (device/format/keymap.h), exact and a bit test per row, where the Bloom
+** filter costs a hash. At most PL_JOINFILTER_MAX_BLOOMS per program (the
 ** program format's heap holds two of the largest). The filters of the
 ** tables that hold the smallest share of their table's rows go first (a
 ** table read whole filters nothing a foreign key joins). Inner-join keys
@@ -41,6 +44,9 @@
 #define PL_JOINFILTER_BLOOM_FPR  0.01
 #define PL_JOINFILTER_BLOOM_MAX  (16u << 20) /* bytes of one filter */
 #define PL_JOINFILTER_MAX_BLOOMS 2
+/* A bitmap of integer keys replaces their Bloom filter when it takes at
+** most this many times the filter's bytes. */
+#define PL_JOINFILTER_KEYMAP_RATIO 8
 
 /* A join filter of table t: t's chunk iChunk IN the values of output iOut
 ** of table u, read before t. bVia: the key is not u's with t but follows

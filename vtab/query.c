@@ -1530,7 +1530,8 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
       const pl_jtab *ju = &j->aTab[aSrc[i].u];
       x_add(c, "  join filter",
             sqlite3_mprintf("%s.%s IN (the distinct %s.%s of %s's rows) in the scan of %s, "
-                            "when they are at most %d, else a Bloom filter of them%s",
+                            "when they are at most %d, else a bitmap of them (integers within a "
+                            "span a bitmap covers) or a Bloom filter of them%s",
                             jt->zName, chunk_name(apTab[t], aSrc[i].iChunk), ju->zName,
                             chunk_name(apTab[aSrc[i].u], ju->aChunk[aSrc[i].iOut]), ju->zName,
                             jt->zName, PL_JOINFILTER_MAX_KEYS,

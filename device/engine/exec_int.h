@@ -29,10 +29,11 @@
 **   - dictionary text: the term is evaluated once per dictionary entry, then
 **     per row by code lookup (this covers LIKE/GLOB too);
 **   - constant chunks: once per chunk;
-**   - join filters (CSQ_OP_BLOOM): integer and real chunks hash the
-**     selected rows' values a vector at a time and probe the filter
-**     (exec_bloom.c); a dictionary's entries, and the codes of a narrow
-**     frame-of-reference chunk, are probed once each;
+**   - join filters (CSQ_OP_BLOOM, CSQ_OP_KEYMAP): integer and real chunks
+**     hash the selected rows' values a vector at a time and probe the
+**     filter, or look them up in the bitmap (exec_bloom.c); a dictionary's
+**     entries, and the codes of a narrow frame-of-reference chunk, are
+**     probed once each;
 **   - column comparisons (CSQ_OP_COLCMP): integer and real pairs as
 **     vectors of the batch, other pairs value by value (exec_colcmp.c);
 **   - plain text/blob and mixed (tagged) chunks: the generic evaluator.
@@ -59,6 +60,7 @@
 #include "device/format/chunk.h"
 #include "device/format/group.h"
 #include "device/format/keyhash.h"
+#include "device/format/keymap.h"
 #include "device/format/le.h"
 #include "device/format/program.h"
 #include "device/format/value.h"

@@ -375,7 +375,9 @@ int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const u
   }
   ex_crange cr;
   int rc = 0;
-  if (et->t.op == CSQ_OP_BLOOM && ex_bloom_eval(et, c, b0, nb, aSel, n, aM, ppDict, &rc)) return rc;
+  if ((et->t.op == CSQ_OP_BLOOM || et->t.op == CSQ_OP_KEYMAP) &&
+      ex_bloom_eval(et, c, b0, nb, aSel, n, aM, ppDict, &rc))
+    return rc;
   if (ex_term_codes(et, c, ppDict, &cr, &rc)) {
     ex_code_range(c, b0, nb, aSel, n, cr.eAll, cr.lo, cr.hi - cr.lo, cr.neg, et->nullRes, aM);
     return 0;

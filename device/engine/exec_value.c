@@ -373,6 +373,8 @@ int ex_ev_one(const ex_term *et, const ex_val *v) {
   }
   case CSQ_OP_BLOOM:
     return csq_bloom_maybe(a->z, a->len, csq_key_hash_value(v));
+  case CSQ_OP_KEYMAP:
+    return csq_keymap_has_value(a->z, a->len, v);
   case CSQ_OP_LIKE:
   case CSQ_OP_GLOB:
     /* SQLite tests for a BLOB before it looks at a NULL pattern */

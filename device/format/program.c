@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "device/format/bloom.h"
+#include "device/format/keymap.h"
 #include "device/format/bpf.h"
 #include "device/format/chunk.h"
 #include "device/format/keyhash.h"
@@ -111,9 +112,9 @@ void csq_prog_clear(csq_prog *p) {
 }
 
 static const char *op_name(int op) {
-  static const char *az[] = {"?",  "EQ",   "NE",    "LT",     "LE",      "GT",
-                             "GE", "IS",   "ISNOT", "ISNULL", "NOTNULL", "BETWEEN",
-                             "IN", "LIKE", "GLOB",  "BPF",    "BLOOM",   "COLCMP"};
+  static const char *az[] = {"?",    "EQ",    "NE",     "LT",      "LE",      "GT", "GE",
+                             "IS",   "ISNOT", "ISNULL", "NOTNULL", "BETWEEN", "IN", "LIKE",
+                             "GLOB", "BPF",   "BLOOM",  "COLCMP",  "KEYMAP"};
   return op >= 0 && op <= CSQ_OP_MAX ? az[op] : "?";
 }
 
@@ -141,16 +142,22 @@ static int bpf_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, con
 ** flags but an affinity, its filter a BLOB constant of a size bloom.h allows. */
 static int bloom_term_check(const csq_pterm *t, uint32_t i, const char *zWhat, const csq_prog *pp,
                             char *zErr, size_t nErr) {
+  const char *zOp = op_name(t->op);
   if (strcmp(zWhat, "term") != 0)
-    return verr(zErr, nErr, "%s %u (BLOOM): only filter terms may be join filters", zWhat, i);
+    return verr(zErr, nErr, "%s %u (%s): only filter terms may be join filters", zWhat, i, zOp);
   if ((t->flags & ~CSQ_TF_AFF_MASK) || t->k1 || t->esc)
     return verr(zErr, nErr,
-                "%s %u (BLOOM): flags other than affinity, second constant and escape must be 0",
-                zWhat, i);
+                "%s %u (%s): flags other than affinity, second constant and escape must be 0",
+                zWhat, i, zOp);
   if (t->k0 >= pp->nConst || pp->aConst[t->k0].cls != CSQ_BLOB)
-    return verr(zErr, nErr, "%s %u (BLOOM): constant %u is not a BLOB", zWhat, i, t->k0);
+    return verr(zErr, nErr, "%s %u (%s): constant %u is not a BLOB", zWhat, i, zOp, t->k0);
   uint32_t n = pp->aConst[t->k0].len;
-  if (!csq_bloom_size_ok(n))
+  if (t->op == CSQ_OP_KEYMAP && !csq_keymap_size_ok(n))
+    return verr(zErr, nErr,
+                "%s %u (KEYMAP): a bitmap of %u bytes (%u header bytes and 1 to %u bytes of bits "
+                "expected)",
+                zWhat, i, n, CSQ_KEYMAP_HDR, CSQ_KEYMAP_MAX_BYTES);
+  if (t->op == CSQ_OP_BLOOM && !csq_bloom_size_ok(n))
     return verr(zErr, nErr,
                 "%s %u (BLOOM): a filter of %u bytes (a power of two from %u to %u expected)",
                 zWhat, i, n, CSQ_BLOOM_MIN_BYTES, CSQ_BLOOM_MAX_BYTES);
@@ -211,7 +218,8 @@ static int term_check(const uint8_t *q, uint32_t i, const char *zWhat, csq_pterm
   if (t->esc > 0x10FFFF)
     return verr(zErr, nErr, "%s %u (%s): ESCAPE code point %u invalid", zWhat, i, zOp, t->esc);
   if (t->op == CSQ_OP_BPF) return bpf_term_check(t, i, zWhat, pp, zErr, nErr);
-  if (t->op == CSQ_OP_BLOOM) return bloom_term_check(t, i, zWhat, pp, zErr, nErr);
+  if (t->op == CSQ_OP_BLOOM || t->op == CSQ_OP_KEYMAP)
+    return bloom_term_check(t, i, zWhat, pp, zErr, nErr);
   if (t->op == CSQ_OP_COLCMP) return colcmp_term_check(t, i, zWhat, pp, zErr, nErr);
   uint32_t need0 = 1, need1 = 0; /* constants used: k0 always, k1 as index */
   switch (t->op) {
@@ -745,6 +753,16 @@ int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t n
   return csq_pb_term(b, CSQ_OP_BLOOM, flags, slot, k, 0, 0);
 }
 
+int csq_pb_keymap(csq_pb *b, int flags, int slot, const void *pMap, uint32_t nBytes) {
+  if (b->rc) return b->rc;
+  if ((flags & ~CSQ_TF_AFF_MASK) || (flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK || slot < 0 ||
+      slot >= b->nIn || !pMap || !csq_keymap_size_ok(nBytes))
+    return pb_fail(b, -EINVAL);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, pMap, nBytes);
+  if (k < 0) return k;
+  return csq_pb_term(b, CSQ_OP_KEYMAP, flags, slot, k, 0, 0);
+}
+
 /* Encode a 16-byte term (filter or condition) at e. -EINVAL if a field
 ** does not fit its width. */
 static int pb_term_bytes(uint8_t *e, int op, int flags, int slot, int k0, int k1, uint32_t esc) {
@@ -1013,9 +1031,26 @@ static int bloom_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) 
   return 1;
 }
 
+static int keymap_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
+  const csq_pconst *f = &pp->aConst[t->k0];
+  if (z->nNull >= z->nVal) return 0;
+  uint8_t m = z->clsMask & (uint8_t) ~(1u << CSQ_NULL);
+  if (!(m & ((1u << CSQ_INT) | (1u << CSQ_REAL)))) return 0; /* no number */
+  if (m != (1u << CSQ_INT) || z->iMin > z->iMax) return 1;
+  int64_t base = (int64_t)csq_le64(f->z);
+  uint64_t nBits = 8ull * (f->len - CSQ_KEYMAP_HDR);
+  /* the zone's integers against the span, as offsets from its base */
+  if (z->iMax < base || (z->iMin >= base && (uint64_t)z->iMin - (uint64_t)base >= nBits)) return 0;
+  if ((uint64_t)z->iMax - (uint64_t)z->iMin >= ZONE_BLOOM_PROBES) return 1;
+  for (uint64_t k = 0; k <= (uint64_t)z->iMax - (uint64_t)z->iMin; k++)
+    if (csq_keymap_has_int(f->z, f->len, (int64_t)((uint64_t)z->iMin + k))) return 1;
+  return 0;
+}
+
 static int term_may(const csq_prog *pp, const csq_pterm *t, const csq_zone *z) {
   if (t->op == CSQ_OP_BPF) return 1; /* a program may keep any row, NULLs too */
   if (t->op == CSQ_OP_BLOOM) return bloom_may(pp, t, z);
+  if (t->op == CSQ_OP_KEYMAP) return keymap_may(pp, t, z);
   /* one zone bounds each column, not how a row pairs their values */
   if (t->op == CSQ_OP_COLCMP) return 1;
   int bNull = z->nNull > 0, bVal = z->nNull < z->nVal;

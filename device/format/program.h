@@ -154,6 +154,21 @@
 **   holds one value, or holds integers only within a range of at most
 **   4096 values, when the filter holds none of them.
 **
+** JOIN KEY BITMAPS (op CSQ_OP_KEYMAP)
+**   "x is one of the keys of a join's build side", every key an integer
+**   (REALs equal to one counted as it): k0 is a BLOB constant holding a
+**   bitmap of the keys (device/format/keymap.h: an int64 base, then one bit
+**   per integer of the span), k1, esc and flags as for CSQ_OP_BLOOM (no
+**   NOT, no collation, an affinity at most; only filter terms). The term is
+**   true when x is an INTEGER, or a REAL equal to an integer, whose bit is
+**   set; false for NULL, TEXT, BLOB and anything outside the span. Unlike a
+**   Bloom filter it is exact: the planner sends it instead of one when the
+**   keys' span fits a bitmap not much larger than their Bloom filter, which
+**   saves hashing each value. Zone maps skip a row group whose column holds
+**   no number, or integers only, all outside the span or (within a range
+**   of at most 4096 values) none with its bit set. The op number is new in
+**   this version's readers (as COLCMP's was).
+**
 ** COLUMN COMPARISONS (op CSQ_OP_COLCMP)
 **   "x op y" for two input columns of one row, as in WHERE l_commitdate <
 **   l_receiptdate: slot is x's input slot, k0 is y's (< nIn; it may equal
@@ -492,7 +507,8 @@ static inline int csq_agg_state_cols(int fn) {
 #define CSQ_OP_BPF     15 /* a user's eBPF program (EBPF TERMS) */
 #define CSQ_OP_BLOOM   16 /* x may be in a join's key set (JOIN FILTERS) */
 #define CSQ_OP_COLCMP  17 /* x op another input column (COLUMN COMPARISONS) */
-#define CSQ_OP_MAX     17
+#define CSQ_OP_KEYMAP  18 /* x is in a join's integer key set (JOIN KEY BITMAPS) */
+#define CSQ_OP_MAX     18
 
 /* Term flags. */
 #define CSQ_TF_NOT         0x01 /* negate BETWEEN / IN / LIKE / GLOB / BPF */
@@ -666,6 +682,9 @@ int csq_pb_term(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t
 ** (copied into the program; nBytes: csq_bloom_size_ok). flags: 0 or a
 ** CSQ_TF_AFF_* only (-EINVAL for CSQ_TF_NOT or a collation). */
 int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t nBytes);
+/* The same with a bitmap of integer keys (JOIN KEY BITMAPS): pMap[0..nBytes)
+** in keymap.h's format (nBytes: csq_keymap_size_ok). */
+int csq_pb_keymap(csq_pb *b, int flags, int slot, const void *pMap, uint32_t nBytes);
 /* Add a column comparison (COLUMN COMPARISONS) to the current clause:
 ** input slot `slot` cmp input slot `slot2`, cmp one of CSQ_OP_EQ .. ISNOT,
 ** flags a collation and an affinity only (-EINVAL otherwise). For a

@@ -445,6 +445,45 @@ def test_bloom_join_filter_past_the_in_list():
     assert joined - build < probe / 3, (joined, build, probe)
 
 
+def test_integer_keys_past_the_in_list_filter_exactly():
+    """Integer keys past the IN list (integral reals among them), within a
+    span a bitmap covers, filter the probe side's scan exactly: only the
+    rows that join leave the device. A probe value that is TEXT, a BLOB,
+    NULL or a fractional real never passes; 8.0 passes for the key 8;
+    keys at the ends of the span pass. A fractional key among them (a
+    Bloom filter then) gives the same answers."""
+    con = connect()
+    rnd = random.Random(91)
+    rows_f = [((i % 40000) if i % 5 else float(i % 40000), i % 9) for i in range(60000)]
+    rows_f += [(None, 1), (0.5, 2), (8.5, 3), ("abc", 4), ("8", 5), (b"\x08", 6), (19996, 7),
+               (-4, 8), (20000, 9), (4.0, 1), (2 ** 62, 2), (7.25, 4)]
+    rnd.shuffle(rows_f)
+    make_pair(con, "f", "k REAL, x INTEGER", rows_f, ", rowgroup=4096")
+    for frac in (False, True):
+        rows_d = [(i * 4 if i % 3 else float(i * 4), "n%d" % (i % 5)) for i in range(5000)]
+        rows_d += [(None, "z")] + ([(7.25, "q")] if frac else [])
+        con.execute("DROP TABLE IF EXISTS d")
+        con.execute("DROP TABLE IF EXISTS nd")
+        make_pair(con, "d", "k NUMERIC, name TEXT", rows_d)
+        sql = ("SELECT d.name, count(*), sum(f.x), min(f.k), max(f.k) FROM {f} AS f JOIN {d} AS d "
+               "ON f.k = d.k GROUP BY d.name")
+        con.execute("CREATE VIRTUAL TABLE temp.jq USING csq_query('%s')" % sql.format(f="f", d="d"))
+        before = stats(con)["rows_returned"]
+        got = con.execute("SELECT * FROM jq").fetchall()
+        returned = stats(con)["rows_returned"] - before
+        con.execute("DROP TABLE temp.jq")
+        want = con.execute(sql.format(f="nf", d="nd")).fetchall()
+        assert sorted(map(canon, got)) == sorted(map(canon, want)), (got, want)
+        assert len(got) == 5 + frac
+        joins = con.execute("SELECT count(*) FROM nf WHERE k IN (SELECT k FROM nd)").fetchone()[0]
+        if not frac:
+            # the build side's rows (the NULL key's too) and exactly the
+            # probe rows that join
+            assert returned == len(rows_d) + joins, (returned, len(rows_d), joins)
+        else:
+            assert returned >= len(rows_d) + joins, (returned, len(rows_d), joins)
+
+
 def test_an_or_implies_filters_on_each_table():
     """TPC-H Q7's (n1 = A AND n2 = B) OR (n1 = B AND n2 = A): each nation
     scan gets n_name IN (A, B) on its device, the OR stays for SQLite; an OR

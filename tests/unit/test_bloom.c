@@ -39,6 +39,7 @@
 #include "device/format/bloom.h"
 #include "device/format/chunk.h"
 #include "device/format/keyhash.h"
+#include "device/format/keymap.h"
 #include "device/format/le.h"
 #include "device/format/value.h"
 #include "device/host/scan.h"
@@ -1000,6 +1001,211 @@ static void test_verify(void) {
   free(pMax);
 }
 
+/* ---- bitmaps of integer keys (CSQ_OP_KEYMAP) ---- */
+
+/* Key k's integer, if it is one (a REAL equal to an integer counts). */
+static int key_int(const test_val *v, int64_t *pi) {
+  if (v->cls == CSQ_INT) {
+    *pi = v->i;
+    return 1;
+  }
+  if (v->cls != CSQ_REAL || !(v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0))
+    return 0;
+  *pi = (int64_t)v->r;
+  return (double)*pi == v->r;
+}
+
+/* The bitmap of the integer keys among aKey (the others dropped), over
+** their span widened by `pad` on each side; NULL if there is none or the
+** span is too wide. */
+static uint8_t *keys_map(uint64_t pad, uint32_t *pnB) {
+  int64_t lo = INT64_MAX, hi = INT64_MIN, x;
+  for (int i = 0; i < nKey; i++)
+    if (key_int(&aKey[i], &x)) {
+      lo = x < lo ? x : lo;
+      hi = x > hi ? x : hi;
+    }
+  if (lo > hi) return NULL;
+  lo = (uint64_t)lo - (uint64_t)INT64_MIN >= pad ? lo - (int64_t)pad : INT64_MIN;
+  hi = (uint64_t)INT64_MAX - (uint64_t)hi >= pad ? hi + (int64_t)pad : INT64_MAX;
+  if ((uint64_t)hi - (uint64_t)lo >= 8ull * (1u << 20)) return NULL;
+  uint32_t nB = CSQ_KEYMAP_HDR + (uint32_t)(((uint64_t)hi - (uint64_t)lo) / 8 + 1);
+  uint8_t *m = calloc(1, nB);
+  csq_put_le64(m, (uint64_t)lo);
+  for (int i = 0; i < nKey; i++)
+    if (key_int(&aKey[i], &x)) {
+      uint64_t u = (uint64_t)x - (uint64_t)lo;
+      m[CSQ_KEYMAP_HDR + u / 8] |= (uint8_t)(1u << (u % 8));
+    }
+  *pnB = nB;
+  return m;
+}
+
+/* Row value x is one of the integer keys (SQLite's "=": 4.0 = 4)? */
+static int in_int_keys(const test_val *x) {
+  int64_t a, b;
+  if (!key_int(x, &a)) return 0;
+  for (int i = 0; i < nKey; i++)
+    if (key_int(&aKey[i], &b) && a == b) return 1;
+  return 0;
+}
+
+/* Every encoding's path (codes of a narrow FOR chunk, words, reals,
+** dictionaries, tagged values) against membership computed here, and
+** the zone maps: a skip only where no row passes, and a column of
+** integers wholly outside the span always skipped. */
+static void test_keymap_term(void) {
+  uint8_t *aKeep = malloc(NROW);
+  int nRan = 0, nSkipOut = 0;
+  for (int m = 0; m < 15; m++) {
+    for (int r = 0; r < NROW; r++) {
+      draw_row(m, r, &aData[r]);
+      aDel[r] = (m == 1 || m == 8 || m == 13 || m == 14) && rndn(9) == 0;
+    }
+    rg g;
+    rg_build(&g);
+    for (int it = 0; it < 10; it++) {
+      draw_keys(m);
+      if (it % 3 == 2) /* keys beside the data's */
+        for (int i = 0; i < nKey; i++)
+          if (aKey[i].cls == CSQ_INT) aKey[i].i = (int64_t)((uint64_t)aKey[i].i + 7);
+      uint32_t nB = 0;
+      uint8_t *f = keys_map(it % 2 ? 0 : rndn(100), &nB);
+      if (!f) continue;
+      int shape = it % 2; /* 0 the term alone; 1 OR the column IS NULL */
+      csq_pb *b = csq_pb_new();
+      int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1);
+      csq_pb_output(b, s0);
+      csq_pb_clause(b);
+      CHECK_RC(pl_filter_add_keymap(b, s1, f, nB), 0);
+      if (shape == 1) CHECK_RC(csq_pb_term(b, CSQ_OP_ISNULL, 0, s1, 0, 0, 0), 0);
+      uint8_t *p;
+      size_t n;
+      CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+      csq_pb_free(b);
+      int bAny = 0;
+      if (rg_run(&g, p, n, aKeep) == 0) {
+        nRan++;
+        int nBad = 0;
+        for (int r = 0; r < NROW; r++) {
+          const test_val *x = &aData[r];
+          int in = in_int_keys(x);
+          bAny |= in;
+          int want = (in || (shape == 1 && x->cls == CSQ_NULL)) && !aDel[r];
+          if (aKeep[r] != want && nBad++ < 3)
+            CHECK(0, ": keymap mode %d enc %d shape %d row %d (class %d): got %d want %d", m, g.enc,
+                  shape, r, x->cls, aKeep[r], want);
+        }
+      } else {
+        CHECK(0, ": keymap mode %d: the program did not run", m);
+      }
+      free(p);
+      if (shape == 0) { /* zone maps */
+        b = csq_pb_new();
+        s0 = csq_pb_input(b, 0);
+        s1 = csq_pb_input(b, 1);
+        csq_pb_output(b, s0);
+        csq_pb_keymap(b, 0, s1, f, nB);
+        csq_prog pr;
+        char zErr[200];
+        CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+        CHECK_RC(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)), 0);
+        int bSkip = csq_prog_zone_skip(&pr, NROW, 0, zone_of, g.aInfo);
+        CHECK(!bSkip || !bAny, ": keymap mode %d: skipped a row group with a row to keep", m);
+        csq_prog_clear(&pr);
+        csq_pb_free(b);
+        free(p);
+        /* the same keys moved past the column's largest integer */
+        const csq_zone *z = &g.aInfo[1].zone;
+        if ((z->clsMask & ~(1u << CSQ_NULL)) == (1u << CSQ_INT) && z->iMax < INT64_MAX - 100000) {
+          csq_put_le64(f, (uint64_t)z->iMax + 1 + rndn(5));
+          b = csq_pb_new();
+          s0 = csq_pb_input(b, 0);
+          s1 = csq_pb_input(b, 1);
+          csq_pb_output(b, s0);
+          csq_pb_keymap(b, 0, s1, f, nB);
+          CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+          CHECK_RC(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)), 0);
+          bSkip = csq_prog_zone_skip(&pr, NROW, 0, zone_of, g.aInfo);
+          CHECK(bSkip, ": keymap mode %d: integers outside the span not skipped", m);
+          nSkipOut += bSkip;
+          csq_prog_clear(&pr);
+          csq_pb_free(b);
+          free(p);
+        }
+      }
+      free(f);
+    }
+    free(g.slm);
+  }
+  CHECK(nRan >= 40, ": only %d keymap programs ran", nRan);
+  CHECK(nSkipOut >= 5, ": %d skips outside the span", nSkipOut);
+  /* the builder and the verifier refuse what the format does not allow */
+  uint8_t f[64] = {0};
+  static const uint32_t aBadSize[] = {0, 8, CSQ_KEYMAP_HDR + CSQ_KEYMAP_MAX_BYTES + 1};
+  uint8_t *big = calloc(1, CSQ_KEYMAP_HDR + CSQ_KEYMAP_MAX_BYTES + 1);
+  for (size_t i = 0; i < sizeof(aBadSize) / sizeof(aBadSize[0]); i++) {
+    csq_pb *b = csq_pb_new();
+    int s = csq_pb_input(b, 1);
+    CHECK_RC(csq_pb_keymap(b, 0, s, big, aBadSize[i]), -EINVAL);
+    csq_pb_free(b);
+  }
+  free(big);
+  static const int aBadFlags[] = {CSQ_TF_NOT, CSQ_TF_NOCASE, CSQ_TF_AFF_MASK, 0x100};
+  for (size_t i = 0; i < sizeof(aBadFlags) / sizeof(aBadFlags[0]); i++) {
+    csq_pb *b = csq_pb_new();
+    int s = csq_pb_input(b, 1);
+    CHECK_RC(csq_pb_keymap(b, aBadFlags[i], s, f, sizeof(f)), -EINVAL);
+    csq_pb_free(b);
+  }
+  csq_pb *b = csq_pb_new();
+  int s0 = csq_pb_input(b, 0), s1 = csq_pb_input(b, 1);
+  csq_pb_output(b, s0);
+  CHECK_RC(csq_pb_keymap(b, 0, s1, f, sizeof(f)), 0);
+  uint8_t *p;
+  size_t n;
+  char zErr[200];
+  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+  csq_pb_free(b);
+  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), 0);
+  const size_t oTerm = CSQ_PROG_HDR + 4 * (2 + 1 + 1), oConst = oTerm + CSQ_PROG_TERM_SZ;
+  uint8_t *q = malloc(n);
+  struct {
+    size_t off;
+    int width;
+    uint32_t v;
+  } aMut[] = {{oTerm + 1, 1, CSQ_TF_NOT},
+              {oTerm + 6, 2, 1},
+              {oConst + 4, 4, 8},
+              {oConst + 4, 4, 0},
+              {oConst, 1, CSQ_TEXT}};
+  for (size_t i = 0; i < sizeof(aMut) / sizeof(aMut[0]); i++) {
+    memcpy(q, p, n);
+    if (aMut[i].width == 1) q[aMut[i].off] = (uint8_t)aMut[i].v;
+    if (aMut[i].width == 2) csq_put_le16(q + aMut[i].off, (uint16_t)aMut[i].v);
+    if (aMut[i].width == 4) csq_put_le32(q + aMut[i].off, aMut[i].v);
+    zErr[0] = 0;
+    CHECK_RC(parse_rc(q, n, zErr, sizeof(zErr)), -EINVAL);
+    CHECK(strstr(zErr, "KEYMAP") != NULL, ": mutation %zu refused with %s", i, zErr);
+  }
+  free(q);
+  free(p);
+  /* not a condition of CASE */
+  b = csq_pb_new();
+  s1 = csq_pb_input(b, 1);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, f, sizeof(f));
+  int c = csq_pb_cond(b, CSQ_OP_KEYMAP, 0, s1, k, 0, 0);
+  int e1 = csq_pb_expr_const(b, csq_pb_const_int(b, 1)),
+      e0 = csq_pb_expr_const(b, csq_pb_const_int(b, 0));
+  csq_pb_agg(b, CSQ_AGG_SUM, 0, csq_pb_expr_case(b, c, e1, e0));
+  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+  csq_pb_free(b);
+  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), -EINVAL);
+  CHECK(strstr(zErr, "only filter terms") != NULL, ": %s", zErr);
+  free(p);
+  free(aKeep);
+}
+
 int main(void) {
   sqlite3 *db;
   if (sqlite3_open(":memory:", &db) != SQLITE_OK) {
@@ -1010,6 +1216,7 @@ int main(void) {
   test_keyhash(db);
   test_filter();
   test_term();
+  test_keymap_term();
   test_verify();
   test_scan();
   sqlite3_close(db);
