@@ -11,6 +11,12 @@ uint64_t ex_ag_bound(const ag_tab *t, uint64_t nGroup, uint64_t nVar) {
          nVar;
 }
 
+static inline uint64_t real_bits(double r) {
+  uint64_t u;
+  memcpy(&u, &r, 8);
+  return u;
+}
+
 /* The value of result column j (key or state) of group g. */
 static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_val *v) {
   memset(v, 0, sizeof(*v));
@@ -74,12 +80,80 @@ static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_v
   }
 }
 
+/* Write state column j of every group when it is a count or one of a
+** sum's columns (one class, no bytes: no pass to learn its shape, no
+** value built per cell); 0 if it is neither. */
+static int ag_write_fixed(const ag_tab *t, const csq_prog *pp, int j, uint8_t *pDesc, uint8_t *q,
+                          uint64_t *pnBytes) {
+  uint32_t n = t->g.nGroup;
+  j -= t->g.nKey;
+  if (j < 0) return 0;
+  int ia = 0;
+  while (ia < t->nAgg && j >= csq_agg_state_cols(pp->aAgg[ia].fn))
+    j -= csq_agg_state_cols(pp->aAgg[ia++].fn);
+  if (ia == t->nAgg) return 0;
+  int fn = pp->aAgg[ia].fn, bCount = fn == CSQ_AGG_COUNT_STAR || fn == CSQ_AGG_COUNT;
+  if (!bCount && csq_agg_state_cols(fn) != CSQ_AGG_SUM_COLS) return 0;
+  uint8_t cls = !bCount && (j == 4 || j == 5) ? CSQ_REAL : CSQ_INT;
+  const ex_res_shape sh = ex_res_shape_of((uint8_t)(1u << cls), n, 0);
+  ex_res_desc_put(pDesc, &sh, (uint8_t)(1u << cls), 0);
+  const uint8_t *st = t->g.aState + t->aOff[ia];
+  const size_t stride = t->g.stride;
+  uint8_t *o = q + sh.l.oVal;
+#define EACH(expr)                                                                                 \
+  for (uint32_t g = 0; g < n; g++, st += stride) {                                                 \
+    const ag_sum *sm = (const ag_sum *)(const void *)st;                                           \
+    (void)sm;                                                                                      \
+    csq_put_le64(o + 8ull * g, (expr));                                                            \
+  }
+  if (bCount) {
+    EACH((uint64_t) * (const int64_t *)(const void *)st);
+  } else {
+    switch (j) {
+    case 0:
+      EACH((uint64_t)sm->cnt);
+      break;
+    case 1:
+      EACH((uint64_t)sm->nReal);
+      break;
+    case 2:
+      EACH((uint64_t)sm->isum);
+      break;
+    case 3:
+      EACH((uint64_t)(sm->isum >> 64));
+      break;
+    case 4:
+      EACH(real_bits(sm->rs));
+      break;
+    case 5:
+      EACH(real_bits(sm->rc));
+      break;
+    case 6: /* positives and negatives, each saturating at INT64_MAX */
+      EACH(sm->isum + sm->ineg > INT64_MAX ? (uint64_t)INT64_MAX
+                                           : (uint64_t)(int64_t)(sm->isum + sm->ineg));
+      break;
+    default:
+      EACH(sm->ineg > INT64_MAX ? (uint64_t)INT64_MAX : (uint64_t)(int64_t)sm->ineg);
+      break;
+    }
+  }
+#undef EACH
+  ex_res_pad(q, &sh, n, 0);
+  *pnBytes = sh.l.nBytes;
+  return 1;
+}
+
 /* Write the result of t (rows processed up to nextRow) at pOut. */
 uint64_t ex_ag_write(const ag_tab *t, const csq_prog *pp, uint8_t *pOut, uint32_t nextRow) {
   uint32_t n = t->g.nGroup;
   uint8_t *q = pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * t->nCol;
   ex_val v;
   for (int j = 0; j < t->nCol; j++) {
+    uint64_t nFixed = 0;
+    if (ag_write_fixed(t, pp, j, pOut + CSQ_RES_HDR + (size_t)CSQ_RES_COL_SZ * j, q, &nFixed)) {
+      q += nFixed;
+      continue;
+    }
     uint8_t m = 0;
     uint64_t nHeap = 0;
     for (uint32_t g = 0; g < n; g++) {
