@@ -10,6 +10,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include "device/format/group.h"
 #include "vtab/vtab.h"
 
 vt_conn *vt_conn_new(sqlite3 *db) {
@@ -46,6 +47,7 @@ void vt_conn_free(void *pArg) {
   }
   sqlite3_free(p);
   csq_vec_release_kept(); /* a closed connection runs no more queries */
+  csq_group_release_kept();
 }
 
 /* Map a device/store return code to SQLite's. */

@@ -6,9 +6,11 @@
 ** mapped rather than malloc'd: growing one is then an mremap, which moves
 ** page tables instead of copying bytes as realloc does once glibc serves
 ** the size from its heap, and the mapping asks for transparent huge
-** pages, one page fault per 2 MiB instead of per 4 KiB.
+** pages, one page fault per 2 MiB instead of per 4 KiB. Freed mappings
+** are kept for the next tables, up to a bound.
 */
 #include <errno.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -32,35 +34,111 @@ static size_t map_size(size_t n) {
   return (n + GROUP_MAP_PAGE - 1) & ~(GROUP_MAP_PAGE - 1);
 }
 
-/* Array p of nOld bytes (NULL if nOld is 0) resized to nNew bytes, larger:
-** malloc'd below GROUP_MAP_MIN bytes, mapped from there on (a size says
-** which, so callers keep sizes, not flags). The new array, or NULL on OOM
-** (p is then unchanged). The bytes past nOld are undefined. A size no
-** larger than nOld returns p. */
-static void *arr_grow(void *p, size_t nOld, size_t nNew) {
+/* Mappings freed by one table are kept, up to GROUP_KEEP_BYTES in all, for
+** the next ones: a query makes the same large tables each time it runs,
+** and pages fresh from the kernel are zeroed before use, which costs more
+** than the grouping that fills them. */
+#define GROUP_KEEP_SLOTS 16
+#define GROUP_KEEP_BYTES ((size_t)384 << 20)
+
+static pthread_mutex_t gKeepMutex = PTHREAD_MUTEX_INITIALIZER;
+static struct {
+  void *p;
+  size_t n; /* the mapping's size */
+} gKeep[GROUP_KEEP_SLOTS];
+static int gnKeep;
+static size_t gnKeepBytes;
+
+/* The smallest kept mapping of nMin to nMax bytes, its size in *pn; NULL
+** if there is none. */
+static void *keep_take(size_t nMin, size_t nMax, size_t *pn) {
+  void *p = NULL;
+  pthread_mutex_lock(&gKeepMutex);
+  int iBest = -1;
+  for (int i = 0; i < gnKeep; i++)
+    if (gKeep[i].n >= nMin && gKeep[i].n <= nMax && (iBest < 0 || gKeep[i].n < gKeep[iBest].n))
+      iBest = i;
+  if (iBest >= 0) {
+    p = gKeep[iBest].p;
+    *pn = gKeep[iBest].n;
+    gnKeepBytes -= gKeep[iBest].n;
+    gKeep[iBest] = gKeep[--gnKeep];
+  }
+  pthread_mutex_unlock(&gKeepMutex);
+  return p;
+}
+
+/* Mapping p of n bytes is no longer used: kept if there is room, else
+** unmapped. */
+static void keep_give(void *p, size_t n) {
+  pthread_mutex_lock(&gKeepMutex);
+  if (gnKeep < GROUP_KEEP_SLOTS && gnKeepBytes + n <= GROUP_KEEP_BYTES) {
+    gKeep[gnKeep].p = p;
+    gKeep[gnKeep++].n = n;
+    gnKeepBytes += n;
+    p = NULL;
+  }
+  pthread_mutex_unlock(&gKeepMutex);
+  if (p) munmap(p, n);
+}
+
+void csq_group_release_kept(void) {
+  pthread_mutex_lock(&gKeepMutex);
+  while (gnKeep > 0) {
+    gnKeep--;
+    munmap(gKeep[gnKeep].p, gKeep[gnKeep].n);
+  }
+  gnKeepBytes = 0;
+  pthread_mutex_unlock(&gKeepMutex);
+}
+
+/* Array p of nOld bytes (NULL if nOld is 0) resized to at least nNew bytes,
+** larger: malloc'd below GROUP_MAP_MIN bytes, mapped from there on (a size
+** says which, so callers keep sizes, not flags). A kept mapping of up to
+** four times the size is taken first, whole; *pnCap is the array's size
+** now, which the caller keeps. The new array, or NULL on OOM (p is then
+** unchanged). The bytes past nOld are undefined. A size no larger than
+** nOld returns p. */
+static void *arr_grow(void *p, size_t nOld, size_t nNew, size_t *pnCap) {
+  *pnCap = nOld;
   if (nNew <= nOld) return p; /* grown before, by a call that failed later */
-  if (nNew < GROUP_MAP_MIN) return realloc(p, nNew);
-  void *q;
+  if (nNew < GROUP_MAP_MIN) {
+    void *q = realloc(p, nNew);
+    if (q) *pnCap = nNew;
+    return q;
+  }
+  size_t nMap = map_size(nNew), nKept = 0;
+  void *q = keep_take(nMap, 4 * nMap, &nKept);
+  if (q) {
+    if (nOld) memcpy(q, p, nOld);
+    if (nOld >= GROUP_MAP_MIN)
+      keep_give(p, nOld);
+    else
+      free(p);
+    *pnCap = nKept;
+    return q;
+  }
   if (nOld >= GROUP_MAP_MIN) {
-    q = mremap(p, map_size(nOld), map_size(nNew), MREMAP_MAYMOVE);
+    q = mremap(p, nOld, nMap, MREMAP_MAYMOVE);
     if (q == MAP_FAILED) return NULL;
   } else {
-    q = mmap(NULL, map_size(nNew), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    q = mmap(NULL, nMap, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
     if (q == MAP_FAILED) return NULL;
     if (nOld) memcpy(q, p, nOld);
     free(p);
   }
 #ifdef MADV_HUGEPAGE
-  madvise(q, map_size(nNew), MADV_HUGEPAGE); /* advice only: no huge pages is fine */
+  madvise(q, nMap, MADV_HUGEPAGE); /* advice only: no huge pages is fine */
 #endif
+  *pnCap = nMap;
   return q;
 }
 
-/* Free array p of n bytes (arr_grow's). */
+/* Free array p of n bytes (arr_grow's size, or arr_zero's). */
 static void arr_free(void *p, size_t n) {
   if (!p) return;
   if (n >= GROUP_MAP_MIN)
-    munmap(p, map_size(n));
+    keep_give(p, map_size(n));
   else
     free(p);
 }
@@ -68,7 +146,10 @@ static void arr_free(void *p, size_t n) {
 /* A zeroed array of n bytes, for arr_free; NULL on OOM. */
 static void *arr_zero(size_t n) {
   if (n < GROUP_MAP_MIN) return calloc(1, n);
-  void *q = mmap(NULL, map_size(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  size_t nKept = 0;
+  void *q = keep_take(map_size(n), map_size(n), &nKept);
+  if (q) return memset(q, 0, n);
+  q = mmap(NULL, map_size(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (q == MAP_FAILED) return NULL;
 #ifdef MADV_HUGEPAGE
   madvise(q, map_size(n), MADV_HUGEPAGE);
@@ -140,18 +221,19 @@ int64_t csq_group_add(csq_group *t, const csq_value *aK, uint64_t h, uint32_t po
     uint32_t nNew = t->nAlloc ? t->nAlloc * 2 : 64;
     /* each array's size is its own (szKey, ...): one may grow and the
     ** next fail, and nAlloc is what all three hold */
-    csq_value *aKey = arr_grow(t->aKey, t->szKey, key_bytes(t, nNew));
+    size_t nCap;
+    csq_value *aKey = arr_grow(t->aKey, t->szKey, key_bytes(t, nNew), &nCap);
     if (!aKey) return -1;
     t->aKey = aKey;
-    t->szKey = key_bytes(t, nNew);
-    uint64_t *aH = arr_grow(t->aHash, t->szHash, sizeof(uint64_t) * (size_t)nNew);
+    t->szKey = nCap;
+    uint64_t *aH = arr_grow(t->aHash, t->szHash, sizeof(uint64_t) * (size_t)nNew, &nCap);
     if (!aH) return -1;
     t->aHash = aH;
-    t->szHash = sizeof(uint64_t) * (size_t)nNew;
-    uint8_t *aS = arr_grow(t->aState, t->szState, (size_t)t->stride * nNew);
+    t->szHash = nCap;
+    uint8_t *aS = arr_grow(t->aState, t->szState, (size_t)t->stride * nNew, &nCap);
     if (!aS) return -1;
     t->aState = aS;
-    t->szState = (size_t)t->stride * nNew;
+    t->szState = nCap;
     t->nAlloc = nNew;
   }
   uint32_t g = t->nGroup++;

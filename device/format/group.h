@@ -63,8 +63,11 @@ uint32_t csq_group_layout(const csq_prog *pp, size_t szSum, uint32_t *aOff);
 
 /* An empty table of nKey keys and stride-byte states per group. */
 void csq_group_init(csq_group *t, int nKey, uint32_t stride);
-/* Free what t holds, and the bytes kept for it; t is empty again. */
+/* Free what t holds, and the bytes kept for it; t is empty again. Its
+** large arrays are kept for the next tables (group.c), up to a bound. */
 void csq_group_free(csq_group *t);
+/* Unmap the large arrays kept for the next tables. */
+void csq_group_release_kept(void);
 
 /* The hash of a group's keys, combined one key's csq_value_hash at a
 ** time: start from CSQ_GROUP_HASH_SEED, csq_group_hash_step each key, and
