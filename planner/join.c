@@ -1661,6 +1661,8 @@ void pl_join_free(pl_join *p) {
     sqlite3_free(p->aTab[t].pProg);
   }
   sqlite3_free(p->zHost);
+  sqlite3_free(p->zInner);
+  sqlite3_free(p->zOuterSql);
   for (int t = 0; t < PL_JOIN_MAX_TAB; t++) csq_pb_free(p->apB[t]);
   sqlite3_free(p);
 }

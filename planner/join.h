@@ -158,6 +158,14 @@ typedef struct pl_join {
   /* zHost[iHostFrom, iHostFrom + nHostFrom) is its " FROM csq_jrows(?iRows)
   ** AS csq_j" (nHostFrom 0: zHost was rewritten since; see pl_join_agg_plan) */
   int iHostFrom, nHostFrom;
+  /* A derived table's join (vtab/query.c's plan_derived): zHost is the
+  ** outer statement with the inner SELECT's host part spliced in; zInner
+  ** is that host part, whose " FROM csq_jrows" iHostFrom and nHostFrom
+  ** then locate, zOuterSql the statement as written and nOuterCol its
+  ** columns (-1: any), for splicing a grouped host part in its place. All
+  ** NULL otherwise (sqlite3_malloc'd). */
+  char *zInner, *zOuterSql;
+  int nOuterCol;
   /* Uncorrelated scalar subqueries of one aggregate row, run before the
   ** host part (through the planner, by the caller) and bound as parameter
   ** iRows + 1 + i of zHost where they stood (sqlite3_malloc'd texts). */

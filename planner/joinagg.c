@@ -71,13 +71,16 @@ int pl_join_agg_plan(sqlite3 *db, const pl_join *j, sqlite3_value **aParam, int 
     t.aAff[i] = (char)('A' + a);
     t.aColl[i] = (char)(c != 0);
   }
-  zSql = sqlite3_mprintf("%.*s FROM csq_j%s", j->iHostFrom, j->zHost,
-                         j->zHost + j->iHostFrom + j->nHostFrom);
+  const char *zBase = j->zInner ? j->zInner : j->zHost;
+  zSql = sqlite3_mprintf("%.*s FROM csq_j%s", j->iHostFrom, zBase,
+                         zBase + j->iHostFrom + j->nHostFrom);
   if (!zSql) {
     rc = SQLITE_NOMEM;
     goto done;
   }
-  rc = pl_plan_query(db, zSql, aParam, nParam, ja_lookup, &t, ppPlan);
+  /* a derived table's columns keep their affinities in the outer statement */
+  rc = pl_plan_query_opt(db, zSql, aParam, nParam, ja_lookup, &t, j->zInner ? PL_PLAN_TYPED : 0,
+                         ppPlan);
 done:
   for (int i = 0; t.azName && i < n; i++) sqlite3_free(t.azName[i]);
   sqlite3_free(t.azName);

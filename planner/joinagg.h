@@ -25,7 +25,9 @@
 
 /* Plan j's host part over its joined rows: SQLITE_OK with *ppPlan, whose
 ** bPush is 1 for a grouped program (bRows 0) and its zHost over the
-** merged groups (csq_rows(?iRows)), else 0 with zWhy; SQLITE_NOMEM.
+** merged groups (csq_rows(?iRows); for a derived table's join, the inner
+** SELECT's part over them typed, csq_jrows(?iRows), for the caller to
+** splice into the outer statement), else 0 with zWhy; SQLITE_NOMEM.
 ** aParam[0..nParam) are zHost's parameters (the row set's NULL). */
 int pl_join_agg_plan(sqlite3 *db, const pl_join *j, sqlite3_value **aParam, int nParam,
                      pl_plan **ppPlan);

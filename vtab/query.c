@@ -465,6 +465,8 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   return SQLITE_OK;
 }
 
+static int join_agg_outer(q_tab *p, const pl_join *j, const pl_plan *plan, char **pzOuter);
+
 /* The joined rows' first JAGG_SAMPLE rows are grouped first: unless their
 ** groups are fewer than a JAGG_MIN_SHRINK-th of them, the rest is left to
 ** SQLite (see run_join_agg). */
@@ -489,6 +491,7 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
   dev_agg *pAgg = NULL;
   char *zErr = NULL;
   vt_rowset merged = {0, NULL, 0, NULL, NULL};
+  char *zOuter = NULL;
   int rc = aAll && apChunk ? SQLITE_OK : SQLITE_NOMEM, e = 0;
   for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
     aAll[k] = k < nParam && k != j->iRows - 1 ? aParam[k]
@@ -526,7 +529,11 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
     rc = SQLITE_ERROR;
     goto done;
   }
-  rc = sqlite3_prepare_v2(p->db, plan->zHost, -1, &c->pStmt, NULL);
+  if (j->zInner) {
+    rc = join_agg_outer(p, j, plan, &zOuter);
+    if (rc || !zOuter) goto done; /* SQLite groups the joined rows */
+  }
+  rc = sqlite3_prepare_v2(p->db, zOuter ? zOuter : plan->zHost, -1, &c->pStmt, NULL);
   for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
     if (aAll[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aAll[k]);
   if (rc == SQLITE_OK) {
@@ -542,6 +549,7 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
     *pbDone = 1;
 done:
   if (merged.aCol) vt_rowset_clear(&merged);
+  sqlite3_free(zOuter);
   free(zErr);
   dev_agg_free(pAgg);
   pl_plan_free(plan);
@@ -1100,6 +1108,20 @@ static int find_derived(const char *zSql, pl_derived *d) {
   return pl_derived_find(zSql, d) == PL_OK || pl_derived_with(zSql, d) == PL_OK;
 }
 
+/* A derived table's join grouped in csq's host engine: the statement with
+** plan's host part (typed, over the merged groups) in the inner SELECT's
+** place, into *pzOuter (sqlite3_malloc'd); NULL when SQLite does not take
+** it as it took the statement (the grouping then stays with SQLite).
+** SQLITE_OK or SQLITE_NOMEM. */
+static int join_agg_outer(q_tab *p, const pl_join *j, const pl_plan *plan, char **pzOuter) {
+  pl_derived d;
+  char zWhy[200];
+  *pzOuter = NULL;
+  if (!j->zOuterSql || !find_derived(j->zOuterSql, &d)) return SQLITE_OK;
+  return splice_host(p, j->zOuterSql, &d, plan->zHost, j->nOuterCol, plan->iRows, pzOuter, zWhy,
+                     sizeof(zWhy));
+}
+
 /* A derived table or WITH table over one csq table that the one-table
 ** planner splits (typed: the host part's columns take the inner SELECT's
 ** affinities): *ppPlan, its table *ppTab and the statement with the host
@@ -1205,9 +1227,11 @@ static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, 
         splice_host(p, zSql, &d, j->zHost, nCol, j->iRows + j->nValue, &zOuter, zWhy, sizeof(zWhy));
     if (rc2) return rc2;
     if (zOuter) {
-      sqlite3_free(j->zHost);
+      j->zInner = j->zHost; /* the inner host part, for run_join_agg */
       j->zHost = zOuter;
-      j->nHostFrom = 0;
+      j->zOuterSql = sqlite3_mprintf("%s", zSql);
+      j->nOuterCol = nCol;
+      if (!j->zOuterSql) return SQLITE_NOMEM;
     } else {
       j->bPlan = 0;
       snprintf(j->zWhy, sizeof(j->zWhy),
@@ -1607,14 +1631,20 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
   sqlite3_value **aNone = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
   pl_plan *plan = NULL;
   if (aNone) memset(aNone, 0, sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
+  char *zOuter = NULL;
   if (aNone && pl_join_agg_plan(p->db, j, aNone, nAll, &plan) == SQLITE_OK && plan->bPush &&
-      !plan->bRows)
+      !plan->bRows && (!j->zInner || (join_agg_outer(p, j, plan, &zOuter) == SQLITE_OK && zOuter)))
     x_add(c, "  host aggregation",
           sqlite3_mprintf("instead, when the first %d joined rows make fewer than %d groups: the "
                           "joined rows grouped in csq's host engine (%s), then SQLite runs %s",
-                          JAGG_SAMPLE, JAGG_SAMPLE / JAGG_MIN_SHRINK, plan->zDevice, plan->zHost));
+                          JAGG_SAMPLE, JAGG_SAMPLE / JAGG_MIN_SHRINK, plan->zDevice,
+                          zOuter ? zOuter : plan->zHost));
+  else if (plan && plan->bPush && j->zInner)
+    x_add(c, "  host aggregation",
+          sqlite3_mprintf("none, SQLite's: the outer statement does not take the grouped rows"));
   else if (plan && !plan->bPush)
     x_add(c, "  host aggregation", sqlite3_mprintf("none, SQLite's: %s", plan->zWhy));
+  sqlite3_free(zOuter);
   pl_plan_free(plan);
   sqlite3_free(aNone);
 }
