@@ -8,6 +8,7 @@
 #include <string.h>
 #include "planner/join.h"
 #include "planner/filter.h"
+#include "planner/joinfilter.h"
 #include "planner/parse.h"
 #include "device/format/program.h"
 
@@ -1485,6 +1486,7 @@ static void jp_plan(jp *s) {
     if (s->aOnOf[k] && s->aKind[k] == JT_KEY && !s->aUsed[k])
       return jp_fail_expr(s, "the LEFT JOIN key %s was not used as a key: SQLite plans the query",
                           s->aTerm[k]);
+  pl_join_read_order(j);
   /* the columns the host part reads */
   for (int i = 0; i < a->nCol; i++) jp_need(s, a->aCol[i].pExpr, 0);
   for (int k = 0; k < s->nTerm; k++)

@@ -149,6 +149,8 @@ typedef struct pl_join {
   int nScalar; /* scalar subqueries, whose row-set columns are filled after the semi-joins */
   pl_jscalar aScalar[PL_JOIN_MAX_SCALAR];
   int aOrder[PL_JOIN_MAX_TAB];    /* aOrder[0] probes; aOrder[1..] build and join in turn */
+  int aRead[PL_JOIN_MAX_TAB];     /* the build sides in the order they are read, then the
+                                     probe side (planner/joinfilter.h) */
   int nCol;                       /* row-set columns */
   char aColAff[PL_JOIN_MAX_OUT];  /* affinity of each ('A'..'E') */
   char aColColl[PL_JOIN_MAX_OUT]; /* collation of each: 'x' BINARY, 'n' NOCASE, 'r' RTRIM */

@@ -221,12 +221,33 @@ static int jf_has(const pl_jf_src *a, int n, int u, int iChunk, int iOut) {
   return 0;
 }
 
-int pl_join_filter_sources(const pl_join *j, int t, pl_jf_src *aSrc, int nMax) {
-  int iStep = 0, n = 0;
-  while (iStep < j->nTab && j->aOrder[iStep] != t) iStep++;
-  for (int s = iStep + 1; s < j->nTab; s++) {
-    int u = j->aOrder[s];
+/* Where table t is in the read order (the probe side last). */
+static int read_pos(const pl_join *j, int t) {
+  for (int i = 0; i < j->nTab - 1; i++)
+    if (j->aRead[i] == t) return i;
+  return j->nTab - 1;
+}
+
+/* The union-find of the chunks that inner-join keys make equal. */
+static void jf_equal_keys(const pl_join *j, jf_nodes *g) {
+  g->n = 0;
+  for (int u = 0; u < j->nTab; u++) {
     const pl_jtab *ju = &j->aTab[u];
+    if (ju->bLeft) continue;
+    for (int k = 0; k < ju->nKey; k++) {
+      int a = jf_root(g, jf_node(g, u, ju->aChunk[ju->aKeyOut[k]]));
+      const pl_jtab *jp = &j->aTab[ju->aKeyTab[k]];
+      int b = jf_root(g, jf_node(g, ju->aKeyTab[k], jp->aChunk[ju->aKeyProbe[k]]));
+      g->aUp[a] = b;
+    }
+  }
+}
+
+int pl_join_filter_sources(const pl_join *j, int t, pl_jf_src *aSrc, int nMax) {
+  int n = 0, iPos = read_pos(j, t);
+  for (int u = 0; u < j->nTab; u++) {
+    const pl_jtab *ju = &j->aTab[u];
+    if (u == t || read_pos(j, u) > iPos) continue;
     if (ju->bLeft) continue; /* a LEFT JOIN keeps the rows it does not match */
     for (int k = 0; k < ju->nKey && n < nMax; k++)
       if (ju->aKeyTab[k] == t &&
@@ -238,25 +259,13 @@ int pl_join_filter_sources(const pl_join *j, int t, pl_jf_src *aSrc, int nMax) {
   ** row, and SQLite's "=" between join keys (numeric with numeric, TEXT
   ** with TEXT, BINARY) is transitive */
   jf_nodes g;
-  g.n = 0;
-  for (int u = 0; u < j->nTab; u++) {
-    const pl_jtab *ju = &j->aTab[u];
-    if (ju->bLeft) continue;
-    for (int k = 0; k < ju->nKey; k++) {
-      int a = jf_root(&g, jf_node(&g, u, ju->aChunk[ju->aKeyOut[k]]));
-      const pl_jtab *jp = &j->aTab[ju->aKeyTab[k]];
-      int b = jf_root(&g, jf_node(&g, ju->aKeyTab[k], jp->aChunk[ju->aKeyProbe[k]]));
-      g.aUp[a] = b;
-    }
-  }
+  jf_equal_keys(j, &g);
   for (int a = 0; a < g.n; a++) {
     if (g.aTab[a] != t) continue;
     for (int b = 0; b < g.n && n < nMax; b++) {
       int u = g.aTab[b];
       if (u == t || jf_root(&g, a) != jf_root(&g, b)) continue;
-      int s = iStep + 1;
-      while (s < j->nTab && j->aOrder[s] != u) s++;
-      if (s >= j->nTab) continue; /* read after t */
+      if (read_pos(j, u) > iPos) continue; /* read after t */
       const pl_jtab *ju = &j->aTab[u];
       for (int o = 0; o < ju->nOut; o++)
         if (ju->aChunk[o] == g.aChunk[b] && !jf_has(aSrc, n, u, g.aChunk[a], o) && n < nMax) {
@@ -266,6 +275,45 @@ int pl_join_filter_sources(const pl_join *j, int t, pl_jf_src *aSrc, int nMax) {
     }
   }
   return n;
+}
+
+/* Would the scan of t be reduced by its filters or its join filters, with
+** the build sides read in j->aRead's order? aRed: the answer for every
+** table before t. */
+static int read_reduced(const pl_join *j, int t, const int *aRed) {
+  if (j->aTab[t].nFilter > 0 || j->aTab[t].bEmpty) return 1;
+  pl_jf_src aSrc[2 * PL_JOIN_MAX_TAB * PL_JOIN_MAX_KEY];
+  int nSrc = pl_join_filter_sources(j, t, aSrc, (int)(sizeof(aSrc) / sizeof(aSrc[0])));
+  for (int i = 0; i < nSrc; i++)
+    if (aRed[aSrc[i].u]) return 1;
+  return 0;
+}
+
+void pl_join_read_order(pl_join *j) {
+  int n = j->nTab - 1, aRed[PL_JOIN_MAX_TAB];
+  for (int i = 0; i < n; i++) j->aRead[i] = j->aOrder[j->nTab - 1 - i];
+  j->aRead[n > 0 ? n : 0] = j->aOrder[0];
+  jf_nodes g;
+  jf_equal_keys(j, &g);
+  /* each move leaves one table fewer read whole: it ends */
+  for (int i = 0; i < n; i++) {
+    memset(aRed, 0, sizeof(aRed));
+    for (int k = 0; k < i; k++) aRed[j->aRead[k]] = read_reduced(j, j->aRead[k], aRed);
+    int t = j->aRead[i];
+    if (j->aTab[t].bLeft || read_reduced(j, t, aRed)) continue;
+    for (int k = i + 1; k < n; k++) {
+      int u = j->aRead[k], bLink = 0;
+      if (j->aTab[u].bLeft || j->aTab[u].nFilter == 0) continue;
+      for (int a = 0; a < g.n && !bLink; a++)
+        for (int b = 0; b < g.n && !bLink; b++)
+          bLink = g.aTab[a] == t && g.aTab[b] == u && jf_root(&g, a) == jf_root(&g, b);
+      if (!bLink) continue;
+      memmove(&j->aRead[i], &j->aRead[i + 1], sizeof(int) * (size_t)(k - i));
+      j->aRead[k] = t;
+      i--; /* another table is at i now */
+      break;
+    }
+  }
 }
 
 /* A join filter to add: source aSrc[i], from a table holding this share of

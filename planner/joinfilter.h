@@ -4,8 +4,8 @@
 ** never leave the device.
 **
 ** The tables are read in the reverse of the join order (the build sides,
-** last joined first, then the probe side), so when table t is read every
-** table joined after it is in memory. For each such table u and each of
+** last joined first, then the probe side, see pl_join_read_order), so when
+** table t is read every table joined after it is in memory. For each such table u and each of
 ** its keys "t.x = u.y", t's program gets the term "x IN (the distinct
 ** non-NULL values of y in u's rows)" when there are at most
 ** PL_JOINFILTER_MAX_KEYS of them: in an inner join a row of t without such a
@@ -47,6 +47,16 @@
 /* A bitmap of integer keys replaces their Bloom filter when it takes at
 ** most this many times the filter's bytes. */
 #define PL_JOINFILTER_KEYMAP_RATIO 8
+
+/* The order j's tables are read in (j->aRead): the build sides last joined
+** first, so the small tables filter the bigger ones they join, then the
+** probe side; except that a build side that no filter of its own or of a
+** table read before it reduces (it would be read whole, and a table read
+** whole filters nothing a foreign key joins) is read right after the
+** first later build side with filters of its own that its keys connect
+** it to, whose keys then filter it (TPC-H Q10's customers after their
+** orders). A LEFT JOINed table keeps its place. */
+void pl_join_read_order(pl_join *j);
 
 /* A join filter of table t: t's chunk iChunk IN the values of output iOut
 ** of table u, read before t. bVia: the key is not u's with t but follows

@@ -940,8 +940,8 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   uint64_t nBuild = 0;
   pl_hj *h = NULL;
   for (int t = 0; t < j->nTab; t++) bEmpty |= j->aTab[t].bEmpty && !j->aTab[t].bLeft;
-  for (int s = j->nTab - 1; e == 0 && !bEmpty && s > 0; s--) {
-    int t = j->aOrder[s];
+  for (int s = 0; e == 0 && !bEmpty && s < j->nTab - 1; s++) {
+    int t = j->aRead[s];
     const pl_jtab *jt = &j->aTab[t];
     aData[t].nCol = jt->nOut;
     aData[t].aCol = calloc((size_t)(jt->nOut ? jt->nOut : 1), sizeof(csq_vec));

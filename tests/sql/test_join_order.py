@@ -90,3 +90,51 @@ def test_bloom_room_goes_to_the_selective_tables():
               + scan_bytes(con, "SELECT k FROM d WHERE z < 6000"))
     # 6000 of 40000 keys join: about 15% of f's rows, plus false positives
     assert joined - builds < probe / 3, (joined, builds, probe)
+
+
+def test_a_table_read_whole_waits_for_the_filtered_table_it_joins():
+    """TPC-H Q10's shape: lines join orders (filtered), orders join customers
+    (no filter), customers join nations (no filter). Read last-joined
+    first, the customers would come whole; read after the orders instead,
+    the orders' customer keys filter them. A LEFT JOINed table keeps its
+    place, and a table filtered through the tables before it stays too."""
+    rnd = random.Random(10)
+    con = connect()
+    make_pair(con, "n", "nk INTEGER, nname TEXT", [(i, "N%d" % i) for i in range(25)])
+    make_pair(con, "c", "ck INTEGER, cnk INTEGER, cname TEXT, caddr TEXT",
+              [(i, rnd.randrange(25), "customer %d" % i, "x" * rnd.randrange(40)) for i in range(8000)],
+              ", rowgroup=2048")
+    make_pair(con, "o", "ok INTEGER, ock INTEGER, odate TEXT",
+              [(i, rnd.randrange(8000), "199%d" % rnd.randrange(8)) for i in range(30000)],
+              ", rowgroup=4096")
+    make_pair(con, "l", "lok INTEGER, price REAL, flag TEXT",
+              [(rnd.randrange(30000), rnd.randrange(10000) / 4, rnd.choice("ANR")) for _ in range(60000)],
+              ", rowgroup=8192")
+    cases = [
+        ("SELECT {c}.ck, {c}.cname, {n}.nname, sum({l}.price) FROM {c}, {o}, {l}, {n} "
+         "WHERE {c}.ck = {o}.ock AND {l}.lok = {o}.ok AND {o}.odate = '1993' AND {l}.flag <> 'x' "
+         "AND {c}.cnk = {n}.nk GROUP BY 1, 2, 3", True),
+        # customers filtered through their nation: read before the orders, as before
+        ("SELECT {c}.ck, count(*) FROM {c}, {o}, {l}, {n} WHERE {c}.ck = {o}.ock AND {l}.lok = {o}.ok "
+         "AND {o}.odate = '1993' AND {c}.cnk = {n}.nk AND {n}.nname = 'N3' GROUP BY 1", False),
+        # a LEFT JOINed customer table keeps its place
+        ("SELECT {o}.ok, {c}.cname FROM {l} JOIN {o} ON {l}.lok = {o}.ok LEFT JOIN {c} ON {c}.ck = {o}.ock "
+         "WHERE {o}.odate = '1994'", False),
+    ]
+    for text, bAfter in cases:
+        mine = text.format(n="n", c="c", o="o", l="l")
+        native = text.format(n="nn", c="nc", o="no", l="nl")
+        filters = [d for p, d in con.execute("SELECT part, detail FROM csq_explain(?)", (mine,))
+                   if p.strip() == "join filter"]
+        byOrders = any(d.startswith("c.ck IN (the distinct o.ock") for d in filters)
+        assert byOrders == bAfter, (mine, filters)
+        joined, got = via_view_bytes(con, mine)
+        want = sorted(map(canon, con.execute(native).fetchall()))
+        assert got == want and want, (mine, got[:3], want[:3])
+        if bAfter:
+            # the customers that reach the host are about those of 1993's
+            # orders (an eighth of the orders: under 3 in 4 customers), not all
+            whole = scan_bytes(con, "SELECT ck, cnk, cname FROM c WHERE ck >= 0")
+            lines = scan_bytes(con, "SELECT lok, price FROM l WHERE lok IN (SELECT ok FROM o WHERE "
+                                    "odate = '1993')")
+            assert joined < whole + lines, (joined, whole, lines)
