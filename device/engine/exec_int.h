@@ -418,6 +418,11 @@ static inline void ex_res_pad(uint8_t *out, const ex_res_shape *s, uint32_t n, u
 int ex_pat_compile(ex_term *et);
 /* Term et on one value v: 1 true, 0 false or NULL. */
 int ex_ev_one(const ex_term *et, const ex_val *v);
+/* LIKE / GLOB term et of a pattern of segments over rows aSel[0..n) of a
+** plain TEXT column, into aM, as ex_ev_one would give them; 0 (nothing
+** done) for any other term or column. */
+int ex_like_text_col(const ex_term *et, const ex_col *c, const uint32_t *aSel, uint32_t n,
+                     uint8_t *aM);
 
 /* ---- exec_compile.c: the program type's xVerify and xFree ---- */
 

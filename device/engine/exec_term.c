@@ -455,6 +455,7 @@ int ex_eval_term(const ex_term *et, ex_col *c, uint32_t b0, uint32_t nb, const u
         if (col_null(c, aSel[k])) aM[k] = et->nullRes;
     return 0;
   }
+  if (ex_like_text_col(et, c, aSel, n, aM)) return 0;
   for (k = 0; k < n; k++) {
     ex_col_get(c, aSel[k], &v);
     aM[k] = (uint8_t)ex_ev_one(et, &v);

@@ -282,6 +282,32 @@ static int pat_match(const ex_term *et, const uint8_t *z, uint32_t n) {
   return p == et->nTok;
 }
 
+int ex_like_text_col(const ex_term *et, const ex_col *c, const uint32_t *aSel, uint32_t n,
+                     uint8_t *aM) {
+  if ((et->t.op != CSQ_OP_LIKE && et->t.op != CSQ_OP_GLOB) || et->nSeg < 1 ||
+      et->a->cls == CSQ_NULL || c->kind != K_TEXTP || c->d.cls != CSQ_TEXT)
+    return 0;
+  /* a prefix alone needs no end: a NUL within it fails the compare (the
+  ** segments are ASCII literals, never NUL), one after it cannot matter */
+  const uint32_t m = et->aSegOff[1];
+  const int bPrefix = et->nSeg == 1 && et->bAnchorStart && !et->bAnchorEnd;
+  const uint8_t neg = (uint8_t)et->bNot;
+  for (uint32_t k = 0; k < n; k++) {
+    uint32_t r = aSel[k];
+    if (col_null(c, r)) {
+      aM[k] = (uint8_t)et->nullRes;
+      continue;
+    }
+    uint32_t o0 = csq_le32(c->d.aOff + 4 * (size_t)r), o1 = csq_le32(c->d.aOff + 4 * (size_t)r + 4);
+    const uint8_t *z = c->d.aVar + o0;
+    uint32_t nz = o1 - o0;
+    int bMatch = bPrefix ? nz >= m && seg_eq(z, et->aSegByte, m, et->bSegFold)
+                         : seg_match(et, z, str_end(z, nz));
+    aM[k] = (uint8_t)bMatch ^ neg;
+  }
+  return 1;
+}
+
 /* The text SQLite gives a number: integers in decimal, reals as "%!.15g"
 ** (a ".0" where %g would print none; "Inf"/"-Inf"). */
 static uint32_t render_num(const ex_val *v, char *buf, size_t nBuf) {

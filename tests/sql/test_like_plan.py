@@ -110,6 +110,34 @@ def test_pushed_like_is_in_the_device_program():
     assert e["plan"] == "device+host" and "LIKE" not in e["host"] and "NOT IN" not in e["host"], e
 
 
+def test_prefix_patterns_at_the_ends_of_short_text():
+    """A prefix pattern ('13*', 'ab%') over a column of distinct texts is
+    compared with each text's first bytes: texts equal to the prefix, one
+    byte short of it, one longer, with a NUL inside or right after it, in
+    the other case, empty, NULL; LIKE folded or not, NOT too."""
+    con = connect()
+    con.execute("CREATE VIRTUAL TABLE p USING csq(t TEXT, pushdown='always')")
+    con.execute("CREATE TABLE np(t TEXT)")
+    rnd = random.Random(31)
+    base = ["13", "1", "", "13x", "x13", "1\x003", "13\x00", "ab", "AB", "aB", "a", "abc", "Ab\x00c"]
+    rows = [(t,) for t in base] + [(None,)] * 3
+    rows += [("%s%d" % (rnd.choice(["13", "ab", "AB", "1", "z"]), i),) for i in range(3000)]
+    for name in ("p", "np"):
+        con.executemany("INSERT INTO %s VALUES(?)" % name, rows)
+    n = 0
+    for pragma in ("OFF", "ON"):
+        con.execute("PRAGMA case_sensitive_like = %s" % pragma)
+        for w in ("t GLOB '13*'", "t GLOB '1*'", "t NOT GLOB 'ab*'", "t LIKE 'ab%'", "t LIKE '13%'",
+                  "t NOT LIKE 'AB%'", "t LIKE 'abc%'", "t GLOB 'ab*' OR t GLOB '13*'"):
+            for q in ("SELECT count(*) FROM {p} WHERE " + w, "SELECT t FROM {p} WHERE " + w):
+                mine, native = q.format(p="p"), q.format(p="np")
+                got, gerr = via_view(con, mine)
+                want, werr = answer(con, native)
+                assert (got, gerr) == (want, werr), (pragma, mine, got, want)
+                n += explain(con, mine)["plan"].startswith("device")
+    assert n >= 10, n
+
+
 def test_segment_patterns_over_long_text_equal_native():
     """Patterns of literals and '%' ('%special%requests%') are searched for
     segment by segment, sixteen places at a time where the text is long:
