@@ -16,6 +16,7 @@
 #include <sys/mman.h>
 
 #include "device/format/group.h"
+#include "device/format/keep.h"
 
 /* A block of kept bytes; blocks are never reallocated, so kept bytes stay
 ** put. */
@@ -41,55 +42,20 @@ static size_t map_size(size_t n) {
 #define GROUP_KEEP_SLOTS 16
 #define GROUP_KEEP_BYTES ((size_t)384 << 20)
 
-static pthread_mutex_t gKeepMutex = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  void *p;
-  size_t n; /* the mapping's size */
-} gKeep[GROUP_KEEP_SLOTS];
-static int gnKeep;
-static size_t gnKeepBytes;
+static csq_keep gKeep = CSQ_KEEP_INIT(GROUP_KEEP_SLOTS, GROUP_KEEP_BYTES);
 
-/* The smallest kept mapping of nMin to nMax bytes, its size in *pn; NULL
-** if there is none. */
-static void *keep_take(size_t nMin, size_t nMax, size_t *pn) {
-  void *p = NULL;
-  pthread_mutex_lock(&gKeepMutex);
-  int iBest = -1;
-  for (int i = 0; i < gnKeep; i++)
-    if (gKeep[i].n >= nMin && gKeep[i].n <= nMax && (iBest < 0 || gKeep[i].n < gKeep[iBest].n))
-      iBest = i;
-  if (iBest >= 0) {
-    p = gKeep[iBest].p;
-    *pn = gKeep[iBest].n;
-    gnKeepBytes -= gKeep[iBest].n;
-    gKeep[iBest] = gKeep[--gnKeep];
-  }
-  pthread_mutex_unlock(&gKeepMutex);
-  return p;
+static void map_free(void *p, size_t n) {
+  munmap(p, n);
 }
 
 /* Mapping p of n bytes is no longer used: kept if there is room, else
 ** unmapped. */
 static void keep_give(void *p, size_t n) {
-  pthread_mutex_lock(&gKeepMutex);
-  if (gnKeep < GROUP_KEEP_SLOTS && gnKeepBytes + n <= GROUP_KEEP_BYTES) {
-    gKeep[gnKeep].p = p;
-    gKeep[gnKeep++].n = n;
-    gnKeepBytes += n;
-    p = NULL;
-  }
-  pthread_mutex_unlock(&gKeepMutex);
-  if (p) munmap(p, n);
+  if (!csq_keep_give(&gKeep, p, n)) munmap(p, n);
 }
 
 void csq_group_release_kept(void) {
-  pthread_mutex_lock(&gKeepMutex);
-  while (gnKeep > 0) {
-    gnKeep--;
-    munmap(gKeep[gnKeep].p, gKeep[gnKeep].n);
-  }
-  gnKeepBytes = 0;
-  pthread_mutex_unlock(&gKeepMutex);
+  csq_keep_drain(&gKeep, map_free);
 }
 
 /* Array p of nOld bytes (NULL if nOld is 0) resized to at least nNew bytes,
@@ -108,7 +74,7 @@ static void *arr_grow(void *p, size_t nOld, size_t nNew, size_t *pnCap) {
     return q;
   }
   size_t nMap = map_size(nNew), nKept = 0;
-  void *q = keep_take(nMap, 4 * nMap, &nKept);
+  void *q = csq_keep_take(&gKeep, nMap, 4 * nMap, &nKept);
   if (q) {
     if (nOld) memcpy(q, p, nOld);
     if (nOld >= GROUP_MAP_MIN)
@@ -147,7 +113,7 @@ static void arr_free(void *p, size_t n) {
 static void *arr_zero(size_t n) {
   if (n < GROUP_MAP_MIN) return calloc(1, n);
   size_t nKept = 0;
-  void *q = keep_take(map_size(n), map_size(n), &nKept);
+  void *q = csq_keep_take(&gKeep, map_size(n), map_size(n), &nKept);
   if (q) return memset(q, 0, n);
   q = mmap(NULL, map_size(n), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
   if (q == MAP_FAILED) return NULL;

@@ -8,6 +8,8 @@
 */
 #include "device/format/vec.h"
 
+#include "device/format/keep.h"
+
 #include <errno.h>
 #include <pthread.h>
 #include <stdlib.h>
@@ -49,29 +51,13 @@ void csq_mem_advise(void *p, size_t n) {
 #endif
 #define VEC_KEEP_BYTES ((size_t)128 << 20)
 
-static pthread_mutex_t gKeepMutex = PTHREAD_MUTEX_INITIALIZER;
-static struct {
-  void *p;
-  size_t n;
-} gKeep[VEC_KEEP_SLOTS + 1];
-static int gnKeep;
-static size_t gnKeepBytes;
+static csq_keep gKeep = CSQ_KEEP_INIT(VEC_KEEP_SLOTS, VEC_KEEP_BYTES);
 
 /* A large block of at least n bytes: a kept one of n to 2n bytes, else a
 ** new one advised for huge pages. */
 static void *large_alloc(size_t n) {
-  void *p = NULL;
-  pthread_mutex_lock(&gKeepMutex);
-  int iBest = -1;
-  for (int i = 0; i < gnKeep; i++)
-    if (gKeep[i].n >= n && gKeep[i].n / 2 <= n && (iBest < 0 || gKeep[i].n < gKeep[iBest].n))
-      iBest = i;
-  if (iBest >= 0) {
-    p = gKeep[iBest].p;
-    gnKeepBytes -= gKeep[iBest].n;
-    gKeep[iBest] = gKeep[--gnKeep];
-  }
-  pthread_mutex_unlock(&gKeepMutex);
+  size_t nKept;
+  void *p = csq_keep_take(&gKeep, n, 2 * n, &nKept);
   if (!p && (p = malloc(n)) != NULL) csq_mem_advise(p, n);
   return p;
 }
@@ -79,24 +65,17 @@ static void *large_alloc(size_t n) {
 /* Free block p, known to hold at least n bytes: kept if large and there is
 ** room. */
 static void vec_block_free(void *p, size_t n) {
-  if (p && n >= VEC_HUGE_MIN) {
-    pthread_mutex_lock(&gKeepMutex);
-    if (gnKeep < VEC_KEEP_SLOTS && gnKeepBytes + n <= VEC_KEEP_BYTES) {
-      gKeep[gnKeep].p = p;
-      gKeep[gnKeep++].n = n;
-      gnKeepBytes += n;
-      p = NULL;
-    }
-    pthread_mutex_unlock(&gKeepMutex);
-  }
+  if (p && n >= VEC_HUGE_MIN && csq_keep_give(&gKeep, p, n)) return;
+  free(p);
+}
+
+static void block_free(void *p, size_t n) {
+  (void)n;
   free(p);
 }
 
 void csq_vec_release_kept(void) {
-  pthread_mutex_lock(&gKeepMutex);
-  while (gnKeep > 0) free(gKeep[--gnKeep].p);
-  gnKeepBytes = 0;
-  pthread_mutex_unlock(&gKeepMutex);
+  csq_keep_drain(&gKeep, block_free);
 }
 
 /* realloc of an array of nOld bytes to nNew bytes (nNew > nOld). A large
