@@ -743,24 +743,25 @@ int csq_pb_colcmp(csq_pb *b, int cmp, int flags, int slot, int slot2) {
   return csq_pb_term(b, CSQ_OP_COLCMP, flags, slot, slot2, cmp, 0);
 }
 
-int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t nBytes) {
+/* A join filter term (op BLOOM or KEYMAP) whose BLOB constant is p[0..n),
+** a size the op's format allows (bSizeOk). */
+static int pb_join_filter(csq_pb *b, int op, int flags, int slot, const void *p, uint32_t n,
+                          int bSizeOk) {
   if (b->rc) return b->rc;
   if ((flags & ~CSQ_TF_AFF_MASK) || (flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK || slot < 0 ||
-      slot >= b->nIn || !pFilter || !csq_bloom_size_ok(nBytes))
+      slot >= b->nIn || !p || !bSizeOk)
     return pb_fail(b, -EINVAL);
-  int k = csq_pb_const_bytes(b, CSQ_BLOB, pFilter, nBytes);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, p, n);
   if (k < 0) return k;
-  return csq_pb_term(b, CSQ_OP_BLOOM, flags, slot, k, 0, 0);
+  return csq_pb_term(b, op, flags, slot, k, 0, 0);
+}
+
+int csq_pb_bloom(csq_pb *b, int flags, int slot, const void *pFilter, uint32_t nBytes) {
+  return pb_join_filter(b, CSQ_OP_BLOOM, flags, slot, pFilter, nBytes, csq_bloom_size_ok(nBytes));
 }
 
 int csq_pb_keymap(csq_pb *b, int flags, int slot, const void *pMap, uint32_t nBytes) {
-  if (b->rc) return b->rc;
-  if ((flags & ~CSQ_TF_AFF_MASK) || (flags & CSQ_TF_AFF_MASK) == CSQ_TF_AFF_MASK || slot < 0 ||
-      slot >= b->nIn || !pMap || !csq_keymap_size_ok(nBytes))
-    return pb_fail(b, -EINVAL);
-  int k = csq_pb_const_bytes(b, CSQ_BLOB, pMap, nBytes);
-  if (k < 0) return k;
-  return csq_pb_term(b, CSQ_OP_KEYMAP, flags, slot, k, 0, 0);
+  return pb_join_filter(b, CSQ_OP_KEYMAP, flags, slot, pMap, nBytes, csq_keymap_size_ok(nBytes));
 }
 
 /* Encode a 16-byte term (filter or condition) at e. -EINVAL if a field
