@@ -873,6 +873,54 @@ static int parse_rc(const uint8_t *p, size_t n, char *zErr, size_t nErr) {
   return rc;
 }
 
+/* A program field changed (width 1, 2 or 4 bytes at off to v), and why it
+** must be refused. */
+typedef struct prog_mut {
+  size_t off;
+  int width;
+  uint64_t v;
+  const char *zWhy;
+} prog_mut;
+
+/* Each mutation of program p[0..n) is refused with a message (holding
+** zNeed when not NULL). */
+static void check_refused(const uint8_t *p, size_t n, const prog_mut *a, size_t nMut,
+                          const char *zNeed) {
+  uint8_t *q = malloc(n);
+  char zErr[200];
+  for (size_t i = 0; i < nMut; i++) {
+    memcpy(q, p, n);
+    if (a[i].width == 1) q[a[i].off] = (uint8_t)a[i].v;
+    if (a[i].width == 2) csq_put_le16(q + a[i].off, (uint16_t)a[i].v);
+    if (a[i].width == 4) csq_put_le32(q + a[i].off, (uint32_t)a[i].v);
+    zErr[0] = 0;
+    CHECK_RC(parse_rc(q, n, zErr, sizeof(zErr)), -EINVAL);
+    CHECK(zErr[0] != 0 && (!zNeed || strstr(zErr, zNeed)), ": %s refused with \"%s\"", a[i].zWhy,
+          zErr);
+  }
+  free(q);
+}
+
+/* A join filter term of op over BLOB f[0..nf) only filters: as a condition
+** of CASE the program is refused. */
+static void check_not_a_condition(int op, const uint8_t *f, uint32_t nf) {
+  csq_pb *b = csq_pb_new();
+  int s1 = csq_pb_input(b, 1);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, f, nf);
+  int c = csq_pb_cond(b, op, 0, s1, k, 0, 0);
+  int e1 = csq_pb_expr_const(b, csq_pb_const_int(b, 1)),
+      e0 = csq_pb_expr_const(b, csq_pb_const_int(b, 0));
+  csq_pb_agg(b, CSQ_AGG_SUM, 0, csq_pb_expr_case(b, c, e1, e0));
+  uint8_t *p;
+  size_t n;
+  char zErr[200];
+  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
+  csq_pb_free(b);
+  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), -EINVAL);
+  CHECK(strstr(zErr, "only filter terms") != NULL, ": %s", zErr);
+  free(p);
+}
+
 static void test_verify(void) {
   uint8_t f[64] = {0}, big[128] = {0};
   char zErr[200];
@@ -916,12 +964,7 @@ static void test_verify(void) {
   CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), 0);
   uint8_t *q = malloc(n);
   const size_t oTerm = CSQ_PROG_HDR + 4 * (2 + 1 + 1), oConst = oTerm + CSQ_PROG_TERM_SZ;
-  struct {
-    size_t off;
-    int width;
-    uint64_t v;
-    const char *zWhy;
-  } aMut[] = {
+  const prog_mut aMut[] = {
       {oTerm + 1, 1, CSQ_TF_NOT, "NOT"},
       {oTerm + 1, 1, CSQ_TF_NOCASE, "collation"},
       {oTerm + 1, 1, CSQ_TF_BLOB_TEXT, "blob-as-text"},
@@ -935,15 +978,7 @@ static void test_verify(void) {
       {oConst + 4, 4, 128, "128 bytes (past the heap)"},
       {oConst, 1, CSQ_TEXT, "a TEXT constant"},
   };
-  for (size_t i = 0; i < sizeof(aMut) / sizeof(aMut[0]); i++) {
-    memcpy(q, p, n);
-    if (aMut[i].width == 1) q[aMut[i].off] = (uint8_t)aMut[i].v;
-    if (aMut[i].width == 2) csq_put_le16(q + aMut[i].off, (uint16_t)aMut[i].v);
-    if (aMut[i].width == 4) csq_put_le32(q + aMut[i].off, (uint32_t)aMut[i].v);
-    zErr[0] = 0;
-    CHECK_RC(parse_rc(q, n, zErr, sizeof(zErr)), -EINVAL);
-    CHECK(zErr[0] != 0, ": %s refused without a message", aMut[i].zWhy);
-  }
+  check_refused(p, n, aMut, sizeof(aMut) / sizeof(aMut[0]), NULL);
   /* every truncation refused; every bit flip parsed or refused, never more */
   for (size_t k = 0; k < n; k++) CHECK_RC(parse_rc(p, k, zErr, sizeof(zErr)), -EINVAL);
   for (size_t k = 0; k < n * 8; k++) {
@@ -955,18 +990,7 @@ static void test_verify(void) {
   free(q);
   free(p);
   /* a join filter only filters: not a condition of CASE */
-  b = csq_pb_new();
-  s1 = csq_pb_input(b, 1);
-  int k = csq_pb_const_bytes(b, CSQ_BLOB, f, sizeof(f));
-  int c = csq_pb_cond(b, CSQ_OP_BLOOM, 0, s1, k, 0, 0);
-  int e1 = csq_pb_expr_const(b, csq_pb_const_int(b, 1)),
-      e0 = csq_pb_expr_const(b, csq_pb_const_int(b, 0));
-  csq_pb_agg(b, CSQ_AGG_SUM, 0, csq_pb_expr_case(b, c, e1, e0));
-  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
-  csq_pb_free(b);
-  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), -EINVAL);
-  CHECK(strstr(zErr, "only filter terms") != NULL, ": %s", zErr);
-  free(p);
+  check_not_a_condition(CSQ_OP_BLOOM, f, sizeof(f));
   /* the largest filters fit, two of them; a third does not */
   uint8_t *pMax = calloc(1, CSQ_BLOOM_MAX_BYTES);
   csq_bloom_add(pMax, CSQ_BLOOM_MAX_BYTES, csq_key_hash_int(7));
@@ -991,7 +1015,7 @@ static void test_verify(void) {
   b = csq_pb_new();
   s1 = csq_pb_input(b, 1);
   memset(pMax, '%', CSQ_PROG_MAX_PATTERN + 1);
-  k = csq_pb_const_bytes(b, CSQ_TEXT, pMax, CSQ_PROG_MAX_PATTERN + 1);
+  int k = csq_pb_const_bytes(b, CSQ_TEXT, pMax, CSQ_PROG_MAX_PATTERN + 1);
   csq_pb_term(b, CSQ_OP_LIKE, 0, s1, k, 0, 0);
   CHECK_RC(csq_pb_finish(b, &p, &n), 0);
   csq_pb_free(b);
@@ -1169,40 +1193,14 @@ static void test_keymap_term(void) {
   csq_pb_free(b);
   CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), 0);
   const size_t oTerm = CSQ_PROG_HDR + 4 * (2 + 1 + 1), oConst = oTerm + CSQ_PROG_TERM_SZ;
-  uint8_t *q = malloc(n);
-  struct {
-    size_t off;
-    int width;
-    uint32_t v;
-  } aMut[] = {{oTerm + 1, 1, CSQ_TF_NOT},
-              {oTerm + 6, 2, 1},
-              {oConst + 4, 4, 8},
-              {oConst + 4, 4, 0},
-              {oConst, 1, CSQ_TEXT}};
-  for (size_t i = 0; i < sizeof(aMut) / sizeof(aMut[0]); i++) {
-    memcpy(q, p, n);
-    if (aMut[i].width == 1) q[aMut[i].off] = (uint8_t)aMut[i].v;
-    if (aMut[i].width == 2) csq_put_le16(q + aMut[i].off, (uint16_t)aMut[i].v);
-    if (aMut[i].width == 4) csq_put_le32(q + aMut[i].off, aMut[i].v);
-    zErr[0] = 0;
-    CHECK_RC(parse_rc(q, n, zErr, sizeof(zErr)), -EINVAL);
-    CHECK(strstr(zErr, "KEYMAP") != NULL, ": mutation %zu refused with %s", i, zErr);
-  }
-  free(q);
+  const prog_mut aMut[] = {{oTerm + 1, 1, CSQ_TF_NOT, "NOT"},
+                           {oTerm + 6, 2, 1, "second constant"},
+                           {oConst + 4, 4, 8, "a header without bits"},
+                           {oConst + 4, 4, 0, "0 bytes"},
+                           {oConst, 1, CSQ_TEXT, "a TEXT constant"}};
+  check_refused(p, n, aMut, sizeof(aMut) / sizeof(aMut[0]), "KEYMAP");
   free(p);
-  /* not a condition of CASE */
-  b = csq_pb_new();
-  s1 = csq_pb_input(b, 1);
-  int k = csq_pb_const_bytes(b, CSQ_BLOB, f, sizeof(f));
-  int c = csq_pb_cond(b, CSQ_OP_KEYMAP, 0, s1, k, 0, 0);
-  int e1 = csq_pb_expr_const(b, csq_pb_const_int(b, 1)),
-      e0 = csq_pb_expr_const(b, csq_pb_const_int(b, 0));
-  csq_pb_agg(b, CSQ_AGG_SUM, 0, csq_pb_expr_case(b, c, e1, e0));
-  CHECK_RC(csq_pb_finish(b, &p, &n), 0);
-  csq_pb_free(b);
-  CHECK_RC(parse_rc(p, n, zErr, sizeof(zErr)), -EINVAL);
-  CHECK(strstr(zErr, "only filter terms") != NULL, ": %s", zErr);
-  free(p);
+  check_not_a_condition(CSQ_OP_KEYMAP, f, sizeof(f));
   free(aKeep);
 }
 
