@@ -425,6 +425,14 @@ static void draw_row(int m, int r, test_val *v) {
   }
 }
 
+/* The rows of data mode m, some deleted in the modes with deletes. */
+static void draw_mode(int m) {
+  for (int r = 0; r < NROW; r++) {
+    draw_row(m, r, &aData[r]);
+    aDel[r] = (m == 1 || m == 8 || m == 13 || m == 14) && rndn(9) == 0;
+  }
+}
+
 static uint64_t tv_hash(const test_val *v) {
   switch (v->cls) {
   case CSQ_INT:
@@ -589,10 +597,7 @@ static void test_term(void) {
   int aEncSeen[16] = {0}, nZoneSkip = 0;
   uint8_t *aKeep = malloc(NROW);
   for (int m = 0; m < 15; m++) {
-    for (int r = 0; r < NROW; r++) {
-      draw_row(m, r, &aData[r]);
-      aDel[r] = (m == 1 || m == 8 || m == 13 || m == 14) && rndn(9) == 0;
-    }
+    draw_mode(m);
     rg g;
     rg_build(&g);
     aEncSeen[g.enc] = 1;
@@ -1082,10 +1087,7 @@ static void test_keymap_term(void) {
   uint8_t *aKeep = malloc(NROW);
   int nRan = 0, nSkipOut = 0;
   for (int m = 0; m < 15; m++) {
-    for (int r = 0; r < NROW; r++) {
-      draw_row(m, r, &aData[r]);
-      aDel[r] = (m == 1 || m == 8 || m == 13 || m == 14) && rndn(9) == 0;
-    }
+    draw_mode(m);
     rg g;
     rg_build(&g);
     for (int it = 0; it < 10; it++) {
