@@ -390,8 +390,8 @@ static uint64_t range_out_bytes(const dev_scan *s, store_rg *const *apRg, int nR
       if (z->iMax > hi) hi = z->iMax;
     }
     uint64_t span = lo <= hi ? (uint64_t)hi - (uint64_t)lo + 1 : 0;
-    if (span == 0 && lo <= hi) return 0; /* the whole 64-bit range */
-    nGroup *= span + (uint64_t)bNull;
+    if ((span == 0 && lo <= hi) || span > RANGE_GROUPS) return 0; /* 0: the whole 64-bit range */
+    nGroup *= span + (uint64_t)bNull; /* at most 65536 * 65537: no overflow */
     if (nGroup > RANGE_GROUPS) return 0;
   }
   if (nGroup > nRow) nGroup = nRow;
