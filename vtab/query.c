@@ -1639,7 +1639,7 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                           "joined rows grouped in csq's host engine (%s), then SQLite runs %s",
                           JAGG_SAMPLE, JAGG_SAMPLE / JAGG_MIN_SHRINK, plan->zDevice,
                           zOuter ? zOuter : plan->zHost));
-  else if (plan && plan->bPush && j->zInner)
+  else if (plan && plan->bPush && !plan->bRows && j->zInner)
     x_add(c, "  host aggregation",
           sqlite3_mprintf("none, SQLite's: the outer statement does not take the grouped rows"));
   else if (plan && !plan->bPush)
