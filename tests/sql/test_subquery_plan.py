@@ -13,7 +13,7 @@ the same SQL over native tables.
 import random
 
 from harness import connect
-from test_join_plan import NTAB, Db, answer, explain, same_as_native, statement, via_view
+from test_join_plan import NTAB, Db, answer, explain, make_pair, same_as_native, statement, via_view
 
 
 def subquery_term(rnd, aliases, src):
@@ -80,16 +80,10 @@ def test_in_subquery_values_filter_the_device_scan():
     tables on the device; numeric text among the values matches as SQLite
     applies the column's affinity; NULLs among them match nothing."""
     con = connect()
-    for pre, kind in (("", "VIRTUAL TABLE"), ("n", "TABLE")):
-        using = " USING csq" if pre == "" else ""
-        con.execute("CREATE %s %so%s(ok INTEGER, cust INTEGER, price REAL)" % (kind, pre, using))
-        con.execute("CREATE %s %sl%s(ok INTEGER, qty INTEGER)" % (kind, pre, using))
-        con.execute("CREATE TABLE %skeys(k)" % pre)
-    orders = [(i, i % 50, i * 1.5) for i in range(20000)]
-    lines = [(i // 4, i % 9) for i in range(80000)]
+    make_pair(con, "o", "ok INTEGER, cust INTEGER, price REAL", [(i, i % 50, i * 1.5) for i in range(20000)])
+    make_pair(con, "l", "ok INTEGER, qty INTEGER", [(i // 4, i % 9) for i in range(80000)])
     for pre in ("", "n"):
-        con.executemany("INSERT INTO %so VALUES(?,?,?)" % pre, orders)
-        con.executemany("INSERT INTO %sl VALUES(?,?)" % pre, lines)
+        con.execute("CREATE TABLE %skeys(k)" % pre)
         con.executemany("INSERT INTO %skeys VALUES(?)" % pre, [(7,), ("11",), (None,), (13.0,), ("x",), (19999,)])
     q = ("SELECT o.ok, o.cust, sum(l.qty) FROM {o} o, {l} l WHERE o.ok = l.ok AND o.ok IN "
          "(SELECT k FROM keys) GROUP BY o.ok, o.cust ORDER BY 1")
@@ -114,16 +108,10 @@ def test_not_in_subquery_values_filter_the_device_scan():
     NULL among the values makes the term never true; over no rows it is
     true for every row, a NULL x too (Q16's supplier complaints)."""
     con = connect()
-    for pre, kind in (("", "VIRTUAL TABLE"), ("n", "TABLE")):
-        using = " USING csq" if pre == "" else ""
-        con.execute("CREATE %s %so%s(ok INTEGER, cust INTEGER)" % (kind, pre, using))
-        con.execute("CREATE %s %sl%s(ok INTEGER, qty INTEGER)" % (kind, pre, using))
-        con.execute("CREATE TABLE %skeys(k, bad)" % pre)
-    orders = [(i if i % 97 else None, i % 50) for i in range(3000)]
-    lines = [(i // 3, i % 9) for i in range(9000)]
+    make_pair(con, "o", "ok INTEGER, cust INTEGER", [(i if i % 97 else None, i % 50) for i in range(3000)])
+    make_pair(con, "l", "ok INTEGER, qty INTEGER", [(i // 3, i % 9) for i in range(9000)])
     for pre in ("", "n"):
-        con.executemany("INSERT INTO %so VALUES(?,?)" % pre, orders)
-        con.executemany("INSERT INTO %sl VALUES(?,?)" % pre, lines)
+        con.execute("CREATE TABLE %skeys(k, bad)" % pre)
         con.executemany("INSERT INTO %skeys VALUES(?,?)" % pre,
                         [(7, 0), ("11", 0), (13.0, 0), ("x", 0), (2999, 0), (None, 1)])
     pushed = 0
