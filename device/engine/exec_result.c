@@ -11,10 +11,47 @@ uint64_t ex_ag_bound(const ag_tab *t, uint64_t nGroup, uint64_t nVar) {
          nVar;
 }
 
-static inline uint64_t real_bits(double r) {
+/* Column j (0..7, program.h's order) of a SUM state as its result word: an
+** INTEGER, or for 4 and 5 a REAL's bits. */
+static inline uint64_t sum_col_word(const ag_sum *s, int j) {
+  double r;
   uint64_t u;
-  memcpy(&u, &r, 8);
-  return u;
+  switch (j) {
+  case 0:
+    return (uint64_t)s->cnt;
+  case 1:
+    return (uint64_t)s->nReal;
+  case 2:
+    return (uint64_t)s->isum;
+  case 3:
+    return (uint64_t)(s->isum >> 64);
+  case 4:
+  case 5:
+    r = j == 4 ? s->rs : s->rc;
+    memcpy(&u, &r, 8);
+    return u;
+  case 6: /* positives and negatives, each saturating at INT64_MAX */
+    return s->isum + s->ineg > INT64_MAX ? (uint64_t)INT64_MAX
+                                         : (uint64_t)(int64_t)(s->isum + s->ineg);
+  default:
+    return s->ineg > INT64_MAX ? (uint64_t)INT64_MAX : (uint64_t)(int64_t)s->ineg;
+  }
+}
+
+static inline uint8_t sum_col_cls(int j) {
+  return j == 4 || j == 5 ? CSQ_REAL : CSQ_INT;
+}
+
+/* The aggregate whose state holds result column j, and in *pj the column
+** within that state; -1 for a key column (or past the states). */
+static int ag_col_agg(const ag_tab *t, const csq_prog *pp, int j, int *pj) {
+  j -= t->g.nKey;
+  if (j < 0) return -1;
+  int ia = 0;
+  while (ia < t->nAgg && j >= csq_agg_state_cols(pp->aAgg[ia].fn))
+    j -= csq_agg_state_cols(pp->aAgg[ia++].fn);
+  *pj = j;
+  return ia < t->nAgg ? ia : -1;
 }
 
 /* The value of result column j (key or state) of group g. */
@@ -24,59 +61,29 @@ static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_v
     *v = csq_group_keys(&t->g, g)[j];
     return;
   }
-  j -= t->g.nKey;
-  for (int ia = 0; ia < t->nAgg; ia++) {
-    int nc = csq_agg_state_cols(pp->aAgg[ia].fn);
-    if (j >= nc) {
-      j -= nc;
-      continue;
-    }
-    const uint8_t *p = csq_group_state(&t->g, g) + t->aOff[ia];
-    switch (pp->aAgg[ia].fn) {
-    case CSQ_AGG_COUNT_STAR:
-    case CSQ_AGG_COUNT:
-      v->cls = CSQ_INT;
-      v->i = *(const int64_t *)p;
-      return;
-    case CSQ_AGG_MIN:
-    case CSQ_AGG_MAX:
-      *v = *(const ex_val *)p;
-      if (v->cls == 0) v->cls = CSQ_NULL;
-      return;
-    default: {
-      const ag_sum *s = (const ag_sum *)p;
-      v->cls = j == 4 || j == 5 ? CSQ_REAL : CSQ_INT;
-      switch (j) {
-      case 0:
-        v->i = s->cnt;
-        break;
-      case 1:
-        v->i = s->nReal;
-        break;
-      case 2:
-        v->i = (int64_t)(uint64_t)s->isum;
-        break;
-      case 3:
-        v->i = (int64_t)(s->isum >> 64);
-        break;
-      case 4:
-        v->r = s->rs;
-        break;
-      case 5:
-        v->r = s->rc;
-        break;
-      case 6: { /* positives and negatives, each saturating at INT64_MAX */
-        __int128 pos = s->isum + s->ineg;
-        v->i = pos > INT64_MAX ? INT64_MAX : (int64_t)pos;
-        break;
-      }
-      default:
-        v->i = s->ineg > INT64_MAX ? INT64_MAX : (int64_t)s->ineg;
-        break;
-      }
-      return;
-    }
-    }
+  int jj = 0, ia = ag_col_agg(t, pp, j, &jj);
+  if (ia < 0) return;
+  const uint8_t *p = csq_group_state(&t->g, g) + t->aOff[ia];
+  switch (pp->aAgg[ia].fn) {
+  case CSQ_AGG_COUNT_STAR:
+  case CSQ_AGG_COUNT:
+    v->cls = CSQ_INT;
+    v->i = *(const int64_t *)p;
+    return;
+  case CSQ_AGG_MIN:
+  case CSQ_AGG_MAX:
+    *v = *(const ex_val *)p;
+    if (v->cls == 0) v->cls = CSQ_NULL;
+    return;
+  default: {
+    uint64_t u = sum_col_word((const ag_sum *)p, jj);
+    v->cls = sum_col_cls(jj);
+    if (v->cls == CSQ_REAL)
+      memcpy(&v->r, &u, 8);
+    else
+      v->i = (int64_t)u;
+    return;
+  }
   }
 }
 
@@ -86,57 +93,51 @@ static void ag_cell(const ag_tab *t, const csq_prog *pp, int j, uint32_t g, ex_v
 static int ag_write_fixed(const ag_tab *t, const csq_prog *pp, int j, uint8_t *pDesc, uint8_t *q,
                           uint64_t *pnBytes) {
   uint32_t n = t->g.nGroup;
-  j -= t->g.nKey;
-  if (j < 0) return 0;
-  int ia = 0;
-  while (ia < t->nAgg && j >= csq_agg_state_cols(pp->aAgg[ia].fn))
-    j -= csq_agg_state_cols(pp->aAgg[ia++].fn);
-  if (ia == t->nAgg) return 0;
+  int ia = ag_col_agg(t, pp, j, &j);
+  if (ia < 0) return 0;
   int fn = pp->aAgg[ia].fn, bCount = fn == CSQ_AGG_COUNT_STAR || fn == CSQ_AGG_COUNT;
   if (!bCount && csq_agg_state_cols(fn) != CSQ_AGG_SUM_COLS) return 0;
-  uint8_t cls = !bCount && (j == 4 || j == 5) ? CSQ_REAL : CSQ_INT;
+  uint8_t cls = bCount ? CSQ_INT : sum_col_cls(j);
   const ex_res_shape sh = ex_res_shape_of((uint8_t)(1u << cls), n, 0);
   ex_res_desc_put(pDesc, &sh, (uint8_t)(1u << cls), 0);
   const uint8_t *st = t->g.aState + t->aOff[ia];
   const size_t stride = t->g.stride;
   uint8_t *o = q + sh.l.oVal;
+  /* one loop per column, so sum_col_word's switch folds away */
 #define EACH(expr)                                                                                 \
-  for (uint32_t g = 0; g < n; g++, st += stride) {                                                 \
-    const ag_sum *sm = (const ag_sum *)(const void *)st;                                           \
-    (void)sm;                                                                                      \
-    csq_put_le64(o + 8ull * g, (expr));                                                            \
-  }
+  for (uint32_t g = 0; g < n; g++, st += stride) csq_put_le64(o + 8ull * g, (expr));
+#define SUM(k) EACH(sum_col_word((const ag_sum *)(const void *)st, k))
   if (bCount) {
     EACH((uint64_t) * (const int64_t *)(const void *)st);
   } else {
     switch (j) {
     case 0:
-      EACH((uint64_t)sm->cnt);
+      SUM(0);
       break;
     case 1:
-      EACH((uint64_t)sm->nReal);
+      SUM(1);
       break;
     case 2:
-      EACH((uint64_t)sm->isum);
+      SUM(2);
       break;
     case 3:
-      EACH((uint64_t)(sm->isum >> 64));
+      SUM(3);
       break;
     case 4:
-      EACH(real_bits(sm->rs));
+      SUM(4);
       break;
     case 5:
-      EACH(real_bits(sm->rc));
+      SUM(5);
       break;
-    case 6: /* positives and negatives, each saturating at INT64_MAX */
-      EACH(sm->isum + sm->ineg > INT64_MAX ? (uint64_t)INT64_MAX
-                                           : (uint64_t)(int64_t)(sm->isum + sm->ineg));
+    case 6:
+      SUM(6);
       break;
     default:
-      EACH(sm->ineg > INT64_MAX ? (uint64_t)INT64_MAX : (uint64_t)(int64_t)sm->ineg);
+      SUM(7);
       break;
     }
   }
+#undef SUM
 #undef EACH
   ex_res_pad(q, &sh, n, 0);
   *pnBytes = sh.l.nBytes;
