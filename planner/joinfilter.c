@@ -53,15 +53,6 @@ static int distinct(const csq_vec *v, uint32_t *aPick, uint32_t nMax, uint32_t *
   return e;
 }
 
-/* Is REAL value r of v an integer (*pi)? */
-static int key_int_real(const csq_vec *v, uint32_t r, int64_t *pi) {
-  double x = v->aVal[r].r;
-  if (v->aCls[r] != CSQ_REAL || !(x >= -9223372036854775808.0 && x < 9223372036854775808.0))
-    return 0;
-  *pi = (int64_t)x;
-  return (double)*pi == x;
-}
-
 /* Add "probe chunk iChunk IN (values aPick of v)" to b. */
 static int add_in(csq_pb *b, int iChunk, const csq_vec *v, const uint32_t *aPick, uint32_t n) {
   int slot = csq_pb_input(b, (uint32_t)iChunk), k0 = -1;
@@ -99,7 +90,7 @@ static int add_keymap(csq_pb *b, int iChunk, const csq_vec *v, uint64_t nMax) {
     if (v->aCls[r] == CSQ_NULL) continue;
     if (v->aCls[r] == CSQ_INT)
       i = v->aVal[r].i;
-    else if (!key_int_real(v, r, &i))
+    else if (v->aCls[r] != CSQ_REAL || !csq_real_int(v->aVal[r].r, &i))
       return 1;
     if (i < lo) lo = i;
     if (i > hi) hi = i;
@@ -113,7 +104,7 @@ static int add_keymap(csq_pb *b, int iChunk, const csq_vec *v, uint64_t nMax) {
     int64_t i;
     if (v->aCls[r] == CSQ_INT)
       i = v->aVal[r].i;
-    else if (v->aCls[r] != CSQ_REAL || !key_int_real(v, r, &i))
+    else if (v->aCls[r] != CSQ_REAL || !csq_real_int(v->aVal[r].r, &i))
       continue;
     uint64_t u = (uint64_t)i - (uint64_t)lo;
     p[CSQ_KEYMAP_HDR + (u >> 3)] |= (uint8_t)(1u << (u & 7));

@@ -947,9 +947,7 @@ static int run_plan(vt_cursor *c, vt_tab *p, const vt_plan *pPlan, const char *i
       if (t == SQLITE_FLOAT) {
         double r = sqlite3_value_double(v);
         /* no integer rowid equals a fraction or a value out of range: empty */
-        if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return SQLITE_OK;
-        if (r != (double)(int64_t)r) return SQLITE_OK;
-        c->iLookup = (int64_t)r;
+        if (!csq_real_int(r, &c->iLookup)) return SQLITE_OK;
       } else if (t == SQLITE_INTEGER) {
         c->iLookup = sqlite3_value_int64(v);
       } else {

@@ -10,7 +10,6 @@
 ** are kept for the next tables, up to a bound.
 */
 #include <errno.h>
-#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>

@@ -22,13 +22,10 @@ static inline uint64_t hash_int(int64_t v) {
   return XXH3_64bits_withSeed(a, 8, SEED_NUM);
 }
 
-/* A REAL: as the integer it equals, if any (see keyhash.h). -2^63 is
-** exactly a double; 2^63 is not in range, so the test is r < 2^63. */
+/* A REAL: as the integer it equals, if any (see keyhash.h). */
 static inline uint64_t hash_real(double r) {
-  if (r >= -9223372036854775808.0 && r < 9223372036854775808.0) {
-    int64_t i = (int64_t)r;
-    if ((double)i == r) return hash_int(i);
-  }
+  int64_t i;
+  if (csq_real_int(r, &i)) return hash_int(i);
   uint8_t a[8];
   uint64_t u;
   memcpy(&u, &r, 8);

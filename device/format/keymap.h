@@ -37,12 +37,10 @@ static inline int csq_keymap_has_int(const uint8_t *p, uint32_t nBytes, int64_t 
   return u < 8ull * (nBytes - CSQ_KEYMAP_HDR) && ((p[CSQ_KEYMAP_HDR + (u >> 3)] >> (u & 7)) & 1);
 }
 
-/* Is real r in it (as the integer it equals, if any)? -2^63 is exactly a
-** double; 2^63 is not in range, so the test is r < 2^63. */
+/* Is real r in it (as the integer it equals, if any)? */
 static inline int csq_keymap_has_real(const uint8_t *p, uint32_t nBytes, double r) {
-  if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return 0;
-  int64_t i = (int64_t)r;
-  return (double)i == r && csq_keymap_has_int(p, nBytes, i);
+  int64_t i;
+  return csq_real_int(r, &i) && csq_keymap_has_int(p, nBytes, i);
 }
 
 /* Is value v in it? */

@@ -151,6 +151,15 @@ static inline uint64_t csq_mix64(uint64_t x) {
   return x;
 }
 
+/* The int64 a REAL equals, if any: 1 with it in *pi, else 0 (a fraction,
+** NaN, or outside the int64 range: -2^63 is exactly a double, 2^63 is not
+** in range, so the test is r < 2^63). */
+static inline int csq_real_int(double r, int64_t *pi) {
+  if (!(r >= -9223372036854775808.0 && r < 9223372036854775808.0)) return 0;
+  *pi = (int64_t)r;
+  return (double)*pi == r;
+}
+
 /* Hash of v that agrees with csq_value_eq: equal values hash equal. An
 ** INTEGER i hashes as csq_mix64(i), and a REAL with an integral value in
 ** the int64 range as that integer (so 1 and 1.0, 0 and -0.0 collide); a
@@ -160,14 +169,13 @@ static inline uint64_t csq_value_hash(const csq_value *v) {
   switch (v->cls) {
   case CSQ_INT:
     return csq_mix64((uint64_t)v->i);
-  case CSQ_REAL:
-    if (v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0 && v->r == floor(v->r))
-      return csq_mix64((uint64_t)(int64_t)v->r);
-    {
-      uint64_t u;
-      memcpy(&u, &v->r, 8);
-      return csq_mix64(u ^ 0x5bd1e9955bd1e995ull);
-    }
+  case CSQ_REAL: {
+    int64_t i;
+    if (csq_real_int(v->r, &i)) return csq_mix64((uint64_t)i);
+    uint64_t u;
+    memcpy(&u, &v->r, 8);
+    return csq_mix64(u ^ 0x5bd1e9955bd1e995ull);
+  }
   case CSQ_TEXT:
     return XXH3_64bits(v->z, v->n) ^ 0x27d4eb2f165667c5ull;
   case CSQ_BLOB:

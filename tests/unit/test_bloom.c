@@ -1038,10 +1038,7 @@ static int key_int(const test_val *v, int64_t *pi) {
     *pi = v->i;
     return 1;
   }
-  if (v->cls != CSQ_REAL || !(v->r >= -9223372036854775808.0 && v->r < 9223372036854775808.0))
-    return 0;
-  *pi = (int64_t)v->r;
-  return (double)*pi == v->r;
+  return v->cls == CSQ_REAL && csq_real_int(v->r, pi);
 }
 
 /* The bitmap of the integer keys among aKey (the others dropped), over
