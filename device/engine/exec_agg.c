@@ -369,7 +369,7 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
       aNeed[x->b] = aNeed[x->c] = 1;
     } else {
       aNeed[x->a] = 1;
-      if (x->op != CSQ_EX_NEG) aNeed[x->b] = 1;
+      if (x->op != CSQ_EX_NEG && x->op != CSQ_EX_MAP) aNeed[x->b] = 1; /* MAP's b: a constant */
     }
   }
   /* Aggregates with the same state over the same argument share it (SUM and

@@ -362,6 +362,48 @@ static int ev_arith(int op, const ex_ev *x, const ex_ev *y, ex_ev *o, uint32_t n
   return 0;
 }
 
+/* o = the codes of a's values in key code map m[0..nM) (codemap.h): an
+** INTEGER per row, NULL where a value is no key of the map. */
+static void ev_map(const ex_ev *a, const uint8_t *m, uint32_t nM, ex_ev *o, uint32_t n) {
+  uint32_t k, nNull = 0;
+  if (a->cls == CSQ_NULL) {
+    o->cls = CSQ_NULL;
+    return;
+  }
+  if (a->cls == CSQ_INT) {
+    int64_t base = (int64_t)csq_le64(m);
+    uint64_t span = (nM - CSQ_CODEMAP_HDR) / 4;
+    const uint8_t *c = m + CSQ_CODEMAP_HDR;
+    for (k = 0; k < n; k++) {
+      uint64_t u = (uint64_t)a->aI[k] - (uint64_t)base;
+      uint32_t code = u < span ? csq_le32(c + 4 * u) : 0;
+      o->aI[k] = code;
+      nNull += code == 0;
+    }
+  } else {
+    ex_val v;
+    memset(&v, 0, sizeof(v));
+    for (k = 0; k < n; k++) {
+      if (a->cls == CSQ_REAL) {
+        v.cls = CSQ_REAL;
+        v.r = a->aR[k];
+      } else
+        ev_get(a, k, &v);
+      uint32_t code = v.cls == CSQ_INT    ? csq_codemap_int(m, nM, v.i)
+                      : v.cls == CSQ_REAL ? csq_codemap_real(m, nM, v.r)
+                                          : 0;
+      o->aI[k] = code;
+      nNull += code == 0;
+    }
+  }
+  o->cls = CSQ_INT;
+  o->mag = UINT32_MAX;
+  o->bNonNeg = 1;
+  if (nNull == 0) return;
+  for (k = 0; k < n; k++) o->aCls[k] = o->aI[k] ? CSQ_INT : CSQ_NULL;
+  ev_settle(o, n);
+}
+
 /* CASE WHEN aM[k] THEN t ELSE f. */
 static void ev_case(const uint8_t *aM, const ex_ev *t, const ex_ev *f, ex_ev *o, uint32_t n) {
   ex_val v;
@@ -441,6 +483,11 @@ int ex_ev_all(const ex_prog *ep, ex_col *aCol, uint8_t **apCondDict, ex_ev *aEv,
         e->aR[k] = vo.r;
       }
       ev_settle(e, n);
+      break;
+    }
+    case CSQ_EX_MAP: {
+      const csq_pconst *m = &pp->aConst[x->b];
+      ev_map(&aEv[x->a], m->z, m->len, e, n);
       break;
     }
     case CSQ_EX_CASE: {

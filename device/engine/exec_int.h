@@ -58,6 +58,7 @@
 
 #include "device/format/bloom.h"
 #include "device/format/chunk.h"
+#include "device/format/codemap.h"
 #include "device/format/group.h"
 #include "device/format/keyhash.h"
 #include "device/format/keymap.h"

@@ -17,6 +17,7 @@
 #include <xxhash.h>
 
 #include "device/format/bloom.h"
+#include "device/format/codemap.h"
 #include "device/format/keymap.h"
 #include "device/format/bpf.h"
 #include "device/format/chunk.h"
@@ -367,6 +368,12 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
         return verr(zErr, nErr, "expression %u (BPF): %s", i, zWhy);
       break;
     }
+    case CSQ_EX_MAP:
+      nArg = 1;
+      if (e->b >= (uint32_t)pOut->nConst || pOut->aConst[e->b].cls != CSQ_BLOB ||
+          !csq_codemap_size_ok(pOut->aConst[e->b].len))
+        return verr(zErr, nErr, "expression %u (MAP): constant %u is not a key code map", i, e->b);
+      break;
     case CSQ_EX_CASE:
       if (e->a >= nCond)
         return verr(zErr, nErr, "expression %u (CASE): condition %u out of range (%u conditions)",
@@ -381,7 +388,8 @@ static int agg_parse(const uint8_t *p, size_t n, size_t off, csq_prog *pOut, cha
       return verr(zErr, nErr, "expression %u: operand %u is not an earlier instruction", i, e->a);
     if (nArg == 2 && e->b >= i)
       return verr(zErr, nErr, "expression %u: operand %u is not an earlier instruction", i, e->b);
-    if ((e->op != CSQ_EX_CASE && nArg < 2 && e->b) || (e->op != CSQ_EX_CASE && e->c))
+    if ((e->op != CSQ_EX_CASE && e->op != CSQ_EX_MAP && nArg < 2 && e->b) ||
+        (e->op != CSQ_EX_CASE && e->c))
       return verr(zErr, nErr, "expression %u: unused operand not zero", i);
   }
   int nCol = (int)nKey;
@@ -624,6 +632,25 @@ void csq_pb_free(csq_pb *b) {
   free(b);
 }
 
+csq_pb *csq_pb_copy(const csq_pb *b) {
+  csq_pb *c = malloc(sizeof(*c));
+  if (!c) return NULL;
+  memcpy(c, b, sizeof(*c));
+  c->aConst = b->nConstAlloc ? malloc((size_t)b->nConstAlloc * CSQ_PROG_CONST_SZ) : NULL;
+  c->aHeap = b->nHeapAlloc ? malloc(b->nHeapAlloc) : NULL;
+  if ((b->nConstAlloc && !c->aConst) || (b->nHeapAlloc && !c->aHeap)) {
+    csq_pb_free(c);
+    return NULL;
+  }
+  if (b->nConst) memcpy(c->aConst, b->aConst, (size_t)b->nConst * CSQ_PROG_CONST_SZ);
+  if (b->nHeap) memcpy(c->aHeap, b->aHeap, b->nHeap);
+  return c;
+}
+
+void csq_pb_drop_outputs(csq_pb *b) {
+  b->nOut = 0;
+}
+
 static int pb_fail(csq_pb *b, int rc) {
   if (!b->rc) b->rc = rc;
   return rc;
@@ -817,6 +844,13 @@ int csq_pb_expr_arith(csq_pb *b, int op, int e1, int e2) {
 int csq_pb_expr_neg(csq_pb *b, int e) {
   if (!b->rc && !pb_expr_ok(b, e)) return pb_fail(b, -EINVAL);
   return csq_pb_expr(b, CSQ_EX_NEG, e, 0, 0);
+}
+int csq_pb_expr_map(csq_pb *b, int e, const void *pMap, uint32_t nBytes) {
+  if (b->rc) return b->rc;
+  if (!pb_expr_ok(b, e) || !csq_codemap_size_ok(nBytes)) return pb_fail(b, -EINVAL);
+  int k = csq_pb_const_bytes(b, CSQ_BLOB, pMap, nBytes);
+  if (k < 0) return k;
+  return csq_pb_expr(b, CSQ_EX_MAP, e, k, 0);
 }
 int csq_pb_cond(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc) {
   if (b->rc) return b->rc;

@@ -348,6 +348,11 @@
 **     BPF    a = constant (a BLOB call           a user's eBPF program over the
 **            descriptor, bpf.h)                  row: its u64 as an INTEGER
 **                                                (never NULL); see EBPF TERMS
+**     MAP    a = instruction, b = constant      the code of a's value in the
+**            index (a BLOB, codemap.h)           key code map b: an INTEGER,
+**                                                or NULL where a's value is
+**                                                no key of it (a star join's
+**                                                dimension, codemap.h)
 **   Unused fields must be 0. Arithmetic is SQLite's: any NULL operand gives
 **   NULL; INTEGER op INTEGER is INTEGER, except that + - * overflowing int64
 **   (and INT64_MIN / -1) is computed in REAL instead; integer division
@@ -471,7 +476,8 @@
 #define CSQ_EX_NEG   7
 #define CSQ_EX_CASE  8
 #define CSQ_EX_BPF   9
-#define CSQ_EX_MAX   9
+#define CSQ_EX_MAP   10 /* new in this version's readers, as CSQ_OP_KEYMAP */
+#define CSQ_EX_MAX   10
 
 /* Aggregate functions. */
 #define CSQ_AGG_COUNT_STAR 1
@@ -663,6 +669,11 @@ static inline int csq_res_mask_cls(uint8_t m) {
 typedef struct csq_pb csq_pb;
 csq_pb *csq_pb_new(void); /* NULL on OOM */
 void csq_pb_free(csq_pb *b);
+/* A copy of builder b to go on with apart (NULL on OOM). */
+csq_pb *csq_pb_copy(const csq_pb *b);
+/* Forget the outputs added so far (inputs stay): a program built for rows
+** made into a grouped one. */
+void csq_pb_drop_outputs(csq_pb *b);
 /* The input slot of chunk iChunk (0 rowid, 1+c column c), added if new. */
 int csq_pb_input(csq_pb *b, uint32_t iChunk);
 /* Add an output column carrying input slot `slot`. */
@@ -712,6 +723,9 @@ int csq_pb_expr_col(csq_pb *b, int slot);                 /* input slot's value 
 int csq_pb_expr_const(csq_pb *b, int k);                  /* constant k */
 int csq_pb_expr_arith(csq_pb *b, int op, int e1, int e2); /* CSQ_EX_ADD/SUB/MUL/DIV */
 int csq_pb_expr_neg(csq_pb *b, int e);
+/* The code of expression e's value in key code map pMap[0..nBytes)
+** (codemap.h; copied into the program as a BLOB constant). */
+int csq_pb_expr_map(csq_pb *b, int e, const void *pMap, uint32_t nBytes);
 /* A condition term for CASE (fields as csq_pb_term); returns its index. */
 int csq_pb_cond(csq_pb *b, int op, int flags, int slot, int k0, int k1, uint32_t esc);
 int csq_pb_expr_case(csq_pb *b, int cond, int eThen, int eElse);

@@ -23,6 +23,7 @@
 
 #include "device/host/agg.h"
 #include "device/format/chunk.h"
+#include "device/format/codemap.h"
 #include "device/driver/driver.h"
 #include "device/format/program.h"
 #include "device/engine/ptype.h"
@@ -547,8 +548,25 @@ static int rand_expr(gen *g, int depth, char *z, size_t nz) {
   return csq_pb_expr_arith(g->b, aEx[op], e1, e2);
 }
 
-/* A random group key: a column of any class, or a numeric expression. */
+/* A random group key: a column of any class, a numeric expression, or a
+** column's code in a key code map (CSQ_EX_MAP), which SQL writes as a
+** CASE of the column without affinity ("+c") against each key. */
 static int rand_key(gen *g, char *z, size_t nz) {
+  if (rndn(5) == 0) {
+    int c = (int)rndn(NCOL), nSpan = 1 + (int)rndn(12), o = snprintf(z, nz, "(CASE");
+    int64_t base = (int64_t)rndn(7) - 4;
+    uint8_t m[CSQ_CODEMAP_HDR + 4 * 12];
+    csq_put_le64(m, (uint64_t)base);
+    for (int i = 0; i < nSpan; i++) {
+      uint32_t code = i == 0 ? 1 + (uint32_t)rndn(3) : (uint32_t)rndn(4);
+      csq_put_le32(m + CSQ_CODEMAP_HDR + 4 * i, code);
+      if (code)
+        o += snprintf(z + o, nz - o, " WHEN +c%d = %lld THEN %u", c, (long long)(base + i), code);
+    }
+    snprintf(z + o, nz - o, " ELSE NULL END)");
+    int e = csq_pb_expr_col(g->b, g->aSlot[c + 1]);
+    return csq_pb_expr_map(g->b, e, m, CSQ_CODEMAP_HDR + 4 * (uint32_t)nSpan);
+  }
   if (rndn(3)) {
     int c = (int)rndn(NCOL);
     snprintf(z, nz, "c%d", c);
@@ -1041,6 +1059,25 @@ static void test_verifier(void) {
   for (int i = 0; i <= CSQ_AGG_MAX_KEYS && rc >= 0; i++) rc = csq_pb_group(b, e1);
   CHECK(rc == -EINVAL, "key limit");
   csq_pb_free(b);
+  /* MAP: its constant must be a key code map (a BLOB of a whole number of
+  ** codes), its operand an earlier instruction */
+  for (int bad = 0; bad < 4; bad++) {
+    uint8_t m[CSQ_CODEMAP_HDR + 8] = {0};
+    b = csq_pb_new();
+    s1 = csq_pb_input(b, 1);
+    e1 = csq_pb_expr_col(b, s1);
+    int k0 = bad == 1   ? csq_pb_const_bytes(b, CSQ_TEXT, m, sizeof(m))
+             : bad == 2 ? csq_pb_const_bytes(b, CSQ_BLOB, m, sizeof(m) - 1)
+                        : csq_pb_const_bytes(b, CSQ_BLOB, m, sizeof(m));
+    int eMap = csq_pb_expr(b, CSQ_EX_MAP, bad == 3 ? e1 + 1 : e1, k0, 0);
+    csq_pb_group(b, eMap);
+    CHECK(csq_pb_finish(b, &p, &n) == 0, "finish MAP %d", bad);
+    rc = csq_prog_parse(p, n, &pr, zErr, sizeof(zErr));
+    CHECK(bad ? rc == -EINVAL : rc == 0, "MAP program %d: rc %d (%s)", bad, rc, zErr);
+    if (rc == 0) csq_prog_clear(&pr);
+    free(p);
+    csq_pb_free(b);
+  }
   /* a filter program keeps version 1 and its bytes */
   b = csq_pb_new();
   csq_pb_output(b, csq_pb_input(b, 0));
