@@ -28,6 +28,7 @@
 #include "planner/hashjoin.h"
 #include "planner/joinfilter.h"
 #include "planner/derived.h"
+#include "planner/star.h"
 
 typedef struct q_tab {
   sqlite3_vtab base; /* must be first */
@@ -558,6 +559,57 @@ done:
   return rc;
 }
 
+/* Join j as a star grouped on its probe side's devices (planner/star.h),
+** the build sides' rows in aData: SQLITE_OK with *pbDone 1, c->rows the
+** decoded groups and c->pStmt the host part's SQL over them; SQLITE_OK with
+** *pbDone 0 when j is no star or the device met what SQLite decides by its
+** own row order (the hash join then runs); else an error. */
+static int run_star(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, const pl_jdata *aData,
+                    sqlite3_value **aParam, int nParam, int *pbDone) {
+  *pbDone = 0;
+  int nAll = j->iRows;
+  sqlite3_value **aAll = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)nAll);
+  pl_plan *plan = NULL;
+  pl_star s;
+  memset(&s, 0, sizeof(s));
+  int rc = aAll ? SQLITE_OK : SQLITE_NOMEM, e = 1;
+  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
+    aAll[k] = k < nParam && k != j->iRows - 1 ? aParam[k] : NULL;
+  if (rc == SQLITE_OK) rc = pl_join_agg_plan(p->db, j, aAll, nAll, &plan);
+  if (rc == SQLITE_OK) e = pl_star_build(j, aData, plan, &s);
+  if (e < 0) rc = SQLITE_NOMEM;
+  if (rc || e) goto done;
+  pl_plan dev;
+  memset(&dev, 0, sizeof(dev));
+  dev.bPush = 1;
+  dev.pProg = s.pProg;
+  dev.nProg = s.nProg;
+  rc = run_device(c, p, apTab[j->aOrder[0]], &dev);
+  if (rc == SQLITE_MISMATCH) rc = SQLITE_OK; /* text in a sum: the hash join and SQLite */
+  if (rc || !c->rows.aCol) goto done;
+  if (pl_star_decode(&s, c->rows.aCol, c->rows.nCol, &c->rows.nRow)) rc = SQLITE_NOMEM;
+  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, plan->zHost, -1, &c->pStmt, NULL);
+  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
+    if (aAll[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aAll[k]);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
+  if (rc) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
+    sqlite3_finalize(c->pStmt);
+    c->pStmt = NULL;
+    vt_rowset_clear(&c->rows);
+  } else {
+    *pbDone = 1;
+    p->pConn->nStarJoins++;
+  }
+done:
+  pl_star_clear(&s);
+  pl_plan_free(plan);
+  sqlite3_free(aAll);
+  return rc;
+}
+
 /* Scan table t with program pProg (nOut outputs) on every member device,
 ** handing each batch of rows to xBatch(pArg, batch) as it comes (the batch's
 ** vectors are reused for the next one). Returns 0, a negative errno with
@@ -958,6 +1010,13 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
                      jt->nOut, collect_batch, &x, &zErr);
     free(pFiltered);
     if (e == 0 && aData[t].nRow == 0 && !jt->bLeft) bEmpty = 1; /* an inner join with no rows */
+  }
+  if (e == 0 && !bEmpty && pl_star_shape(j)) {
+    int bDone = 0, rc = run_star(c, p, j, apTab, aData, aParam, nParam, &bDone);
+    if (rc || bDone) {
+      for (int t = 0; t < j->nTab; t++) free_jdata(&aData[t]);
+      return rc;
+    }
   }
   if (e == 0) {
     c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)(j->nCol ? j->nCol : 1));
@@ -1639,6 +1698,14 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                           "joined rows grouped in csq's host engine (%s), then SQLite runs %s",
                           JAGG_SAMPLE, JAGG_SAMPLE / JAGG_MIN_SHRINK, plan->zDevice,
                           zOuter ? zOuter : plan->zHost));
+  if (plan && plan->bPush && !plan->bRows && pl_star_shape(j))
+    x_add(c, "  star aggregation",
+          sqlite3_mprintf("before both, when every build side's keys are unique integers within "
+                          "a span of %u and its columns are GROUP BY keys only: %s's devices "
+                          "group the rows themselves, each build side's key column a code of its "
+                          "group column per key and an exact filter of its keys "
+                          "(planner/star.h); then SQLite runs the statement above over the groups",
+                          PL_STAR_MAX_SPAN, j->aTab[j->aOrder[0]].zName));
   else if (plan && plan->bPush && !plan->bRows && j->zInner)
     x_add(c, "  host aggregation",
           sqlite3_mprintf("none, SQLite's: the outer statement does not take the grouped rows"));

@@ -117,6 +117,8 @@ static int stats_rows(kv_cursor *c, vt_conn *pConn) {
       {"import_rows", (uint64_t)pConn->nImportRows},
       {"import_rows_skipped", (uint64_t)pConn->nImportSkipped},
       {"import_bytes", pConn->nImportBytes},
+      /* csq_query: joins whose probe side's devices grouped them (planner/star.h) */
+      {"star_joins", pConn->nStarJoins},
   };
   for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
     int rc = kv_add(c, a[i].z, (sqlite3_int64)a[i].v);
