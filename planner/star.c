@@ -157,10 +157,18 @@ static int rowset_source(const pl_join *j, int rc, int *pOut) {
 /* The probe's program: the host part's program h (over the joined rows)
 ** with the probe's columns read from its chunks and each build column key
 ** through a code map. 0, 1 (not a star) or a negative errno. */
-static int star_program(const pl_join *j, const pl_jdata *aData, const csq_prog *h, csq_pb *b,
-                        pl_star *s) {
+typedef struct star_x {
+  int aNew[CSQ_AGG_MAX_EXPR];      /* instruction i in b, or -1: ... */
+  int aBuildTab[CSQ_AGG_MAX_EXPR]; /* ... a build side's column, a key only */
+  int aBuildOut[CSQ_AGG_MAX_EXPR];
+} star_x;
+
+/* The host part's instructions h again in b, over the probe's chunks;
+** those reading a build side's column noted in x, allowed as keys only.
+** 0, 1 (not a star) or a negative errno. */
+static int star_exprs(const pl_join *j, const csq_prog *h, csq_pb *b, star_x *x0) {
   int p = j->aOrder[0];
-  int aNew[CSQ_AGG_MAX_EXPR], aBuildTab[CSQ_AGG_MAX_EXPR], aBuildOut[CSQ_AGG_MAX_EXPR];
+  int *aNew = x0->aNew, *aBuildTab = x0->aBuildTab, *aBuildOut = x0->aBuildOut;
   if (h->nTerm || h->nCond) return 1;
   for (int i = 0; i < h->nExpr; i++) {
     const csq_pexpr *x = &h->aExpr[i];
@@ -208,6 +216,16 @@ static int star_program(const pl_join *j, const pl_jdata *aData, const csq_prog 
     int e = a->fn == CSQ_AGG_COUNT_STAR ? -1 : aNew[a->expr];
     if (a->fn != CSQ_AGG_COUNT_STAR && e < 0) return 1; /* over a build column */
   }
+  return 0;
+}
+
+static int star_program(const pl_join *j, const pl_jdata *aData, const csq_prog *h, csq_pb *b,
+                        pl_star *s) {
+  int p = j->aOrder[0];
+  star_x x0;
+  int rcx = star_exprs(j, h, b, &x0);
+  if (rcx) return rcx;
+  const int *aNew = x0.aNew, *aBuildTab = x0.aBuildTab, *aBuildOut = x0.aBuildOut;
   /* every build side: its keys' span, checked unique */
   int64_t aLo[PL_JOIN_MAX_TAB];
   uint32_t aSpan[PL_JOIN_MAX_TAB];
@@ -262,6 +280,19 @@ static int star_program(const pl_join *j, const pl_jdata *aData, const csq_prog 
     if (e < 0) return e;
   }
   return 0;
+}
+
+int pl_star_possible(const pl_join *j, const pl_plan *plan) {
+  if (!pl_star_shape(j) || !plan->bPush || plan->bRows || plan->bEmpty) return 0;
+  csq_prog h;
+  char zErr[8];
+  if (csq_prog_parse(plan->pProg, plan->nProg, &h, zErr, sizeof(zErr))) return 0;
+  csq_pb *b = csq_pb_new();
+  star_x x0;
+  int rc = b ? star_exprs(j, &h, b, &x0) : 1;
+  csq_pb_free(b);
+  csq_prog_clear(&h);
+  return rc == 0;
 }
 
 int pl_star_build(const pl_join *j, const pl_jdata *aData, const pl_plan *plan, pl_star *s) {

@@ -51,6 +51,11 @@ typedef struct pl_star {
 ** one column): csq_explain says so. */
 int pl_star_shape(const pl_join *j);
 
+/* 1 if j with host part plan (pl_join_agg_plan) is a star but for what
+** its rows decide (keys unique integers within a span): csq_explain says
+** so. */
+int pl_star_possible(const pl_join *j, const pl_plan *plan);
+
 /* Build j's star plan from the build sides' rows aData (FROM order; the
 ** probe side's empty) and plan, the host part planned over the joined
 ** rows (pl_join_agg_plan). 0 with *s filled (free with pl_star_clear), 1

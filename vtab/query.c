@@ -1698,19 +1698,19 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                           "joined rows grouped in csq's host engine (%s), then SQLite runs %s",
                           JAGG_SAMPLE, JAGG_SAMPLE / JAGG_MIN_SHRINK, plan->zDevice,
                           zOuter ? zOuter : plan->zHost));
-  if (plan && plan->bPush && !plan->bRows && pl_star_shape(j))
-    x_add(c, "  star aggregation",
-          sqlite3_mprintf("before both, when every build side's keys are unique integers within "
-                          "a span of %u and its columns are GROUP BY keys only: %s's devices "
-                          "group the rows themselves, each build side's key column a code of its "
-                          "group column per key and an exact filter of its keys "
-                          "(planner/star.h); then SQLite runs the statement above over the groups",
-                          PL_STAR_MAX_SPAN, j->aTab[j->aOrder[0]].zName));
   else if (plan && plan->bPush && !plan->bRows && j->zInner)
     x_add(c, "  host aggregation",
           sqlite3_mprintf("none, SQLite's: the outer statement does not take the grouped rows"));
   else if (plan && !plan->bPush)
     x_add(c, "  host aggregation", sqlite3_mprintf("none, SQLite's: %s", plan->zWhy));
+  if (plan && pl_star_possible(j, plan))
+    x_add(c, "  star aggregation",
+          sqlite3_mprintf("before both, when every build side's keys are unique integers within "
+                          "a span of %u: %s's devices "
+                          "group the rows themselves, each build side's key column a code of its "
+                          "group column per key and an exact filter of its keys "
+                          "(planner/star.h); then SQLite runs the statement above over the groups",
+                          PL_STAR_MAX_SPAN, j->aTab[j->aOrder[0]].zName));
   sqlite3_free(zOuter);
   pl_plan_free(plan);
   sqlite3_free(aNone);
