@@ -41,6 +41,12 @@ typedef struct pl_tabinfo {
   int (*xBpf)(void *pBpfArg, const char *zName, const uint8_t **paIns, uint32_t *pnIns,
               const uint8_t **paDecl, int *pnArg);
   void *pBpfArg;
+  /* The rows of a sample of the table's row groups that filter program
+  ** pProg returns: 0 with *pnIn rows read and *pnOut returned, non-zero if
+  ** it cannot tell (NULL: no sampling). For estimates only. */
+  int (*xSample)(void *pSampleArg, const uint8_t *pProg, size_t nProg, uint64_t *pnIn,
+                 uint64_t *pnOut);
+  void *pSampleArg;
 } pl_tabinfo;
 
 #define PL_PUSH_AUTO   0 /* the same numbers as the vtab's VT_PUSH_* */

@@ -248,6 +248,58 @@ static int q_bpf(void *pArg, const char *zName, const uint8_t **paIns, uint32_t 
   return 0;
 }
 
+/* xSample of pl_tabinfo: filter program pProg over a few row groups of
+** table pArg (a vt_tab), spread over its first member, for the join
+** planner's estimates. Rows buffered by the connection and not yet
+** written are not in the sample. */
+#define SAMPLE_RG 2
+static int q_sample(void *pArg, const uint8_t *pProg, size_t nProg, uint64_t *pnIn,
+                    uint64_t *pnOut) {
+  vt_tab *t = pArg;
+  int n = t->nMem, e = 0;
+  store_table **aTab = calloc((size_t)n, sizeof(store_table *));
+  store_snap **aSnap = calloc((size_t)n, sizeof(store_snap *));
+  char *zErr = NULL;
+  *pnIn = *pnOut = 0;
+  if (!aTab || !aSnap)
+    e = -12;
+  else
+    e = vt_visible_members(t, aTab, aSnap, &zErr);
+  store_table *pTab = e == 0 ? aTab[0] : NULL;
+  store_table *pCopy = pTab && !aSnap[0] ? store_table_clone(pTab) : NULL;
+  if (pTab && !aSnap[0]) pTab = pCopy; /* a transaction's working table moves as it writes */
+  if (pTab && pTab->nRg > 0) {
+    store_rg *apRg[SAMPLE_RG];
+    int nRg = 0;
+    for (int i = 0; i < SAMPLE_RG; i++) {
+      store_rg *rg = pTab->apRg[(size_t)pTab->nRg * (2 * (size_t)i + 1) / (2 * SAMPLE_RG)];
+      if (nRg == 0 || apRg[nRg - 1] != rg) apRg[nRg++] = rg;
+    }
+    dev_scan *sc = NULL;
+    csq_vec v;
+    csq_vec_init(&v);
+    e = dev_scan_open(t->apMem[0]->pQ, t->apMem[0]->pStore, pTab, apRg, nRg, pProg, nProg, &sc,
+                      &zErr);
+    while (e == 0) {
+      uint32_t nRow = 0;
+      e = dev_scan_next(sc, &v, &nRow, &zErr);
+      if (e || nRow == 0) break;
+      *pnOut += nRow;
+    }
+    dev_scan_close(sc);
+    csq_vec_free(&v);
+    for (int i = 0; i < nRg; i++) *pnIn += apRg[i]->nRow - apRg[i]->nDel;
+  } else if (pTab)
+    e = 1;
+  store_table_free(pCopy);
+  for (int k = 0; aSnap && k < n; k++)
+    if (aSnap[k]) store_snap_unref(aSnap[k]);
+  free(aTab);
+  free(aSnap);
+  free(zErr);
+  return e;
+}
+
 static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_tabinfo *pInfo) {
   q_lookup *l = pArg;
   if (!find_tab(l->pConn, zDb, zTable)) {
@@ -278,6 +330,8 @@ static int q_lookup_table(void *pArg, const char *zDb, const char *zTable, pl_ta
     pInfo->aColl = l->aColl;
     pInfo->xBpf = q_bpf;
     pInfo->pBpfArg = l->pConn;
+    pInfo->xSample = q_sample;
+    pInfo->pSampleArg = t;
     pInfo->nCol = t->s.nCol;
     pInfo->azCol = l->azCol;
     pInfo->aAff = l->aAff;

@@ -138,3 +138,45 @@ def test_a_table_read_whole_waits_for_the_filtered_table_it_joins():
             lines = scan_bytes(con, "SELECT lok, price FROM l WHERE lok IN (SELECT ok FROM o WHERE "
                                     "odate = '1993')")
             assert joined < whole + lines, (joined, whole, lines)
+
+
+def explain_parts(con, sql):
+    return [(p.strip(), d) for p, d in con.execute("SELECT part, detail FROM csq_explain(?)", (sql,))]
+
+
+def test_sampled_estimates_pick_the_probe_side():
+    """TPC-H Q14's shape: a month of a big table's rows (2%) joined to a
+    smaller one read whole. Two range terms guess 9% of the big table, so
+    it would probe and the small one be built whole; a sample of its row
+    groups run through its filters estimates the month, so the small table
+    probes, with the month's keys as its join filter. In a transaction with
+    rows not yet committed the estimate still holds and answers are
+    native's."""
+    rnd = random.Random(14)
+    con = connect()
+    days = ["%d-%02d-%02d" % (y, m, d) for y in range(1993, 1998) for m in range(1, 13) for d in range(1, 29)]
+    con.execute("BEGIN")  # one commit for the load
+    make_pair(con, "li", "pk INTEGER, ship TEXT, price REAL",
+              [(rnd.randrange(5000), rnd.choice(days), rnd.randrange(1000) / 4) for _ in range(120000)],
+              ", rowgroup=16384")
+    con.execute("COMMIT")
+    make_pair(con, "pa", "pk INTEGER, ptype TEXT", [(i, rnd.choice(["PROMO X", "STD Y"])) for i in range(5000)])
+    sql = ("SELECT sum(CASE WHEN {p}.ptype LIKE 'PROMO%' THEN {l}.price ELSE 0 END), count(*) "
+           "FROM {l}, {p} WHERE {l}.pk = {p}.pk AND {l}.ship >= '1995-09-01' AND {l}.ship < '1995-10-01'")
+    mine, native = sql.format(l="li", p="pa"), sql.format(l="nli", p="npa")
+    parts = explain_parts(con, mine)
+    probe = [d for p, d in parts if p == "scan (probe side)"][0]
+    build = [d for p, d in parts if p == "scan (build side)"][0]
+    assert probe.startswith("pa "), parts
+    est = int(build.split("est ")[1].split(" ")[0])
+    actual = con.execute("SELECT count(*) FROM nli WHERE ship >= '1995-09-01' AND ship < '1995-10-01'").fetchone()[0]
+    assert actual / 2 <= est <= actual * 2, (est, actual)
+    _, got = via_view_bytes(con, mine)
+    assert got == sorted(map(canon, con.execute(native).fetchall()))
+    con.execute("BEGIN")
+    con.executemany("INSERT INTO li VALUES(?,?,?)", [(i, "1995-09-15", 1.5) for i in range(3000)])
+    con.executemany("INSERT INTO nli VALUES(?,?,?)", [(i, "1995-09-15", 1.5) for i in range(3000)])
+    assert [d for p, d in explain_parts(con, mine) if p == "scan (probe side)"][0].startswith("pa ")
+    _, got = via_view_bytes(con, mine)
+    assert got == sorted(map(canon, con.execute(native).fetchall()))
+    con.execute("COMMIT")
