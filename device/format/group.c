@@ -59,8 +59,8 @@ void csq_group_release_kept(void) {
 
 /* Array p of nOld bytes (NULL if nOld is 0) resized to at least nNew bytes,
 ** larger: malloc'd below GROUP_MAP_MIN bytes, mapped from there on (a size
-** says which, so callers keep sizes, not flags). A kept mapping of up to
-** four times the size is taken first, whole; *pnCap is the array's size
+** says which, so callers keep sizes, not flags). The smallest kept mapping
+** of at least the size is taken first, whole; *pnCap is the array's size
 ** now, which the caller keeps. The new array, or NULL on OOM (p is then
 ** unchanged). The bytes past nOld are undefined. A size no larger than
 ** nOld returns p. */
@@ -72,8 +72,11 @@ static void *arr_grow(void *p, size_t nOld, size_t nNew, size_t *pnCap) {
     if (q) *pnCap = nNew;
     return q;
   }
+  /* any larger kept mapping will do (the smallest): a table grows through
+  ** the same sizes each time a query runs, and one that takes the mapping
+  ** its last size had grows no more */
   size_t nMap = map_size(nNew), nKept = 0;
-  void *q = csq_keep_take(&gKeep, nMap, 4 * nMap, &nKept);
+  void *q = csq_keep_take(&gKeep, nMap, SIZE_MAX, &nKept);
   if (q) {
     if (nOld) memcpy(q, p, nOld);
     if (nOld >= GROUP_MAP_MIN)
