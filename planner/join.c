@@ -1365,6 +1365,43 @@ static void jp_sample(jp *s, int t, double *pEst) {
   csq_pb_free(b);
 }
 
+/* The probe side: the biggest table p, or a table it joins that would be
+** read whole and holds more rows than p's scan will return. A build side
+** is read before the probe side, so a table that nothing filters (no
+** filter of its own, no other table joining it: TPC-H Q9's orders) is
+** read and hashed whole, while the probe side's scan keeps only the rows
+** the small tables' keys let through (the green parts' lines). When such
+** a parent of p (fewer rows than p) holds more than twice the rows p's
+** scan is expected to return (its estimate times the smallest share of
+** its table a table joining p keeps), it probes instead: p is then built
+** from the rows its other join filters keep, and its keys filter the
+** parent's scan. */
+static int jp_parent_probe(jp *s, int p, const double *aEst) {
+  const pl_join *j = s->j;
+  int nTab = j->nTab, aLink[PL_JOIN_MAX_TAB] = {0};
+  double share = 1;
+  for (int k = 0; k < s->nTerm; k++) {
+    if (s->aKind[k] != JT_KEY || s->aOnOf[k]) continue;
+    int a = s->aKeyTab[k][0], b = s->aKeyTab[k][1];
+    aLink[a] |= 1 << b;
+    aLink[b] |= 1 << a;
+  }
+  for (int t = 0; t < nTab; t++) {
+    const pl_jtab *jt = &j->aTab[t];
+    if (t == p || !(aLink[p] >> t & 1) || !jt->nFilter || s->aTi[t].nRows <= 0) continue;
+    double x = aEst[t] / (double)s->aTi[t].nRows;
+    if (x < share) share = x;
+  }
+  int best = p;
+  for (int t = 0; t < nTab; t++) {
+    const pl_jtab *jt = &j->aTab[t];
+    if (t == p || jt->bLeft || jt->nFilter || aLink[t] != 1 << p) continue;
+    if (s->aTi[t].nRows < 0 || s->aTi[p].nRows < 0 || s->aTi[t].nRows >= s->aTi[p].nRows) continue;
+    if (aEst[t] > 2 * aEst[p] * share && (best == p || aEst[t] > aEst[best])) best = t;
+  }
+  return best;
+}
+
 /* Push, key or leave each term; the join order; the outputs. */
 static void jp_plan(jp *s) {
   pl_ast *a = s->a;
@@ -1472,6 +1509,7 @@ static void jp_plan(jp *s) {
   for (int t = 0; t < nTab; t++) /* a LEFT JOINed table is never the probe side */
     if (!j->aTab[t].bLeft && (iProbe < 0 || aEst[t] > aEst[iProbe])) iProbe = t;
   if (iProbe < 0) return jp_fail(s, "internal: no table to probe with%s", "");
+  iProbe = jp_parent_probe(s, iProbe, aEst);
   j->aOrder[0] = iProbe;
   aIn[iProbe] = 1;
   for (int step = 1; step < nTab; step++) {

@@ -180,3 +180,28 @@ def test_sampled_estimates_pick_the_probe_side():
     _, got = via_view_bytes(con, mine)
     assert got == sorted(map(canon, con.execute(native).fetchall()))
     con.execute("COMMIT")
+
+
+def test_a_parent_read_whole_probes_instead():
+    """TPC-H Q9's shape: lines join a filtered part table and an orders
+    table nothing filters. Orders probes: the lines are built from the
+    rows the parts' keys let through, and their order keys filter the
+    orders' scan, instead of all orders being read and hashed."""
+    rnd = random.Random(9)
+    con = connect()
+    con.execute("BEGIN")
+    make_pair(con, "pt", "pk INTEGER, color TEXT", [(i, rnd.choice(["green"] + ["red"] * 19)) for i in range(2000)])
+    make_pair(con, "od", "ok INTEGER, day TEXT", [(i, "199%d-01-01" % rnd.randrange(8)) for i in range(20000)])
+    make_pair(con, "ln", "lok INTEGER, lpk INTEGER, amt REAL",
+              [(rnd.randrange(20000), rnd.randrange(2000), rnd.randrange(100) / 4) for _ in range(60000)],
+              ", rowgroup=8192")
+    con.execute("COMMIT")
+    sql = ("SELECT substr({o}.day, 1, 4) AS y, sum({l}.amt), count(*) FROM {l}, {o}, {p} "
+           "WHERE {l}.lok = {o}.ok AND {l}.lpk = {p}.pk AND {p}.color = 'green' GROUP BY y ORDER BY y")
+    mine, native = sql.format(l="ln", o="od", p="pt"), sql.format(l="nln", o="nod", p="npt")
+    parts = explain_parts(con, mine)
+    assert [d for p, d in parts if p == "scan (probe side)"][0].startswith("od "), parts
+    assert any(p == "join filter" and d.startswith("od.ok IN") for p, d in parts), parts
+    _, got = via_view_bytes(con, mine)
+    want = sorted(map(canon, con.execute(native).fetchall()))
+    assert got == want and len(want) == 8, (got, want)
