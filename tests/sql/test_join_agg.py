@@ -231,9 +231,16 @@ def test_clients_see_native_answers():
     want = [canon(r) for r in con.execute(qn).fetchall()]
     assert [canon(r) for r in con.execute("SELECT * FROM gv").fetchall()] == want
     con.close()
+    same_in_shells(db, "gv", qn)
+
+
+def same_in_shells(db, view, native_sql):
+    """The stock sqlite3 shell and build/csq, each in a session of its own
+    over db, print the same lines for view as for native_sql, and each the
+    same as the other."""
     want_text = None
     for shell, args in (("sqlite3", ["-cmd", ".load %s" % EXT]), (os.path.join(BUILD, "csq"), [])):
-        script = "SELECT * FROM gv;\n%s;\n" % qn
+        script = "SELECT * FROM %s;\n%s;\n" % (view, native_sql)
         out = subprocess.run([shell, db] + args, input=script, capture_output=True, text=True,
                              timeout=120)
         assert out.returncode == 0 and not out.stderr.strip(), out.stderr

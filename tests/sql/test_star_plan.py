@@ -15,34 +15,15 @@ answer as native. Then overflow and text under sum, and the clients.
 """
 import os
 import random
-import sqlite3
-import subprocess
 
 from harness import connect, stats, tmpdir
-from test_join_plan import make_pair
+from test_join_agg import same_in_shells
+from test_join_plan import answer, make_pair, via_view
 from test_join_random import canon
-
-BUILD = os.environ.get("CSQ_BUILD", os.path.join(os.path.dirname(__file__), "..", "..", "build"))
-EXT = os.environ.get("CSQ_EXT", os.path.join(BUILD, "csq.so"))
 
 
 def stars(con):
     return stats(con)["star_joins"]
-
-
-def rows(con, sql):
-    try:
-        return sorted(map(canon, con.execute(sql).fetchall())), None
-    except sqlite3.Error as e:
-        return None, str(e)
-
-
-def view_rows(con, sql):
-    con.execute("CREATE VIRTUAL TABLE temp.sv USING csq_query('%s')" % sql.replace("'", "''"))
-    try:
-        return rows(con, "SELECT * FROM sv")
-    finally:
-        con.execute("DROP TABLE temp.sv")
 
 
 def native(sql):
@@ -54,8 +35,8 @@ def native(sql):
 def check(con, sql, where):
     """The view answers as native; returns 1 if it took the star path."""
     s0 = stars(con)
-    got, gerr = view_rows(con, sql)
-    want, werr = rows(con, native(sql))
+    got, gerr = via_view(con, sql)
+    want, werr = answer(con, native(sql))
     assert (gerr is None) == (werr is None), "%s\n  %s\n  csq %r native %r" % (where, sql, gerr, werr)
     if gerr:
         assert gerr == werr, (where, sql, gerr, werr)
@@ -171,8 +152,8 @@ def test_shapes_that_are_not_stars_answer_as_native():
             "SELECT part, detail FROM csq_explain(?)", (sql,)))
         assert said or not want_star, sql  # csq_explain names the path when it may be taken
         s0 = stars(con)
-        got, gerr = view_rows(con, sql)
-        want, werr = rows(con, nat(sql))
+        got, gerr = via_view(con, sql)
+        want, werr = answer(con, nat(sql))
         assert gerr is None and werr is None and got == want, (sql, gerr, werr, got[:3], want[:3])
         if want_star is not None:
             assert stars(con) - s0 == want_star, (sql, stars(con) - s0)
@@ -191,7 +172,7 @@ def test_values_of_every_class_are_codes_of_their_own():
     make_pair(con, "f", "k1 INTEGER, v INTEGER", [(i % 12, i) for i in range(4000)], ", rowgroup=1000")
     sql = "SELECT d1.a, count(*), sum(f.v) FROM f AS f, d1 AS d1 WHERE f.k1 = d1.k GROUP BY d1.a"
     assert check(con, sql, "classes") == 1
-    assert len(view_rows(con, sql)[0]) == 7
+    assert len(via_view(con, sql)[0]) == 7
     con.close()
 
 
@@ -202,7 +183,7 @@ def test_overflow_and_text_in_a_sum():
                                           (3, 2), (4, "x"), (4, 1)])
     make_pair(con, "d1", "k INTEGER, a TEXT", [(1, "p"), (2, "q"), (3, "r"), (4, "s")])
     over = "SELECT d1.a, sum(f.v) FROM f AS f, d1 AS d1 WHERE f.k1 = d1.k AND f.k1 = 1 GROUP BY d1.a"
-    got, err = view_rows(con, over)
+    got, err = via_view(con, over)
     assert err and "integer overflow" in err, (got, err)
     # big + (-big) + big fits, but its running sum might not in another
     # order: SQLite adds the rows in its own order (the hash join)
@@ -236,13 +217,4 @@ def test_writes_between_runs_and_clients():
         want = sorted(map(canon, con.execute(native(q)).fetchall()))
         assert got == want, (step, got[:3], want[:3])
     con.close()
-    want_text = None
-    for shell, args in (("sqlite3", ["-cmd", ".load %s" % EXT]), (os.path.join(BUILD, "csq"), [])):
-        out = subprocess.run([shell, db] + args, input="SELECT * FROM sv2;\n%s;\n" % native(q),
-                             capture_output=True, text=True, timeout=120)
-        assert out.returncode == 0 and not out.stderr.strip(), out.stderr
-        lines = out.stdout.strip().split("\n")
-        half = len(lines) // 2
-        assert len(lines) == 2 * half and lines[:half] == lines[half:], (shell, lines[:3], lines[half:half + 3])
-        want_text = want_text or lines[:half]
-        assert lines[:half] == want_text
+    same_in_shells(db, "sv2", native(q))
