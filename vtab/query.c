@@ -256,6 +256,14 @@ static int q_bpf(void *pArg, const char *zName, const uint8_t **paIns, uint32_t 
 static int q_sample(void *pArg, const uint8_t *pProg, size_t nProg, uint64_t *pnIn,
                     uint64_t *pnOut) {
   vt_tab *t = pArg;
+  uint64_t key =
+      csq_prog_id(pProg, nProg) ^ csq_mix64(t->nWrite) ^ csq_mix64(~(uint64_t)t->nRowEst);
+  for (int i = 0; i < VT_SAMPLES; i++)
+    if (t->aSample[i].key == key && key) {
+      *pnIn = t->aSample[i].nIn;
+      *pnOut = t->aSample[i].nOut;
+      return 0;
+    }
   int n = t->nMem, e = 0;
   store_table **aTab = calloc((size_t)n, sizeof(store_table *));
   store_snap **aSnap = calloc((size_t)n, sizeof(store_snap *));
@@ -297,6 +305,12 @@ static int q_sample(void *pArg, const uint8_t *pProg, size_t nProg, uint64_t *pn
   free(aTab);
   free(aSnap);
   free(zErr);
+  if (e == 0) {
+    t->aSample[t->iSample].key = key;
+    t->aSample[t->iSample].nIn = *pnIn;
+    t->aSample[t->iSample].nOut = *pnOut;
+    t->iSample = (t->iSample + 1) % VT_SAMPLES;
+  }
   return e;
 }
 

@@ -36,6 +36,7 @@ extern const sqlite3_api_routines *sqlite3_api;
 #endif
 
 #define VT_ROWGROUP_ROWS  65536 /* rows per row group (default) */
+#define VT_SAMPLES        4     /* join planner samples kept per table */
 #define VT_SMALL_ROWGROUP 8192  /* a last row group this small is merged at commit */
 #define VT_ENCQ_DEPTH     2     /* row groups in flight to the encode thread */
 #define VT_BUSY_MS        5000  /* CREATE/DROP/RENAME, csq_backup: wait for a writer this long */
@@ -90,7 +91,7 @@ struct vt_conn {
   vt_bpf *pBpf;       /* eBPF programs loaded by csq_bpf_load, newest first (vtab/bpf.c) */
   int64_t nImportRows, nImportSkipped; /* csq_import's loads that committed (csq_stats) */
   uint64_t nImportBytes;               /* ... and the bytes of CSV they read */
-  uint64_t nStarJoins; /* joins grouped on the probe side's devices (planner/star.h) */
+  uint64_t nStarJoins;   /* joins grouped on the probe side's devices (planner/star.h) */
   uint64_t nProbeCopy;   /* a join probe copies columns while under this many bytes ... */
   uint64_t nProbeChunks; /* ... and caches chunks up to this many (csq_probe_memory) */
 };
@@ -181,8 +182,16 @@ struct vt_tab {
   char *zName;
   char *zDb;
   vt_schema s;
-  int64_t nRowEst;  /* rows at the last look, for xBestIndex */
-  uint64_t nWrite;  /* xUpdate calls so far: tells a probe cache it is stale */
+  int64_t nRowEst; /* rows at the last look, for xBestIndex */
+  uint64_t nWrite; /* xUpdate calls so far: tells a probe cache it is stale */
+  /* The join planner's last samples of the table (vtab/query.c q_sample):
+  ** a filter program's id with nWrite and nRowEst, and what it passed. An
+  ** estimate only steers the plan, so one that another connection's writes
+  ** made stale costs time at most, never an answer. */
+  struct {
+    uint64_t key, nIn, nOut;
+  } aSample[VT_SAMPLES];
+  int iSample;      /* the slot the next sample takes */
   csq_zone *aZone;  /* per chunk (0 rowid, 1 + i column i): the zone maps of every row
                        group merged, at the last look (xBestIndex's selectivity) */
   int nZoneRg;      /* row groups merged into aZone; 0 = none yet */

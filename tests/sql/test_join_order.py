@@ -173,6 +173,13 @@ def test_sampled_estimates_pick_the_probe_side():
     assert actual / 2 <= est <= actual * 2, (est, actual)
     _, got = via_view_bytes(con, mine)
     assert got == sorted(map(canon, con.execute(native).fetchall()))
+    # the sample is kept for the same filters until the table is written
+    n0 = stats(con)["programs_executed"]
+    explain_parts(con, mine)
+    n1 = stats(con)["programs_executed"]
+    explain_parts(con, mine.replace("'1995-10-01'", "'1995-11-01'"))
+    n2 = stats(con)["programs_executed"]
+    assert n1 == n0 and n2 > n1, (n0, n1, n2)
     con.execute("BEGIN")
     con.executemany("INSERT INTO li VALUES(?,?,?)", [(i, "1995-09-15", 1.5) for i in range(3000)])
     con.executemany("INSERT INTO nli VALUES(?,?,?)", [(i, "1995-09-15", 1.5) for i in range(3000)])
