@@ -1003,6 +1003,11 @@ static void test_verifier(void) {
   int cnd = csq_pb_cond(b, CSQ_OP_LIKE, 0, s2, kt, 0, 0);
   int e4 = csq_pb_expr_case(b, cnd, e3, csq_pb_expr_neg(b, e1));
   csq_pb_group(b, csq_pb_expr_col(b, s2));
+  uint8_t aMap[CSQ_CODEMAP_HDR + 4 * 3] = {0}; /* keys 2..4, codes 7, 0, 9 */
+  csq_put_le64(aMap, 2);
+  csq_put_le32(aMap + CSQ_CODEMAP_HDR, 7);
+  csq_put_le32(aMap + CSQ_CODEMAP_HDR + 8, 9);
+  csq_pb_group(b, csq_pb_expr_map(b, e1, aMap, sizeof(aMap)));
   csq_pb_agg(b, CSQ_AGG_SUM, 0, e4);
   csq_pb_agg(b, CSQ_AGG_COUNT_STAR, 0, -1);
   csq_pb_agg(b, CSQ_AGG_MIN, CSQ_TF_NOCASE, csq_pb_expr_col(b, s2));
@@ -1013,8 +1018,8 @@ static void test_verifier(void) {
   csq_prog pr;
   char zErr[200];
   CHECK(csq_prog_parse(p, n, &pr, zErr, sizeof(zErr)) == 0, "parse: %s", zErr);
-  CHECK(pr.bAgg && pr.nKey == 1 && pr.nAgg == 3 && pr.nCond == 1 &&
-            pr.nResCol == 1 + CSQ_AGG_SUM_COLS + 1 + 1 && pr.nOut == 0,
+  CHECK(pr.bAgg && pr.nKey == 2 && pr.nAgg == 3 && pr.nCond == 1 &&
+            pr.nResCol == 2 + CSQ_AGG_SUM_COLS + 1 + 1 && pr.nOut == 0,
         "parsed fields");
   csq_prog_clear(&pr);
   int nOk = 0;
