@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "device/format/codemap.h"
+#include "device/format/group.h"
 #include "device/format/keymap.h"
 #include "device/format/le.h"
 #include "device/format/value.h"
@@ -53,33 +54,25 @@ static int key_span(const csq_vec *k, int64_t *pLo, uint32_t *pnSpan) {
 }
 
 /* The code of each row's value of x (1.., numbering x's distinct values
-** under SQLite's GROUP BY equality) into aCode[0..x->n), each distinct value
-** once, first seen first, into *pVal. 0 or -ENOMEM. */
+** under SQLite's GROUP BY equality: a group table's numbers, + 1) into
+** aCode[0..x->n), each distinct value once, first seen first, into *pVal.
+** 0 or -ENOMEM. */
 static int number_values(const csq_vec *x, uint32_t *aCode, csq_vec *pVal) {
-  uint32_t nSlot = 16;
-  while (nSlot < 2 * (uint64_t)x->n) nSlot *= 2;
-  uint32_t *aSlot = calloc(nSlot, sizeof(uint32_t)); /* row of the value + 1, 0 empty */
-  if (!aSlot) return -ENOMEM;
+  csq_group g;
+  csq_group_init(&g, 1, 16);
   int e = 0;
-  uint32_t nCode = 0;
   for (uint32_t r = 0; r < x->n && !e; r++) {
     csq_value v = csq_value_of_vec(x, r);
-    uint32_t h = (uint32_t)csq_value_hash(&v) & (nSlot - 1);
-    for (;; h = (h + 1) & (nSlot - 1)) {
-      if (aSlot[h] == 0) {
-        aSlot[h] = r + 1;
-        aCode[r] = ++nCode;
-        e = csq_vec_append(pVal, x, r, 1);
-        break;
-      }
-      csq_value w = csq_value_of_vec(x, aSlot[h] - 1);
-      if (csq_value_eq(&v, &w)) {
-        aCode[r] = aCode[aSlot[h] - 1];
-        break;
-      }
+    uint64_t h = csq_group_hash(&v, 1);
+    uint32_t pos = 0;
+    int64_t k = (e = csq_group_reserve(&g)) ? -1 : csq_group_find(&g, &v, h, &pos);
+    if (!e && k < 0) {
+      k = csq_group_add(&g, &v, h, pos);
+      e = k < 0 ? -ENOMEM : csq_vec_append(pVal, x, r, 1);
     }
+    if (!e) aCode[r] = (uint32_t)k + 1;
   }
-  free(aSlot);
+  csq_group_free(&g);
   return e;
 }
 
