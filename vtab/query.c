@@ -248,6 +248,49 @@ static int q_bpf(void *pArg, const char *zName, const uint8_t **paIns, uint32_t 
   return 0;
 }
 
+/* A table's view on every member for one scan (vt_visible_members),
+** a member whose view is the connection's write transaction read through
+** a copy: a transaction's working table moves as it writes. */
+typedef struct q_members {
+  int n;
+  store_table **aTab; /* what to scan, per member */
+  store_snap **aSnap;
+  store_table **aCopy;
+} q_members;
+
+static void members_close(q_members *m) {
+  for (int k = 0; m->aCopy && m->aSnap && k < m->n; k++) {
+    store_table_free(m->aCopy[k]);
+    if (m->aSnap[k]) store_snap_unref(m->aSnap[k]);
+  }
+  free(m->aTab);
+  free(m->aSnap);
+  free(m->aCopy);
+  memset(m, 0, sizeof(*m));
+}
+
+/* 0, or -ENOMEM or a device error with *pzErr; m is to be closed either
+** way (closing twice is harmless). */
+static int members_open(vt_tab *t, q_members *m, char **pzErr) {
+  int n = t->nMem, e = 0;
+  m->n = n;
+  m->aTab = calloc((size_t)n, sizeof(store_table *));
+  m->aSnap = calloc((size_t)n, sizeof(store_snap *));
+  m->aCopy = calloc((size_t)n, sizeof(store_table *));
+  if (!m->aTab || !m->aSnap || !m->aCopy)
+    e = -12;
+  else
+    e = vt_visible_members(t, m->aTab, m->aSnap, pzErr);
+  for (int k = 0; e == 0 && k < n; k++) {
+    if (m->aSnap[k]) continue;
+    m->aCopy[k] = store_table_clone(m->aTab[k]);
+    if (!m->aCopy[k]) e = -12;
+    m->aTab[k] = m->aCopy[k];
+  }
+  if (e) members_close(m);
+  return e;
+}
+
 /* xSample of pl_tabinfo: filter program pProg over a few row groups of
 ** table pArg (a vt_tab), spread over its first member, for the join
 ** planner's estimates. Rows buffered by the connection and not yet
@@ -264,18 +307,11 @@ static int q_sample(void *pArg, const uint8_t *pProg, size_t nProg, uint64_t *pn
       *pnOut = t->aSample[i].nOut;
       return 0;
     }
-  int n = t->nMem, e = 0;
-  store_table **aTab = calloc((size_t)n, sizeof(store_table *));
-  store_snap **aSnap = calloc((size_t)n, sizeof(store_snap *));
+  q_members m = {0, NULL, NULL, NULL};
   char *zErr = NULL;
   *pnIn = *pnOut = 0;
-  if (!aTab || !aSnap)
-    e = -12;
-  else
-    e = vt_visible_members(t, aTab, aSnap, &zErr);
-  store_table *pTab = e == 0 ? aTab[0] : NULL;
-  store_table *pCopy = pTab && !aSnap[0] ? store_table_clone(pTab) : NULL;
-  if (pTab && !aSnap[0]) pTab = pCopy; /* a transaction's working table moves as it writes */
+  int e = members_open(t, &m, &zErr);
+  store_table *pTab = e == 0 ? m.aTab[0] : NULL;
   if (pTab && pTab->nRg > 0) {
     store_rg *apRg[SAMPLE_RG];
     int nRg = 0;
@@ -299,11 +335,7 @@ static int q_sample(void *pArg, const uint8_t *pProg, size_t nProg, uint64_t *pn
     for (int i = 0; i < nRg; i++) *pnIn += apRg[i]->nRow - apRg[i]->nDel;
   } else if (pTab)
     e = 1;
-  store_table_free(pCopy);
-  for (int k = 0; aSnap && k < n; k++)
-    if (aSnap[k]) store_snap_unref(aSnap[k]);
-  free(aTab);
-  free(aSnap);
+  members_close(&m);
   free(zErr);
   if (e == 0) {
     t->aSample[t->iSample].key = key;
@@ -469,25 +501,11 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
   int rc = vt_flush(t);
   if (rc) return rc;
   int n = t->nMem;
-  store_table **aTab = sqlite3_malloc64(sizeof(store_table *) * (size_t)n);
-  store_snap **aSnap = sqlite3_malloc64(sizeof(store_snap *) * (size_t)n);
-  store_table **aCopy = sqlite3_malloc64(sizeof(store_table *) * (size_t)n);
+  q_members m = {0, NULL, NULL, NULL};
   char *zErr = NULL;
   dev_agg *pAgg = NULL;
-  int e = 0;
-  if (!aTab || !aSnap || !aCopy)
-    e = -12;
-  else {
-    memset(aSnap, 0, sizeof(store_snap *) * (size_t)n);
-    memset(aCopy, 0, sizeof(store_table *) * (size_t)n);
-    e = vt_visible_members(t, aTab, aSnap, &zErr);
-  }
-  for (int k = 0; e == 0 && k < n; k++) {
-    if (aSnap[k]) continue;
-    aCopy[k] = store_table_clone(aTab[k]); /* a transaction's working table moves as it writes */
-    if (!aCopy[k]) e = -12;
-    aTab[k] = aCopy[k];
-  }
+  int e = members_open(t, &m, &zErr);
+  store_table **aTab = m.aTab;
   if (e == 0 && plan->bRows)
     e = rows_members(c, t, plan, aTab, &zErr);
   else if (e == 0)
@@ -511,13 +529,7 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
     }
   }
   dev_agg_free(pAgg);
-  for (int k = 0; aCopy && aSnap && k < n; k++) {
-    store_table_free(aCopy[k]);
-    if (aSnap[k]) store_snap_unref(aSnap[k]);
-  }
-  sqlite3_free(aTab);
-  sqlite3_free(aSnap);
-  sqlite3_free(aCopy);
+  members_close(&m);
   if (e == -33 /* -EDOM: text where the device needs numbers, or too many rows */) {
     free(zErr);
     vt_rowset_clear(&c->rows);
@@ -686,21 +698,11 @@ static int scan_batches(vt_tab *t, const uint8_t *pProg, size_t nProg, int nOut,
                         int (*xBatch)(void *, const pl_jdata *), void *pArg, char **pzErr) {
   int rc = vt_flush(t);
   if (rc) return rc == SQLITE_NOMEM ? -12 : -5;
-  int n = t->nMem, e = 0;
+  int n = t->nMem;
+  q_members m = {0, NULL, NULL, NULL};
   csq_vec *aV = calloc((size_t)(nOut ? nOut : 1), sizeof(csq_vec));
-  store_table **aTab = calloc((size_t)n, sizeof(store_table *));
-  store_snap **aSnap = calloc((size_t)n, sizeof(store_snap *));
-  store_table **aCopy = calloc((size_t)n, sizeof(store_table *));
-  if (!aV || !aTab || !aSnap || !aCopy)
-    e = -12;
-  else
-    e = vt_visible_members(t, aTab, aSnap, pzErr);
-  for (int k = 0; e == 0 && k < n; k++) {
-    if (aSnap[k]) continue;
-    aCopy[k] = store_table_clone(aTab[k]); /* a transaction's working table moves as it writes */
-    if (!aCopy[k]) e = -12;
-    aTab[k] = aCopy[k];
-  }
+  int e = aV ? members_open(t, &m, pzErr) : -12;
+  store_table **aTab = e == 0 ? m.aTab : NULL;
   for (int k = 0; e == 0 && k < n; k++) {
     dev_scan *sc = NULL;
     e = dev_scan_open(t->apMem[k]->pQ, t->apMem[k]->pStore, aTab[k], aTab[k]->apRg, aTab[k]->nRg,
@@ -715,13 +717,7 @@ static int scan_batches(vt_tab *t, const uint8_t *pProg, size_t nProg, int nOut,
   }
   for (int i = 0; aV && i < nOut; i++) csq_vec_free(&aV[i]);
   free(aV);
-  for (int k = 0; aCopy && aSnap && k < n; k++) {
-    store_table_free(aCopy[k]);
-    if (aSnap[k]) store_snap_unref(aSnap[k]);
-  }
-  free(aTab);
-  free(aSnap);
-  free(aCopy);
+  members_close(&m);
   return e;
 }
 
