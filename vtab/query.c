@@ -548,6 +548,22 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
 
 static int join_agg_outer(q_tab *p, const pl_join *j, const pl_plan *plan, char **pzOuter);
 
+/* Prepare the host part zSql over c->rows (parameter iRows) with the
+** values aAll[0..nAll) bound where given: SQLITE_OK, or an error with
+** the vtab's message set. */
+static int host_stmt(q_cursor *c, q_tab *p, const char *zSql, sqlite3_value **aAll, int nAll,
+                     int iRows) {
+  int rc = sqlite3_prepare_v2(p->db, zSql, -1, &c->pStmt, NULL);
+  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
+    if (aAll[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aAll[k]);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, iRows, &c->rows, "csq_rowset", NULL);
+  if (rc) {
+    sqlite3_free(p->base.zErrMsg);
+    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
+  }
+  return rc;
+}
+
 /* The joined rows' first JAGG_SAMPLE rows are grouped first: unless their
 ** groups are fewer than a JAGG_MIN_SHRINK-th of them, the rest is left to
 ** SQLite (see run_join_agg). */
@@ -561,14 +577,16 @@ static int join_agg_outer(q_tab *p, const pl_join *j, const pl_plan *plan, char 
 ** met what SQLite decides by its own row order (text in a sum, a sum that
 ** may overflow) or failed otherwise: the caller then runs j->zHost over
 ** the joined rows; else an error (a sum that overflows, as SQLite's).
-** apValue: the bound values of j's scalar subqueries. */
+** apValue: the bound values of j's scalar subqueries; pPlan: the host
+** part already planned over the joined rows (pl_join_agg_plan; owned from
+** here), or NULL. */
 static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value **aParam, int nParam,
-                        sqlite3_value **apValue, int *pbDone) {
+                        sqlite3_value **apValue, pl_plan *pPlan, int *pbDone) {
   *pbDone = 0;
   int nAll = j->iRows + j->nValue, nChunk = PL_JAGG_NCHUNK(c->rows.nCol);
   sqlite3_value **aAll = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)nAll);
   const csq_vec **apChunk = sqlite3_malloc64(sizeof(csq_vec *) * (size_t)nChunk);
-  pl_plan *plan = NULL;
+  pl_plan *plan = pPlan;
   dev_agg *pAgg = NULL;
   char *zErr = NULL;
   vt_rowset merged = {0, NULL, 0, NULL, NULL};
@@ -578,7 +596,7 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
     aAll[k] = k < nParam && k != j->iRows - 1 ? aParam[k]
               : k >= j->iRows                 ? apValue[k - j->iRows]
                                               : NULL;
-  if (rc == SQLITE_OK) rc = pl_join_agg_plan(p->db, j, aAll, nAll, &plan);
+  if (rc == SQLITE_OK && !plan) rc = pl_join_agg_plan(p->db, j, aAll, nAll, &plan);
   if (rc || !plan->bPush || plan->bRows || c->rows.nCol < 1) goto done;
   apChunk[0] = NULL;
   for (int i = 1; i < nChunk; i++) apChunk[i] = &c->rows.aCol[PL_JAGG_COL(c->rows.nCol, i)];
@@ -614,20 +632,11 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
     rc = join_agg_outer(p, j, plan, &zOuter);
     if (rc || !zOuter) goto done; /* SQLite groups the joined rows */
   }
-  rc = sqlite3_prepare_v2(p->db, zOuter ? zOuter : plan->zHost, -1, &c->pStmt, NULL);
-  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
-    if (aAll[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aAll[k]);
-  if (rc == SQLITE_OK) {
-    vt_rowset_clear(&c->rows);
-    c->rows = merged;
-    merged.aCol = NULL;
-    rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
-  }
-  if (rc) {
-    sqlite3_free(p->base.zErrMsg);
-    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
-  } else
-    *pbDone = 1;
+  vt_rowset_clear(&c->rows);
+  c->rows = merged;
+  merged.aCol = NULL;
+  rc = host_stmt(c, p, zOuter ? zOuter : plan->zHost, aAll, nAll, plan->iRows);
+  if (rc == SQLITE_OK) *pbDone = 1;
 done:
   if (merged.aCol) vt_rowset_clear(&merged);
   sqlite3_free(zOuter);
@@ -643,9 +652,10 @@ done:
 ** the build sides' rows in aData: SQLITE_OK with *pbDone 1, c->rows the
 ** decoded groups and c->pStmt the host part's SQL over them; SQLITE_OK with
 ** *pbDone 0 when j is no star or the device met what SQLite decides by its
-** own row order (the hash join then runs); else an error. */
+** own row order (the hash join then runs, *ppPlan the host part planned
+** over the joined rows, for run_join_agg); else an error. */
 static int run_star(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, const pl_jdata *aData,
-                    sqlite3_value **aParam, int nParam, int *pbDone) {
+                    sqlite3_value **aParam, int nParam, pl_plan **ppPlan, int *pbDone) {
   *pbDone = 0;
   int nAll = j->iRows;
   sqlite3_value **aAll = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)nAll);
@@ -668,14 +678,8 @@ static int run_star(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, con
   if (rc == SQLITE_MISMATCH) rc = SQLITE_OK; /* text in a sum: the hash join and SQLite */
   if (rc || !c->rows.aCol) goto done;
   if (pl_star_decode(&s, c->rows.aCol, c->rows.nCol, &c->rows.nRow)) rc = SQLITE_NOMEM;
-  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, plan->zHost, -1, &c->pStmt, NULL);
-  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
-    if (aAll[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aAll[k]);
-  if (rc == SQLITE_OK)
-    rc = sqlite3_bind_pointer(c->pStmt, plan->iRows, &c->rows, "csq_rowset", NULL);
+  if (rc == SQLITE_OK) rc = host_stmt(c, p, plan->zHost, aAll, nAll, plan->iRows);
   if (rc) {
-    sqlite3_free(p->base.zErrMsg);
-    p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
     sqlite3_finalize(c->pStmt);
     c->pStmt = NULL;
     vt_rowset_clear(&c->rows);
@@ -685,6 +689,10 @@ static int run_star(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, con
   }
 done:
   pl_star_clear(&s);
+  if (rc == SQLITE_OK && !*pbDone) { /* the hash join's grouping plans the same */
+    *ppPlan = plan;
+    plan = NULL;
+  }
   pl_plan_free(plan);
   sqlite3_free(aAll);
   return rc;
@@ -1075,8 +1083,9 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
     free(pFiltered);
     if (e == 0 && aData[t].nRow == 0 && !jt->bLeft) bEmpty = 1; /* an inner join with no rows */
   }
+  pl_plan *pAggPlan = NULL; /* the host part over the joined rows, when planned already */
   if (e == 0 && !bEmpty && pl_star_shape(j)) {
-    int bDone = 0, rc = run_star(c, p, j, apTab, aData, aParam, nParam, &bDone);
+    int bDone = 0, rc = run_star(c, p, j, apTab, aData, aParam, nParam, &pAggPlan, &bDone);
     if (rc || bDone) {
       for (int t = 0; t < j->nTab; t++) free_jdata(&aData[t]);
       return rc;
@@ -1109,6 +1118,7 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   for (int i = 0; e == 0 && i < j->nScalar; i++)
     e = j->aScalar[i].iTab < 0 ? run_scalar_join(p, j, i, c, &zErr)
                                : run_scalar(p, j, i, apTab[j->aScalar[i].iTab], c, &zErr);
+  if (e) pl_plan_free(pAggPlan);
   if (e == -7 || e == -33) {
     free(zErr);
     vt_rowset_clear(&c->rows);
@@ -1127,7 +1137,10 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
     rc = run_value(p, j->azValue[i], &apValue[i]);
   if (rc != SQLITE_OK && rc != SQLITE_NOMEM) rc = SQLITE_MISMATCH;
   int bDone = 0;
-  if (rc == SQLITE_OK) rc = run_join_agg(c, p, j, aParam, nParam, apValue, &bDone);
+  if (rc == SQLITE_OK)
+    rc = run_join_agg(c, p, j, aParam, nParam, apValue, pAggPlan, &bDone);
+  else
+    pl_plan_free(pAggPlan);
   if (bDone || (rc != SQLITE_OK && rc != SQLITE_MISMATCH)) {
     for (int i = 0; i < j->nValue; i++) sqlite3_value_free(apValue[i]);
     if (rc) vt_rowset_clear(&c->rows);
