@@ -32,7 +32,7 @@
 **     + - * / and unary minus over columns of numeric affinity (the device
 **     does SQLite's integer/real arithmetic; text would need SQLite's
 **     text-to-number conversion). count(*), count, sum, total, avg, min,
-**     max; not DISTINCT.
+**     max; count(DISTINCT x) only as the query's one aggregate (sp_distinct).
 ** GROUP BY keys: see sp_key_ok.
 ** The host part is the query's own text with each aggregate call and group
 ** key replaced by its column of the merged rows; a column outside an
@@ -71,6 +71,9 @@ typedef struct sp {
   int nKey;
   const pl_expr *aAgg[SP_MAX_AGG];
   int nAgg;
+  /* count(DISTINCT x): x, once every aggregate is that (bPlainAgg 0) */
+  const pl_expr *pDistinct;
+  int bPlainAgg;
   int nTerm;
   sqlite3_str *pHost;
   sqlite3_str *pBpf; /* the eBPF calls the program runs, for csq_explain */
@@ -745,8 +748,18 @@ static int sp_find_agg(sp *s, const pl_expr *e) {
 static void sp_add_agg(sp *s, const pl_expr *e) {
   if (s->bFail || sp_find_agg(s, e) >= 0) return;
   if (s->nAgg >= SP_MAX_AGG) return sp_fail(s, "more than 64 aggregates%s", "");
-  if (e->flags & PL_F_DISTINCT)
-    return sp_fail_expr(s, "%s: DISTINCT aggregates stay on the host", e);
+  if (e->flags & PL_F_DISTINCT) {
+    /* counted by grouping twice (sp_distinct): no program aggregate here */
+    if (e->eAgg != PL_AGG_COUNT || e->nArg != 1 || s->bPlainAgg ||
+        (s->pDistinct && !pl_expr_equal(s->pDistinct, e->apArg[0])))
+      return sp_fail_expr(
+          s, "%s: a DISTINCT aggregate other than count(DISTINCT x) alone stays on the host", e);
+    s->pDistinct = e->apArg[0];
+    s->aAgg[s->nAgg++] = e;
+    return;
+  }
+  if (s->pDistinct) return sp_fail_expr(s, "%s beside count(DISTINCT ...) stays on the host", e);
+  s->bPlainAgg = 1;
   int fn = 0;
   switch (e->eAgg) {
   case PL_AGG_COUNT:
@@ -855,6 +868,40 @@ static void sp_aggs_of(sp *s, const pl_expr *e) {
   pl_refs_free(&r);
 }
 
+/* count(DISTINCT x), the query's only aggregate: the program groups by
+** the keys and x, so each key's distinct values of x are one merged row
+** each (by the equality GROUP BY uses, which is DISTINCT's: x must have
+** one form per value, as a key); pl_plan.pRegroup then groups those rows
+** by the keys alone, counting the x that are not NULL. */
+static void sp_distinct(sp *s) {
+  if (s->bFail) return;
+  if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 7 GROUP BY keys with DISTINCT%s", "");
+  if (!sp_key_ok(s, s->pDistinct, 0))
+    return sp_fail_expr(s, "count(DISTINCT %s): the value may hold one value in two forms",
+                        s->pDistinct);
+  char aff;
+  int x = sp_expr(s, s->pDistinct, &aff, 0);
+  if (x < 0) return;
+  if (csq_pb_group(s->b, x) < 0) return sp_fail(s, "program limit reached%s", "");
+  csq_pb *b = csq_pb_new();
+  int e = b ? 0 : -1;
+  for (int k = 0; e >= 0 && k <= s->nKey; k++) {
+    int slot = csq_pb_input(b, (uint32_t)k + 1);
+    int v = slot < 0 ? slot : csq_pb_expr_col(b, slot);
+    e = v < 0 ? v : k < s->nKey ? csq_pb_group(b, v) : csq_pb_agg(b, CSQ_AGG_COUNT, 0, v);
+  }
+  uint8_t *pProg = NULL;
+  size_t nProg = 0;
+  if (e >= 0 && csq_pb_finish(b, &pProg, &nProg) >= 0) {
+    s->p->pRegroup = sqlite3_malloc64(nProg);
+    if (s->p->pRegroup) memcpy(s->p->pRegroup, pProg, nProg);
+    s->p->nRegroup = s->p->pRegroup ? nProg : 0;
+  }
+  free(pProg);
+  csq_pb_free(b);
+  if (!s->p->pRegroup) sp_fail(s, "the regrouping program could not be built%s", "");
+}
+
 static void sp_host(sp *s);
 static int sp_has_bpf(const pl_expr *e);
 static void sp_plan_rows(sp *s);
@@ -916,6 +963,7 @@ static void sp_plan(sp *s) {
   for (int i = 0; i < a->nCol; i++) sp_aggs_of(s, a->aCol[i].pExpr);
   sp_aggs_of(s, a->pHaving);
   for (int i = 0; i < a->nOrder; i++) sp_aggs_of(s, a->aOrder[i].pExpr);
+  if (s->pDistinct) sp_distinct(s);
   sp_host(s);
 }
 
@@ -1147,6 +1195,10 @@ int pl_plan_query_opt(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int
                                      "aggregate(s); program of %lld bytes",
                                      s.a->zTable, s.nTerm, zCmpNote ? zCmpNote : "", s.nKey, s.nAgg,
                                      (long long)nProg);
+      if (p->zDevice && p->pRegroup)
+        p->zDevice = sqlite3_mprintf("%z, the DISTINCT value grouped as a key, then its rows "
+                                     "grouped again by the keys alone to count it",
+                                     p->zDevice);
       int bNoMem = !zCmpNote;
       sqlite3_free(zCmpNote);
       if (bNoMem || !p->pProg || !p->zTable || !p->zDevice || !zHost) {
@@ -1178,6 +1230,11 @@ int pl_plan_query_opt(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int
       free(pProg);
     }
   }
+  if (!p->bPush) {
+    sqlite3_free(p->pRegroup);
+    p->pRegroup = NULL;
+    p->nRegroup = 0;
+  }
   sqlite3_free(zHost);
   sqlite3_free(zBpf);
   sqlite3_free(zCmp);
@@ -1193,5 +1250,6 @@ void pl_plan_free(pl_plan *p) {
   sqlite3_free(p->zHost);
   sqlite3_free(p->zDevice);
   sqlite3_free(p->zBpf);
+  sqlite3_free(p->pRegroup);
   sqlite3_free(p);
 }

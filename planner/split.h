@@ -65,16 +65,21 @@ typedef struct pl_plan {
   char *zTable;   /* the csq table (sqlite3_malloc'd) */
   uint8_t *pProg; /* the device program (sqlite3_malloc'd) */
   size_t nProg;
-  int bEmpty;     /* the filter can never be true (a comparison with NULL) */
-  int nKey, nAgg; /* merged row layout: nKey keys, then nAgg aggregates */
-  int bRows;      /* pProg filters and returns rows (no aggregation): the rowid,
-                  ** then nAgg columns; the caller collects them as they come */
-  char *zHost;    /* SELECT ... FROM csq_rows(?iRows) ... (sqlite3_malloc'd) */
-  int iRows;      /* parameter number of the row set in zHost */
-  char *zDevice;  /* what the device runs, for csq_explain (sqlite3_malloc'd) */
-  char *zBpf;     /* bPush 1: the eBPF calls in the program, each as written and
-                  ** "as a filter term" or "as a value", "; " between (NULL:
-                  ** none; sqlite3_malloc'd) */
+  int bEmpty;        /* the filter can never be true (a comparison with NULL) */
+  int nKey, nAgg;    /* merged row layout: nKey keys, then nAgg aggregates */
+  int bRows;         /* pProg filters and returns rows (no aggregation): the rowid,
+                     ** then nAgg columns; the caller collects them as they come */
+  uint8_t *pRegroup; /* count(DISTINCT x): the merged rows are the keys and x,
+                     ** each pair once; this program (chunk k + 1: column k)
+                     ** groups them by the keys, counting x, into the rows
+                     ** zHost reads (NULL: none; sqlite3_malloc'd) */
+  size_t nRegroup;
+  char *zHost;   /* SELECT ... FROM csq_rows(?iRows) ... (sqlite3_malloc'd) */
+  int iRows;     /* parameter number of the row set in zHost */
+  char *zDevice; /* what the device runs, for csq_explain (sqlite3_malloc'd) */
+  char *zBpf;    /* bPush 1: the eBPF calls in the program, each as written and
+                 ** "as a filter term" or "as a value", "; " between (NULL:
+                 ** none; sqlite3_malloc'd) */
 } pl_plan;
 
 /* Plan zSql with parameter values aParam[0..nParam) (NULL = not given).

@@ -493,6 +493,42 @@ static int rows_members(q_cursor *c, vt_tab *t, const pl_plan *plan, store_table
   return e;
 }
 
+/* count(DISTINCT x) (pl_plan.pRegroup): the merged rows r, the keys and
+** x, grouped again by the keys in csq's host engine, replace r. 0, or a
+** negative errno with *pzErr (malloc'd) and r unchanged. */
+static int regroup_rows(const pl_plan *plan, vt_rowset *r, char **pzErr) {
+  if (!plan->pRegroup) return 0;
+  int nChunk = 1 + r->nCol, e = 0;
+  const csq_vec **apChunk = malloc(sizeof(csq_vec *) * (size_t)nChunk);
+  dev_agg *pAgg = NULL;
+  vt_rowset out = {0, NULL, 0, NULL, NULL};
+  if (!apChunk) return -12;
+  apChunk[0] = NULL;
+  for (int i = 1; i < nChunk; i++) apChunk[i] = &r->aCol[i - 1];
+  e = dev_agg_new(plan->pRegroup, plan->nRegroup, &pAgg, pzErr);
+  if (e == 0 && r->nRow) e = dev_agg_rows(pAgg, apChunk, nChunk, 0, r->nRow, pzErr);
+  if (e == 0) {
+    int n = dev_agg_ncol(pAgg);
+    out.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)n);
+    if (!out.aCol)
+      e = -12;
+    else {
+      out.nCol = n;
+      for (int i = 0; i < n; i++) csq_vec_init(&out.aCol[i]);
+      e = dev_agg_finish(pAgg, out.aCol, &out.nRow, pzErr);
+    }
+  }
+  if (e == 0) {
+    vt_rowset_clear(r);
+    *r = out;
+  } else if (out.aCol) {
+    vt_rowset_clear(&out);
+  }
+  dev_agg_free(pAgg);
+  free(apChunk);
+  return e;
+}
+
 /* Run the device part of a plan: filter, group and partial aggregates over
 ** the table's visible row groups, merged into c->rows. Returns SQLITE_OK,
 ** an error, or SQLITE_MISMATCH when the device met values it cannot
@@ -528,6 +564,7 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
       e = dev_agg_finish(pAgg, c->rows.aCol, &c->rows.nRow, &zErr);
     }
   }
+  if (e == 0 && !plan->bRows) e = regroup_rows(plan, &c->rows, &zErr);
   dev_agg_free(pAgg);
   members_close(&m);
   if (e == -33 /* -EDOM: text where the device needs numbers, or too many rows */) {
@@ -618,6 +655,7 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
       e = dev_agg_finish(pAgg, merged.aCol, &merged.nRow, &zErr);
     }
   }
+  if (e == 0) e = regroup_rows(plan, &merged, &zErr);
   /* an overflowing sum is SQLite's own error; anything else the engine
   ** could not do (text in a sum, no memory for its groups) SQLite may
   ** still do over the joined rows */
@@ -678,6 +716,16 @@ static int run_star(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, con
   if (rc == SQLITE_MISMATCH) rc = SQLITE_OK; /* text in a sum: the hash join and SQLite */
   if (rc || !c->rows.aCol) goto done;
   if (pl_star_decode(&s, c->rows.aCol, c->rows.nCol, &c->rows.nRow)) rc = SQLITE_NOMEM;
+  if (rc == SQLITE_OK) {
+    char *zErr = NULL;
+    int e2 = regroup_rows(plan, &c->rows, &zErr);
+    if (e2) {
+      sqlite3_free(p->base.zErrMsg);
+      p->base.zErrMsg = sqlite3_mprintf("%s", zErr ? zErr : "csq: regrouping failed");
+      rc = e2 == -12 ? SQLITE_NOMEM : SQLITE_ERROR;
+    }
+    free(zErr);
+  }
   if (rc == SQLITE_OK) rc = host_stmt(c, p, plan->zHost, aAll, nAll, plan->iRows);
   if (rc) {
     sqlite3_finalize(c->pStmt);
