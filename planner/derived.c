@@ -366,3 +366,300 @@ int pl_derived_splice(const char *zSql, const pl_derived *d, const char *zWith, 
   *pzOut = b.z;
   return PL_OK;
 }
+
+/* ---- pre-grouping (pl_derived_pregroup) ---- */
+
+#define PG_MAX_AGG  32
+#define PG_MAX_COLS 256
+
+typedef struct pg {
+  const pl_ast *o; /* the outer query, the derived table named PG_TABLE */
+  const pl_ast *in;
+  char aKey[PG_MAX_COLS]; /* derived column i is an outer GROUP BY key */
+  const pl_expr *aAgg[PG_MAX_AGG];
+  int nAgg;
+  char *zWhy;
+  size_t nWhy;
+  int bFail;
+} pg;
+
+#define PG_TABLE "csq_pregroup"
+
+static void pg_fail(pg *g, const char *zFmt, const char *zArg) {
+  if (g->bFail) return;
+  g->bFail = 1;
+  snprintf(g->zWhy, g->nWhy, zFmt, zArg);
+}
+
+/* The derived column an outer column reference names, or -1. */
+static int pg_column(const pg *g, const pl_expr *e) {
+  if (e->op != PL_E_COLUMN || e->zDb) return -1;
+  if (e->zTab && !(g->o->zAlias && strcasecmp(e->zTab, g->o->zAlias) == 0) &&
+      strcasecmp(e->zTab, PG_TABLE) != 0)
+    return -1;
+  for (int i = 0; i < g->in->nCol; i++)
+    if (g->in->aCol[i].zAlias && strcasecmp(g->in->aCol[i].zAlias, e->zName) == 0) return i;
+  return -1;
+}
+
+/* Scalar functions whose value depends on their arguments alone: a key
+** computed from the pre-grouped columns is then the one the rows had. */
+static int pg_det_func(const char *z) {
+  static const char *const az[] = {
+      "abs",       "coalesce", "date",    "datetime", "hex",     "ifnull",    "iif",      "instr",
+      "julianday", "length",   "lower",   "ltrim",    "max",     "min",       "nullif",   "printf",
+      "format",    "quote",    "replace", "round",    "rtrim",   "sign",      "strftime", "substr",
+      "substring", "time",     "trim",    "typeof",   "unicode", "unixepoch", "upper"};
+  for (size_t i = 0; i < sizeof(az) / sizeof(az[0]); i++)
+    if (strcasecmp(z, az[i]) == 0) return 1;
+  return 0;
+}
+
+/* Is e (an inner select-list expression) a function of its columns? */
+static int pg_deterministic(const pl_expr *e) {
+  if (!e) return 1;
+  if (e->op == PL_E_PARAM || e->op == PL_E_AGG || e->op == PL_E_SUBQUERY || e->op == PL_E_EXISTS ||
+      e->op == PL_E_INSELECT || e->op == PL_E_STAR)
+    return 0;
+  if (e->op == PL_E_FUNC && ((e->flags & PL_F_NOPAREN) || !pg_det_func(e->zName))) return 0;
+  if (!pg_deterministic(e->pLeft) || !pg_deterministic(e->pRight) || !pg_deterministic(e->pExtra))
+    return 0;
+  for (int i = 0; i < e->nArg; i++)
+    if (!pg_deterministic(e->apArg[i])) return 0;
+  return 1;
+}
+
+/* Check outer expression e: its aggregates noted, each column outside
+** them a GROUP BY key. */
+static void pg_walk(pg *g, const pl_expr *e, int bInAgg) {
+  if (!e || g->bFail) return;
+  if (e->op == PL_E_AGG) {
+    if (bInAgg) return pg_fail(g, "an aggregate inside an aggregate%s", "");
+    if ((e->flags & PL_F_DISTINCT) || e->eAgg == PL_AGG_AVG)
+      return pg_fail(g, "the outer %s() is not one partial results add up to", e->zName);
+    int k = 0;
+    while (k < g->nAgg && !pl_expr_equal(g->aAgg[k], e)) k++;
+    if (k == g->nAgg) {
+      if (g->nAgg >= PG_MAX_AGG) return pg_fail(g, "more than %s outer aggregates", "32");
+      g->aAgg[g->nAgg++] = e;
+    }
+    for (int i = 0; i < e->nArg; i++) pg_walk(g, e->apArg[i], 1);
+    return;
+  }
+  if (e->op == PL_E_COLUMN) {
+    int i = pg_column(g, e);
+    if (i < 0)
+      return pg_fail(g, "the outer query reads %s, no column of the derived table", e->zName);
+    if (!bInAgg && !g->aKey[i])
+      return pg_fail(g, "the outer query reads %s outside an aggregate and not as a GROUP BY key",
+                     e->zName);
+    return;
+  }
+  if (e->op == PL_E_SUBQUERY || e->op == PL_E_EXISTS || e->op == PL_E_INSELECT)
+    return pg_fail(g, "the outer query holds a subquery%s", "");
+  pg_walk(g, e->pLeft, bInAgg);
+  pg_walk(g, e->pRight, bInAgg);
+  pg_walk(g, e->pExtra, bInAgg);
+  for (int i = 0; i < e->nArg; i++) pg_walk(g, e->apArg[i], bInAgg);
+}
+
+/* The text of outer expression e with each derived column replaced by its
+** inner expression, in parentheses (as SQLite's flattener substitutes it:
+** the expression keeps its affinity and collation). */
+static void pg_subst(const pg *g, const pl_expr *e, dbuf *b) {
+  if (e->op == PL_E_COLUMN) {
+    int n = 0;
+    const char *z = pl_expr_text(g->in, g->in->aCol[pg_column(g, e)].pExpr, &n);
+    dbuf_add(b, "(", 1);
+    dbuf_add(b, z, (size_t)n);
+    dbuf_add(b, ")", 1);
+    return;
+  }
+  const pl_expr *aChild[64];
+  int n = 0;
+  if (e->pLeft) aChild[n++] = e->pLeft;
+  if (e->pRight) aChild[n++] = e->pRight;
+  if (e->pExtra) aChild[n++] = e->pExtra;
+  for (int i = 0; i < e->nArg && n < 64; i++) aChild[n++] = e->apArg[i];
+  for (int i = 1; i < n; i++) /* by position in the text */
+    for (int j = i; j > 0 && aChild[j]->iStart < aChild[j - 1]->iStart; j--) {
+      const pl_expr *t = aChild[j];
+      aChild[j] = aChild[j - 1];
+      aChild[j - 1] = t;
+    }
+  int at = e->iStart;
+  for (int i = 0; i < n; i++) {
+    dbuf_add(b, g->o->zSql + at, (size_t)(aChild[i]->iStart - at));
+    pg_subst(g, aChild[i], b);
+    at = aChild[i]->iEnd;
+  }
+  dbuf_add(b, g->o->zSql + at, (size_t)(e->iEnd - at));
+}
+
+/* An ORDER BY term that names a result column (its number, or its alias):
+** its text stays, and means what it meant. */
+static int pg_result_ref(const pl_term *t) {
+  return t->iCol > 0 && (t->pExpr->op == PL_E_INT || t->pExpr->op == PL_E_COLUMN);
+}
+
+static int pg_agg_index(const pg *g, const pl_expr *e) {
+  for (int k = 0; k < g->nAgg; k++)
+    if (pl_expr_equal(g->aAgg[k], e)) return k;
+  return -1;
+}
+
+/* The outer text again, each aggregate over the partials and the derived
+** table replaced by the pre-grouping SELECT zPre. */
+static void pg_outer_node(const pg *g, const pl_expr *e, int *pAt, dbuf *b) {
+  if (!e) return;
+  if (e->op == PL_E_AGG) {
+    int k = pg_agg_index(g, e);
+    dbuf_add(b, g->o->zSql + *pAt, (size_t)(e->iStart - *pAt));
+    char z[64];
+    /* a count adds up its partial counts: each group has a row, so the
+    ** sum is never NULL */
+    snprintf(z, sizeof(z), "%s(\"csq_p%d\")", e->eAgg == PL_AGG_COUNT ? "sum" : e->zName, k);
+    dbuf_add(b, z, strlen(z));
+    *pAt = e->iEnd;
+    return;
+  }
+  pg_outer_node(g, e->pLeft, pAt, b);
+  pg_outer_node(g, e->pRight, pAt, b);
+  pg_outer_node(g, e->pExtra, pAt, b);
+  for (int i = 0; i < e->nArg; i++) pg_outer_node(g, e->apArg[i], pAt, b);
+}
+
+int pl_derived_pregroup(const char *zSql, const pl_derived *d, const char *zInner, char **pzOut,
+                        char *zWhy, size_t nWhy) {
+  *pzOut = NULL;
+  if (nWhy) zWhy[0] = 0;
+  char *zOuter = NULL;
+  pl_ast *o = NULL, *in = NULL;
+  pl_err err;
+  int rc = pl_derived_splice(zSql, d, PG_TABLE, &zOuter);
+  if (rc == PL_OK) rc = pl_parse(zOuter, -1, &o, &err);
+  if (rc == PL_OK) rc = pl_parse(zInner, -1, &in, &err);
+  dbuf pre = {0}, out = {0};
+  pg g;
+  memset(&g, 0, sizeof(g));
+  g.o = o;
+  g.in = in;
+  g.zWhy = zWhy;
+  g.nWhy = nWhy;
+  if (rc != PL_OK) {
+    if (rc != PL_NOMEM) pg_fail(&g, "not parsed: %s", err.zMsg);
+    goto done;
+  }
+  if (o->nFrom != 1 || o->pWhere || o->nGroup == 0 || o->bStar)
+    pg_fail(&g, "the outer query is not a GROUP BY over the derived table alone%s", "");
+  else if (in->bAgg || in->nOrder || in->pLimit || in->bStar || in->nCol > PG_MAX_COLS)
+    pg_fail(&g, "the derived table is grouped, ordered or limited itself%s", "");
+  /* GROUP BY keys: derived columns, named or through a result column */
+  for (int i = 0; !g.bFail && i < o->nGroup; i++) {
+    const pl_expr *e = o->aGroup[i].pExpr;
+    int k = pg_column(&g, e);
+    if (k < 0 && o->aGroup[i].iCol > 0) k = pg_column(&g, o->aCol[o->aGroup[i].iCol - 1].pExpr);
+    if (k < 0) {
+      pg_fail(&g, "an outer GROUP BY key is not a column of the derived table%s", "");
+      break;
+    }
+    if (!pg_deterministic(in->aCol[k].pExpr))
+      pg_fail(&g, "the key %s is not a function of its columns alone", in->aCol[k].zAlias);
+    g.aKey[k] = 1;
+  }
+  for (int i = 0; !g.bFail && i < o->nCol; i++) pg_walk(&g, o->aCol[i].pExpr, 0);
+  pg_walk(&g, o->pHaving, 0);
+  for (int i = 0; !g.bFail && i < o->nOrder; i++)
+    if (!pg_result_ref(&o->aOrder[i])) pg_walk(&g, o->aOrder[i].pExpr, 0);
+  pg_walk(&g, o->pLimit, 0);
+  pg_walk(&g, o->pOffset, 0);
+  if (!g.bFail && g.nAgg == 0) pg_fail(&g, "the outer query has no aggregate%s", "");
+  for (int i = 0; !g.bFail && i < in->nCol; i++)
+    if (strncasecmp(in->aCol[i].zAlias, "csq_p", 5) == 0)
+      pg_fail(&g, "a column of the derived table is named %s", in->aCol[i].zAlias);
+  if (g.bFail) goto done;
+  /* the pre-grouping SELECT: the keys' expressions, the partials, grouped
+  ** by every column the keys read */
+  pl_refs r;
+  memset(&r, 0, sizeof(r));
+  int bFirst = 1;
+  dbuf_add(&pre, "(SELECT ", 8);
+  for (int i = 0; i < in->nCol; i++) {
+    if (!g.aKey[i]) continue;
+    int n = 0;
+    const char *z = pl_expr_text(in, in->aCol[i].pExpr, &n);
+    if (!bFirst) dbuf_add(&pre, ", ", 2);
+    bFirst = 0;
+    dbuf_add(&pre, z, (size_t)n);
+    dbuf_alias(&pre, in->aCol[i].zAlias, strlen(in->aCol[i].zAlias));
+    if (pl_expr_refs(in->aCol[i].pExpr, 0, &r)) rc = PL_NOMEM;
+  }
+  for (int k = 0; k < g.nAgg; k++) {
+    const pl_expr *e = g.aAgg[k];
+    char z[32];
+    dbuf_add(&pre, ", ", 2);
+    dbuf_add(&pre, e->zName, strlen(e->zName));
+    if (e->nArg == 0) {
+      dbuf_add(&pre, "(*)", 3);
+    } else {
+      dbuf_add(&pre, "(", 1);
+      pg_subst(&g, e->apArg[0], &pre);
+      dbuf_add(&pre, ")", 1);
+    }
+    snprintf(z, sizeof(z), "csq_p%d", k);
+    dbuf_alias(&pre, z, strlen(z));
+  }
+  dbuf_add(&pre, " FROM ", 6);
+  size_t nTail = (size_t)(in->nSql - in->iFromStart);
+  while (nTail > 0 && (in->zSql[in->iFromStart + nTail - 1] == ';' ||
+                       d_space((unsigned char)in->zSql[in->iFromStart + nTail - 1])))
+    nTail--;
+  dbuf_add(&pre, in->zSql + in->iFromStart, nTail);
+  int nBase = 0;
+  for (int i = 0; i < r.nCol; i++) {
+    int j = 0;
+    while (j < i && !pl_expr_equal(r.aCol[j], r.aCol[i])) j++;
+    if (j < i) continue;
+    int n = 0;
+    const char *z = pl_expr_text(in, r.aCol[i], &n);
+    const char *zSep = nBase++ ? ", " : " GROUP BY ";
+    dbuf_add(&pre, zSep, strlen(zSep));
+    dbuf_add(&pre, z, (size_t)n);
+  }
+  dbuf_add(&pre, ")", 1);
+  pl_refs_free(&r);
+  if (rc == PL_OK && nBase == 0) {
+    /* every key a constant: the pre-grouping would make a group of no rows */
+    pg_fail(&g, "the outer GROUP BY keys read no column%s", "");
+    goto done;
+  }
+  if (rc != PL_OK || pre.bOom) {
+    rc = PL_NOMEM;
+    goto done;
+  }
+  /* the outer query: aggregates over the partials, the derived table the
+  ** pre-grouping SELECT (PG_TABLE stands where it stood) */
+  int at = 0;
+  for (int i = 0; i < o->nCol; i++) pg_outer_node(&g, o->aCol[i].pExpr, &at, &out);
+  dbuf_add(&out, o->zSql + at, (size_t)(o->aFrom[0].iStart - at));
+  dbuf_add(&out, pre.z, pre.n);
+  at = o->aFrom[0].iStart + (int)strlen(PG_TABLE);
+  pg_outer_node(&g, o->pHaving, &at, &out);
+  for (int i = 0; i < o->nOrder; i++)
+    if (!pg_result_ref(&o->aOrder[i])) pg_outer_node(&g, o->aOrder[i].pExpr, &at, &out);
+  dbuf_add(&out, o->zSql + at, (size_t)(o->nSql - at));
+  if (out.bOom || !out.z) {
+    rc = PL_NOMEM;
+    goto done;
+  }
+  *pzOut = out.z;
+  out.z = NULL;
+done:
+  free(pre.z);
+  free(out.z);
+  free(zOuter);
+  pl_ast_free(o);
+  pl_ast_free(in);
+  if (rc == PL_NOMEM) return PL_NOMEM;
+  return *pzOut ? PL_OK : PL_UNSUPPORTED;
+}

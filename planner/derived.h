@@ -74,4 +74,23 @@ int pl_derived_inner(const char *zSql, const pl_derived *d, char **pzInner, char
 ** PL_NOMEM. */
 int pl_derived_splice(const char *zSql, const pl_derived *d, const char *zWith, char **pzOut);
 
+/* The statement zSql over derived table d (pl_derived_find), whose inner
+** SELECT zInner names every column (pl_derived_inner), with its rows
+** grouped before the outer query groups them: when the outer query is a
+** GROUP BY over the derived table alone (no WHERE), each key one of its
+** columns, computed from the inner columns by deterministic functions,
+** every other column read only inside sum, total, min, max or count, the
+** inner SELECT becomes
+**   SELECT key expressions, agg(its argument over the inner expressions)
+**   AS csq_pK ... FROM (the inner FROM and WHERE) GROUP BY (every column
+**   the key expressions read)
+** and each outer aggregate the same over csq_pK (count's a sum of the
+** counts). Its groups are finer than the outer query's, so the outer
+** query's groups and their aggregates come out the same, and a join's
+** rows can be grouped in csq's host engine by plain columns where the
+** outer keys are expressions (TPC-H Q9's year of o_orderdate): PL_OK with
+** *pzOut (malloc'd); PL_UNSUPPORTED with zWhy; PL_NOMEM. */
+int pl_derived_pregroup(const char *zSql, const pl_derived *d, const char *zInner, char **pzOut,
+                        char *zWhy, size_t nWhy);
+
 #endif /* CSQ_PLANNER_DERIVED_H */

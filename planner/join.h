@@ -168,6 +168,10 @@ typedef struct pl_join {
   ** NULL otherwise (sqlite3_malloc'd). */
   char *zInner, *zOuterSql;
   int nOuterCol;
+  /* the derived table's rows are grouped before the outer query groups
+  ** them (pl_derived_pregroup): csq's host engine groups them however
+  ** few rows each group holds, as SQLite would group them all again */
+  int bPreGroup;
   /* Uncorrelated scalar subqueries of one aggregate row, run before the
   ** host part (through the planner, by the caller) and bound as parameter
   ** iRows + 1 + i of zHost where they stood (sqlite3_malloc'd texts). */

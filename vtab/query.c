@@ -642,7 +642,8 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
   if (e == 0 && nHead) e = dev_agg_rows(pAgg, apChunk, nChunk, 0, nHead, &zErr);
   /* nearly a group per row: grouping twice (engine, merge) costs more than
   ** SQLite's grouping of the rows served group by group (csq_jrows) */
-  if (e == 0 && nRow > nHead && dev_agg_ngroups(pAgg) > nHead / JAGG_MIN_SHRINK) goto done;
+  if (e == 0 && nRow > nHead && dev_agg_ngroups(pAgg) > nHead / JAGG_MIN_SHRINK && !j->bPreGroup)
+    goto done;
   if (e == 0 && nRow > nHead) e = dev_agg_rows(pAgg, apChunk, nChunk, nHead, nRow - nHead, &zErr);
   if (e == 0) {
     int n = dev_agg_ncol(pAgg);
@@ -1429,6 +1430,75 @@ static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, 
   return SQLITE_OK;
 }
 
+/* Does join j's host part group its rows in csq's host engine (as
+** run_join_agg would, bound values aside)? 1 with *ppPlan that plan and
+** *pzOuter the outer statement over its groups for a derived table's join
+** (NULL otherwise), both the caller's to free; 0 with both NULL; or
+** SQLITE_NOMEM as a negative. */
+static int agg_in_engine(q_tab *p, const pl_join *j, pl_plan **ppPlan, char **pzOuter) {
+  *ppPlan = NULL;
+  *pzOuter = NULL;
+  int nAll = j->iRows + j->nValue;
+  sqlite3_value **aNone = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
+  if (!aNone) return -SQLITE_NOMEM;
+  memset(aNone, 0, sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
+  pl_plan *plan = NULL;
+  int rc = pl_join_agg_plan(p->db, j, aNone, nAll, &plan);
+  sqlite3_free(aNone);
+  if (rc) return -rc;
+  int bYes = plan->bPush && !plan->bRows;
+  if (bYes && j->zInner) {
+    rc = join_agg_outer(p, j, plan, pzOuter);
+    if (rc) {
+      pl_plan_free(plan);
+      return -rc;
+    }
+    bYes = *pzOuter != NULL;
+  }
+  *ppPlan = plan;
+  return bYes;
+}
+
+/* plan_derived over zSql with the derived table's rows grouped first
+** (pl_derived_pregroup) when that gives a join whose grouping runs in
+** csq's host engine; else plan_derived over zSql as written. */
+static int plan_derived_pre(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin,
+                            vt_tab **apTab) {
+  pl_derived d;
+  char *zInner = NULL, *zPre = NULL;
+  char zWhy[200];
+  *ppJoin = NULL;
+  if (find_derived(zSql, &d)) {
+    int e = pl_derived_inner(zSql, &d, &zInner, zWhy, sizeof(zWhy));
+    if (e == PL_OK) e = pl_derived_pregroup(zSql, &d, zInner, &zPre, zWhy, sizeof(zWhy));
+    free(zInner);
+    if (e == PL_NOMEM) return SQLITE_NOMEM;
+  }
+  if (zPre) {
+    pl_join *j = NULL;
+    int rc = plan_derived(p, zPre, nCol, &j, apTab);
+    free(zPre);
+    pl_plan *plan = NULL;
+    char *zOuter = NULL;
+    int bYes = rc == SQLITE_OK && j && j->bPlan ? agg_in_engine(p, j, &plan, &zOuter) : 0;
+    pl_plan_free(plan);
+    sqlite3_free(zOuter);
+    if (rc == SQLITE_OK && bYes < 0) rc = -bYes;
+    if (rc == SQLITE_OK && bYes > 0) {
+      j->bPreGroup = 1;
+      size_t n = strlen(j->zWhy);
+      snprintf(j->zWhy + n, sizeof(j->zWhy) - n,
+               "; its rows grouped first by the columns of the "
+               "outer GROUP BY keys");
+      *ppJoin = j;
+      return SQLITE_OK;
+    }
+    pl_join_free(j);
+    if (rc) return rc;
+  }
+  return plan_derived(p, zSql, nCol, ppJoin, apTab);
+}
+
 /* Run the query: split between device and host when the planner can,
 ** otherwise as ordinary SQL. */
 static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) {
@@ -1460,7 +1530,7 @@ static int run_query(q_cursor *c, q_tab *p, sqlite3_value **aParam, int nParam) 
     pl_plan_free(plan);
     plan = NULL;
     j = NULL;
-    rc = bTry ? plan_derived(p, p->zSql, p->nCol, &j, apTab) : SQLITE_OK;
+    rc = bTry ? plan_derived_pre(p, p->zSql, p->nCol, &j, apTab) : SQLITE_OK;
     if (rc == SQLITE_OK && j && j->bPlan) {
       rc = run_join(c, p, j, apTab, aParam, nParam);
       pl_join_free(j);
@@ -1811,13 +1881,15 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                         "query back to SQLite",
                         (unsigned long long)nBudget));
   x_add(c, "host", sqlite3_mprintf("%s", j->zHost));
-  int nAll = j->iRows + j->nValue;
-  sqlite3_value **aNone = sqlite3_malloc64(sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
   pl_plan *plan = NULL;
-  if (aNone) memset(aNone, 0, sizeof(sqlite3_value *) * (size_t)(nAll ? nAll : 1));
   char *zOuter = NULL;
-  if (aNone && pl_join_agg_plan(p->db, j, aNone, nAll, &plan) == SQLITE_OK && plan->bPush &&
-      !plan->bRows && (!j->zInner || (join_agg_outer(p, j, plan, &zOuter) == SQLITE_OK && zOuter)))
+  int bEngine = agg_in_engine(p, j, &plan, &zOuter) > 0;
+  if (bEngine && j->bPreGroup)
+    x_add(c, "  host aggregation",
+          sqlite3_mprintf("instead: the joined rows grouped in csq's host engine (%s), then "
+                          "SQLite runs %s",
+                          plan->zDevice, zOuter ? zOuter : plan->zHost));
+  else if (bEngine)
     x_add(c, "  host aggregation",
           sqlite3_mprintf("instead, when the first %d joined rows make fewer than %d groups: the "
                           "joined rows grouped in csq's host engine (%s), then SQLite runs %s",
@@ -1838,7 +1910,6 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                           PL_STAR_MAX_SPAN, j->aTab[j->aOrder[0]].zName));
   sqlite3_free(zOuter);
   pl_plan_free(plan);
-  sqlite3_free(aNone);
 }
 
 static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, int argc,
@@ -1874,7 +1945,7 @@ static int x_filter(sqlite3_vtab_cursor *pCur, int idxNum, const char *idxStr, i
   }
   if (!plan->bPush) {
     /* a derived table over a join: explained as that join, or why not */
-    rc = plan_derived(p, zSql, -1, &j, apTab);
+    rc = plan_derived_pre(p, zSql, -1, &j, apTab);
     if (rc == SQLITE_OK && j && j->bPlan) {
       sqlite3_free(zSemiWhy);
       pl_plan_free(plan);
