@@ -466,7 +466,7 @@ static void pg_walk(pg *g, const pl_expr *e, int bInAgg) {
 /* The text of outer expression e with each derived column replaced by its
 ** inner expression, in parentheses (as SQLite's flattener substitutes it:
 ** the expression keeps its affinity and collation). */
-static void pg_subst(const pg *g, const pl_expr *e, dbuf *b) {
+static void pg_subst(pg *g, const pl_expr *e, dbuf *b) {
   if (e->op == PL_E_COLUMN) {
     int n = 0;
     const char *z = pl_expr_text(g->in, g->in->aCol[pg_column(g, e)].pExpr, &n);
@@ -476,17 +476,8 @@ static void pg_subst(const pg *g, const pl_expr *e, dbuf *b) {
     return;
   }
   const pl_expr *aChild[64];
-  int n = 0;
-  if (e->pLeft) aChild[n++] = e->pLeft;
-  if (e->pRight) aChild[n++] = e->pRight;
-  if (e->pExtra) aChild[n++] = e->pExtra;
-  for (int i = 0; i < e->nArg && n < 64; i++) aChild[n++] = e->apArg[i];
-  for (int i = 1; i < n; i++) /* by position in the text */
-    for (int j = i; j > 0 && aChild[j]->iStart < aChild[j - 1]->iStart; j--) {
-      const pl_expr *t = aChild[j];
-      aChild[j] = aChild[j - 1];
-      aChild[j - 1] = t;
-    }
+  int n = pl_expr_children(e, aChild, 64);
+  if (n < 0) return pg_fail(g, "an outer aggregate's argument is too wide%s", "");
   int at = e->iStart;
   for (int i = 0; i < n; i++) {
     dbuf_add(b, g->o->zSql + at, (size_t)(aChild[i]->iStart - at));
@@ -628,6 +619,7 @@ int pl_derived_pregroup(const char *zSql, const pl_derived *d, const char *zInne
   }
   dbuf_add(&pre, ")", 1);
   pl_refs_free(&r);
+  if (g.bFail) goto done;
   if (rc == PL_OK && nBase == 0) {
     /* every key a constant: the pre-grouping would make a group of no rows */
     pg_fail(&g, "the outer GROUP BY keys read no column%s", "");

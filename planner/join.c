@@ -688,18 +688,8 @@ static void jp_emit_to(jp *s, sqlite3_str *p, const pl_ast *a, const pl_expr *e,
     return;
   }
   const pl_expr *aChild[64];
-  int n = 0;
-  if (e->nArg + 3 > 64) return jp_fail(s, "expression too wide%s", "");
-  if (e->pLeft) aChild[n++] = e->pLeft;
-  if (e->pRight) aChild[n++] = e->pRight;
-  if (e->pExtra) aChild[n++] = e->pExtra;
-  for (int i = 0; i < e->nArg; i++) aChild[n++] = e->apArg[i];
-  for (int i = 1; i < n; i++) /* insertion sort by position */
-    for (int j = i; j > 0 && aChild[j]->iStart < aChild[j - 1]->iStart; j--) {
-      const pl_expr *x = aChild[j];
-      aChild[j] = aChild[j - 1];
-      aChild[j - 1] = x;
-    }
+  int n = pl_expr_children(e, aChild, 64);
+  if (n < 0) return jp_fail(s, "expression too wide%s", "");
   int at = e->iStart;
   for (int i = 0; i < n; i++) {
     sqlite3_str_append(p, a->zSql + at, aChild[i]->iStart - at);

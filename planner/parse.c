@@ -2158,6 +2158,22 @@ const char *pl_expr_text(const pl_ast *a, const pl_expr *e, int *pn) {
   return a->zSql + e->iStart;
 }
 
+int pl_expr_children(const pl_expr *e, const pl_expr **aChild, int nMax) {
+  int n = 0;
+  if (e->nArg + 3 > nMax) return -1;
+  if (e->pLeft) aChild[n++] = e->pLeft;
+  if (e->pRight) aChild[n++] = e->pRight;
+  if (e->pExtra) aChild[n++] = e->pExtra;
+  for (int i = 0; i < e->nArg; i++) aChild[n++] = e->apArg[i];
+  for (int i = 1; i < n; i++) /* insertion sort: a handful of children */
+    for (int j = i; j > 0 && aChild[j]->iStart < aChild[j - 1]->iStart; j--) {
+      const pl_expr *x = aChild[j];
+      aChild[j] = aChild[j - 1];
+      aChild[j - 1] = x;
+    }
+  return n;
+}
+
 int pl_expr_has_op(const pl_expr *e, int op) {
   if (!e) return 0;
   if (e->op == op) return 1;

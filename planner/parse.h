@@ -310,6 +310,10 @@ char pl_decl_affinity(const char *zType);
 
 /* 1 if e (NULL is fine) or any node under it is of kind op (PL_E_*). */
 int pl_expr_has_op(const pl_expr *e, int op);
+/* The children of e (pLeft, pRight, pExtra, apArg) in the order of their
+** text, into aChild[0..nMax): their number, or -1 if e has more than nMax
+** - 3 arguments. For pasting e's text back with its children rewritten. */
+int pl_expr_children(const pl_expr *e, const pl_expr **aChild, int nMax);
 
 /* The source text of p: a pointer into a->zSql and its length *pn. */
 const char *pl_expr_text(const pl_ast *a, const pl_expr *p, int *pn);

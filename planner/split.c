@@ -833,18 +833,8 @@ static void sp_emit(sp *s, const pl_expr *e, int bCmp) {
   }
   /* children in source order, with the text between them copied */
   const pl_expr *aChild[64];
-  int n = 0;
-  if (e->pLeft) aChild[n++] = e->pLeft;
-  if (e->pRight) aChild[n++] = e->pRight;
-  if (e->pExtra) aChild[n++] = e->pExtra;
-  for (int i = 0; i < e->nArg && n < 64; i++) aChild[n++] = e->apArg[i];
-  if (e->nArg + 3 > 64) return sp_fail(s, "expression too wide%s", "");
-  for (int i = 1; i < n; i++) /* insertion sort by position */
-    for (int j = i; j > 0 && aChild[j]->iStart < aChild[j - 1]->iStart; j--) {
-      const pl_expr *t = aChild[j];
-      aChild[j] = aChild[j - 1];
-      aChild[j - 1] = t;
-    }
+  int n = pl_expr_children(e, aChild, 64);
+  if (n < 0) return sp_fail(s, "expression too wide%s", "");
   int bChildCmp =
       (e->op >= PL_E_EQ && e->op <= PL_E_ISNOT) || e->op == PL_E_IN || e->op == PL_E_BETWEEN;
   int at = e->iStart;

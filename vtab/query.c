@@ -493,6 +493,17 @@ static int rows_members(q_cursor *c, vt_tab *t, const pl_plan *plan, store_table
   return e;
 }
 
+/* The merged groups of pAgg into *r (empty: its columns are allocated
+** here). 0, or a negative errno with *pzErr (malloc'd). */
+static int agg_rows(dev_agg *pAgg, vt_rowset *r, char **pzErr) {
+  int n = dev_agg_ncol(pAgg);
+  r->aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)n);
+  if (!r->aCol) return -12;
+  r->nCol = n;
+  for (int i = 0; i < n; i++) csq_vec_init(&r->aCol[i]);
+  return dev_agg_finish(pAgg, r->aCol, &r->nRow, pzErr);
+}
+
 /* count(DISTINCT x) (pl_plan.pRegroup): the merged rows r, the keys and
 ** x, grouped again by the keys in csq's host engine, replace r. 0, or a
 ** negative errno with *pzErr (malloc'd) and r unchanged. */
@@ -507,17 +518,7 @@ static int regroup_rows(const pl_plan *plan, vt_rowset *r, char **pzErr) {
   for (int i = 1; i < nChunk; i++) apChunk[i] = &r->aCol[i - 1];
   e = dev_agg_new(plan->pRegroup, plan->nRegroup, &pAgg, pzErr);
   if (e == 0 && r->nRow) e = dev_agg_rows(pAgg, apChunk, nChunk, 0, r->nRow, pzErr);
-  if (e == 0) {
-    int n = dev_agg_ncol(pAgg);
-    out.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)n);
-    if (!out.aCol)
-      e = -12;
-    else {
-      out.nCol = n;
-      for (int i = 0; i < n; i++) csq_vec_init(&out.aCol[i]);
-      e = dev_agg_finish(pAgg, out.aCol, &out.nRow, pzErr);
-    }
-  }
+  if (e == 0) e = agg_rows(pAgg, &out, pzErr);
   if (e == 0) {
     vt_rowset_clear(r);
     *r = out;
@@ -553,17 +554,7 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
                      &zErr);
   else if (e == 0)
     e = agg_members(t, pAgg, plan, aTab, &zErr);
-  if (e == 0 && !plan->bRows) {
-    int nCol = dev_agg_ncol(pAgg);
-    c->rows.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)nCol);
-    if (!c->rows.aCol)
-      e = -12;
-    else {
-      c->rows.nCol = nCol;
-      for (int i = 0; i < nCol; i++) csq_vec_init(&c->rows.aCol[i]);
-      e = dev_agg_finish(pAgg, c->rows.aCol, &c->rows.nRow, &zErr);
-    }
-  }
+  if (e == 0 && !plan->bRows) e = agg_rows(pAgg, &c->rows, &zErr);
   if (e == 0 && !plan->bRows) e = regroup_rows(plan, &c->rows, &zErr);
   dev_agg_free(pAgg);
   members_close(&m);
@@ -645,17 +636,7 @@ static int run_join_agg(q_cursor *c, q_tab *p, const pl_join *j, sqlite3_value *
   if (e == 0 && nRow > nHead && dev_agg_ngroups(pAgg) > nHead / JAGG_MIN_SHRINK && !j->bPreGroup)
     goto done;
   if (e == 0 && nRow > nHead) e = dev_agg_rows(pAgg, apChunk, nChunk, nHead, nRow - nHead, &zErr);
-  if (e == 0) {
-    int n = dev_agg_ncol(pAgg);
-    merged.aCol = sqlite3_malloc64(sizeof(csq_vec) * (size_t)n);
-    if (!merged.aCol)
-      e = -12;
-    else {
-      merged.nCol = n;
-      for (int i = 0; i < n; i++) csq_vec_init(&merged.aCol[i]);
-      e = dev_agg_finish(pAgg, merged.aCol, &merged.nRow, &zErr);
-    }
-  }
+  if (e == 0) e = agg_rows(pAgg, &merged, &zErr);
   if (e == 0) e = regroup_rows(plan, &merged, &zErr);
   /* an overflowing sum is SQLite's own error; anything else the engine
   ** could not do (text in a sum, no memory for its groups) SQLite may

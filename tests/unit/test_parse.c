@@ -442,6 +442,17 @@ static void check_spans(const pl_ast *a, const pl_expr *e) {
   }
   pl_ast_free(b);
   free(zSql);
+  /* its children in the order of their text, each inside its span */
+  const pl_expr *aChild[64];
+  int nc = pl_expr_children(e, aChild, 64);
+  int nWant = (e->pLeft != NULL) + (e->pRight != NULL) + (e->pExtra != NULL) + e->nArg;
+  CHECK(nc == nWant, "span '%.*s': %d children, not %d", n, z, nc, nWant);
+  for (int i = 0; i < nc; i++) {
+    CHECK(aChild[i]->iStart >= e->iStart && aChild[i]->iEnd <= e->iEnd, "child %d of '%.*s'", i, n,
+          z);
+    if (i) CHECK(aChild[i - 1]->iEnd <= aChild[i]->iStart, "children of '%.*s' out of order", n, z);
+  }
+  CHECK(pl_expr_children(e, aChild, e->nArg + 2) == -1);
   check_spans(a, e->pLeft);
   check_spans(a, e->pRight);
   check_spans(a, e->pExtra);
