@@ -613,11 +613,12 @@ int pl_derived_pregroup(const char *zSql, const pl_derived *d, const char *zInne
     if (j < i) continue;
     int n = 0;
     const char *z = pl_expr_text(in, r.aCol[i], &n);
-    const char *zSep = nBase++ ? ", " : " GROUP BY ";
+    /* a line break first: the inner text may end in a -- comment */
+    const char *zSep = nBase++ ? ", " : "\nGROUP BY ";
     dbuf_add(&pre, zSep, strlen(zSep));
     dbuf_add(&pre, z, (size_t)n);
   }
-  dbuf_add(&pre, ")", 1);
+  dbuf_add(&pre, "\n)", 2);
   pl_refs_free(&r);
   if (g.bFail) goto done;
   if (rc == PL_OK && nBase == 0) {

@@ -120,6 +120,17 @@ def test_shapes_it_must_not_take():
         assert gerr is None and werr is None and got == want, (sql, gerr, got[:3], want[:3])
 
 
+def test_comments_in_the_derived_table():
+    """The inner SELECT's text ends in a -- comment: the grouping added
+    after it still counts."""
+    con = connect()
+    make(con, random.Random(11))
+    sql = ("SELECT kn, sum(qty) FROM (SELECT d.name AS kn, /* keys */ f.q AS qty FROM f AS f, dim AS d\n"
+           "WHERE f.k = d.k -- joined on k\n) AS t GROUP BY kn ORDER BY 1")
+    assert "grouped first" in explain(con, sql)["why"]
+    assert via_view(con, sql) == answer(con, native(sql))
+
+
 def test_integer_overflow_is_sqlites_error():
     con = connect()
     make_pair(con, "dim", "k INTEGER, name TEXT, grp NUMERIC", [(1, "x", 1), (2, "y", 2)])
