@@ -1412,10 +1412,11 @@ static int plan_derived(q_tab *p, const char *zSql, int nCol, pl_join **ppJoin, 
 }
 
 /* Does join j's host part group its rows in csq's host engine (as
-** run_join_agg would, bound values aside)? 1 with *ppPlan that plan and
-** *pzOuter the outer statement over its groups for a derived table's join
-** (NULL otherwise), both the caller's to free; 0 with both NULL; or
-** SQLITE_NOMEM as a negative. */
+** run_join_agg would, bound values aside)? 1 or 0, with *ppPlan the host
+** part planned over the joined rows (pl_join_agg_plan) and, for 1 and a
+** derived table's join, *pzOuter the outer statement over its groups
+** (else NULL), both the caller's to free; or -SQLITE_NOMEM with both
+** NULL. */
 static int agg_in_engine(q_tab *p, const pl_join *j, pl_plan **ppPlan, char **pzOuter) {
   *ppPlan = NULL;
   *pzOuter = NULL;
