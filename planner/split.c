@@ -32,7 +32,8 @@
 **     + - * / and unary minus over columns of numeric affinity (the device
 **     does SQLite's integer/real arithmetic; text would need SQLite's
 **     text-to-number conversion). count(*), count, sum, total, avg, min,
-**     max; count(DISTINCT x) only as the query's one aggregate (sp_distinct).
+**     max; count(DISTINCT x) of one x, beside any of them but avg
+**     (sp_distinct).
 ** GROUP BY keys: see sp_key_ok.
 ** The host part is the query's own text with each aggregate call and group
 ** key replaced by its column of the merged rows; a column outside an
@@ -71,9 +72,10 @@ typedef struct sp {
   int nKey;
   const pl_expr *aAgg[SP_MAX_AGG];
   int nAgg;
-  /* count(DISTINCT x): x, once every aggregate is that (bPlainAgg 0) */
+  /* count(DISTINCT x): x (one x per query); aFn[k]: aggregate k's program
+  ** function, 0 for count(DISTINCT x) (not in the program) */
   const pl_expr *pDistinct;
-  int bPlainAgg;
+  int aFn[SP_MAX_AGG];
   int nTerm;
   sqlite3_str *pHost;
   sqlite3_str *pBpf; /* the eBPF calls the program runs, for csq_explain */
@@ -750,16 +752,17 @@ static void sp_add_agg(sp *s, const pl_expr *e) {
   if (s->nAgg >= SP_MAX_AGG) return sp_fail(s, "more than 64 aggregates%s", "");
   if (e->flags & PL_F_DISTINCT) {
     /* counted by grouping twice (sp_distinct): no program aggregate here */
-    if (e->eAgg != PL_AGG_COUNT || e->nArg != 1 || s->bPlainAgg ||
+    if (e->eAgg != PL_AGG_COUNT || e->nArg != 1 ||
         (s->pDistinct && !pl_expr_equal(s->pDistinct, e->apArg[0])))
-      return sp_fail_expr(
-          s, "%s: a DISTINCT aggregate other than count(DISTINCT x) alone stays on the host", e);
+      return sp_fail_expr(s,
+                          "%s: DISTINCT aggregates other than count(DISTINCT x) of one x stay on "
+                          "the host",
+                          e);
     s->pDistinct = e->apArg[0];
+    s->aFn[s->nAgg] = 0;
     s->aAgg[s->nAgg++] = e;
     return;
   }
-  if (s->pDistinct) return sp_fail_expr(s, "%s beside count(DISTINCT ...) stays on the host", e);
-  s->bPlainAgg = 1;
   int fn = 0;
   switch (e->eAgg) {
   case PL_AGG_COUNT:
@@ -793,6 +796,7 @@ static void sp_add_agg(sp *s, const pl_expr *e) {
       return sp_fail_expr(s, "%s sums a column without numeric affinity", e);
   }
   if (csq_pb_agg(s->b, fn, 0, x) < 0) return sp_fail(s, "program limit reached%s", "");
+  s->aFn[s->nAgg] = fn;
   s->aAgg[s->nAgg++] = e;
 }
 
@@ -858,13 +862,34 @@ static void sp_aggs_of(sp *s, const pl_expr *e) {
   pl_refs_free(&r);
 }
 
-/* count(DISTINCT x), the query's only aggregate: the program groups by
-** the keys and x, so each key's distinct values of x are one merged row
-** each (by the equality GROUP BY uses, which is DISTINCT's: x must have
-** one form per value, as a key); pl_plan.pRegroup then groups those rows
-** by the keys alone, counting the x that are not NULL. */
+/* The function that merges partial results of program function fn into
+** the whole group's (sp_distinct), or 0 if none does (avg). */
+static int sp_merge_fn(int fn) {
+  switch (fn) {
+  case CSQ_AGG_COUNT_STAR:
+  case CSQ_AGG_COUNT:
+  case CSQ_AGG_SUM:
+    return CSQ_AGG_SUM; /* a group has a row: its counts' sum is never NULL */
+  case CSQ_AGG_TOTAL:
+  case CSQ_AGG_MIN:
+  case CSQ_AGG_MAX:
+    return fn;
+  default:
+    return 0;
+  }
+}
+
+/* count(DISTINCT x): the program groups by the keys and x, so each key's
+** distinct values of x are one merged row each (by the equality GROUP BY
+** uses, which is DISTINCT's: x must have one form per value, as a key),
+** with the other aggregates' partial results beside them; pl_plan.pRegroup
+** then groups those rows by the keys alone, counting the x that are not
+** NULL and merging the partials (a count by a sum of counts). */
 static void sp_distinct(sp *s) {
   if (s->bFail) return;
+  for (int k = 0; k < s->nAgg; k++)
+    if (s->aFn[k] && !sp_merge_fn(s->aFn[k]))
+      return sp_fail_expr(s, "%s beside count(DISTINCT ...) stays on the host", s->aAgg[k]);
   if (s->nKey >= SP_MAX_KEY) return sp_fail(s, "more than 7 GROUP BY keys with DISTINCT%s", "");
   if (!sp_key_ok(s, s->pDistinct, 0))
     return sp_fail_expr(s, "count(DISTINCT %s): the value may hold one value in two forms",
@@ -875,10 +900,17 @@ static void sp_distinct(sp *s) {
   if (csq_pb_group(s->b, x) < 0) return sp_fail(s, "program limit reached%s", "");
   csq_pb *b = csq_pb_new();
   int e = b ? 0 : -1;
-  for (int k = 0; e >= 0 && k <= s->nKey; k++) {
+  /* the merged rows: the keys, x, then the plain aggregates in order */
+  for (int k = 0; e >= 0 && k < s->nKey; k++) {
     int slot = csq_pb_input(b, (uint32_t)k + 1);
     int v = slot < 0 ? slot : csq_pb_expr_col(b, slot);
-    e = v < 0 ? v : k < s->nKey ? csq_pb_group(b, v) : csq_pb_agg(b, CSQ_AGG_COUNT, 0, v);
+    e = v < 0 ? v : csq_pb_group(b, v);
+  }
+  for (int k = 0, iPlain = 0; e >= 0 && k < s->nAgg; k++) {
+    int iCol = s->aFn[k] ? s->nKey + 1 + iPlain++ : s->nKey;
+    int slot = csq_pb_input(b, (uint32_t)iCol + 1);
+    int v = slot < 0 ? slot : csq_pb_expr_col(b, slot);
+    e = v < 0 ? v : csq_pb_agg(b, s->aFn[k] ? sp_merge_fn(s->aFn[k]) : CSQ_AGG_COUNT, 0, v);
   }
   uint8_t *pProg = NULL;
   size_t nProg = 0;

@@ -701,6 +701,11 @@ static int run_star(q_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab, con
   if (rc == SQLITE_OK) {
     char *zErr = NULL;
     int e2 = regroup_rows(plan, &c->rows, &zErr);
+    if (e2 == -33 /* -EDOM: a sum SQLite's row order decides */) {
+      free(zErr);
+      vt_rowset_clear(&c->rows);
+      goto done; /* the hash join, then SQLite */
+    }
     if (e2) {
       sqlite3_free(p->base.zErrMsg);
       p->base.zErrMsg = sqlite3_mprintf("%s", zErr ? zErr : "csq: regrouping failed");
