@@ -429,6 +429,13 @@ static int pg_deterministic(const pl_expr *e) {
   return 1;
 }
 
+/* The outer aggregate equal to e, or -1. */
+static int pg_agg_index(const pg *g, const pl_expr *e) {
+  for (int k = 0; k < g->nAgg; k++)
+    if (pl_expr_equal(g->aAgg[k], e)) return k;
+  return -1;
+}
+
 /* Check outer expression e: its aggregates noted, each column outside
 ** them a GROUP BY key. */
 static void pg_walk(pg *g, const pl_expr *e, int bInAgg) {
@@ -437,9 +444,7 @@ static void pg_walk(pg *g, const pl_expr *e, int bInAgg) {
     if (bInAgg) return pg_fail(g, "an aggregate inside an aggregate%s", "");
     if ((e->flags & PL_F_DISTINCT) || e->eAgg == PL_AGG_AVG)
       return pg_fail(g, "the outer %s() is not one partial results add up to", e->zName);
-    int k = 0;
-    while (k < g->nAgg && !pl_expr_equal(g->aAgg[k], e)) k++;
-    if (k == g->nAgg) {
+    if (pg_agg_index(g, e) < 0) {
       if (g->nAgg >= PG_MAX_AGG) return pg_fail(g, "more than %s outer aggregates", "32");
       g->aAgg[g->nAgg++] = e;
     }
@@ -491,12 +496,6 @@ static void pg_subst(pg *g, const pl_expr *e, dbuf *b) {
 ** its text stays, and means what it meant. */
 static int pg_result_ref(const pl_term *t) {
   return t->iCol > 0 && (t->pExpr->op == PL_E_INT || t->pExpr->op == PL_E_COLUMN);
-}
-
-static int pg_agg_index(const pg *g, const pl_expr *e) {
-  for (int k = 0; k < g->nAgg; k++)
-    if (pl_expr_equal(g->aAgg[k], e)) return k;
-  return -1;
 }
 
 /* The outer text again, each aggregate over the partials and the derived
