@@ -22,9 +22,11 @@
 #include "device/link/msg.h"
 #include "device/link/queue.h" /* dev_now_ns */
 
-/* Rows per piece: the engine's batches of a piece stay in cache, and a
-** piece's chunks are small next to the rows themselves. */
-#define VR_PIECE (64u * 1024)
+/* Rows per piece: as many as a chunk holds. Each piece's groups come back
+** as a result of their own, merged on the host value by value, so rows with
+** about as many groups as rows would be grouped twice over many pieces;
+** the engine's batches inside a piece stay in cache whatever its size. */
+#define VR_PIECE CSQ_CHUNK_MAX_VALS
 
 typedef struct vr_run {
   const csq_prog *pProg;
