@@ -16,8 +16,9 @@
 extern const sqlite3_api_routines *sqlite3_api;
 #endif
 
-#define JP_MAX_TERM 256
-#define JP_MAX_SUB  16 /* IN subqueries run first, as device filters */
+#define JP_MAX_TERM  256
+#define JP_MAX_GROUP 64 /* GROUP BY keys a key of their table may determine */
+#define JP_MAX_SUB   16 /* IN subqueries run first, as device filters */
 /* Values of one IN subquery pushed at most: a program's constants, less
 ** room for its other filters; a join filter that no longer fits is left
 ** out (joinfilter.h), which costs rows on the link, never an answer. */
@@ -89,6 +90,10 @@ typedef struct jp {
   uint8_t *aNeed[PL_JOIN_MAX_TAB]; /* column c of table t is read by the host part */
   int *aColOf[PL_JOIN_MAX_TAB];    /* row-set column of table t's column c, or -1 */
   sqlite3_str *pHost;
+  /* the GROUP BY keys' texts in pHost, "(...)" each, and those a key of
+  ** their own table determines (jp_key_group) */
+  int aGroupAt[JP_MAX_GROUP], aGroupEnd[JP_MAX_GROUP];
+  uint8_t aGroupDrop[JP_MAX_GROUP];
 } jp;
 
 static void jp_fail(jp *s, const char *zFmt, const char *zArg) {
@@ -713,6 +718,52 @@ static void jp_emit(jp *s, const pl_expr *e, int bOrder) {
   jp_emit_to(s, s->pHost, s->a, e, bOrder, -1);
 }
 
+/* The GROUP BY keys one key of their table determines, when that key's
+** values turn out unique (pl_join.zHostKey): of the keys that are plain
+** columns of one build side, the most of any, the first of INTEGER
+** affinity stays in j->iKeyTab, iKeyCol; the others are marked in
+** s->aGroupDrop. 0 if there are none, -1 out of memory. */
+static int jp_key_group(jp *s) {
+  const pl_ast *a = s->a;
+  pl_join *j = s->j;
+  int aTab[JP_MAX_GROUP], aCol[JP_MAX_GROUP], aN[PL_JOIN_MAX_TAB] = {0};
+  if (s->bFail || a->nGroup < 2 || a->nGroup > JP_MAX_GROUP) return 0;
+  for (int i = 0; i < a->nGroup; i++) {
+    const pl_expr *e = a->aGroup[i].pExpr;
+    aTab[i] = -1;
+    if (e->op == PL_E_COLUMN && jp_resolve(s, e, 0, &aTab[i], &aCol[i]) != 1) aTab[i] = -1;
+    if (aTab[i] >= 0 && aTab[i] != j->aOrder[0]) aN[aTab[i]]++;
+  }
+  int t = -1;
+  for (int u = 0; u < j->nTab; u++)
+    if (aN[u] >= 2 && (t < 0 || aN[u] > aN[t])) t = u;
+  if (t < 0) return 0;
+  int iKey = -1;
+  for (int i = 0; i < a->nGroup && iKey < 0; i++)
+    if (aTab[i] == t && s->aAff[t][aCol[i]] == 'D' && s->aColOf[t][aCol[i]] >= 0) iKey = i;
+  if (iKey < 0) return 0;
+  for (int i = 0; i < a->nGroup; i++) s->aGroupDrop[i] = aTab[i] == t && i != iKey;
+  j->iKeyTab = t;
+  j->iKeyCol = s->aColOf[t][aCol[iKey]];
+  j->zKeyName = sqlite3_mprintf("%s.%s", jp_qual(s, t), s->aTi[t].azCol[aCol[iKey]]);
+  return j->zKeyName ? 1 : -1;
+}
+
+/* zHost with the GROUP BY keys s->aGroupDrop marks left out. */
+static char *jp_key_host(jp *s, const char *zHost) {
+  int n = s->a->nGroup, nKeep = 0;
+  sqlite3_str *p = sqlite3_str_new(s->db);
+  /* " GROUP BY " stands just before the first key */
+  sqlite3_str_append(p, zHost, s->aGroupAt[0] - (int)strlen(" GROUP BY "));
+  for (int i = 0; i < n; i++) {
+    if (s->aGroupDrop[i]) continue;
+    sqlite3_str_appendall(p, nKeep++ ? ", " : " GROUP BY ");
+    sqlite3_str_append(p, zHost + s->aGroupAt[i], s->aGroupEnd[i] - s->aGroupAt[i]);
+  }
+  sqlite3_str_appendall(p, zHost + s->aGroupEnd[n - 1]);
+  return sqlite3_str_finish(p);
+}
+
 static void jp_host(jp *s) {
   pl_ast *a = s->a;
   pl_join *j = s->j;
@@ -743,9 +794,15 @@ static void jp_host(jp *s) {
   }
   j->nResidual = nRes;
   for (int i = 0; i < a->nGroup; i++) {
-    sqlite3_str_appendall(s->pHost, i ? ", (" : " GROUP BY (");
+    sqlite3_str_appendall(s->pHost, i ? ", " : " GROUP BY ");
+    int at = sqlite3_str_length(s->pHost);
+    sqlite3_str_appendchar(s->pHost, 1, '(');
     jp_emit(s, a->aGroup[i].pExpr, 0);
     sqlite3_str_appendchar(s->pHost, 1, ')');
+    if (i < JP_MAX_GROUP) {
+      s->aGroupAt[i] = at;
+      s->aGroupEnd[i] = sqlite3_str_length(s->pHost);
+    }
   }
   if (a->pHaving) {
     sqlite3_str_appendall(s->pHost, " HAVING (");
@@ -1671,6 +1728,9 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
     free(pProg);
   }
   if (rc == SQLITE_OK && !s.bFail && !zHost) rc = SQLITE_NOMEM;
+  int bKey = rc == SQLITE_OK && !s.bFail ? jp_key_group(&s) : 0;
+  if (bKey > 0) j->zHostKey = jp_key_host(&s, zHost);
+  if (bKey < 0 || (bKey > 0 && !j->zHostKey)) rc = SQLITE_NOMEM;
   if (rc == SQLITE_OK && !s.bFail) {
     j->bPlan = 1;
     j->zHost = zHost;
@@ -1720,6 +1780,8 @@ void pl_join_free(pl_join *p) {
     sqlite3_free(p->aTab[t].pProg);
   }
   sqlite3_free(p->zHost);
+  sqlite3_free(p->zHostKey);
+  sqlite3_free(p->zKeyName);
   sqlite3_free(p->zInner);
   sqlite3_free(p->zOuterSql);
   for (int t = 0; t < PL_JOIN_MAX_TAB; t++) csq_pb_free(p->apB[t]);

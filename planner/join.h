@@ -160,6 +160,14 @@ typedef struct pl_join {
   /* zHost[iHostFrom, iHostFrom + nHostFrom) is its " FROM csq_jrows(?iRows)
   ** AS csq_j" (nHostFrom 0: zHost was rewritten since; see pl_join_agg_plan) */
   int iHostFrom, nHostFrom;
+  /* zHost grouped by fewer keys: of the GROUP BY keys that are plain
+  ** columns of build side iKeyTab, row-set column iKeyCol alone stays.
+  ** When that column's values in the table's rows are unique integers
+  ** (planner/keyspan.h), every joined row of a group took the same row of
+  ** that table, so its other columns are one value per group, as SQLite's
+  ** bare columns then give them. NULL: no such keys (sqlite3_malloc'd). */
+  char *zHostKey, *zKeyName; /* and the key as "table.column" (sqlite3_malloc'd) */
+  int iKeyTab, iKeyCol;
   /* A derived table's join (vtab/query.c's plan_derived): zHost is the
   ** outer statement with the inner SELECT's host part spliced in; zInner
   ** is that host part, whose " FROM csq_jrows" iHostFrom and nHostFrom

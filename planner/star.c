@@ -14,6 +14,7 @@
 #include "device/format/value.h"
 #include "planner/filter.h"
 #include "planner/joinagg.h"
+#include "planner/keyspan.h"
 #include "planner/star.h"
 
 int pl_star_shape(const pl_join *j) {
@@ -25,32 +26,6 @@ int pl_star_shape(const pl_join *j) {
     if (t != p && (jt->nKey != 1 || jt->aKeyTab[0] != p)) return 0;
   }
   return 1;
-}
-
-/* The span [*pLo, *pLo + *pnSpan) of build side t's keys, 1 if they are
-** not all INTEGERs within PL_STAR_MAX_SPAN, or not unique (a probe row
-** would join several rows); -ENOMEM. */
-static int key_span(const csq_vec *k, int64_t *pLo, uint32_t *pnSpan) {
-  if (k->n == 0 || k->clsMask != (1u << CSQ_INT)) return 1;
-  int64_t lo = INT64_MAX, hi = INT64_MIN;
-  for (uint32_t r = 0; r < k->n; r++) {
-    lo = k->aVal[r].i < lo ? k->aVal[r].i : lo;
-    hi = k->aVal[r].i > hi ? k->aVal[r].i : hi;
-  }
-  if ((uint64_t)hi - (uint64_t)lo >= PL_STAR_MAX_SPAN) return 1;
-  uint32_t nSpan = (uint32_t)((uint64_t)hi - (uint64_t)lo + 1);
-  uint8_t *aSeen = calloc(nSpan / 8 + 1, 1);
-  if (!aSeen) return -ENOMEM;
-  int rc = 0;
-  for (uint32_t r = 0; r < k->n && !rc; r++) {
-    uint64_t u = (uint64_t)k->aVal[r].i - (uint64_t)lo;
-    if ((aSeen[u >> 3] >> (u & 7)) & 1) rc = 1;
-    aSeen[u >> 3] |= (uint8_t)(1u << (u & 7));
-  }
-  free(aSeen);
-  *pLo = lo;
-  *pnSpan = nSpan;
-  return rc;
 }
 
 /* The code of each row's value of x (1.., numbering x's distinct values
@@ -224,7 +199,8 @@ static int star_program(const pl_join *j, const pl_jdata *aData, const csq_prog 
   uint32_t aSpan[PL_JOIN_MAX_TAB];
   for (int t = 0; t < j->nTab; t++) {
     if (t == p) continue;
-    int rc = key_span(&aData[t].aCol[j->aTab[t].aKeyOut[0]], &aLo[t], &aSpan[t]);
+    int rc =
+        pl_keys_unique(&aData[t].aCol[j->aTab[t].aKeyOut[0]], PL_STAR_MAX_SPAN, &aLo[t], &aSpan[t]);
     if (rc) return rc;
   }
   s->nKey = h->nKey;

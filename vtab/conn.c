@@ -181,6 +181,7 @@ void vt_conn_stats_reset(vt_conn *pConn) {
   pConn->nImportRows = pConn->nImportSkipped = 0;
   pConn->nImportBytes = 0;
   pConn->nStarJoins = 0;
+  pConn->nKeyGroups = 0;
   for (vt_dev *d = pConn->pDevs; d; d = d->pNext)
     memset(dev_queue_stats(d->pQ), 0, sizeof(dev_stats));
 }

@@ -24,6 +24,7 @@
 #include "device/host/agg.h"
 #include "planner/split.h"
 #include "planner/join.h"
+#include "planner/keyspan.h"
 #include "planner/joinagg.h"
 #include "planner/hashjoin.h"
 #include "planner/joinfilter.h"
@@ -1086,6 +1087,25 @@ static int run_scalar_join(q_tab *p, pl_join *j, int iScalar, q_cursor *c, char 
   return scalar_fill(p, j, iScalar, NULL, aG, -33, e, c, pzErr);
 }
 
+/* Largest span of a key's integers its uniqueness is checked over (a
+** bitmap of 8 MiB). */
+#define KEY_GROUP_MAX_SPAN (1ull << 26)
+
+/* 1 if j->zHostKey may run: its key's values in its table's rows aData
+** are unique integers (planner/join.h). */
+static int key_group_ok(const pl_join *j, const pl_jdata *aData) {
+  if (!j->zHostKey || j->zInner) return 0;
+  int t = j->iKeyTab;
+  const pl_jtab *jt = &j->aTab[t];
+  for (int o = 0; o < jt->nOut && o < aData[t].nCol && aData[t].aCol; o++) {
+    if (jt->aRowCol[o] != j->iKeyCol) continue;
+    int64_t lo;
+    uint32_t nSpan;
+    return pl_keys_unique(&aData[t].aCol[o], KEY_GROUP_MAX_SPAN, &lo, &nSpan) == 0;
+  }
+  return 0;
+}
+
 /* Run a join plan: every table's scan on its devices (build sides first,
 ** so a build side over the budget stops before the probe side is read),
 ** the hash joins, and SQLite's part over the joined rows. SQLITE_MISMATCH:
@@ -1147,6 +1167,7 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
     free(pFiltered);
   }
   pl_hj_free(h);
+  int bKeyGroup = e == 0 && !bEmpty && key_group_ok(j, aData);
   for (int t = 0; t < j->nTab; t++) free_jdata(&aData[t]);
   for (int i = 0; e == 0 && i < j->nSemi; i++)
     e = run_semi(j, i, apTab[j->aSemi[i].iTab], c, &zErr);
@@ -1181,7 +1202,9 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
     if (rc) vt_rowset_clear(&c->rows);
     return rc;
   }
-  if (rc == SQLITE_OK) rc = sqlite3_prepare_v2(p->db, j->zHost, -1, &c->pStmt, NULL);
+  if (rc == SQLITE_OK)
+    rc = sqlite3_prepare_v2(p->db, bKeyGroup ? j->zHostKey : j->zHost, -1, &c->pStmt, NULL);
+  if (rc == SQLITE_OK && bKeyGroup) p->pConn->nKeyGroups++;
   for (int k = 0; rc == SQLITE_OK && k < nParam; k++)
     if (aParam[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aParam[k]);
   if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, j->iRows, &c->rows, "csq_rowset", NULL);
@@ -1868,6 +1891,12 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
                         "query back to SQLite",
                         (unsigned long long)nBudget));
   x_add(c, "host", sqlite3_mprintf("%s", j->zHost));
+  if (j->zHostKey && !j->zInner)
+    x_add(c, "  key grouping",
+          sqlite3_mprintf("instead, when %s's values in the rows of %s are unique integers: "
+                          "grouped by it alone among that table's columns, the others one value "
+                          "per group: %s",
+                          j->zKeyName, j->aTab[j->iKeyTab].zName, j->zHostKey));
   pl_plan *plan = NULL;
   char *zOuter = NULL;
   int bEngine = agg_in_engine(p, j, &plan, &zOuter) > 0;

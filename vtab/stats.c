@@ -119,6 +119,7 @@ static int stats_rows(kv_cursor *c, vt_conn *pConn) {
       {"import_bytes", pConn->nImportBytes},
       /* csq_query: joins whose probe side's devices grouped them (planner/star.h) */
       {"star_joins", pConn->nStarJoins},
+      {"key_groupings", pConn->nKeyGroups},
   };
   for (size_t i = 0; i < sizeof(a) / sizeof(a[0]); i++) {
     int rc = kv_add(c, a[i].z, (sqlite3_int64)a[i].v);

@@ -92,6 +92,7 @@ struct vt_conn {
   int64_t nImportRows, nImportSkipped; /* csq_import's loads that committed (csq_stats) */
   uint64_t nImportBytes;               /* ... and the bytes of CSV they read */
   uint64_t nStarJoins;   /* joins grouped on the probe side's devices (planner/star.h) */
+  uint64_t nKeyGroups;   /* joins grouped by one table's unique key (pl_join.zHostKey) */
   uint64_t nProbeCopy;   /* a join probe copies columns while under this many bytes ... */
   uint64_t nProbeChunks; /* ... and caches chunks up to this many (csq_probe_memory) */
 };
