@@ -94,6 +94,10 @@ typedef struct jp {
   ** their own table determines (jp_key_group) */
   int aGroupAt[JP_MAX_GROUP], aGroupEnd[JP_MAX_GROUP];
   uint8_t aGroupDrop[JP_MAX_GROUP];
+  int iWhereEnd; /* where the host part's WHERE ends in pHost */
+  /* value subquery i over the same rows as the query (jp_value_rows):
+  ** its parse, or NULL */
+  pl_ast *apValAst[PL_JOIN_MAX_VALUE];
 } jp;
 
 static void jp_fail(jp *s, const char *zFmt, const char *zArg) {
@@ -121,11 +125,11 @@ static const char *jp_qual(jp *s, int i) {
   return f->zAlias ? f->zAlias : f->zTable;
 }
 
-/* Resolve column reference e as SQLite would: 1 with *piTab, *piCol; 0 if
+/* Look up column reference e as SQLite would: 1 with *piTab, *piCol; 0 if
 ** it names no table column but a result column's alias (left to SQLite as
-** written); -1 (and s fails) otherwise. bOrder: an ORDER BY term, where an
-** alias wins over a column. */
-static int jp_resolve(jp *s, const pl_expr *e, int bOrder, int *piTab, int *piCol) {
+** written); -1 if it names none, -2 if several. bOrder: an ORDER BY term,
+** where an alias wins over a column. */
+static int jp_lookup(jp *s, const pl_expr *e, int bOrder, int *piTab, int *piCol) {
   if (!e->zTab && bOrder && pl_ast_alias(s->a, e->zName)) return 0;
   int nFound = 0;
   for (int t = 0; t < s->j->nTab; t++) {
@@ -145,9 +149,16 @@ static int jp_resolve(jp *s, const pl_expr *e, int bOrder, int *piTab, int *piCo
   }
   if (nFound == 1) return 1;
   if (nFound == 0 && !e->zTab && pl_ast_alias(s->a, e->zName)) return 0;
+  return nFound ? -2 : -1;
+}
+
+/* jp_lookup, and s fails when e names no column or several. */
+static int jp_resolve(jp *s, const pl_expr *e, int bOrder, int *piTab, int *piCol) {
+  int r = jp_lookup(s, e, bOrder, piTab, piCol);
+  if (r >= 0) return r;
   jp_fail_expr(s,
-               nFound ? "the column %s is ambiguous"
-                      : "%s is no column of the joined tables (rowid, or an unknown name)",
+               r == -2 ? "the column %s is ambiguous"
+                       : "%s is no column of the joined tables (rowid, or an unknown name)",
                e);
   return -1;
 }
@@ -610,6 +621,24 @@ static int jp_find_output(jp *s, int t, int c) {
   return -1;
 }
 
+/* 1 if a and b read the same rows: the same FROM items (names, aliases,
+** joins, ON) and the same WHERE. */
+static int jp_same_rows(const pl_ast *a, const pl_ast *b) {
+  if (a->nFrom != b->nFrom || (!a->pWhere) != (!b->pWhere)) return 0;
+  if (a->pWhere && !pl_expr_equal(a->pWhere, b->pWhere)) return 0;
+  for (int i = 0; i < a->nFrom; i++) {
+    const pl_from *x = &a->aFrom[i], *y = &b->aFrom[i];
+    if (x->eJoin != y->eJoin || (!x->pOn) != (!y->pOn) || (!x->zDb) != (!y->zDb) ||
+        (!x->zAlias) != (!y->zAlias))
+      return 0;
+    if (sqlite3_stricmp(x->zTable, y->zTable) || (x->zDb && sqlite3_stricmp(x->zDb, y->zDb)) ||
+        (x->zAlias && sqlite3_stricmp(x->zAlias, y->zAlias)))
+      return 0;
+    if (x->pOn && !pl_expr_equal(x->pOn, y->pOn)) return 0;
+  }
+  return 1;
+}
+
 /* Is uncorrelated subquery e (PL_E_SUBQUERY) one whose value the host
 ** part may take as a parameter (join.h)? If so it becomes the next of
 ** pl_join.azValue: 1; else 0, and SQLite runs it in place. */
@@ -624,13 +653,17 @@ static int jp_value_sub(jp *s, const pl_expr *e) {
   ** function, which could be likely() and pass its argument's on */
   bOk = bOk && r->op != PL_E_COLUMN && r->op != PL_E_CAST && r->op != PL_E_SUBQUERY &&
         r->op != PL_E_FUNC && !pl_expr_has_op(r, PL_E_COLLATE);
-  pl_ast_free(q);
-  if (!bOk) return 0;
-  char *z = sqlite3_mprintf("%.*s", e->n, e->z);
+  char *z = bOk ? sqlite3_mprintf("%.*s", e->n, e->z) : NULL;
+  if (bOk && !z) jp_fail(s, "out of memory%s", "");
   if (!z) {
-    jp_fail(s, "out of memory%s", "");
+    pl_ast_free(q);
     return 0;
   }
+  if (jp_same_rows(s->a, q)) {
+    s->apValAst[j->nValue] = q;
+    q = NULL;
+  }
+  pl_ast_free(q);
   j->azValue[j->nValue++] = z;
   return 1;
 }
@@ -749,6 +782,37 @@ static int jp_key_group(jp *s) {
   return j->zKeyName ? 1 : -1;
 }
 
+/* Value subquery i (s->apValAst[i]) reads the rows the query reads: its
+** result expression over the joined rows, after the host part's own WHERE,
+** as j->azValueRows[i]. Nothing when the joined rows are not just those
+** of FROM and WHERE (semi-joins, scalar subqueries) or it reads a column
+** the rows do not carry. 0, or -1 out of memory. */
+static int jp_value_rows(jp *s, int i, const char *zHost) {
+  pl_join *j = s->j;
+  const pl_ast *q = s->apValAst[i];
+  const pl_expr *r = q->aCol[0].pExpr;
+  if (j->nSemi || j->nScalar || j->nExtra || pl_expr_has_op(r, PL_E_SUBQUERY) ||
+      pl_expr_has_op(r, PL_E_EXISTS) || pl_expr_has_op(r, PL_E_INSELECT))
+    return 0;
+  pl_refs refs;
+  memset(&refs, 0, sizeof(refs));
+  if (pl_expr_refs(r, 0, &refs)) return -1;
+  int bOk = 1;
+  for (int k = 0; k < refs.nCol && bOk; k++) {
+    int t, c;
+    bOk = jp_lookup(s, refs.aCol[k], 0, &t, &c) == 1 && s->aColOf[t][c] >= 0;
+  }
+  pl_refs_free(&refs);
+  if (!bOk) return 0;
+  sqlite3_str *p = sqlite3_str_new(s->db);
+  sqlite3_str_appendall(p, "SELECT (");
+  jp_emit_to(s, p, q, r, 0, -1);
+  sqlite3_str_appendchar(p, 1, ')');
+  sqlite3_str_append(p, zHost + j->iHostFrom, s->iWhereEnd - j->iHostFrom);
+  j->azValueRows[i] = sqlite3_str_finish(p);
+  return j->azValueRows[i] ? 0 : -1;
+}
+
 /* zHost with the GROUP BY keys s->aGroupDrop marks left out. */
 static char *jp_key_host(jp *s, const char *zHost) {
   int n = s->a->nGroup, nKeep = 0;
@@ -793,6 +857,7 @@ static void jp_host(jp *s) {
     sqlite3_str_appendchar(s->pHost, 1, ')');
   }
   j->nResidual = nRes;
+  s->iWhereEnd = sqlite3_str_length(s->pHost);
   for (int i = 0; i < a->nGroup; i++) {
     sqlite3_str_appendall(s->pHost, i ? ", " : " GROUP BY ");
     int at = sqlite3_str_length(s->pHost);
@@ -1728,6 +1793,8 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
     free(pProg);
   }
   if (rc == SQLITE_OK && !s.bFail && !zHost) rc = SQLITE_NOMEM;
+  for (int i = 0; rc == SQLITE_OK && !s.bFail && i < j->nValue; i++)
+    if (s.apValAst[i] && jp_value_rows(&s, i, zHost)) rc = SQLITE_NOMEM;
   int bKey = rc == SQLITE_OK && !s.bFail ? jp_key_group(&s) : 0;
   if (bKey > 0) j->zHostKey = jp_key_host(&s, zHost);
   if (bKey < 0 || (bKey > 0 && !j->zHostKey)) rc = SQLITE_NOMEM;
@@ -1744,6 +1811,7 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
         s.nSubPushed ? "; IN subqueries run first, their values filtering on the devices" : "");
   }
   sqlite3_free(zHost);
+  for (int i = 0; i < PL_JOIN_MAX_VALUE; i++) pl_ast_free(s.apValAst[i]);
   for (int i = 0; i < s.nImplied; i++) {
     free(s.apImplied[i]->apArg);
     free(s.apImplied[i]);
@@ -1768,6 +1836,7 @@ int pl_join_plan(sqlite3 *db, const char *zSql, sqlite3_value **aParam, int nPar
 void pl_join_free(pl_join *p) {
   if (!p) return;
   for (int i = 0; i < p->nValue; i++) sqlite3_free(p->azValue[i]);
+  for (int i = 0; i < p->nValue; i++) sqlite3_free(p->azValueRows[i]);
   for (int i = 0; i < p->nScalar; i++) {
     sqlite3_free(p->aScalar[i].zGroup);
     sqlite3_free(p->aScalar[i].zEmpty);

@@ -185,6 +185,12 @@ typedef struct pl_join {
   ** iRows + 1 + i of zHost where they stood (sqlite3_malloc'd texts). */
   int nValue;
   char *azValue[PL_JOIN_MAX_VALUE];
+  /* Those whose FROM and WHERE are the query's own (TPC-H Q11's HAVING):
+  ** their result expression over the joined rows, "SELECT (expr) FROM
+  ** csq_jrows(?iRows) AS csq_j [WHERE the host part's terms]", which
+  ** SQLite runs instead once the rows are joined; NULL: azValue runs
+  ** (sqlite3_malloc'd). */
+  char *azValueRows[PL_JOIN_MAX_VALUE];
   int bStar; /* the select list has * or t.* (every column) */
   /* Each table's program as aTab[t].pProg, still open, for the join
   ** filters of the tables read before it (planner/joinfilter.h); owned.

@@ -1014,6 +1014,28 @@ static int run_value(q_tab *p, const char *zSql, sqlite3_value **ppVal) {
   return rc;
 }
 
+/* The value of subquery i of join j over its joined rows c->rows
+** (pl_join.azValueRows): SQLite runs the expression over them, the
+** query's parameters bound as in the host part. */
+static int rows_value(q_cursor *c, q_tab *p, const pl_join *j, int i, sqlite3_value **aParam,
+                      int nParam, sqlite3_value **ppVal) {
+  sqlite3_stmt *pStmt = NULL;
+  *ppVal = NULL;
+  int rc = sqlite3_prepare_v2(p->db, j->azValueRows[i], -1, &pStmt, NULL);
+  for (int k = 0; rc == SQLITE_OK && k < nParam && k < j->iRows - 1; k++)
+    if (aParam[k]) rc = sqlite3_bind_value(pStmt, k + 1, aParam[k]);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(pStmt, j->iRows, &c->rows, "csq_rowset", NULL);
+  if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
+  if (rc == SQLITE_ROW) {
+    *ppVal = sqlite3_value_dup(sqlite3_column_value(pStmt, 0));
+    rc = *ppVal ? SQLITE_OK : SQLITE_NOMEM;
+  } else if (rc == SQLITE_DONE) {
+    rc = SQLITE_OK; /* an aggregate gives a row; none, as no row: NULL */
+  }
+  sqlite3_finalize(pStmt);
+  return rc;
+}
+
 /* Rows of a statement appended to vectors (run_sub's xRow). */
 typedef struct push_rows {
   csq_vec *aOut;
@@ -1190,7 +1212,8 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
   sqlite3_value *apValue[PL_JOIN_MAX_VALUE] = {0};
   int rc = SQLITE_OK;
   for (int i = 0; rc == SQLITE_OK && i < j->nValue; i++)
-    rc = run_value(p, j->azValue[i], &apValue[i]);
+    rc = j->azValueRows[i] ? rows_value(c, p, j, i, aParam, nParam, &apValue[i])
+                           : run_value(p, j->azValue[i], &apValue[i]);
   if (rc != SQLITE_OK && rc != SQLITE_NOMEM) rc = SQLITE_MISMATCH;
   int bDone = 0;
   if (rc == SQLITE_OK)
@@ -1881,11 +1904,14 @@ static void explain_join(x_cursor *c, q_tab *p, const pl_join *j, vt_tab **apTab
     x_add(c, "    scalar subquery", sqlite3_str_finish(z));
   }
   for (int i = 0; i < j->nValue; i++)
-    x_add(
-        c, "  subquery value",
-        sqlite3_mprintf("?%d of the host part: (%s), run first as a query of its own, through the "
-                        "planner",
-                        j->iRows + 1 + i, j->azValue[i]));
+    x_add(c, "  subquery value",
+          j->azValueRows[i]
+              ? sqlite3_mprintf("?%d of the host part: (%s), over the rows the query reads: "
+                                "once they are joined, SQLite runs %s",
+                                j->iRows + 1 + i, j->azValue[i], j->azValueRows[i])
+              : sqlite3_mprintf("?%d of the host part: (%s), run first as a query of its own, "
+                                "through the planner",
+                                j->iRows + 1 + i, j->azValue[i]));
   x_add(c, "memory",
         sqlite3_mprintf("build sides over %llu bytes (csq_probe_memory) give the "
                         "query back to SQLite",
