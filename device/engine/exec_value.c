@@ -210,15 +210,20 @@ static int64_t seg_find(const uint8_t *z, uint32_t n, const uint8_t *g, uint32_t
 #ifdef __SSE2__
   const __m128i v0 = _mm_set1_epi8((char)g0), vl = _mm_set1_epi8((char)gl);
   const __m128i k0 = _mm_set1_epi8((char)f0), kl = _mm_set1_epi8((char)fl);
-  for (; i + 16 <= nPos; i += 16) {
-    __m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(z + i)), k0);
-    __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(z + i + m - 1)), kl);
+  /* the places past the last sixteen: one more window ending at the last
+  ** place, its places already looked at masked off */
+  for (uint32_t nLeft = nPos >= 16 ? nPos : 0; i < nLeft;) {
+    uint32_t j = i + 16 <= nPos ? i : nPos - 16;
+    __m128i a = _mm_or_si128(_mm_loadu_si128((const __m128i *)(z + j)), k0);
+    __m128i b = _mm_or_si128(_mm_loadu_si128((const __m128i *)(z + j + m - 1)), kl);
     unsigned bits =
         (unsigned)_mm_movemask_epi8(_mm_and_si128(_mm_cmpeq_epi8(a, v0), _mm_cmpeq_epi8(b, vl)));
+    bits &= ~((1u << (i - j)) - 1);
     for (; bits; bits &= bits - 1) {
-      uint32_t x = i + (uint32_t)__builtin_ctz(bits);
+      uint32_t x = j + (uint32_t)__builtin_ctz(bits);
       if (seg_eq(z + x + 1, g + 1, m - 1, bFold)) return x;
     }
+    i = j + 16;
   }
 #endif
   for (; i < nPos; i++)
