@@ -295,9 +295,6 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
     t = pCarry->t;
     memset(&pCarry->t, 0, sizeof(pCarry->t));
     pCarry->bLive = 0;
-    free(t.aDirect); /* codes are per row group */
-    t.aDirect = NULL;
-    t.nDirect = 0;
   } else {
     memset(&t, 0, sizeof(t));
     t.nAgg = pp->nAgg;
@@ -328,12 +325,25 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
   /* direct table when every key is a narrow column of this row group */
   int bDirect = pp->nKey > 0;
   uint64_t nDirect = 1;
+  /* Codes are per row group, but an INTEGER key's code is its value less
+  ** the chunk's reference: a carried direct table whose keys had the same
+  ** references and domains maps the same values, and is kept. */
+  int bKeep = t.aDirect != NULL;
   for (int j = 0; j < pp->nKey && bDirect; j++) {
     const csq_pexpr *x = &pp->aExpr[pp->aKey[j]];
-    uint32_t dom = x->op == CSQ_EX_COL ? ex_key_domain(&aCol[x->a]) : 0;
+    const ex_col *c = x->op == CSQ_EX_COL ? &aCol[x->a] : NULL;
+    uint32_t dom = c ? ex_key_domain(c) : 0;
     if (!dom || nDirect * dom > AG_DIRECT_MAX) bDirect = 0;
+    bKeep = bKeep && c && c->kind == K_INT && !c->bAllNull && t.aDom[j] == dom &&
+            t.aDirRef[j] == c->d.iRef;
     t.aDom[j] = dom;
+    t.aDirRef[j] = c ? c->d.iRef : 0;
     nDirect *= dom ? dom : 1;
+  }
+  if (!bDirect || !bKeep || t.nDirect != nDirect) {
+    free(t.aDirect);
+    t.aDirect = NULL;
+    t.nDirect = 0;
   }
   /* Carried groups are found by their key values: groups another row
   ** group's direct table made have no hashes yet. Ones made in ascending
@@ -345,7 +355,7 @@ int ex_agg_exec(const ex_prog *ep, ex_col *aCol, const uint32_t *aSel, uint32_t 
       goto done;
     }
   }
-  if (bDirect) {
+  if (bDirect && !t.aDirect) {
     t.nDirect = (uint32_t)nDirect;
     t.aDirect = malloc(sizeof(int32_t) * nDirect);
     if (!t.aDirect) {

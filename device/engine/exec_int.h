@@ -254,8 +254,9 @@ typedef struct ag_tab {
   uint32_t aOff[CSQ_AGG_MAX_AGGS]; /* each aggregate's state in a group's block */
   int32_t *aDirect;                /* direct table: composite code -> group, -1 none */
   uint32_t nDirect;
-  uint32_t aDom[CSQ_AGG_MAX_KEYS]; /* direct: domain of each key (its NULL code = dom - 1) */
-  uint64_t nVar;                   /* TEXT/BLOB bytes held by keys and MIN/MAX states */
+  uint32_t aDom[CSQ_AGG_MAX_KEYS];   /* direct: domain of each key (its NULL code = dom - 1) */
+  int64_t aDirRef[CSQ_AGG_MAX_KEYS]; /* direct: each key chunk's reference (value of code 0) */
+  uint64_t nVar;                     /* TEXT/BLOB bytes held by keys and MIN/MAX states */
   /* per run: rows of each group (0 outside the run's touched groups) and a
   ** scratch real sum per group */
   uint32_t *aRunN;

@@ -121,6 +121,31 @@ def test_keys_out_of_order():
         check(con, "interleaved %d" % n)
 
 
+def test_direct_table_kept_across_row_groups():
+    """Narrow INTEGER keys in no order: a row group whose key chunks have
+    the reference (least value) and width of the row group before keeps
+    the device's direct table of groups; one whose least key moved, whose
+    keys are wider, or all NULL makes a new one. Two keys too."""
+    rnd = random.Random(15)
+    con = connect()
+    rows = []
+    for g in range(60):
+        lo = rnd.choice([0, 0, 0, 3, -2, 40])
+        width = rnd.choice([15, 15, 31, 200])
+        part = [(lo, 1, 0.5)]  # the least key of the row group is lo
+        for _ in range(63):
+            k = rnd.choice([None, lo + rnd.randrange(width + 1)]) if g % 7 else None
+            part.append((k, rnd.randrange(-3, 9), rnd.choice([None, rnd.uniform(-2, 2)])))
+        if g % 11 == 5:
+            part = [(None, r[1], r[2]) for r in part]
+        rnd.shuffle(part)
+        rows += part
+    load(con, rows)
+    check(con, "direct table kept")
+    q = "SELECT k, v, count(*), sum(w), max(w) FROM {T} WHERE v > -3 GROUP BY k, v"
+    assert canon(view(con, q.format(T="t"))) == canon(con.execute(q.format(T="nt")).fetchall())
+
+
 def test_large_ascending_table():
     """Several thousand groups per row group, partials merged out of row
     group order by several device slots."""
