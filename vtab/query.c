@@ -577,15 +577,23 @@ static int run_device(q_cursor *c, q_tab *p, vt_tab *t, const pl_plan *plan) {
 
 static int join_agg_outer(q_tab *p, const pl_join *j, const pl_plan *plan, char **pzOuter);
 
+/* Prepare zSql over row set pRows (parameter iRows) into *ppStmt, with
+** the values aVal[0..nVal) bound where given. */
+static int rows_stmt(sqlite3 *db, const char *zSql, sqlite3_value **aVal, int nVal, int iRows,
+                     vt_rowset *pRows, sqlite3_stmt **ppStmt) {
+  int rc = sqlite3_prepare_v2(db, zSql, -1, ppStmt, NULL);
+  for (int k = 0; rc == SQLITE_OK && k < nVal; k++)
+    if (aVal[k]) rc = sqlite3_bind_value(*ppStmt, k + 1, aVal[k]);
+  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(*ppStmt, iRows, pRows, "csq_rowset", NULL);
+  return rc;
+}
+
 /* Prepare the host part zSql over c->rows (parameter iRows) with the
 ** values aAll[0..nAll) bound where given: SQLITE_OK, or an error with
 ** the vtab's message set. */
 static int host_stmt(q_cursor *c, q_tab *p, const char *zSql, sqlite3_value **aAll, int nAll,
                      int iRows) {
-  int rc = sqlite3_prepare_v2(p->db, zSql, -1, &c->pStmt, NULL);
-  for (int k = 0; rc == SQLITE_OK && k < nAll; k++)
-    if (aAll[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aAll[k]);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, iRows, &c->rows, "csq_rowset", NULL);
+  int rc = rows_stmt(p->db, zSql, aAll, nAll, iRows, &c->rows, &c->pStmt);
   if (rc) {
     sqlite3_free(p->base.zErrMsg);
     p->base.zErrMsg = sqlite3_mprintf("csq_query: host part failed: %s", sqlite3_errmsg(p->db));
@@ -1021,10 +1029,7 @@ static int rows_value(q_cursor *c, q_tab *p, const pl_join *j, int i, sqlite3_va
                       int nParam, sqlite3_value **ppVal) {
   sqlite3_stmt *pStmt = NULL;
   *ppVal = NULL;
-  int rc = sqlite3_prepare_v2(p->db, j->azValueRows[i], -1, &pStmt, NULL);
-  for (int k = 0; rc == SQLITE_OK && k < nParam && k < j->iRows - 1; k++)
-    if (aParam[k]) rc = sqlite3_bind_value(pStmt, k + 1, aParam[k]);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(pStmt, j->iRows, &c->rows, "csq_rowset", NULL);
+  int rc = rows_stmt(p->db, j->azValueRows[i], aParam, nParam, j->iRows, &c->rows, &pStmt);
   if (rc == SQLITE_OK) rc = sqlite3_step(pStmt);
   if (rc == SQLITE_ROW) {
     *ppVal = sqlite3_value_dup(sqlite3_column_value(pStmt, 0));
@@ -1226,11 +1231,9 @@ static int run_join(q_cursor *c, q_tab *p, pl_join *j, vt_tab **apTab, sqlite3_v
     return rc;
   }
   if (rc == SQLITE_OK)
-    rc = sqlite3_prepare_v2(p->db, bKeyGroup ? j->zHostKey : j->zHost, -1, &c->pStmt, NULL);
+    rc = rows_stmt(p->db, bKeyGroup ? j->zHostKey : j->zHost, aParam, nParam, j->iRows, &c->rows,
+                   &c->pStmt);
   if (rc == SQLITE_OK && bKeyGroup) p->pConn->nKeyGroups++;
-  for (int k = 0; rc == SQLITE_OK && k < nParam; k++)
-    if (aParam[k]) rc = sqlite3_bind_value(c->pStmt, k + 1, aParam[k]);
-  if (rc == SQLITE_OK) rc = sqlite3_bind_pointer(c->pStmt, j->iRows, &c->rows, "csq_rowset", NULL);
   for (int i = 0; rc == SQLITE_OK && i < j->nValue; i++)
     rc = apValue[i] ? sqlite3_bind_value(c->pStmt, j->iRows + 1 + i, apValue[i])
                     : sqlite3_bind_null(c->pStmt, j->iRows + 1 + i);
