@@ -764,7 +764,7 @@ static int jp_key_group(jp *s) {
   for (int i = 0; i < a->nGroup; i++) {
     const pl_expr *e = a->aGroup[i].pExpr;
     aTab[i] = -1;
-    if (e->op == PL_E_COLUMN && jp_resolve(s, e, 0, &aTab[i], &aCol[i]) != 1) aTab[i] = -1;
+    if (e->op == PL_E_COLUMN && jp_lookup(s, e, 0, &aTab[i], &aCol[i]) != 1) aTab[i] = -1;
     if (aTab[i] >= 0 && aTab[i] != j->aOrder[0]) aN[aTab[i]]++;
   }
   int t = -1;
